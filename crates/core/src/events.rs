@@ -1,0 +1,202 @@
+//! Events that cross from the tool loop to front-ends.
+//!
+//! This module is pith's protocol between the agent core and whatever shows it (REPL,
+//! headless runner, tests). Front-ends match on these types and never on provider wire
+//! formats. Compaction lifecycle events are *control* events: they are never assistant
+//! content and never appear in the final answer.
+
+use std::ops::AddAssign;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{Message, ToolCall, ToolResult};
+
+/// Token usage of one or more model requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Input tokens, cached ones included.
+    #[serde(rename = "input_tokens")]
+    pub input_tokens: u64,
+    /// Input tokens served from the provider's prompt cache.
+    #[serde(rename = "cached_input_tokens", default)]
+    pub cached_input_tokens: u64,
+    /// Output tokens.
+    #[serde(rename = "output_tokens")]
+    pub output_tokens: u64,
+}
+
+impl AddAssign for Usage {
+    fn add_assign(&mut self, other: Self) {
+        self.input_tokens += other.input_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+}
+
+/// The lifecycle of one automatic compaction inside a turn.
+#[derive(Debug, Clone)]
+pub enum AutoCompaction {
+    /// The private summary request started. `cancel` is a *child* of the turn's token:
+    /// cancelling it stops only the compactor and the parent request continues with its
+    /// history unchanged; cancelling the turn cancels it too.
+    Started {
+        /// Cancels only this compaction.
+        cancel: CancellationToken,
+    },
+    /// A valid replacement was installed in the loop's history. `replacement` holds the
+    /// system message(s) followed by the compacted user message; front-ends strip the
+    /// system messages before storing it.
+    Applied {
+        /// The new provider-facing history.
+        replacement: Vec<Message>,
+        /// Usage of the summary request, when the provider reported it.
+        usage: Option<Usage>,
+        /// Estimated input tokens before the compaction.
+        tokens_before: u64,
+        /// Estimated input tokens of the replacement.
+        tokens_after: u64,
+    },
+    /// The child token was cancelled; history is unchanged.
+    Cancelled,
+    /// The summary request failed or produced an invalid summary; history is unchanged.
+    Failed {
+        /// Human-readable reason.
+        reason: String,
+    },
+}
+
+/// A rule-based micro-compaction (dedup + prune, no LLM) applied by the loop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MicroCompaction {
+    /// The history after the step, system messages excluded.
+    pub replacement: Vec<Message>,
+    /// Estimated tokens reclaimed.
+    pub tokens_reclaimed: u64,
+    /// Estimated input tokens before the step.
+    pub tokens_before: u64,
+    /// Estimated input tokens after the step.
+    pub tokens_after: u64,
+}
+
+/// Everything the tool loop reports while a turn runs, in order.
+#[derive(Debug, Clone)]
+pub enum LoopEvent {
+    /// A model request is about to be sent (`attempt` counts retries from 1).
+    RequestStarted {
+        /// 1 for the first try, 2+ for retries.
+        attempt: u32,
+    },
+    /// A chunk of visible assistant text.
+    TextDelta(String),
+    /// A chunk of model reasoning (never part of the final answer).
+    ReasoningDelta(String),
+    /// The model requested a tool call; execution starts.
+    ToolCallStarted(ToolCall),
+    /// A tool call finished; `result` is what the model will see.
+    ToolCallFinished {
+        /// The call.
+        call: ToolCall,
+        /// Its (squashed) result.
+        result: ToolResult,
+    },
+    /// A complete message was appended to the loop's history (assistant reply or tool
+    /// results). Front-ends accumulate these as the turn's memory.
+    MessageAppended(Message),
+    /// Usage reported for one model request.
+    Usage(Usage),
+    /// The request failed transiently and will be retried after `delay_ms`.
+    Retrying {
+        /// The attempt that failed.
+        attempt: u32,
+        /// Delay before the next attempt.
+        delay_ms: u64,
+        /// Why it failed.
+        reason: String,
+    },
+    /// Automatic compaction lifecycle.
+    AutoCompaction(AutoCompaction),
+    /// A micro-compaction was applied.
+    MicroCompaction(MicroCompaction),
+    /// The turn ended normally (the model answered without tool calls).
+    TurnFinished {
+        /// Usage summed over every request of the turn, compaction included.
+        usage: Usage,
+    },
+}
+
+/// The cancellation token of an automatic compaction inside the turn guarded by `turn`.
+///
+/// Always a child token: see [`AutoCompaction::Started`].
+pub fn compaction_token(turn: &CancellationToken) -> CancellationToken {
+    turn.child_token()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancelling_the_compactor_leaves_the_turn_running() {
+        let turn = CancellationToken::new();
+        let compactor = compaction_token(&turn);
+        compactor.cancel();
+        assert!(compactor.is_cancelled());
+        assert!(
+            !turn.is_cancelled(),
+            "cancelling the child must not stop the parent"
+        );
+    }
+
+    #[test]
+    fn cancelling_the_turn_stops_the_compactor() {
+        let turn = CancellationToken::new();
+        let compactor = compaction_token(&turn);
+        turn.cancel();
+        assert!(compactor.is_cancelled());
+    }
+
+    #[test]
+    fn a_compactor_of_a_cancelled_turn_starts_cancelled() {
+        let turn = CancellationToken::new();
+        turn.cancel();
+        assert!(compaction_token(&turn).is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn cancelling_the_turn_wakes_a_compactor_waiting_on_its_token() {
+        let turn = CancellationToken::new();
+        let compactor = compaction_token(&turn);
+        let waiter = tokio::spawn(async move { compactor.cancelled().await });
+        turn.cancel();
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+            .await
+            .expect("compactor was not woken")
+            .expect("task panicked");
+    }
+
+    #[test]
+    fn usage_adds_up_and_round_trips() {
+        let mut total = Usage::default();
+        total += Usage {
+            input_tokens: 10,
+            cached_input_tokens: 4,
+            output_tokens: 2,
+        };
+        total += Usage {
+            input_tokens: 5,
+            cached_input_tokens: 0,
+            output_tokens: 1,
+        };
+        assert_eq!(
+            total,
+            Usage {
+                input_tokens: 15,
+                cached_input_tokens: 4,
+                output_tokens: 3
+            }
+        );
+        let back: Usage = serde_json::from_str(&serde_json::to_string(&total).unwrap()).unwrap();
+        assert_eq!(back, total);
+    }
+}

@@ -1,0 +1,21 @@
+//! pith-core: the vocabulary every other pith crate shares.
+//!
+//! This crate is pure logic — no file system, no network, no terminal. It owns the
+//! message model, the context budget, token counting and the request estimate, the
+//! compaction summary schema and prompts, the lifecycle events that cross from the tool
+//! loop to front-ends, and the tool trait. Anything that must be computed the same way in
+//! two places (the budget, the estimate, the prompts) lives here exactly once.
+
+pub mod budget;
+pub mod events;
+pub mod message;
+pub mod prompts;
+pub mod summary;
+pub mod tokens;
+pub mod tool;
+
+pub use budget::ContextBudget;
+pub use events::{AutoCompaction, LoopEvent, Usage};
+pub use message::{Message, Part, Role, ToolCall, ToolResult};
+pub use tokens::{Encoding, RequestEstimate, RequestEstimator, TiktokenCounter, TokenCounter};
+pub use tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolRegistry};

@@ -1,0 +1,67 @@
+//! Every prompt text pith sends for compaction, in one file so that they can be reviewed
+//! together. [`crate::summary`] assembles them; nothing else should embed prompt prose.
+
+/// The shared summary schema: the five sections every compaction summary starts from.
+/// Both manual and automatic compaction present it as a baseline, not a cage.
+pub const SUMMARY_SECTIONS: &str = "\
+## Goal
+What the user is trying to achieve, in their terms.
+
+## Key Instructions
+Every constraint, preference and instruction the user gave that still applies (quote \
+them when wording matters).
+
+## Discoveries
+Facts learned about the codebase, the environment and the requirements: what exists \
+where, how it behaves, what was ruled out and why.
+
+## Accomplished
+Work completed, work remaining, the change in progress and the very next action.
+
+## Relevant Files
+Files read or changed, commands run and their outcome, errors seen (exact text), \
+identifiers and tool results that later work depends on.";
+
+/// Guidance shared by the manual and the automatic compaction prompts.
+pub const COMPACTION_GUIDANCE: &str = "\
+This is a context compaction request. Your reply will REPLACE the conversation history \
+above: after it, the earlier messages are gone and work continues from your summary \
+alone, so anything you leave out is lost.
+
+Rules:
+- Do not call any tools. Work only from the conversation history above; tool calls are \
+rejected during compaction.
+- Be exact: keep file paths, commands, function and type names, identifiers, error \
+messages and numbers verbatim. Never write \"as discussed above\" or refer to messages \
+the reader will no longer have.
+- Keep every user instruction that still applies, word for word when the wording matters.
+- Use the sections below as a baseline. Add sections or detail when the conversation \
+calls for it; omit nothing that the next step depends on.";
+
+/// Extra requirements for automatic compaction, which runs privately inside a turn.
+pub const AUTO_COMPACTION_REQUIREMENTS: &str = "\
+This compaction happens automatically in the middle of an active task, and the task \
+continues right after it:
+- Preserve the progress of the current task: tool calls made, what their results showed \
+(quote the meaningful lines of tool output), and what you were about to do next.
+- Do not restate the latest user message: it is kept verbatim next to your summary.
+- Start directly with the first section heading. No preamble, no closing remarks.";
+
+/// Prefix of the optional focus text a user gives to `/compact`.
+pub const MANUAL_FOCUS_PREFIX: &str = "The user asked this summary to focus on:";
+
+/// Closing line of both prompts.
+pub const CLOSING_LINE: &str = "Write the summary now.";
+
+/// The tool-error text returned for every tool call attempted during compaction.
+pub const TOOLS_DISABLED_DURING_COMPACTION: &str =
+    "Tool calls are disabled during compaction; use the history.";
+
+/// Opening tag of the compacted context in an automatic replacement.
+pub const COMPACTED_CONTEXT_OPEN: &str = "<compacted_context>";
+/// Closing tag of the compacted context in an automatic replacement.
+pub const COMPACTED_CONTEXT_CLOSE: &str = "</compacted_context>";
+/// Opening tag of the retained last user message in an automatic replacement.
+pub const LAST_USER_MESSAGE_OPEN: &str = "<last_user_message>";
+/// Closing tag of the retained last user message in an automatic replacement.
+pub const LAST_USER_MESSAGE_CLOSE: &str = "</last_user_message>";

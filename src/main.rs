@@ -1,0 +1,21 @@
+//! The `pith` binary: parses the command line and dispatches to the crate that owns the
+//! command. No behaviour lives here.
+
+mod cli;
+mod commands;
+mod exit;
+
+use clap::Parser;
+
+fn main() {
+    let cli = cli::Cli::parse();
+    let outcome = match cli.command {
+        Some(cli::Command::Tokens(args)) => commands::tokens::run(args),
+        Some(cli::Command::Run(_))
+        | Some(cli::Command::Compress(_))
+        | Some(cli::Command::Sessions(_))
+        | Some(cli::Command::Replay(_))
+        | None => commands::not_yet_available(cli.command.as_ref()),
+    };
+    std::process::exit(exit::report(outcome));
+}

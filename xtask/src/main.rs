@@ -1,0 +1,55 @@
+//! `cargo xtask` — developer automation for pith.
+//!
+//! `cargo xtask ci` runs exactly what `.ci/run` runs (fmt, clippy, the test suite).
+//! Further tasks (eval, bench, crash, local-llm, demo, simulate) are added by the issues
+//! that deliver them.
+
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "pith developer automation")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Run the CI checks: cargo fmt --check, clippy -D warnings, the whole test suite.
+    Ci,
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().task {
+        Task::Ci => ci(),
+    }
+}
+
+fn ci() -> Result<()> {
+    cargo(&["fmt", "--all", "--check"])?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
+    cargo(&["test", "--workspace"])?;
+    Ok(())
+}
+
+fn cargo(args: &[&str]) -> Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let status = Command::new(&cargo)
+        .args(args)
+        .status()
+        .with_context(|| format!("running {cargo} {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("`cargo {}` failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
