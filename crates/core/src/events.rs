@@ -118,6 +118,9 @@ pub enum LoopEvent {
     AutoCompaction(AutoCompaction),
     /// A micro-compaction was applied.
     MicroCompaction(MicroCompaction),
+    /// Something the user should know that is not assistant content (e.g. a request
+    /// was trimmed to fit the context window).
+    Notice(String),
     /// The turn ended normally (the model answered without tool calls).
     TurnFinished {
         /// Usage summed over every request of the turn, compaction included.

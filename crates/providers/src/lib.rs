@@ -1,3 +1,18 @@
-//! pith-providers: the generic tool-loop driver (with automatic and manual compaction) and
-//! one adapter per wire protocol (OpenAI Chat Completions, OpenAI Responses, Anthropic
-//! Messages), plus configuration and the model catalog. Providers never print.
+//! pith-providers: the generic tool-loop driver (with automatic and manual compaction)
+//! and one adapter per wire protocol (OpenAI Chat Completions, OpenAI Responses,
+//! Anthropic Messages), plus configuration and the model catalog. Providers never print:
+//! everything a front-end shows arrives as a [`pith_core::LoopEvent`].
+
+pub mod adapter;
+pub mod agent_loop;
+pub mod compaction;
+pub mod error;
+pub mod overflow;
+pub mod request;
+pub mod retry;
+
+pub use adapter::{ChunkStream, ModelRequest, ProviderAdapter, StreamChunk};
+pub use agent_loop::{
+    AgentLoop, LoopError, LoopOptions, ManualCompaction, TurnFailure, TurnSummary,
+};
+pub use error::ProviderError;

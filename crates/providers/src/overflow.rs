@@ -1,0 +1,372 @@
+//! The overflow fallback: fitting a request that cannot fit the input budget even after
+//! compaction (one enormous tool result, a tiny window), deterministically, instead of
+//! sending it to fail.
+//!
+//! Steps, each only while the request is still too large:
+//! 1. cap the largest tool results to head + tail around one `[N lines omitted]` marker
+//!    (the raw output of squashed results is already in a spill file);
+//! 2. drop the oldest conversation units (a user message, or an assistant message with
+//!    its tool results — never splitting a call from its result), never the latest user
+//!    message, leaving one note saying how many messages were dropped;
+//! 3. cap the largest remaining text.
+//!
+//! The fitted messages are used for the request only; the loop's history is not
+//! rewritten, so nothing is lost from the session.
+
+use pith_core::{Message, Part, Role, TokenCounter, ToolDefinition};
+
+/// The outcome of [`fit_to_budget`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fitted {
+    /// The messages to send.
+    pub messages: Vec<Message>,
+    /// Tool results or texts that were capped.
+    pub capped_parts: usize,
+    /// Messages dropped from the start.
+    pub dropped_messages: usize,
+    /// Estimate before fitting.
+    pub tokens_before: u64,
+    /// Estimate after fitting.
+    pub tokens_after: u64,
+}
+
+impl Fitted {
+    /// A one-line description for front-ends.
+    pub fn notice(&self) -> String {
+        format!(
+            "request too large for the context window ({} tokens): capped {} part(s), dropped {} oldest message(s), now {} tokens",
+            self.tokens_before, self.capped_parts, self.dropped_messages, self.tokens_after
+        )
+    }
+}
+
+fn estimate(
+    counter: &dyn TokenCounter,
+    system: &str,
+    messages: &[Message],
+    tools: &[ToolDefinition],
+) -> u64 {
+    pith_core::tokens::estimate_request(counter, system, messages, tools).total as u64
+}
+
+/// Fits `messages` so that system + messages + tools estimate at most `input_budget`.
+pub fn fit_to_budget(
+    counter: &dyn TokenCounter,
+    system: &str,
+    messages: &[Message],
+    tools: &[ToolDefinition],
+    input_budget: u64,
+) -> Fitted {
+    let tokens_before = estimate(counter, system, messages, tools);
+    let mut fitted = Fitted {
+        messages: messages.to_vec(),
+        capped_parts: 0,
+        dropped_messages: 0,
+        tokens_before,
+        tokens_after: tokens_before,
+    };
+    if tokens_before <= input_budget {
+        return fitted;
+    }
+    let fixed = estimate(counter, system, &[], tools);
+    let room = input_budget.saturating_sub(fixed).max(64);
+
+    // 1. Cap tool results larger than an eighth of the room, largest first.
+    let cap = (room / 8).max(128) as usize;
+    let mut results: Vec<(usize, usize, usize)> = Vec::new();
+    for (mi, message) in fitted.messages.iter().enumerate() {
+        for (pi, part) in message.parts.iter().enumerate() {
+            if let Part::ToolResult(result) = part {
+                let tokens = counter.count(&result.content);
+                if tokens > cap {
+                    results.push((tokens, mi, pi));
+                }
+            }
+        }
+    }
+    results.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    for (_, mi, pi) in results {
+        if fitted.tokens_after <= input_budget {
+            break;
+        }
+        if let Part::ToolResult(result) = &mut fitted.messages[mi].parts[pi] {
+            result.content = cap_text(counter, &result.content, cap);
+            fitted.capped_parts += 1;
+        }
+        fitted.tokens_after = estimate(counter, system, &fitted.messages, tools);
+    }
+
+    // 2. Drop the oldest units, keeping the latest user message and everything after it.
+    let protected_from = fitted
+        .messages
+        .iter()
+        .rposition(|m| {
+            m.role == Role::User && m.parts.iter().any(|p| matches!(p, Part::Text { .. }))
+        })
+        .unwrap_or(fitted.messages.len().saturating_sub(1));
+    let mut drop_until = 0;
+    while fitted.tokens_after > input_budget && drop_until < protected_from {
+        drop_until = next_unit_end(&fitted.messages, drop_until).min(protected_from);
+        let mut candidate = vec![Message::user(format!(
+            "[{drop_until} earlier messages were dropped to fit the context window]"
+        ))];
+        candidate.extend_from_slice(&fitted.messages[drop_until..]);
+        fitted.tokens_after = estimate(counter, system, &candidate, tools);
+        if fitted.tokens_after <= input_budget || drop_until >= protected_from {
+            fitted.dropped_messages = drop_until;
+            fitted.messages = candidate;
+            break;
+        }
+    }
+
+    // 3. Cap the largest remaining texts.
+    while fitted.tokens_after > input_budget {
+        let Some((mi, pi, tokens)) = largest_part(counter, &fitted.messages) else {
+            break;
+        };
+        let excess = (fitted.tokens_after - input_budget) as usize;
+        let target = tokens.saturating_sub(excess + 16).max(16);
+        if target >= tokens {
+            break;
+        }
+        match &mut fitted.messages[mi].parts[pi] {
+            Part::Text { text } => *text = cap_text(counter, text, target),
+            Part::ToolResult(result) => result.content = cap_text(counter, &result.content, target),
+            Part::ToolCall(_) => break,
+        }
+        fitted.capped_parts += 1;
+        let after = estimate(counter, system, &fitted.messages, tools);
+        if after >= fitted.tokens_after {
+            fitted.tokens_after = after;
+            break;
+        }
+        fitted.tokens_after = after;
+    }
+    fitted
+}
+
+/// The index just after the conversation unit that starts at `start`.
+fn next_unit_end(messages: &[Message], start: usize) -> usize {
+    let mut end = start + 1;
+    if messages
+        .get(start)
+        .is_some_and(|m| m.role == Role::Assistant)
+    {
+        while end < messages.len() && messages[end].role == Role::Tool {
+            end += 1;
+        }
+    }
+    while end < messages.len() && messages[end].role == Role::Tool {
+        end += 1;
+    }
+    end
+}
+
+fn largest_part(counter: &dyn TokenCounter, messages: &[Message]) -> Option<(usize, usize, usize)> {
+    let mut best: Option<(usize, usize, usize)> = None;
+    for (mi, message) in messages.iter().enumerate() {
+        for (pi, part) in message.parts.iter().enumerate() {
+            let tokens = match part {
+                Part::Text { text } => counter.count(text),
+                Part::ToolResult(result) => counter.count(&result.content),
+                Part::ToolCall(_) => 0,
+            };
+            if best.is_none_or(|(_, _, t)| tokens > t) {
+                best = Some((mi, pi, tokens));
+            }
+        }
+    }
+    best
+}
+
+/// Keeps the head and tail lines of `text` within about `max_tokens`, with one
+/// `[N lines omitted]` marker for the gap. Text of a single huge line is cut by bytes.
+pub fn cap_text(counter: &dyn TokenCounter, text: &str, max_tokens: usize) -> String {
+    if counter.count(text) <= max_tokens {
+        return text.to_owned();
+    }
+    // Work in bytes with a conservative 3 bytes per token, then verify.
+    let mut budget_bytes = max_tokens.saturating_mul(3).max(64);
+    loop {
+        let capped = head_tail(text, budget_bytes);
+        if counter.count(&capped) <= max_tokens || budget_bytes <= 64 {
+            return capped;
+        }
+        budget_bytes = budget_bytes * 3 / 4;
+    }
+}
+
+fn head_tail(text: &str, budget_bytes: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= 2 {
+        let head = floor_char(text, budget_bytes / 2);
+        let tail_start = ceil_char(text, text.len().saturating_sub(budget_bytes / 2));
+        let omitted = text
+            .len()
+            .saturating_sub(head.len() + (text.len() - tail_start));
+        return format!("{head}\n[{omitted} bytes omitted]\n{}", &text[tail_start..]);
+    }
+    let half = budget_bytes / 2;
+    let mut head_end = 0;
+    let mut used = 0;
+    while head_end < lines.len() && used + lines[head_end].len() < half {
+        used += lines[head_end].len() + 1;
+        head_end += 1;
+    }
+    let mut tail_start = lines.len();
+    used = 0;
+    while tail_start > head_end && used + lines[tail_start - 1].len() < half {
+        used += lines[tail_start - 1].len() + 1;
+        tail_start -= 1;
+    }
+    let omitted = tail_start - head_end;
+    let mut out = lines[..head_end].join("\n");
+    if omitted > 0 {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&format!("[{omitted} lines omitted]"));
+    }
+    if tail_start < lines.len() {
+        out.push('\n');
+        out.push_str(&lines[tail_start..].join("\n"));
+    }
+    out
+}
+
+fn floor_char(text: &str, mut index: usize) -> &str {
+    index = index.min(text.len());
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    &text[..index]
+}
+
+fn ceil_char(text: &str, mut index: usize) -> usize {
+    while index < text.len() && !text.is_char_boundary(index) {
+        index += 1;
+    }
+    index
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pith_core::{Encoding, TiktokenCounter, ToolCall};
+
+    fn counter() -> TiktokenCounter {
+        TiktokenCounter::new(Encoding::O200kBase)
+    }
+
+    fn big_output(lines: usize) -> String {
+        (0..lines)
+            .map(|i| format!("line {i}: some build output that repeats"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn a_request_that_fits_is_untouched() {
+        let messages = vec![Message::user("hi")];
+        let fitted = fit_to_budget(&counter(), "sys", &messages, &[], 10_000);
+        assert_eq!(fitted.messages, messages);
+        assert_eq!(fitted.capped_parts, 0);
+    }
+
+    #[test]
+    fn one_enormous_tool_result_is_capped_to_fit() {
+        let messages = vec![
+            Message::user("run the build"),
+            Message::assistant_with_calls(
+                "",
+                vec![ToolCall {
+                    id: "c".into(),
+                    name: "bash".into(),
+                    arguments: serde_json::json!({"command": "make"}),
+                }],
+            ),
+            Message::tool_result("c", big_output(5_000), false),
+        ];
+        let fitted = fit_to_budget(&counter(), "sys", &messages, &[], 4_000);
+        assert!(fitted.tokens_after <= 4_000, "{}", fitted.tokens_after);
+        assert_eq!(fitted.messages.len(), 3, "nothing needed dropping");
+        let content = fitted.messages[2]
+            .tool_results()
+            .next()
+            .unwrap()
+            .content
+            .clone();
+        assert!(content.contains("lines omitted]"));
+        assert!(content.starts_with("line 0:"));
+        assert!(content.ends_with("line 4999: some build output that repeats"));
+    }
+
+    #[test]
+    fn oldest_units_are_dropped_but_the_latest_user_message_stays() {
+        let mut messages = Vec::new();
+        for i in 0..40 {
+            messages.push(Message::user(format!(
+                "question {i} {}",
+                "word ".repeat(100)
+            )));
+            messages.push(Message::assistant(format!(
+                "answer {i} {}",
+                "word ".repeat(100)
+            )));
+        }
+        messages.push(Message::user("the latest request"));
+        let fitted = fit_to_budget(&counter(), "sys", &messages, &[], 2_000);
+        assert!(fitted.tokens_after <= 2_000);
+        assert!(fitted.dropped_messages > 0);
+        assert_eq!(
+            fitted.messages.last().unwrap().text_content(),
+            "the latest request"
+        );
+        assert!(fitted.messages[0]
+            .text_content()
+            .contains("earlier messages were dropped"));
+    }
+
+    #[test]
+    fn calls_are_never_separated_from_their_results() {
+        let mut messages = Vec::new();
+        for i in 0..30 {
+            messages.push(Message::user(format!("q{i} {}", "x ".repeat(50))));
+            messages.push(Message::assistant_with_calls(
+                "",
+                vec![ToolCall {
+                    id: format!("c{i}"),
+                    name: "ls".into(),
+                    arguments: serde_json::json!({}),
+                }],
+            ));
+            messages.push(Message::tool_result(format!("c{i}"), "a\nb", false));
+        }
+        messages.push(Message::user("now"));
+        let fitted = fit_to_budget(&counter(), "", &messages, &[], 600);
+        // The first kept message after the note must not be a tool result.
+        assert_ne!(fitted.messages[1].role, Role::Tool);
+        let call_ids: Vec<String> = fitted
+            .messages
+            .iter()
+            .flat_map(|m| m.tool_calls().map(|c| c.id.clone()).collect::<Vec<_>>())
+            .collect();
+        let result_ids: Vec<String> = fitted
+            .messages
+            .iter()
+            .flat_map(|m| {
+                m.tool_results()
+                    .map(|r| r.call_id.clone())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(call_ids, result_ids);
+    }
+
+    #[test]
+    fn a_huge_latest_user_message_is_capped_as_a_last_resort() {
+        let messages = vec![Message::user(big_output(10_000))];
+        let fitted = fit_to_budget(&counter(), "sys", &messages, &[], 3_000);
+        assert!(fitted.tokens_after <= 3_000, "{}", fitted.tokens_after);
+    }
+}

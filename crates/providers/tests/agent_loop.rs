@@ -1,0 +1,605 @@
+//! The tool loop's compaction behaviour, driven through a scripted in-memory adapter.
+//! (The same scenarios run against the real wire formats in the testkit suites.)
+
+mod mock_adapter;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mock_adapter::{MockAdapter, Reply};
+use pith_core::prompts::TOOLS_DISABLED_DURING_COMPACTION;
+use pith_core::summary::{auto_prompt, manual_prompt};
+use pith_core::{
+    AutoCompaction, ContextBudget, Encoding, LoopEvent, Message, RequestEstimator, Role,
+    TiktokenCounter, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
+};
+use pith_providers::request::Timeouts;
+use pith_providers::retry::RetryPolicy;
+use pith_providers::{AgentLoop, LoopError, LoopOptions, ProviderError};
+use serde_json::json;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio_util::sync::CancellationToken;
+
+const SYSTEM: &str = "You are pith, a coding agent.";
+
+struct ReadTool {
+    runs: AtomicUsize,
+}
+
+#[async_trait]
+impl Tool for ReadTool {
+    fn name(&self) -> &str {
+        "read"
+    }
+    fn description(&self) -> &str {
+        "Read a file"
+    }
+    fn parameters(&self) -> serde_json::Value {
+        json!({"type": "object", "properties": {"path": {"type": "string"}}})
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    async fn run(
+        &self,
+        arguments: serde_json::Value,
+        _ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        Ok(ToolOutput::ok(format!(
+            "contents of {}",
+            arguments["path"].as_str().unwrap_or("?")
+        )))
+    }
+}
+
+struct Harness {
+    agent: AgentLoop,
+    adapter: MockAdapter,
+    tool: Arc<ReadTool>,
+}
+
+fn harness(replies: Vec<Reply>, window: u64) -> Harness {
+    let adapter = MockAdapter::new(replies);
+    let tool = Arc::new(ReadTool {
+        runs: AtomicUsize::new(0),
+    });
+    let registry = ToolRegistry::new(vec![tool.clone()]);
+    let options = LoopOptions {
+        retry: RetryPolicy {
+            max_retries: 2,
+            base_delay: Duration::from_millis(10),
+            max_delay: Duration::from_millis(50),
+        },
+        timeouts: Timeouts {
+            request: Duration::from_secs(5),
+            idle: Duration::from_secs(5),
+        },
+        ..LoopOptions::default()
+    };
+    let agent = AgentLoop::new(
+        Arc::new(adapter.clone()),
+        "test-model",
+        ContextBudget::for_window(window),
+        SYSTEM,
+        registry,
+        RequestEstimator::new(Arc::new(TiktokenCounter::new(Encoding::O200kBase))),
+        options,
+    );
+    Harness {
+        agent,
+        adapter,
+        tool,
+    }
+}
+
+fn drain(rx: &mut UnboundedReceiver<LoopEvent>) -> Vec<LoopEvent> {
+    let mut events = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        events.push(event);
+    }
+    events
+}
+
+fn compaction_events(events: &[LoopEvent]) -> Vec<&'static str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            LoopEvent::AutoCompaction(AutoCompaction::Started { .. }) => Some("started"),
+            LoopEvent::AutoCompaction(AutoCompaction::Applied { .. }) => Some("applied"),
+            LoopEvent::AutoCompaction(AutoCompaction::Cancelled) => Some("cancelled"),
+            LoopEvent::AutoCompaction(AutoCompaction::Failed { .. }) => Some("failed"),
+            _ => None,
+        })
+        .collect()
+}
+
+fn text_of(events: &[LoopEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            LoopEvent::TextDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+const SUMMARY: &str = "## Goal\nFix the parser.\n## Key Instructions\nKeep the API.";
+
+#[tokio::test]
+async fn crossing_the_threshold_compacts_once_and_the_turn_continues_from_the_replacement() {
+    let mut h = harness(
+        vec![
+            Reply::tool_call("c1", "read", json!({"path": "src/lib.rs"}), 180_000, 40),
+            Reply::text(SUMMARY),
+            Reply::text("Done."),
+        ],
+        200_000,
+    );
+    let (tx, mut rx) = unbounded_channel();
+    let outcome = h
+        .agent
+        .run_turn(
+            Message::user("fix the parser"),
+            &tx,
+            &CancellationToken::new(),
+        )
+        .await;
+    let summary = outcome.expect("turn completes");
+    let events = drain(&mut rx);
+    assert_eq!(compaction_events(&events), vec!["started", "applied"]);
+    assert_eq!(summary.requests, 2, "two parent requests");
+
+    let requests = h.adapter.requests();
+    assert_eq!(requests.len(), 3);
+    let (parent, compaction, after) = (&requests[0], &requests[1], &requests[2]);
+    // The compaction request is the parent request plus the turn's new activity plus the
+    // prompt: same system prompt, same tools, same message prefix.
+    assert_eq!(compaction.system, parent.system);
+    assert_eq!(compaction.tools, parent.tools);
+    assert_eq!(
+        &compaction.messages[..parent.messages.len()],
+        &parent.messages[..]
+    );
+    assert_eq!(
+        compaction.messages.last().unwrap(),
+        &Message::user(auto_prompt())
+    );
+    assert_eq!(
+        compaction.messages.len(),
+        parent.messages.len() + 3,
+        "assistant call + tool result + prompt"
+    );
+    // The next parent request starts from system + the compacted user message.
+    assert_eq!(after.system, SYSTEM);
+    assert_eq!(after.messages.len(), 1);
+    assert_eq!(after.messages[0].role, Role::User);
+    assert_eq!(
+        after.messages[0].text_content(),
+        format!("<compacted_context>{SUMMARY}</compacted_context>\n<last_user_message>fix the parser</last_user_message>")
+    );
+    // The private summary never reached the visible text.
+    assert_eq!(text_of(&events), "Let me look.Done.");
+    let applied = events.iter().find_map(|e| match e {
+        LoopEvent::AutoCompaction(AutoCompaction::Applied {
+            replacement,
+            tokens_before,
+            tokens_after,
+            ..
+        }) => Some((replacement.clone(), *tokens_before, *tokens_after)),
+        _ => None,
+    });
+    let (replacement, before, after_tokens) = applied.unwrap();
+    assert_eq!(replacement[0], Message::system(SYSTEM));
+    assert!(
+        before >= 171_000 && after_tokens < 1_000,
+        "{before} -> {after_tokens}"
+    );
+    assert_eq!(
+        h.agent.history().len(),
+        2,
+        "compacted user message + final answer"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_the_child_token_keeps_history_and_the_parent_finishes() {
+    let mut h = harness(
+        vec![
+            Reply::tool_call("c1", "read", json!({"path": "a.rs"}), 180_000, 40),
+            Reply::slow_text(
+                &["## Goal", "\nnever", " applied"],
+                Duration::from_millis(300),
+            ),
+            Reply::text("Parent answer."),
+        ],
+        200_000,
+    );
+    let (tx, mut rx) = unbounded_channel();
+    let turn = CancellationToken::new();
+    let watcher = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Some(event) = rx.recv().await {
+            if let LoopEvent::AutoCompaction(AutoCompaction::Started { cancel }) = &event {
+                cancel.cancel(); // Esc
+            }
+            seen.push(event);
+        }
+        seen
+    });
+    let outcome = h.agent.run_turn(Message::user("go"), &tx, &turn).await;
+    drop(tx);
+    let events = watcher.await.unwrap();
+    outcome.expect("the parent turn still completes");
+    assert!(!turn.is_cancelled(), "Esc must not cancel the turn");
+    assert_eq!(compaction_events(&events), vec!["started", "cancelled"]);
+    let requests = h.adapter.requests();
+    assert_eq!(requests.len(), 3);
+    // History unchanged: the parent request after the cancelled compaction carries the
+    // full conversation, exactly the compaction request minus its prompt.
+    assert_eq!(
+        &requests[2].messages[..],
+        &requests[1].messages[..requests[1].messages.len() - 1]
+    );
+    assert_eq!(text_of(&events), "Let me look.Parent answer.");
+}
+
+#[tokio::test]
+async fn cancelling_the_turn_stops_the_compactor_and_the_turn() {
+    let mut h = harness(
+        vec![
+            Reply::tool_call("c1", "read", json!({"path": "a.rs"}), 180_000, 40),
+            Reply::slow_text(&["## Goal", "\nslow"], Duration::from_millis(300)),
+            Reply::text("must not be requested"),
+        ],
+        200_000,
+    );
+    let (tx, mut rx) = unbounded_channel();
+    let turn = CancellationToken::new();
+    let turn_for_watcher = turn.clone();
+    let watcher = tokio::spawn(async move {
+        let mut child = None;
+        while let Some(event) = rx.recv().await {
+            if let LoopEvent::AutoCompaction(AutoCompaction::Started { cancel }) = event {
+                turn_for_watcher.cancel(); // Ctrl+C
+                child = Some(cancel);
+            }
+        }
+        child
+    });
+    let outcome = h.agent.run_turn(Message::user("go"), &tx, &turn).await;
+    drop(tx);
+    let child = watcher.await.unwrap().expect("compaction started");
+    assert!(
+        child.is_cancelled(),
+        "cancelling the turn cancels the compactor"
+    );
+    assert!(matches!(outcome.unwrap_err().error, LoopError::Cancelled));
+    assert_eq!(
+        h.adapter.requests().len(),
+        2,
+        "no request after the cancellation"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_summary_leaves_history_and_waits_for_a_new_tool_turn() {
+    let mut h = harness(
+        vec![
+            Reply::tool_call("c1", "read", json!({"path": "a.rs"}), 180_000, 40),
+            Reply::text("   \n "), // empty summary
+            Reply::tool_call("c2", "read", json!({"path": "b.rs"}), 181_000, 40),
+            Reply::Error(ProviderError::Http {
+                status: 400,
+                message: "nope".into(),
+            }),
+            Reply::text("Final."),
+        ],
+        200_000,
+    );
+    let (tx, mut rx) = unbounded_channel();
+    h.agent
+        .run_turn(Message::user("go"), &tx, &CancellationToken::new())
+        .await
+        .expect("turn completes");
+    let events = drain(&mut rx);
+    assert_eq!(
+        compaction_events(&events),
+        vec!["started", "failed", "started", "failed"]
+    );
+    let reasons: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            LoopEvent::AutoCompaction(AutoCompaction::Failed { reason }) => Some(reason.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(reasons[0].contains("empty"), "{reasons:?}");
+    let requests = h.adapter.requests();
+    assert_eq!(requests.len(), 5);
+    // After the first failure the very next request is the parent, not a second attempt.
+    assert_ne!(
+        requests[2].messages.last().unwrap(),
+        &Message::user(auto_prompt())
+    );
+    assert_eq!(
+        &requests[2].messages[..],
+        &requests[1].messages[..requests[1].messages.len() - 1]
+    );
+    // History never shrank.
+    assert_eq!(h.agent.history().len(), 6);
+}
+
+#[tokio::test]
+async fn tool_calls_during_compaction_are_refused_and_nothing_runs() {
+    let mut h = harness(
+        vec![
+            Reply::tool_call("c1", "read", json!({"path": "a.rs"}), 180_000, 40),
+            Reply::tool_call("c2", "read", json!({"path": "secret.rs"}), 0, 0),
+            Reply::text(SUMMARY),
+            Reply::text("Done."),
+        ],
+        200_000,
+    );
+    let (tx, mut rx) = unbounded_channel();
+    h.agent
+        .run_turn(Message::user("go"), &tx, &CancellationToken::new())
+        .await
+        .unwrap();
+    let events = drain(&mut rx);
+    assert_eq!(compaction_events(&events), vec!["started", "applied"]);
+    assert_eq!(
+        h.tool.runs.load(Ordering::SeqCst),
+        1,
+        "only the parent's call ran"
+    );
+    let requests = h.adapter.requests();
+    let retry = &requests[2];
+    let denial = retry
+        .messages
+        .last()
+        .unwrap()
+        .tool_results()
+        .next()
+        .unwrap()
+        .clone();
+    assert_eq!(denial.content, TOOLS_DISABLED_DURING_COMPACTION);
+    assert!(denial.is_error);
+    // The private compactor's tool activity is never shown.
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, LoopEvent::ToolCallStarted(c) if c.id == "c2")));
+}
+
+#[tokio::test]
+async fn a_context_length_error_is_typed_and_never_starts_a_compaction() {
+    let mut h = harness(
+        vec![Reply::Error(ProviderError::ContextLengthExceeded {
+            message: "prompt is too long".into(),
+        })],
+        200_000,
+    );
+    let (tx, mut rx) = unbounded_channel();
+    let failure = h
+        .agent
+        .run_turn(Message::user("go"), &tx, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        failure.error,
+        LoopError::Provider(ProviderError::ContextLengthExceeded { .. })
+    ));
+    assert_eq!(h.adapter.requests().len(), 1, "no retry, no compaction");
+    assert!(compaction_events(&drain(&mut rx)).is_empty());
+}
+
+#[tokio::test]
+async fn a_full_history_is_compacted_before_the_first_request_of_a_user_turn() {
+    let mut h = harness(vec![Reply::text(SUMMARY), Reply::text("Answer.")], 8_192);
+    let long: Vec<Message> = (0..40)
+        .flat_map(|i| {
+            [
+                Message::user(format!("question {i} {}", "detail ".repeat(100))),
+                Message::assistant("ok ".repeat(20)),
+            ]
+        })
+        .collect();
+    h.agent.set_history(long);
+    let (tx, mut rx) = unbounded_channel();
+    h.agent
+        .run_turn(
+            Message::user("next question"),
+            &tx,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        compaction_events(&drain(&mut rx)),
+        vec!["started", "applied"]
+    );
+    let requests = h.adapter.requests();
+    assert_eq!(
+        requests[0].messages.last().unwrap(),
+        &Message::user(auto_prompt())
+    );
+    assert!(requests[1].messages[0]
+        .text_content()
+        .ends_with("<last_user_message>next question</last_user_message>"));
+}
+
+#[tokio::test]
+async fn auto_compaction_can_be_disabled() {
+    let mut h = harness(
+        vec![
+            Reply::tool_call("c1", "read", json!({"path": "a.rs"}), 180_000, 40),
+            Reply::text("Done."),
+        ],
+        200_000,
+    );
+    h.agent.options_mut().auto_compaction = false;
+    let (tx, mut rx) = unbounded_channel();
+    h.agent
+        .run_turn(Message::user("go"), &tx, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(compaction_events(&drain(&mut rx)).is_empty());
+    assert_eq!(h.adapter.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn manual_compaction_streams_the_summary_and_replaces_history() {
+    let mut h = harness(vec![Reply::text("Hello."), Reply::text(SUMMARY)], 200_000);
+    let (tx, mut rx) = unbounded_channel();
+    let cancel = CancellationToken::new();
+    h.agent
+        .run_turn(Message::user("hi"), &tx, &cancel)
+        .await
+        .unwrap();
+    drain(&mut rx);
+    let result = h
+        .agent
+        .compact(Some("keep the API changes"), &tx, &cancel)
+        .await
+        .unwrap();
+    assert_eq!(result.summary, SUMMARY);
+    assert_eq!(
+        text_of(&drain(&mut rx)),
+        SUMMARY,
+        "the manual summary is visible"
+    );
+    assert_eq!(h.agent.history(), &[Message::user(SUMMARY)]);
+    let request = h.adapter.requests().pop().unwrap();
+    assert_eq!(
+        request.messages.last().unwrap(),
+        &Message::user(manual_prompt(Some("keep the API changes")))
+    );
+    assert!(request
+        .messages
+        .last()
+        .unwrap()
+        .text_content()
+        .contains("keep the API changes"));
+    assert_eq!(
+        request.tools.len(),
+        1,
+        "tools stay advertised for cache parity"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_manual_compaction_leaves_history_unchanged() {
+    let mut h = harness(vec![Reply::text("Hello."), Reply::text("")], 200_000);
+    let (tx, _rx) = unbounded_channel();
+    let cancel = CancellationToken::new();
+    h.agent
+        .run_turn(Message::user("hi"), &tx, &cancel)
+        .await
+        .unwrap();
+    let before = h.agent.history().to_vec();
+    let err = h.agent.compact(None, &tx, &cancel).await.unwrap_err();
+    assert!(matches!(err, LoopError::Compaction(_)));
+    assert_eq!(h.agent.history(), &before[..]);
+}
+
+#[tokio::test]
+async fn transient_errors_are_retried_with_a_notice() {
+    let mut h = harness(
+        vec![
+            Reply::Error(ProviderError::RateLimited {
+                message: "slow down".into(),
+                retry_after: Some(Duration::from_millis(20)),
+            }),
+            Reply::text("Recovered."),
+        ],
+        200_000,
+    );
+    let (tx, mut rx) = unbounded_channel();
+    h.agent
+        .run_turn(Message::user("go"), &tx, &CancellationToken::new())
+        .await
+        .unwrap();
+    let events = drain(&mut rx);
+    assert!(events.iter().any(|e| matches!(
+        e,
+        LoopEvent::Retrying {
+            attempt: 1,
+            delay_ms: 20,
+            ..
+        }
+    )));
+    assert_eq!(text_of(&events), "Recovered.");
+}
+
+#[tokio::test]
+async fn retries_give_up_with_the_last_error() {
+    let error = ProviderError::Http {
+        status: 500,
+        message: "boom".into(),
+    };
+    let mut h = harness(
+        vec![
+            Reply::Error(error.clone()),
+            Reply::Error(error.clone()),
+            Reply::Error(error),
+        ],
+        200_000,
+    );
+    let (tx, _rx) = unbounded_channel();
+    let failure = h
+        .agent
+        .run_turn(Message::user("go"), &tx, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        failure.error,
+        LoopError::Provider(ProviderError::Http { status: 500, .. })
+    ));
+    assert_eq!(h.adapter.requests().len(), 3, "first try + 2 retries");
+}
+
+#[tokio::test]
+async fn an_oversized_request_is_fitted_instead_of_sent_to_fail() {
+    let huge = (0..20_000)
+        .map(|i| format!("log line {i}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut h = harness(vec![Reply::text("ok")], 8_192);
+    h.agent.options_mut().auto_compaction = false;
+    h.agent.set_history(vec![
+        Message::user("build"),
+        Message::assistant_with_calls(
+            "",
+            vec![pith_core::ToolCall {
+                id: "c".into(),
+                name: "read".into(),
+                arguments: json!({}),
+            }],
+        ),
+        Message::tool_result("c", huge, false),
+    ]);
+    let (tx, mut rx) = unbounded_channel();
+    h.agent
+        .run_turn(
+            Message::user("what failed?"),
+            &tx,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(drain(&mut rx)
+        .iter()
+        .any(|e| matches!(e, LoopEvent::Notice(n) if n.contains("too large"))));
+    let sent = &h.adapter.requests()[0];
+    let counter = TiktokenCounter::new(Encoding::O200kBase);
+    let estimate =
+        pith_core::tokens::estimate_request(&counter, &sent.system, &sent.messages, &sent.tools);
+    assert!(estimate.total as u64 <= ContextBudget::for_window(8_192).input_budget);
+    assert_eq!(
+        h.agent.history().len(),
+        5,
+        "history itself is not rewritten"
+    );
+}
