@@ -5,8 +5,12 @@
 
 pub mod adapter;
 pub mod agent_loop;
+pub mod anthropic;
 pub mod compaction;
 pub mod error;
+pub mod http;
+pub mod openai_chat;
+pub mod openai_responses;
 pub mod overflow;
 pub mod request;
 pub mod retry;

@@ -1,0 +1,531 @@
+//! Anthropic Messages API (`POST {base}/v1/messages`) over reqwest + SSE.
+//!
+//! There is no official Anthropic Rust SDK; like other mature Rust agents pith uses its
+//! own serde types and eventsource-stream. Conversion is deterministic (prompt-cache
+//! parity) and marks up to three cache breakpoints — the system prompt, the tool
+//! definitions and the last message — so the conversation prefix is cached incrementally.
+//! Consecutive messages of the same role are merged (the API expects alternation), and
+//! tool results travel as `tool_result` blocks of a user message, before any text.
+
+use async_trait::async_trait;
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use pith_core::{Message, Part, Role, ToolCall, Usage};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::adapter::{parse_arguments, ChunkStream, ModelRequest, ProviderAdapter, StreamChunk};
+use crate::error::ProviderError;
+use crate::http::{http_client, HttpFailure};
+
+/// The API version header pith speaks.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// Output cap used when the request does not name one (the API requires `max_tokens`).
+pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
+
+/// The Anthropic Messages adapter.
+#[derive(Debug, Clone)]
+pub struct Anthropic {
+    client: reqwest::Client,
+    url: String,
+    api_key: Option<String>,
+}
+
+impl Anthropic {
+    /// An adapter for `base_url` (e.g. `https://api.anthropic.com`; a trailing `/v1` is
+    /// accepted too).
+    pub fn new(base_url: &str, api_key: Option<&str>) -> Result<Self, ProviderError> {
+        let base = base_url.trim_end_matches('/');
+        let base = base.strip_suffix("/v1").unwrap_or(base);
+        Ok(Self {
+            client: http_client()?,
+            url: format!("{base}/v1/messages"),
+            api_key: api_key.map(str::to_owned),
+        })
+    }
+}
+
+/// Builds the request body. Public for tests and the prompt-cache parity checks.
+pub fn request_body(request: &ModelRequest) -> Value {
+    let mut system_text = request.system.clone();
+    let mut messages: Vec<Value> = Vec::new();
+    for message in &request.messages {
+        let (role, blocks) = match message.role {
+            Role::System => {
+                if !system_text.is_empty() {
+                    system_text.push_str("\n\n");
+                }
+                system_text.push_str(&message.text_content());
+                continue;
+            }
+            Role::User => ("user", user_blocks(message)),
+            Role::Tool => ("user", user_blocks(message)),
+            Role::Assistant => ("assistant", assistant_blocks(message)),
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            Some(last) if last["role"] == role => {
+                if let Some(content) = last["content"].as_array_mut() {
+                    content.extend(blocks);
+                }
+            }
+            _ => messages.push(json!({"role": role, "content": blocks})),
+        }
+    }
+    if messages.first().is_some_and(|m| m["role"] != "user") {
+        messages.insert(0, json!({"role": "user", "content": [{"type": "text", "text": "(conversation continues)"}]}));
+    }
+    // Cache breakpoint on the last block of the last message.
+    if let Some(block) = messages
+        .last_mut()
+        .and_then(|m| m["content"].as_array_mut())
+        .and_then(|blocks| blocks.last_mut())
+    {
+        block["cache_control"] = json!({"type": "ephemeral"});
+    }
+    let mut body = json!({
+        "model": request.model,
+        "max_tokens": request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "messages": messages,
+        "stream": true,
+    });
+    if !system_text.is_empty() {
+        body["system"] =
+            json!([{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}]);
+    }
+    if !request.tools.is_empty() {
+        let count = request.tools.len();
+        body["tools"] = Value::Array(
+            request
+                .tools
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let mut tool = json!({"name": t.name, "description": t.description, "input_schema": t.parameters});
+                    if i + 1 == count {
+                        tool["cache_control"] = json!({"type": "ephemeral"});
+                    }
+                    tool
+                })
+                .collect(),
+        );
+    }
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    body
+}
+
+fn user_blocks(message: &Message) -> Vec<Value> {
+    let mut results = Vec::new();
+    let mut texts = Vec::new();
+    for part in &message.parts {
+        match part {
+            Part::Text { text } if !text.is_empty() => texts.push(json!({"type": "text", "text": text})),
+            Part::ToolResult(result) => results.push(json!({
+                "type": "tool_result",
+                "tool_use_id": result.call_id,
+                "content": if result.content.is_empty() { "(no output)" } else { result.content.as_str() },
+                "is_error": result.is_error,
+            })),
+            _ => {}
+        }
+    }
+    results.extend(texts);
+    results
+}
+
+fn assistant_blocks(message: &Message) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    for part in &message.parts {
+        match part {
+            Part::Text { text } if !text.is_empty() => {
+                blocks.push(json!({"type": "text", "text": text}))
+            }
+            Part::ToolCall(call) => {
+                let input = match &call.arguments {
+                    Value::Object(_) => call.arguments.clone(),
+                    other => json!({"raw_arguments": other}),
+                };
+                blocks.push(
+                    json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}),
+                );
+            }
+            _ => {}
+        }
+    }
+    blocks
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type")]
+enum Event {
+    #[serde(rename = "message_start")]
+    MessageStart { message: StartMessage },
+    #[serde(rename = "content_block_start")]
+    ContentBlockStart { index: usize, content_block: Value },
+    #[serde(rename = "content_block_delta")]
+    ContentBlockDelta { index: usize, delta: Value },
+    #[serde(rename = "content_block_stop")]
+    ContentBlockStop { index: usize },
+    #[serde(rename = "message_delta")]
+    MessageDelta {
+        #[serde(default)]
+        delta: Value,
+        #[serde(default)]
+        usage: Option<UsageBody>,
+    },
+    #[serde(rename = "message_stop")]
+    MessageStop,
+    #[serde(rename = "ping")]
+    Ping,
+    #[serde(rename = "error")]
+    Error { error: ErrorBody },
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Debug, Deserialize)]
+struct StartMessage {
+    #[serde(default)]
+    usage: Option<UsageBody>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+struct UsageBody {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ErrorBody {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    message: String,
+}
+
+/// Per-response parsing state.
+#[derive(Debug, Default)]
+struct Parser {
+    blocks: Vec<(usize, String, String, String)>, // index, id, name, partial json
+    usage: Usage,
+    usage_seen: bool,
+    stop_reason: Option<String>,
+    done: bool,
+}
+
+impl Parser {
+    fn event(&mut self, data: &str) -> Result<Vec<StreamChunk>, ProviderError> {
+        let event: Event = serde_json::from_str(data).map_err(|err| {
+            let excerpt: String = data.chars().take(200).collect();
+            ProviderError::Stream(format!("unparseable event ({err}): {excerpt}"))
+        })?;
+        let mut out = Vec::new();
+        match event {
+            Event::MessageStart { message } => {
+                if let Some(usage) = message.usage {
+                    self.absorb_usage(usage);
+                }
+            }
+            Event::ContentBlockStart {
+                index,
+                content_block,
+            } => match content_block["type"].as_str() {
+                Some("tool_use") => {
+                    let id = content_block["id"].as_str().unwrap_or_default().to_owned();
+                    let name = content_block["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    // Non-empty `input` here (non-streaming servers) seeds the JSON.
+                    let seed = match &content_block["input"] {
+                        Value::Object(map) if !map.is_empty() => content_block["input"].to_string(),
+                        _ => String::new(),
+                    };
+                    self.blocks.push((index, id, name, seed));
+                }
+                Some("text") => {
+                    if let Some(text) = content_block["text"].as_str().filter(|t| !t.is_empty()) {
+                        out.push(StreamChunk::Text(text.to_owned()));
+                    }
+                }
+                _ => {}
+            },
+            Event::ContentBlockDelta { index, delta } => match delta["type"].as_str() {
+                Some("text_delta") => {
+                    if let Some(text) = delta["text"].as_str() {
+                        out.push(StreamChunk::Text(text.to_owned()));
+                    }
+                }
+                Some("thinking_delta") => {
+                    if let Some(text) = delta["thinking"].as_str() {
+                        out.push(StreamChunk::Reasoning(text.to_owned()));
+                    }
+                }
+                Some("input_json_delta") => {
+                    if let Some(partial) = delta["partial_json"].as_str() {
+                        if let Some(block) = self.blocks.iter_mut().find(|b| b.0 == index) {
+                            block.3.push_str(partial);
+                        }
+                    }
+                }
+                _ => {}
+            },
+            Event::ContentBlockStop { index } => {
+                if let Some(position) = self.blocks.iter().position(|b| b.0 == index) {
+                    let (_, id, name, json) = self.blocks.remove(position);
+                    out.push(StreamChunk::ToolCall(ToolCall {
+                        id,
+                        name,
+                        arguments: parse_arguments(&json),
+                    }));
+                }
+            }
+            Event::MessageDelta { delta, usage } => {
+                if let Some(reason) = delta["stop_reason"].as_str() {
+                    self.stop_reason = Some(reason.to_owned());
+                }
+                if let Some(usage) = usage {
+                    self.absorb_usage(usage);
+                }
+            }
+            Event::MessageStop => {
+                for (_, id, name, json) in std::mem::take(&mut self.blocks) {
+                    out.push(StreamChunk::ToolCall(ToolCall {
+                        id,
+                        name,
+                        arguments: parse_arguments(&json),
+                    }));
+                }
+                if self.usage_seen {
+                    out.push(StreamChunk::Usage(self.usage));
+                }
+                out.push(StreamChunk::Done {
+                    stop_reason: self.stop_reason.clone(),
+                });
+                self.done = true;
+            }
+            Event::Error { error } => {
+                return Err(ProviderError::from_stream_error(
+                    error.kind.as_deref(),
+                    None,
+                    &error.message,
+                ));
+            }
+            Event::Ping | Event::Unknown => {}
+        }
+        Ok(out)
+    }
+
+    /// Anthropic reports uncached input, cache reads and cache writes separately; pith's
+    /// `input_tokens` is their sum (what the prompt really occupies).
+    fn absorb_usage(&mut self, usage: UsageBody) {
+        self.usage_seen = true;
+        if let Some(input) = usage.input_tokens {
+            let read = usage.cache_read_input_tokens.unwrap_or(0);
+            let write = usage.cache_creation_input_tokens.unwrap_or(0);
+            self.usage.input_tokens = input + read + write;
+            self.usage.cached_input_tokens = read;
+        }
+        if let Some(output) = usage.output_tokens {
+            self.usage.output_tokens = output;
+        }
+    }
+}
+
+#[async_trait]
+impl ProviderAdapter for Anthropic {
+    fn protocol_name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    async fn start(&self, request: &ModelRequest) -> Result<ChunkStream, ProviderError> {
+        let mut builder = self
+            .client
+            .post(&self.url)
+            .header("anthropic-version", ANTHROPIC_VERSION)
+            .header("content-type", "application/json")
+            .json(&request_body(request));
+        if let Some(key) = &self.api_key {
+            builder = builder.header("x-api-key", key);
+        }
+        let response = builder
+            .send()
+            .await
+            .map_err(|err| ProviderError::Connection(err.to_string()))?;
+        if !response.status().is_success() {
+            return Err(HttpFailure::read(response).await.into_provider_error());
+        }
+        let events = response.bytes_stream().eventsource();
+        let state = (events, Parser::default(), Vec::<StreamChunk>::new(), false);
+        let stream = futures::stream::unfold(
+            state,
+            |(mut events, mut parser, mut pending, mut finished)| async move {
+                loop {
+                    if let Some(chunk) = pending.pop() {
+                        return Some((Ok(chunk), (events, parser, pending, finished)));
+                    }
+                    if finished {
+                        return None;
+                    }
+                    let outcome = match events.next().await {
+                        Some(Ok(event)) => parser.event(&event.data),
+                        Some(Err(err)) => Err(ProviderError::Stream(format!(
+                            "the response stream broke: {err}"
+                        ))),
+                        None => Err(ProviderError::Stream(
+                            "the stream ended before message_stop".to_owned(),
+                        )),
+                    };
+                    match outcome {
+                        Ok(chunks) => {
+                            finished = parser.done;
+                            pending = chunks.into_iter().rev().collect();
+                        }
+                        Err(error) => {
+                            finished = true;
+                            return Some((Err(error), (events, parser, pending, finished)));
+                        }
+                    }
+                }
+            },
+        );
+        Ok(Box::pin(stream))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pith_core::ToolDefinition;
+
+    fn parse(events: &[&str]) -> Result<Vec<StreamChunk>, ProviderError> {
+        let mut parser = Parser::default();
+        let mut out = Vec::new();
+        for event in events {
+            out.extend(parser.event(event)?);
+        }
+        Ok(out)
+    }
+
+    /// The tool-use streaming example from Anthropic's Messages streaming documentation.
+    #[test]
+    fn parses_the_documented_tool_use_stream() {
+        let events = [
+            r#"{"type":"message_start","message":{"id":"msg_014p7gG3wDgGV9EUtLvnow3U","type":"message","role":"assistant","model":"claude-opus-4-6","stop_sequence":null,"usage":{"input_tokens":472,"output_tokens":2},"content":[],"stop_reason":null}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"ping"}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Okay"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":", let's check the weather."}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","name":"get_weather","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"location\":"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":" \"San Francisco, CA\"}"}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":89}}"#,
+            r#"{"type":"message_stop"}"#,
+        ];
+        let chunks = parse(&events).unwrap();
+        assert_eq!(
+            chunks,
+            vec![
+                StreamChunk::Text("Okay".into()),
+                StreamChunk::Text(", let's check the weather.".into()),
+                StreamChunk::ToolCall(ToolCall {
+                    id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6".into(),
+                    name: "get_weather".into(),
+                    arguments: json!({"location": "San Francisco, CA"}),
+                }),
+                StreamChunk::Usage(Usage {
+                    input_tokens: 472,
+                    cached_input_tokens: 0,
+                    output_tokens: 89
+                }),
+                StreamChunk::Done {
+                    stop_reason: Some("tool_use".into())
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn cache_reads_and_writes_count_as_input() {
+        let events = [
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":10,"cache_read_input_tokens":1000,"cache_creation_input_tokens":50,"output_tokens":1}}}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":5}}"#,
+            r#"{"type":"message_stop"}"#,
+        ];
+        let chunks = parse(&events).unwrap();
+        assert_eq!(
+            chunks[0],
+            StreamChunk::Usage(Usage {
+                input_tokens: 1060,
+                cached_input_tokens: 1000,
+                output_tokens: 5
+            })
+        );
+    }
+
+    #[test]
+    fn an_error_event_inside_the_stream_is_classified() {
+        let events =
+            [r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#];
+        let err = parse(&events).unwrap_err();
+        assert!(
+            matches!(err, ProviderError::Overloaded { status: 529, .. }),
+            "{err:?}"
+        );
+        assert!(err.is_retryable());
+    }
+
+    #[test]
+    fn request_body_merges_roles_and_puts_tool_results_first() {
+        let request = ModelRequest {
+            model: "claude-sonnet-4-5".into(),
+            system: "sys".into(),
+            messages: vec![
+                Message::user("read it"),
+                Message::assistant_with_calls(
+                    "ok",
+                    vec![ToolCall {
+                        id: "t1".into(),
+                        name: "read".into(),
+                        arguments: json!({"path": "a"}),
+                    }],
+                ),
+                Message::tool_result("t1", "content", false),
+                Message::user("and summarise"),
+            ],
+            tools: vec![ToolDefinition {
+                name: "read".into(),
+                description: "Read".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            max_output_tokens: None,
+            temperature: None,
+        };
+        let body = request_body(&request);
+        assert_eq!(body["max_tokens"], json!(DEFAULT_MAX_TOKENS));
+        assert_eq!(body["system"][0]["text"], json!("sys"));
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[1]["content"][1]["type"], json!("tool_use"));
+        assert_eq!(messages[2]["content"][0]["type"], json!("tool_result"));
+        assert_eq!(messages[2]["content"][1]["text"], json!("and summarise"));
+        assert_eq!(
+            messages[2]["content"][1]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
+    }
+}
