@@ -11,6 +11,7 @@ pub mod events;
 pub mod message;
 pub mod prompts;
 pub mod summary;
+pub mod system_prompt;
 pub mod tokens;
 pub mod tool;
 

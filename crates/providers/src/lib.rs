@@ -6,12 +6,15 @@
 pub mod adapter;
 pub mod agent_loop;
 pub mod anthropic;
+pub mod catalog;
 pub mod compaction;
+pub mod config;
 pub mod error;
 pub mod http;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod overflow;
+pub mod project;
 pub mod request;
 pub mod retry;
 

@@ -1,0 +1,591 @@
+//! pith's configuration files and the resolution of `--model provider/model` into a
+//! ready-to-use provider.
+//!
+//! Files: the user's `$XDG_CONFIG_HOME/pith/config.toml` (default `~/.config/pith/…`),
+//! then the project's `.pith/config.toml`, merged table by table (the project wins).
+//! Environment variables provide keys and base URLs; they are read through a lookup
+//! function so tests never depend on the real environment. See docs/configuration.md.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::adapter::ProviderAdapter;
+use crate::catalog::{self, Pricing};
+use crate::error::ProviderError;
+
+/// Window used for models that are neither in the catalog nor configured.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+
+/// Base URL of the local llama.cpp server started by `cargo xtask local-llm`.
+pub const LOCAL_BASE_URL: &str = "http://127.0.0.1:8077/v1";
+
+/// A configuration problem (exit code 2 in the binary).
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// A file exists but cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A file is not valid TOML or does not match the schema.
+    #[error("invalid configuration in {path}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line when known.
+        message: String,
+    },
+    /// `--model` is not of the form `provider/model`, or names an unknown provider.
+    #[error("{0}")]
+    Model(String),
+    /// The provider needs a key and its environment variable is not set.
+    #[error("{provider} needs an API key: set {env}")]
+    MissingKey {
+        /// Provider name.
+        provider: String,
+        /// Environment variable to set.
+        env: String,
+    },
+    /// The adapter could not be built.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+}
+
+/// Wire protocol of a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum ProtocolKind {
+    /// OpenAI Chat Completions (and compatible servers).
+    #[serde(rename = "openai-chat")]
+    OpenAiChat,
+    /// OpenAI Responses.
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
+    /// Anthropic Messages.
+    #[serde(rename = "anthropic")]
+    Anthropic,
+}
+
+/// A `[providers.NAME]` table.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// Wire protocol (required for custom providers).
+    pub kind: Option<ProtocolKind>,
+    /// Base URL.
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// Context window of this provider's models, when the catalog does not know them.
+    pub context_window: Option<u64>,
+}
+
+/// A `[models."provider/model"]` table.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Context window override.
+    pub context_window: Option<u64>,
+    /// Output cap override.
+    pub max_output_tokens: Option<u32>,
+    /// Prices override (dollars per million tokens).
+    pub pricing: Option<Pricing>,
+}
+
+/// The whole configuration, after merging user and project files.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Default model, `provider/model`.
+    pub model: Option<String>,
+    /// Default approval mode of the REPL (`read-only | ask | auto-edit | full`).
+    pub approval: Option<String>,
+    /// Automatic compaction (default true).
+    pub auto_compact: Option<bool>,
+    /// Adds the concise-output section to the system prompt (default false).
+    #[serde(default)]
+    pub concise_output: bool,
+    /// Window for unknown models (default 128,000).
+    pub default_context_window: Option<u64>,
+    /// Micro-compaction threshold, percent of the input budget (default 75).
+    pub micro_threshold_percent: Option<u8>,
+    /// The `[context]` section: squash and prune thresholds, read by the context
+    /// pipeline (see docs/context-pipeline.md).
+    #[serde(default)]
+    pub context: toml::Table,
+    /// Custom or overridden providers.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Per-model overrides, keyed `provider/model`.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelConfig>,
+}
+
+impl Config {
+    /// The user's config file path.
+    pub fn user_path(lookup: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+        if let Some(dir) = lookup("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+            return Some(PathBuf::from(dir).join("pith").join("config.toml"));
+        }
+        lookup("HOME").map(|home| {
+            PathBuf::from(home)
+                .join(".config")
+                .join("pith")
+                .join("config.toml")
+        })
+    }
+
+    /// Loads and merges the user file and `<project>/.pith/config.toml`; missing files
+    /// are fine, unreadable or invalid ones are errors.
+    pub fn load(
+        project: &Path,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let mut merged = toml::Table::new();
+        let paths = Self::user_path(lookup)
+            .into_iter()
+            .chain([project.join(".pith").join("config.toml")]);
+        let mut last_path = PathBuf::new();
+        for path in paths {
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    let table: toml::Table =
+                        toml::from_str(&text).map_err(|err| ConfigError::Invalid {
+                            path: path.clone(),
+                            message: err.to_string(),
+                        })?;
+                    merge(&mut merged, table);
+                    last_path = path;
+                }
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(ConfigError::Read { path, source }),
+            }
+        }
+        toml::Value::Table(merged)
+            .try_into()
+            .map_err(|err: toml::de::Error| ConfigError::Invalid {
+                path: last_path,
+                message: err.to_string(),
+            })
+    }
+}
+
+fn merge(into: &mut toml::Table, from: toml::Table) {
+    for (key, value) in from {
+        match (into.get_mut(&key), value) {
+            (Some(toml::Value::Table(existing)), toml::Value::Table(incoming)) => {
+                merge(existing, incoming)
+            }
+            (_, value) => {
+                into.insert(key, value);
+            }
+        }
+    }
+}
+
+/// A built-in provider.
+struct BuiltIn {
+    name: &'static str,
+    kind: ProtocolKind,
+    base_url: &'static str,
+    base_url_env: Option<&'static str>,
+    api_key_env: Option<&'static str>,
+}
+
+const BUILT_INS: &[BuiltIn] = &[
+    BuiltIn {
+        name: "openai",
+        kind: ProtocolKind::OpenAiResponses,
+        base_url: "https://api.openai.com/v1",
+        base_url_env: Some("OPENAI_BASE_URL"),
+        api_key_env: Some("OPENAI_API_KEY"),
+    },
+    BuiltIn {
+        name: "openai-chat",
+        kind: ProtocolKind::OpenAiChat,
+        base_url: "https://api.openai.com/v1",
+        base_url_env: Some("OPENAI_BASE_URL"),
+        api_key_env: Some("OPENAI_API_KEY"),
+    },
+    BuiltIn {
+        name: "anthropic",
+        kind: ProtocolKind::Anthropic,
+        base_url: "https://api.anthropic.com",
+        base_url_env: Some("ANTHROPIC_BASE_URL"),
+        api_key_env: Some("ANTHROPIC_API_KEY"),
+    },
+    BuiltIn {
+        name: "openrouter",
+        kind: ProtocolKind::OpenAiChat,
+        base_url: "https://openrouter.ai/api/v1",
+        base_url_env: Some("OPENROUTER_BASE_URL"),
+        api_key_env: Some("OPENROUTER_API_KEY"),
+    },
+    BuiltIn {
+        name: "local",
+        kind: ProtocolKind::OpenAiChat,
+        base_url: LOCAL_BASE_URL,
+        base_url_env: Some("PITH_LOCAL_BASE_URL"),
+        api_key_env: None,
+    },
+];
+
+/// Names of the built-in providers.
+pub fn built_in_providers() -> Vec<&'static str> {
+    BUILT_INS.iter().map(|b| b.name).collect()
+}
+
+/// Where a model's context window came from (reported by `/context` and warnings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowSource {
+    /// `--context-window`.
+    CommandLine,
+    /// `[models."p/m"]` or `[providers.p]` in a config file.
+    Config,
+    /// The model catalog.
+    Catalog,
+    /// Reported by the server itself (local servers).
+    Server,
+    /// Nothing knew it: `default_context_window`.
+    Default,
+}
+
+/// A model ready to be used: where to send requests and how large its window is.
+#[derive(Clone)]
+pub struct ResolvedModel {
+    /// Provider name (`anthropic`, `local`, a custom name).
+    pub provider: String,
+    /// Model id sent to the provider.
+    pub model: String,
+    /// Wire protocol.
+    pub kind: ProtocolKind,
+    /// Base URL.
+    pub base_url: String,
+    /// The API key (never logged or persisted).
+    api_key: Option<String>,
+    /// Context window in tokens.
+    pub context_window: u64,
+    /// Where the window came from.
+    pub window_source: WindowSource,
+    /// Output cap.
+    pub max_output_tokens: Option<u32>,
+    /// Prices, when known.
+    pub pricing: Option<Pricing>,
+    /// Loud warnings for the user (unknown model, …).
+    pub warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for ResolvedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvedModel")
+            .field("provider", &self.provider)
+            .field("model", &self.model)
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("context_window", &self.context_window)
+            .field("window_source", &self.window_source)
+            .finish()
+    }
+}
+
+impl ResolvedModel {
+    /// `provider/model`.
+    pub fn spec(&self) -> String {
+        format!("{}/{}", self.provider, self.model)
+    }
+
+    /// Builds the adapter for this model.
+    pub fn adapter(&self) -> Result<Arc<dyn ProviderAdapter>, ProviderError> {
+        let key = self.api_key.as_deref();
+        Ok(match self.kind {
+            ProtocolKind::OpenAiChat => {
+                Arc::new(crate::openai_chat::OpenAiChat::new(&self.base_url, key)?)
+            }
+            ProtocolKind::OpenAiResponses => Arc::new(
+                crate::openai_responses::OpenAiResponses::new(&self.base_url, key)?,
+            ),
+            ProtocolKind::Anthropic => {
+                Arc::new(crate::anthropic::Anthropic::new(&self.base_url, key)?)
+            }
+        })
+    }
+
+    /// Overrides the context window (from `--context-window` or a server report).
+    pub fn set_context_window(&mut self, window: u64, source: WindowSource) {
+        self.context_window = window;
+        self.window_source = source;
+        if source != WindowSource::Default {
+            self.warnings.retain(|w| !w.contains("context window"));
+        }
+    }
+}
+
+/// Resolves `spec` (`provider/model`) against the built-ins, the configuration and the
+/// environment.
+pub fn resolve_model(
+    spec: &str,
+    config: &Config,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<ResolvedModel, ConfigError> {
+    let Some((provider, model)) = spec
+        .split_once('/')
+        .filter(|(p, m)| !p.is_empty() && !m.is_empty())
+    else {
+        return Err(ConfigError::Model(format!(
+            "`{spec}` is not a model: use provider/model, e.g. anthropic/claude-sonnet-4-5 (providers: {})",
+            built_in_providers().join(", ")
+        )));
+    };
+    let built_in = BUILT_INS.iter().find(|b| b.name == provider);
+    let custom = config.providers.get(provider);
+    let kind = custom
+        .and_then(|c| c.kind)
+        .or(built_in.map(|b| b.kind))
+        .ok_or_else(|| {
+            ConfigError::Model(format!(
+                "unknown provider `{provider}`: built-in providers are {}; define others under [providers.{provider}] with kind, base_url and api_key_env",
+                built_in_providers().join(", ")
+            ))
+        })?;
+    let base_url = custom
+        .and_then(|c| c.base_url.clone())
+        .or_else(|| {
+            built_in
+                .and_then(|b| b.base_url_env)
+                .and_then(lookup)
+                .filter(|v| !v.is_empty())
+        })
+        .or(built_in.map(|b| b.base_url.to_owned()))
+        .ok_or_else(|| ConfigError::Model(format!("provider `{provider}` needs a base_url")))?;
+    let key_env = custom
+        .and_then(|c| c.api_key_env.clone())
+        .or(built_in.and_then(|b| b.api_key_env.map(str::to_owned)));
+    let api_key = match &key_env {
+        Some(env) => match lookup(env).filter(|v| !v.is_empty()) {
+            Some(key) => Some(key),
+            None => {
+                return Err(ConfigError::MissingKey {
+                    provider: provider.to_owned(),
+                    env: env.clone(),
+                })
+            }
+        },
+        None => None,
+    };
+
+    let model_config = config.models.get(spec);
+    let catalog_entry = catalog::lookup(model);
+    let mut warnings = Vec::new();
+    let (context_window, window_source) = if let Some(window) =
+        model_config.and_then(|m| m.context_window)
+    {
+        (window, WindowSource::Config)
+    } else if let Some(window) = custom.and_then(|c| c.context_window) {
+        (window, WindowSource::Config)
+    } else if let Some(entry) = catalog_entry {
+        (entry.context_window, WindowSource::Catalog)
+    } else {
+        let window = config
+            .default_context_window
+            .unwrap_or(DEFAULT_CONTEXT_WINDOW);
+        warnings.push(format!(
+            "warning: unknown model `{spec}`: assuming a context window of {window} tokens; set [models.\"{spec}\"] context_window in config or pass --context-window"
+        ));
+        (window, WindowSource::Default)
+    };
+    Ok(ResolvedModel {
+        provider: provider.to_owned(),
+        model: model.to_owned(),
+        kind,
+        base_url,
+        api_key,
+        context_window,
+        window_source,
+        max_output_tokens: model_config
+            .and_then(|m| m.max_output_tokens)
+            .or(catalog_entry.map(|e| e.max_output)),
+        pricing: model_config
+            .and_then(|m| m.pricing)
+            .or(catalog_entry.and_then(|e| e.pricing)),
+        warnings,
+    })
+}
+
+/// The model to use when neither `--model` nor `model =` in config names one: the first
+/// hosted provider whose key is set, else the local model.
+pub fn default_model_spec(config: &Config, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    if let Some(model) = &config.model {
+        return model.clone();
+    }
+    let has = |env: &str| lookup(env).is_some_and(|v| !v.is_empty());
+    if has("ANTHROPIC_API_KEY") {
+        "anthropic/claude-sonnet-4-5".to_owned()
+    } else if has("OPENAI_API_KEY") {
+        "openai/gpt-5".to_owned()
+    } else if has("OPENROUTER_API_KEY") {
+        "openrouter/anthropic/claude-sonnet-4.5".to_owned()
+    } else {
+        "local/smollm2".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn built_in_provider_resolves_with_catalog_window_and_env_base_url() {
+        let lookup = env(&[
+            ("ANTHROPIC_API_KEY", "sk-test"),
+            ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/"),
+        ]);
+        let model =
+            resolve_model("anthropic/claude-sonnet-4-5", &Config::default(), &lookup).unwrap();
+        assert_eq!(model.kind, ProtocolKind::Anthropic);
+        assert_eq!(model.base_url, "http://127.0.0.1:9/");
+        assert_eq!(model.context_window, 200_000);
+        assert_eq!(model.window_source, WindowSource::Catalog);
+        assert!(model.warnings.is_empty());
+        assert!(
+            !format!("{model:?}").contains("sk-test"),
+            "the key must never be printed"
+        );
+    }
+
+    #[test]
+    fn missing_key_names_the_variable() {
+        let err = resolve_model("openai/gpt-5", &Config::default(), &env(&[])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "openai needs an API key: set OPENAI_API_KEY"
+        );
+    }
+
+    #[test]
+    fn unknown_model_warns_loudly_and_uses_the_default_window() {
+        let lookup = env(&[("OPENROUTER_API_KEY", "k")]);
+        let config = Config {
+            default_context_window: Some(64_000),
+            ..Config::default()
+        };
+        let model = resolve_model("openrouter/some/new-model", &config, &lookup).unwrap();
+        assert_eq!(model.model, "some/new-model");
+        assert_eq!(model.context_window, 64_000);
+        assert!(model.warnings[0].contains("unknown model"));
+    }
+
+    #[test]
+    fn custom_provider_and_model_overrides_come_from_config() {
+        let config: Config = toml::from_str(
+            r#"
+            [providers.vllm]
+            kind = "openai-chat"
+            base_url = "http://localhost:8000/v1"
+            api_key_env = "VLLM_KEY"
+            context_window = 32768
+
+            [models."vllm/qwen-coder"]
+            max_output_tokens = 4096
+            "#,
+        )
+        .unwrap();
+        let model = resolve_model("vllm/qwen-coder", &config, &env(&[("VLLM_KEY", "x")])).unwrap();
+        assert_eq!(model.kind, ProtocolKind::OpenAiChat);
+        assert_eq!(model.context_window, 32_768);
+        assert_eq!(model.max_output_tokens, Some(4096));
+    }
+
+    #[test]
+    fn bad_specs_and_unknown_providers_are_clear_errors() {
+        assert!(resolve_model("gpt-5", &Config::default(), &env(&[]))
+            .unwrap_err()
+            .to_string()
+            .contains("provider/model"));
+        assert!(resolve_model("acme/x", &Config::default(), &env(&[]))
+            .unwrap_err()
+            .to_string()
+            .contains("unknown provider `acme`"));
+    }
+
+    #[test]
+    fn local_needs_no_key() {
+        let model = resolve_model("local/smollm2", &Config::default(), &env(&[])).unwrap();
+        assert_eq!(model.base_url, LOCAL_BASE_URL);
+    }
+
+    #[test]
+    fn project_config_overrides_user_config_table_by_table() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join("pith")).unwrap();
+        std::fs::write(home.path().join("pith/config.toml"), "model = \"anthropic/claude-haiku-4-5\"\nconcise_output = true\n[context]\nfloor_bytes = 100\nfile_view_cap_bytes = 9\n").unwrap();
+        std::fs::create_dir_all(project.path().join(".pith")).unwrap();
+        std::fs::write(
+            project.path().join(".pith/config.toml"),
+            "model = \"openai/gpt-5\"\n[context]\nfloor_bytes = 200\n",
+        )
+        .unwrap();
+        let home_dir = home.path().to_string_lossy().into_owned();
+        let lookup = move |name: &str| (name == "XDG_CONFIG_HOME").then(|| home_dir.clone());
+        let config = Config::load(project.path(), &lookup).unwrap();
+        assert_eq!(config.model.as_deref(), Some("openai/gpt-5"));
+        assert!(config.concise_output);
+        assert_eq!(config.context["floor_bytes"].as_integer(), Some(200));
+        assert_eq!(config.context["file_view_cap_bytes"].as_integer(), Some(9));
+    }
+
+    #[test]
+    fn invalid_config_names_the_file() {
+        let project = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(project.path().join(".pith")).unwrap();
+        std::fs::write(
+            project.path().join(".pith/config.toml"),
+            "model = [unclosed",
+        )
+        .unwrap();
+        let err = Config::load(project.path(), &|_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(".pith/config.toml"), "{err}");
+        std::fs::write(project.path().join(".pith/config.toml"), "modle = \"typo\"").unwrap();
+        let err = Config::load(project.path(), &|_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("modle"), "{err}");
+    }
+
+    #[test]
+    fn default_model_prefers_configured_then_keys_then_local() {
+        assert_eq!(
+            default_model_spec(&Config::default(), &env(&[])),
+            "local/smollm2"
+        );
+        assert_eq!(
+            default_model_spec(&Config::default(), &env(&[("OPENAI_API_KEY", "k")])),
+            "openai/gpt-5"
+        );
+        let config = Config {
+            model: Some("anthropic/claude-opus-4-5".into()),
+            ..Config::default()
+        };
+        assert_eq!(
+            default_model_spec(&config, &env(&[("OPENAI_API_KEY", "k")])),
+            "anthropic/claude-opus-4-5"
+        );
+    }
+}
