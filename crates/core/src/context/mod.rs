@@ -12,9 +12,13 @@
 //! [`squash::with_spill_marker`]).
 
 pub mod config;
+pub mod dedup;
+pub mod policy;
 pub mod prune;
 pub mod squash;
 
 pub use config::{ContextConfig, SquashConfig};
+pub use dedup::{collapse, DedupStats, DUPLICATE_PLACEHOLDER};
+pub use policy::{decide, Action, PolicyState};
 pub use prune::{prune_old_tool_outputs, PruneConfig, PRUNE_PLACEHOLDER};
 pub use squash::{apply as squash_output, SquashStats, Squashed};

@@ -83,3 +83,83 @@ pub fn prune_old_tool_outputs(
     }
     (pruned, reclaimable)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ToolCall;
+
+    /// One token per whitespace-separated word: makes the thresholds easy to reason about.
+    struct WordCounter;
+    impl TokenCounter for WordCounter {
+        fn count(&self, text: &str) -> usize {
+            text.split_whitespace().count()
+        }
+    }
+
+    fn words(n: usize) -> String {
+        "w ".repeat(n)
+    }
+
+    fn turn(id: &str, result_words: usize) -> Vec<Message> {
+        vec![
+            Message::assistant_with_calls(
+                "looking",
+                vec![ToolCall {
+                    id: id.into(),
+                    name: "read".into(),
+                    arguments: serde_json::json!({"path": id}),
+                }],
+            ),
+            Message::tool_result(id, words(result_words), false),
+        ]
+    }
+
+    fn history(results: &[usize], users: usize) -> Vec<Message> {
+        let mut h = vec![Message::system("sys")];
+        for u in 0..users {
+            h.push(Message::user(format!("task {u}")));
+        }
+        for (i, n) in results.iter().enumerate() {
+            h.extend(turn(&format!("c{i}"), *n));
+        }
+        h
+    }
+
+    #[test]
+    fn newest_forty_thousand_tokens_are_protected_and_older_results_cleared() {
+        let h = history(&[30_000, 30_000, 25_000, 25_000], 2);
+        let (out, reclaimed) = prune_old_tool_outputs(&h, &WordCounter, &PruneConfig::default());
+        let results: Vec<&str> = out
+            .iter()
+            .flat_map(|m| m.tool_results())
+            .map(|r| r.content.as_str())
+            .collect();
+        assert_eq!(results[0], PRUNE_PLACEHOLDER);
+        assert_eq!(results[1], PRUNE_PLACEHOLDER);
+        assert_ne!(results[2], PRUNE_PLACEHOLDER, "inside the protected window");
+        assert_ne!(results[3], PRUNE_PLACEHOLDER, "newest result");
+        let placeholder = WordCounter.count(PRUNE_PLACEHOLDER) as u64;
+        assert_eq!(reclaimed, 60_000 - 2 * placeholder);
+        let calls_before: Vec<_> = h.iter().flat_map(|m| m.tool_calls()).collect();
+        let calls_after: Vec<_> = out.iter().flat_map(|m| m.tool_calls()).collect();
+        assert_eq!(calls_before, calls_after, "tool calls are never pruned");
+        assert_eq!(out[1], h[1], "user messages are never pruned");
+    }
+
+    #[test]
+    fn nothing_happens_below_the_minimum_saving() {
+        let h = history(&[10_000, 45_000], 3);
+        let (out, reclaimed) = prune_old_tool_outputs(&h, &WordCounter, &PruneConfig::default());
+        assert_eq!(reclaimed, 0);
+        assert_eq!(out, h);
+    }
+
+    #[test]
+    fn nothing_happens_with_fewer_than_two_user_turns() {
+        let h = history(&[50_000, 50_000, 50_000], 1);
+        let (out, reclaimed) = prune_old_tool_outputs(&h, &WordCounter, &PruneConfig::default());
+        assert_eq!(reclaimed, 0);
+        assert_eq!(out, h);
+    }
+}
