@@ -13,7 +13,11 @@
 
 use std::sync::Arc;
 
-use pith_core::events::compaction_token;
+use pith_core::context::{
+    collapse, decide, prune_old_tool_outputs, Action, PolicyState, PruneConfig,
+};
+use pith_core::events::{compaction_token, MicroCompaction};
+use pith_core::tokens::count_message;
 use pith_core::{
     AutoCompaction, ContextBudget, LoopEvent, Message, RequestEstimate, RequestEstimator, Role,
     ToolCall, ToolRegistry, ToolResult, Usage,
@@ -48,6 +52,10 @@ pub struct LoopOptions {
     /// Most rounds of rejected tool calls a compaction request may go through before
     /// it is given up.
     pub compaction_tool_rounds: u32,
+    /// Micro-compaction (dedup + prune, no LLM) at the budget's micro threshold.
+    pub micro_compaction: bool,
+    /// Prune thresholds of micro-compaction.
+    pub prune: PruneConfig,
 }
 
 impl Default for LoopOptions {
@@ -60,6 +68,8 @@ impl Default for LoopOptions {
             max_output_tokens: None,
             temperature: None,
             compaction_tool_rounds: 2,
+            micro_compaction: true,
+            prune: PruneConfig::default(),
         }
     }
 }
@@ -116,13 +126,6 @@ pub struct ManualCompaction {
     pub tokens_after: u64,
 }
 
-/// Automatic-compaction bookkeeping between requests.
-#[derive(Debug, Clone, Copy, Default)]
-struct CompactionState {
-    /// Tool turns completed since the last automatic attempt (successful or not).
-    tool_turns_since_attempt: u32,
-}
-
 /// One conversation driven through one provider. See the module docs.
 pub struct AgentLoop {
     adapter: Arc<dyn ProviderAdapter>,
@@ -133,7 +136,7 @@ pub struct AgentLoop {
     history: Vec<Message>,
     estimator: RequestEstimator,
     options: LoopOptions,
-    compaction: CompactionState,
+    policy: PolicyState,
 }
 
 impl std::fmt::Debug for AgentLoop {
@@ -167,7 +170,7 @@ impl AgentLoop {
             history: Vec::new(),
             estimator,
             options,
-            compaction: CompactionState::default(),
+            policy: PolicyState::default(),
         }
     }
 
@@ -180,7 +183,8 @@ impl AgentLoop {
     /// dropped: the loop adds its own system prompt to every request.
     pub fn set_history(&mut self, history: Vec<Message>) {
         self.history = pith_core::summary::strip_system(&history);
-        self.compaction = CompactionState::default();
+        self.estimator.clear_usage();
+        self.policy = PolicyState::default();
     }
 
     /// The system prompt sent with every request.
@@ -245,6 +249,7 @@ impl AgentLoop {
         let mut summary = TurnSummary::default();
         let last_user_text = user_message.text_content();
         self.history.push(user_message);
+        self.policy.record_new_tool_turn();
 
         // Beyond the seed: a history that already crosses the threshold when the user
         // speaks is compacted before the first request, with the new message retained.
@@ -258,7 +263,7 @@ impl AgentLoop {
             }
             if compaction_due {
                 if let Err(error) = self
-                    .maybe_compact(&last_user_text, events, cancel, &mut summary)
+                    .before_request(&last_user_text, events, cancel, &mut summary)
                     .await
                 {
                     return Err(TurnFailure { error, summary });
@@ -356,7 +361,7 @@ impl AgentLoop {
                     events,
                 );
             }
-            self.compaction.tool_turns_since_attempt += 1;
+            self.policy.record_new_tool_turn();
             if cancel.is_cancelled() {
                 return Err(TurnFailure {
                     error: LoopError::Cancelled,
@@ -372,29 +377,98 @@ impl AgentLoop {
         self.history.push(message);
     }
 
-    /// The trigger check of seed 002 "Trigger points", plus the start-of-turn trigger:
-    /// auto-compaction enabled, a new tool turn since the last attempt (or a new user
-    /// message), and the estimate at or above the automatic threshold.
-    async fn maybe_compact(
+    /// Runs the compaction policy before a request: micro-compaction (dedup + prune),
+    /// then automatic LLM compaction, as `pith_core::context::policy::decide` says. The
+    /// trigger conditions of seed 002 ("Trigger points") are the policy state: automatic
+    /// compaction enabled, new history (a tool turn, or a new user message: the
+    /// start-of-turn trigger) since the last attempt, and the estimate at the threshold.
+    async fn before_request(
         &mut self,
         last_user_text: &str,
         events: &UnboundedSender<LoopEvent>,
         cancel: &CancellationToken,
         summary: &mut TurnSummary,
     ) -> Result<(), LoopError> {
-        if !self.options.auto_compaction {
-            return Ok(());
+        // At most one micro step and one LLM attempt per request.
+        for _ in 0..2 {
+            let estimate = self.estimate().total as u64;
+            self.policy.llm_allowed = self.options.auto_compaction;
+            self.policy.micro_minimum = self.options.prune.minimum;
+            let micro = if self.options.micro_compaction
+                && self.policy.new_history_since_attempt
+                && self.budget.reaches_micro(estimate)
+            {
+                Some(self.micro_candidate())
+            } else {
+                None
+            };
+            self.policy.micro_reclaimable = micro.as_ref().map_or(0, |(_, reclaimed)| *reclaimed);
+            match decide(estimate, &self.budget, &self.policy) {
+                Action::None | Action::OverflowFallback => return Ok(()),
+                Action::Micro => {
+                    let Some((replacement, reclaimed)) = micro else {
+                        return Ok(());
+                    };
+                    self.history = replacement.clone();
+                    let tokens_after = self.estimate().total as u64;
+                    let freed = estimate
+                        .saturating_sub(tokens_after)
+                        .max(reclaimed.min(estimate));
+                    let _ = events.send(LoopEvent::MicroCompaction(MicroCompaction {
+                        replacement,
+                        tokens_reclaimed: freed,
+                        tokens_before: estimate,
+                        tokens_after,
+                    }));
+                    if self.policy.record_attempt(freed, &self.budget) {
+                        let _ = events.send(LoopEvent::Notice(format!(
+                            "micro-compaction freed only {freed} tokens; automatic compaction waits for new history"
+                        )));
+                    }
+                    // Micro may have been enough; if not, the policy now sees the new
+                    // estimate (new history is cleared, so only an overflow acts again).
+                    self.policy.new_history_since_attempt = self.budget.reaches_auto(tokens_after);
+                }
+                Action::Llm => {
+                    return self
+                        .auto_compact(estimate, last_user_text, events, cancel, summary)
+                        .await;
+                }
+            }
         }
-        let starts_turn = matches!(self.history.last(), Some(m) if m.role == Role::User);
-        if !starts_turn && self.compaction.tool_turns_since_attempt == 0 {
-            return Ok(());
-        }
-        let estimate = self.estimate();
-        if !self.budget.reaches_auto(estimate.total as u64) {
-            return Ok(());
-        }
-        self.compaction.tool_turns_since_attempt = 0;
-        let tokens_before = estimate.total as u64;
+        Ok(())
+    }
+
+    /// Dedup + prune of the current history, without applying it: (new history, tokens
+    /// it would free).
+    fn micro_candidate(&self) -> (Vec<Message>, u64) {
+        let tools = &self.tools;
+        let (deduplicated, _) = collapse(&self.history, |name| tools.is_read_only(name));
+        let counter = self.estimator.counter();
+        let (pruned, _) =
+            prune_old_tool_outputs(&deduplicated, counter.as_ref(), &self.options.prune);
+        let before: usize = self
+            .history
+            .iter()
+            .map(|m| count_message(counter.as_ref(), m))
+            .sum();
+        let after: usize = pruned
+            .iter()
+            .map(|m| count_message(counter.as_ref(), m))
+            .sum();
+        (pruned, before.saturating_sub(after) as u64)
+    }
+
+    /// The private automatic compaction (seed 002 "Private compaction request").
+    async fn auto_compact(
+        &mut self,
+        estimate: u64,
+        last_user_text: &str,
+        events: &UnboundedSender<LoopEvent>,
+        cancel: &CancellationToken,
+        summary: &mut TurnSummary,
+    ) -> Result<(), LoopError> {
+        let tokens_before = estimate;
 
         let child = compaction_token(cancel);
         let _ = events.send(LoopEvent::AutoCompaction(AutoCompaction::Started {
@@ -438,9 +512,16 @@ impl AgentLoop {
                     tokens_before,
                     tokens_after,
                 }));
+                let freed = tokens_before.saturating_sub(tokens_after);
+                if self.policy.record_attempt(freed, &self.budget) {
+                    let _ = events.send(LoopEvent::Notice(format!(
+                        "automatic compaction freed only {freed} tokens; the next attempt waits for new history"
+                    )));
+                }
                 Ok(())
             }
             PrivateOutcome::Cancelled { .. } => {
+                self.policy.record_attempt(0, &self.budget);
                 if cancel.is_cancelled() {
                     return Err(LoopError::Cancelled);
                 }
@@ -448,6 +529,7 @@ impl AgentLoop {
                 Ok(())
             }
             PrivateOutcome::Failed { reason, .. } => {
+                self.policy.record_attempt(0, &self.budget);
                 if cancel.is_cancelled() {
                     return Err(LoopError::Cancelled);
                 }
@@ -490,7 +572,7 @@ impl AgentLoop {
             PrivateOutcome::Summary { summary, usage } => {
                 let replacement = pith_core::summary::build_manual_replacement(&summary);
                 self.history = replacement.clone();
-                self.compaction = CompactionState::default();
+                self.policy = PolicyState::default();
                 let tokens_after = self.estimate().total as u64;
                 Ok(ManualCompaction {
                     summary,

@@ -113,8 +113,6 @@ pub struct Config {
     pub concise_output: bool,
     /// Window for unknown models (default 128,000).
     pub default_context_window: Option<u64>,
-    /// Micro-compaction threshold, percent of the input budget (default 75).
-    pub micro_threshold_percent: Option<u8>,
     /// The `[context]` section: squash and prune thresholds, read by the context
     /// pipeline (see docs/context-pipeline.md).
     #[serde(default)]
@@ -128,6 +126,17 @@ pub struct Config {
 }
 
 impl Config {
+    /// The typed `[context]` section (squash, prune and micro thresholds), with the
+    /// documented defaults for every key not given.
+    pub fn context_config(&self) -> Result<pith_core::context::ContextConfig, ConfigError> {
+        toml::Value::Table(self.context.clone())
+            .try_into()
+            .map_err(|err: toml::de::Error| ConfigError::Invalid {
+                path: PathBuf::from("[context]"),
+                message: err.to_string(),
+            })
+    }
+
     /// The user's config file path.
     pub fn user_path(lookup: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
         if let Some(dir) = lookup("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
@@ -547,6 +556,9 @@ mod tests {
         assert!(config.concise_output);
         assert_eq!(config.context["floor_bytes"].as_integer(), Some(200));
         assert_eq!(config.context["file_view_cap_bytes"].as_integer(), Some(9));
+        let typed = config.context_config().unwrap();
+        assert_eq!(typed.squash.floor_bytes, 200);
+        assert_eq!(typed.prune_protect_tokens, 40_000);
     }
 
     #[test]

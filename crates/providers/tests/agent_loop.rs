@@ -603,3 +603,79 @@ async fn an_oversized_request_is_fitted_instead_of_sent_to_fail() {
         "history itself is not rewritten"
     );
 }
+
+#[tokio::test]
+async fn crossing_the_micro_threshold_prunes_old_tool_output_without_an_llm_call() {
+    let mut h = harness(vec![Reply::text("ok")], 32_768);
+    h.agent.options_mut().prune = pith_core::context::PruneConfig {
+        protect: 4_000,
+        minimum: 2_000,
+        min_user_turns: 2,
+    };
+    let output = |n: usize| {
+        (0..540)
+            .map(|i| format!("line {i}: value {}", i * n))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut history = vec![Message::user("first task")];
+    for i in 0..5 {
+        history.push(Message::assistant_with_calls(
+            "",
+            vec![pith_core::ToolCall {
+                id: format!("c{i}"),
+                name: "read".into(),
+                arguments: json!({"path": format!("f{i}.rs")}),
+            }],
+        ));
+        history.push(Message::tool_result(format!("c{i}"), output(i + 1), false));
+    }
+    h.agent.set_history(history);
+    let before = h.agent.estimate().total as u64;
+    let budget = ContextBudget::for_window(32_768);
+    assert!(
+        budget.reaches_micro(before) && !budget.reaches_auto(before),
+        "fixture must sit between the thresholds: {before}"
+    );
+
+    let (tx, mut rx) = unbounded_channel();
+    h.agent
+        .run_turn(Message::user("second task"), &tx, &CancellationToken::new())
+        .await
+        .unwrap();
+    let events = drain(&mut rx);
+    let micro = events
+        .iter()
+        .find_map(|e| match e {
+            LoopEvent::MicroCompaction(m) => Some(m.clone()),
+            _ => None,
+        })
+        .expect("a micro-compaction event");
+    assert!(micro.tokens_reclaimed >= 2_000);
+    assert!(micro.tokens_after < micro.tokens_before);
+    assert!(
+        compaction_events(&events).is_empty(),
+        "no LLM compaction was needed"
+    );
+    let requests = h.adapter.requests();
+    assert_eq!(requests.len(), 1, "no summary request");
+    let contents: Vec<String> = requests[0]
+        .messages
+        .iter()
+        .flat_map(|m| {
+            m.tool_results()
+                .map(|r| r.content.clone())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(contents[0], pith_core::context::PRUNE_PLACEHOLDER);
+    assert_ne!(
+        contents[4],
+        pith_core::context::PRUNE_PLACEHOLDER,
+        "the newest output is protected"
+    );
+    assert_eq!(
+        micro.replacement,
+        h.agent.history()[..micro.replacement.len()].to_vec()
+    );
+}
