@@ -325,3 +325,36 @@ fn an_unencodable_event_is_refused_without_consuming_a_sequence_number() {
     assert!(matches!(err, SessionError::UnknownKind { .. }), "{err}");
     assert_eq!(session.append(Event::user_text("ok")).unwrap(), 2);
 }
+
+#[test]
+fn a_writer_in_another_process_blocks_a_second_writer_with_its_pid() {
+    use std::io::{BufRead, BufReader};
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let root = home.path().join("sessions");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pith-crash-writer"))
+        .arg(&root)
+        .arg(cwd.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first_line = String::new();
+    // Keep the pipe open while checking: a closed pipe would make the writer exit.
+    let mut child_stdout = BufReader::new(child.stdout.take().unwrap());
+    child_stdout.read_line(&mut first_line).unwrap();
+    let id = first_line
+        .trim()
+        .strip_prefix("session ")
+        .unwrap()
+        .to_owned();
+    let store = SessionStore::at(&root);
+    let err = store.open(&id).unwrap_err();
+    let expected = format!("session {id} is in use by pid {}", child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(child_stdout);
+    assert_eq!(err.to_string(), expected);
+    store
+        .open(&id)
+        .expect("the lock of a killed writer must be free at once");
+}
