@@ -22,10 +22,10 @@ pub enum Command {
     Tokens(TokensArgs),
     /// Squash a tool output the way pith does before the model sees it.
     Compress(PendingArgs),
-    /// List recorded sessions.
-    Sessions(PendingArgs),
+    /// List recorded sessions (of the current project unless --all).
+    Sessions(SessionsArgs),
     /// Render a recorded session transcript.
-    Replay(PendingArgs),
+    Replay(ReplayArgs),
 }
 
 /// Arguments of a command whose issue has not landed yet (accepted, then refused).
@@ -62,4 +62,49 @@ impl From<EncodingArg> for pith_core::Encoding {
             EncodingArg::Cl100k => pith_core::Encoding::Cl100kBase,
         }
     }
+}
+
+/// `pith sessions [--all] [--json]`.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// List the sessions of every project, not only the current directory's.
+    #[arg(long)]
+    pub all: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `pith replay <id|path> [--view ui|model] [--format text|json] [--skip-corrupt]`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Session id (or a unique prefix of one), session directory, or transcript path.
+    pub session: String,
+    /// What to show: what the user saw, or the history the model would continue from.
+    #[arg(long, value_enum, default_value_t = ReplayView::Ui)]
+    pub view: ReplayView,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReplayFormat::Text)]
+    pub format: ReplayFormat,
+    /// Skip corrupt lines (each one is reported) instead of failing on the first.
+    #[arg(long)]
+    pub skip_corrupt: bool,
+}
+
+/// Views of a transcript `pith replay` can render.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReplayView {
+    /// Every visible item, compaction markers and pre-compaction output included.
+    Ui,
+    /// The projected conversation history (compactions applied).
+    Model,
+}
+
+/// Output formats of `pith replay`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReplayFormat {
+    /// Plain text.
+    Text,
+    /// One JSON document.
+    Json,
 }

@@ -11,11 +11,11 @@ fn main() {
     let cli = cli::Cli::parse();
     let outcome = match cli.command {
         Some(cli::Command::Tokens(args)) => commands::tokens::run(args),
-        Some(cli::Command::Run(_))
-        | Some(cli::Command::Compress(_))
-        | Some(cli::Command::Sessions(_))
-        | Some(cli::Command::Replay(_))
-        | None => commands::not_yet_available(cli.command.as_ref()),
+        Some(cli::Command::Sessions(args)) => commands::sessions::run(args),
+        Some(cli::Command::Replay(args)) => commands::replay::run(args),
+        Some(cli::Command::Run(_)) | Some(cli::Command::Compress(_)) | None => {
+            commands::not_yet_available(cli.command.as_ref())
+        }
     };
     std::process::exit(exit::report(outcome));
 }

@@ -1,5 +1,7 @@
 //! Command implementations that belong to the binary itself (thin glue over the crates).
 
+pub mod replay;
+pub mod sessions;
 pub mod tokens;
 
 use crate::cli::Command;

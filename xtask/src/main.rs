@@ -4,6 +4,8 @@
 //! Further tasks (eval, bench, crash, local-llm, demo, simulate) are added by the issues
 //! that deliver them.
 
+mod crash;
+
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -20,11 +22,21 @@ struct Cli {
 enum Task {
     /// Run the CI checks: cargo fmt --check, clippy -D warnings, the whole test suite.
     Ci,
+    /// SIGKILL a session writer at random instants and check every transcript.
+    Crash {
+        /// Number of kill trials.
+        #[arg(long, default_value_t = 1000)]
+        trials: usize,
+        /// Seed of the kill timings (printed by every run), to reproduce a failure.
+        #[arg(long)]
+        seed: Option<u64>,
+    },
 }
 
 fn main() -> Result<()> {
     match Cli::parse().task {
         Task::Ci => ci(),
+        Task::Crash { trials, seed } => crash::run(trials, seed),
     }
 }
 
@@ -43,9 +55,14 @@ fn ci() -> Result<()> {
 }
 
 fn cargo(args: &[&str]) -> Result<()> {
+    cargo_with_env(args, &[])
+}
+
+fn cargo_with_env(args: &[&str], envs: &[(&str, String)]) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let status = Command::new(&cargo)
         .args(args)
+        .envs(envs.iter().map(|(k, v)| (k, v)))
         .status()
         .with_context(|| format!("running {cargo} {}", args.join(" ")))?;
     if !status.success() {

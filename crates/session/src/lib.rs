@@ -1,3 +1,39 @@
 //! pith-session: the JSONL transcript store (append, atomic `append_batch`, writer lock,
 //! crash recovery), projection of a transcript into the model history and the UI view,
-//! and session listing.
+//! session listing, and the text/JSON rendering `pith replay` and the REPL share.
+//!
+//! The file format is documented in `docs/session-format.md`. Front-ends use it like
+//! this (all calls are synchronous std I/O; async callers wrap them in
+//! `spawn_blocking`):
+//!
+//! ```no_run
+//! use pith_session::{Event, NewSession, SessionStore, ReadOptions, project_model};
+//! # fn main() -> Result<(), pith_session::SessionError> {
+//! let store = SessionStore::from_env()?;
+//! let mut session = store.create(NewSession {
+//!     cwd: ".".into(), provider: "openai".into(), model: "gpt-4o".into(),
+//! })?;
+//! session.append(Event::user_text("fix the failing test"))?;
+//! // ... later, resume:
+//! let history = project_model(&session.read(ReadOptions::default())?.records);
+//! # let _ = history; Ok(()) }
+//! ```
+
+pub mod error;
+pub mod event;
+pub mod items;
+pub mod listing;
+pub mod lock;
+pub mod paths;
+pub mod projection;
+pub mod read;
+pub mod render;
+pub mod store;
+
+pub use error::{Result, SessionError};
+pub use event::{CompactionTrigger, Event, Record, SCHEMA_VERSION};
+pub use items::{items_from_messages, TranscriptItem};
+pub use listing::SessionSummary;
+pub use projection::{project_model, project_ui, UiEntry};
+pub use read::{read_transcript, ReadOptions, ReadReport, Transcript};
+pub use store::{Durability, NewSession, Quarantine, Session, SessionStore};

@@ -1,0 +1,454 @@
+//! The transcript's event schema and its line encoding.
+//!
+//! One record per line: `{"v":1,"seq":N,"ts":"RFC 3339","kind":"…",…}` where the fields
+//! after `kind` are the event's own. Every field and kind name is fixed by an explicit
+//! serde attribute and pinned by the exact-JSON tests below: the file format must never
+//! change because a Rust identifier was renamed. A kind this version does not know is
+//! kept verbatim as [`Event::Unknown`] (forward compatibility); a record with another
+//! schema version `v` is refused, because its meaning may have changed.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+
+use pith_core::{Message, Usage};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, SessionError};
+use crate::items::TranscriptItem;
+
+/// The schema version this pith writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What started a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CompactionTrigger {
+    /// The user ran `/compact`.
+    #[serde(rename = "manual")]
+    Manual,
+    /// The tool loop crossed the automatic threshold.
+    #[serde(rename = "auto")]
+    Auto,
+}
+
+/// One event of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum Event {
+    /// First record of every transcript.
+    #[serde(rename = "session_started")]
+    SessionStarted {
+        /// The session id (uuid v7).
+        #[serde(rename = "session_id")]
+        session_id: String,
+        /// The working directory the session belongs to (canonical).
+        #[serde(rename = "cwd")]
+        cwd: PathBuf,
+        /// Provider name, e.g. `openai`.
+        #[serde(rename = "provider")]
+        provider: String,
+        /// Model id.
+        #[serde(rename = "model")]
+        model: String,
+        /// Version of pith that started the session.
+        #[serde(rename = "pith_version")]
+        pith_version: String,
+    },
+    /// A message the user sent.
+    #[serde(rename = "user_message")]
+    UserMessage {
+        /// The message (role `user`).
+        #[serde(rename = "message")]
+        message: Message,
+    },
+    /// The checkpoint of an assistant turn: what the model produced (including tool calls
+    /// and tool results) and what the user saw. Written at the end of a turn, and before
+    /// an automatic compaction for the output visible until then.
+    #[serde(rename = "assistant_turn")]
+    AssistantTurn {
+        /// Assistant and tool messages of the turn (or of the part of it checkpointed).
+        #[serde(rename = "messages")]
+        messages: Vec<Message>,
+        /// Visible transcript items.
+        #[serde(rename = "items", default)]
+        items: Vec<TranscriptItem>,
+        /// Usage summed over the turn's requests, when reported.
+        #[serde(rename = "usage", default)]
+        usage: Option<Usage>,
+        /// True when the user interrupted the turn.
+        #[serde(rename = "interrupted", default)]
+        interrupted: bool,
+        /// The error that ended the turn, if any.
+        #[serde(rename = "error", default)]
+        error: Option<String>,
+    },
+    /// A compaction replaced the conversation history.
+    #[serde(rename = "compaction_applied")]
+    CompactionApplied {
+        /// Manual `/compact` or automatic.
+        #[serde(rename = "trigger")]
+        trigger: CompactionTrigger,
+        /// The replacement history, system messages excluded.
+        #[serde(rename = "messages")]
+        messages: Vec<Message>,
+        /// The summary text (private for automatic compaction: never rendered live).
+        #[serde(rename = "summary")]
+        summary: String,
+        /// Estimated input tokens before.
+        #[serde(rename = "tokens_before")]
+        tokens_before: u64,
+        /// Estimated input tokens after.
+        #[serde(rename = "tokens_after")]
+        tokens_after: u64,
+        /// Usage of the summary request, when reported.
+        #[serde(rename = "usage", default)]
+        usage: Option<Usage>,
+    },
+    /// A rule-based micro-compaction (dedup + prune) replaced the history.
+    #[serde(rename = "micro_compaction_applied")]
+    MicroCompactionApplied {
+        /// The full replacement history, system messages excluded.
+        #[serde(rename = "messages")]
+        messages: Vec<Message>,
+        /// Estimated tokens reclaimed.
+        #[serde(rename = "tokens_reclaimed")]
+        tokens_reclaimed: u64,
+        /// Estimated input tokens before.
+        #[serde(rename = "tokens_before")]
+        tokens_before: u64,
+        /// Estimated input tokens after.
+        #[serde(rename = "tokens_after")]
+        tokens_after: u64,
+    },
+    /// A record of a kind this version does not know (written by a newer pith). Kept
+    /// verbatim so nothing is lost; skipped by projection. Never written by `append`.
+    #[serde(skip)]
+    Unknown {
+        /// The record's `kind`.
+        kind: String,
+        /// The whole line as read, without its newline.
+        raw: String,
+    },
+}
+
+/// Kinds this version understands, as written in the `kind` field.
+pub const KNOWN_KINDS: [&str; 5] = [
+    "session_started",
+    "user_message",
+    "assistant_turn",
+    "compaction_applied",
+    "micro_compaction_applied",
+];
+
+impl Event {
+    /// The event's `kind` as written on disk.
+    pub fn kind(&self) -> &str {
+        match self {
+            Event::SessionStarted { .. } => "session_started",
+            Event::UserMessage { .. } => "user_message",
+            Event::AssistantTurn { .. } => "assistant_turn",
+            Event::CompactionApplied { .. } => "compaction_applied",
+            Event::MicroCompactionApplied { .. } => "micro_compaction_applied",
+            Event::Unknown { kind, .. } => kind,
+        }
+    }
+
+    /// True for events that close a turn (the default fsync points).
+    pub fn ends_turn(&self) -> bool {
+        !matches!(self, Event::UserMessage { .. } | Event::Unknown { .. })
+    }
+
+    /// A `user_message` holding one text part.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Event::UserMessage {
+            message: Message::user(text),
+        }
+    }
+}
+
+/// One line of a transcript: the envelope plus its event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Sequence number, consecutive from 1, assigned by the store.
+    pub seq: u64,
+    /// When the record was written (RFC 3339, UTC, millisecond precision).
+    pub ts: String,
+    /// The event.
+    pub event: Event,
+}
+
+/// The current time as written in `ts`: fixed width, so string order is time order.
+pub fn now_ts() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        now.millisecond()
+    )
+}
+
+/// Serialises one record as a line, newline included.
+pub fn encode_line(seq: u64, ts: &str, event: &Event) -> Result<String> {
+    if let Event::Unknown { kind, .. } = event {
+        return Err(SessionError::UnknownKind { kind: kind.clone() });
+    }
+    let body = serde_json::to_string(event).map_err(|source| SessionError::Encode {
+        kind: static_kind(event),
+        source,
+    })?;
+    // `body` is `{"kind":…,…}`: splice the envelope in front of its fields.
+    let fields = body.strip_prefix('{').unwrap_or(&body);
+    let mut line = String::with_capacity(body.len() + ts.len() + 48);
+    line.push_str("{\"v\":");
+    line.push_str(&SCHEMA_VERSION.to_string());
+    line.push_str(",\"seq\":");
+    line.push_str(&seq.to_string());
+    line.push_str(",\"ts\":");
+    line.push_str(&serde_json::Value::from(ts).to_string());
+    line.push(',');
+    line.push_str(fields);
+    line.push('\n');
+    Ok(line)
+}
+
+fn static_kind(event: &Event) -> &'static str {
+    match event {
+        Event::SessionStarted { .. } => "session_started",
+        Event::UserMessage { .. } => "user_message",
+        Event::AssistantTurn { .. } => "assistant_turn",
+        Event::CompactionApplied { .. } => "compaction_applied",
+        Event::MicroCompactionApplied { .. } => "micro_compaction_applied",
+        Event::Unknown { .. } => "unknown",
+    }
+}
+
+/// The envelope fields of a line, read without materialising the event.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Envelope<'a> {
+    #[serde(rename = "v")]
+    pub v: Option<u64>,
+    #[serde(rename = "seq")]
+    pub seq: Option<u64>,
+    #[serde(rename = "ts", borrow)]
+    pub ts: Option<Cow<'a, str>>,
+    #[serde(rename = "kind", borrow)]
+    pub kind: Option<Cow<'a, str>>,
+}
+
+/// Why one line could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineProblem {
+    /// Not JSON, not an object, a missing envelope field, or an event that does not match
+    /// its kind's schema.
+    Malformed(String),
+    /// A schema version other than [`SCHEMA_VERSION`].
+    UnsupportedVersion(u64),
+}
+
+impl std::fmt::Display for LineProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LineProblem::Malformed(reason) => f.write_str(reason),
+            LineProblem::UnsupportedVersion(v) if *v > u64::from(SCHEMA_VERSION) => write!(
+                f,
+                "schema version {v} was written by a newer pith (this pith reads version {SCHEMA_VERSION}); upgrade pith to read it"
+            ),
+            LineProblem::UnsupportedVersion(v) => write!(
+                f,
+                "schema version {v} is not supported (this pith reads version {SCHEMA_VERSION})"
+            ),
+        }
+    }
+}
+
+/// Parses the envelope of a line (`v`, `seq`, `ts`, `kind`), checking the version.
+pub(crate) fn decode_envelope(
+    line: &str,
+) -> Result<(u64, Cow<'_, str>, Cow<'_, str>), LineProblem> {
+    let envelope: Envelope<'_> =
+        serde_json::from_str(line).map_err(|err| LineProblem::Malformed(err.to_string()))?;
+    let v = envelope
+        .v
+        .ok_or_else(|| LineProblem::Malformed("missing schema version \"v\"".into()))?;
+    if v != u64::from(SCHEMA_VERSION) {
+        return Err(LineProblem::UnsupportedVersion(v));
+    }
+    let seq = envelope
+        .seq
+        .ok_or_else(|| LineProblem::Malformed("missing sequence number \"seq\"".into()))?;
+    let ts = envelope
+        .ts
+        .ok_or_else(|| LineProblem::Malformed("missing timestamp \"ts\"".into()))?;
+    let kind = envelope
+        .kind
+        .ok_or_else(|| LineProblem::Malformed("missing \"kind\"".into()))?;
+    Ok((seq, ts, kind))
+}
+
+/// Decodes one complete line (without its newline) into a record.
+pub fn decode_line(line: &str) -> Result<Record, LineProblem> {
+    let (seq, ts, kind) = decode_envelope(line)?;
+    let event = if KNOWN_KINDS.contains(&kind.as_ref()) {
+        serde_json::from_str::<Event>(line)
+            .map_err(|err| LineProblem::Malformed(format!("invalid {kind} record: {err}")))?
+    } else {
+        Event::Unknown {
+            kind: kind.into_owned(),
+            raw: line.to_owned(),
+        }
+    };
+    Ok(Record {
+        seq,
+        ts: ts.into_owned(),
+        event,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn line_json(event: &Event) -> serde_json::Value {
+        let line = encode_line(7, "2026-11-29T13:10:15.123Z", event).unwrap();
+        assert!(line.ends_with('\n') && !line[..line.len() - 1].contains('\n'));
+        serde_json::from_str(&line).unwrap()
+    }
+
+    #[test]
+    fn session_started_has_the_documented_shape() {
+        let event = Event::SessionStarted {
+            session_id: "0193".into(),
+            cwd: "/work/p".into(),
+            provider: "openai".into(),
+            model: "gpt-4o".into(),
+            pith_version: "0.1.0".into(),
+        };
+        assert_eq!(
+            line_json(&event),
+            json!({"v": 1, "seq": 7, "ts": "2026-11-29T13:10:15.123Z", "kind": "session_started",
+                   "session_id": "0193", "cwd": "/work/p", "provider": "openai",
+                   "model": "gpt-4o", "pith_version": "0.1.0"})
+        );
+    }
+
+    #[test]
+    fn envelope_fields_come_first_in_the_documented_order() {
+        let line = encode_line(3, "2026-11-29T13:10:15.123Z", &Event::user_text("hi")).unwrap();
+        assert!(
+            line.starts_with(
+                r#"{"v":1,"seq":3,"ts":"2026-11-29T13:10:15.123Z","kind":"user_message","#
+            ),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn compaction_and_micro_records_have_the_documented_shape() {
+        let compaction = Event::CompactionApplied {
+            trigger: CompactionTrigger::Auto,
+            messages: vec![Message::user("<compacted_context>s</compacted_context>")],
+            summary: "s".into(),
+            tokens_before: 100,
+            tokens_after: 10,
+            usage: None,
+        };
+        let value = line_json(&compaction);
+        assert_eq!(value["kind"], "compaction_applied");
+        assert_eq!(value["trigger"], "auto");
+        assert_eq!(value["tokens_before"], 100);
+        assert_eq!(value["tokens_after"], 10);
+        assert_eq!(value["usage"], serde_json::Value::Null);
+        let micro = Event::MicroCompactionApplied {
+            messages: vec![],
+            tokens_reclaimed: 5,
+            tokens_before: 20,
+            tokens_after: 15,
+        };
+        assert_eq!(
+            line_json(&micro),
+            json!({"v": 1, "seq": 7, "ts": "2026-11-29T13:10:15.123Z",
+                   "kind": "micro_compaction_applied", "messages": [],
+                   "tokens_reclaimed": 5, "tokens_before": 20, "tokens_after": 15})
+        );
+    }
+
+    #[test]
+    fn every_known_event_round_trips_through_a_line() {
+        let events = vec![
+            Event::user_text("fix the bug"),
+            Event::AssistantTurn {
+                messages: vec![Message::assistant("done")],
+                items: vec![TranscriptItem::AssistantText {
+                    text: "done".into(),
+                }],
+                usage: Some(Usage {
+                    input_tokens: 10,
+                    cached_input_tokens: 2,
+                    output_tokens: 3,
+                }),
+                interrupted: true,
+                error: Some("stream reset".into()),
+            },
+        ];
+        for (i, event) in events.into_iter().enumerate() {
+            let line = encode_line(i as u64 + 1, "2026-11-29T13:10:15.123Z", &event).unwrap();
+            let record = decode_line(line.trim_end()).unwrap();
+            assert_eq!(record.event, event);
+            assert_eq!(record.seq, i as u64 + 1);
+        }
+    }
+
+    #[test]
+    fn an_unknown_kind_is_kept_verbatim() {
+        let line =
+            r#"{"v":1,"seq":4,"ts":"2026-11-29T13:10:15.123Z","kind":"tool_approval","x":[1,2]}"#;
+        let record = decode_line(line).unwrap();
+        assert_eq!(
+            record.event,
+            Event::Unknown {
+                kind: "tool_approval".into(),
+                raw: line.into()
+            }
+        );
+        assert!(matches!(
+            encode_line(5, "t", &record.event),
+            Err(SessionError::UnknownKind { .. })
+        ));
+    }
+
+    #[test]
+    fn a_newer_schema_version_is_refused_with_a_clear_reason() {
+        let line = r#"{"v":2,"seq":1,"ts":"2026-11-29T13:10:15.123Z","kind":"user_message"}"#;
+        let problem = decode_line(line).unwrap_err();
+        assert_eq!(problem, LineProblem::UnsupportedVersion(2));
+        assert!(problem.to_string().contains("newer pith"), "{problem}");
+    }
+
+    #[test]
+    fn malformed_lines_say_what_is_wrong() {
+        for (line, expected) in [
+            ("not json", "expected"),
+            (r#"{"seq":1,"ts":"t","kind":"user_message"}"#, "\"v\""),
+            (r#"{"v":1,"ts":"t","kind":"user_message"}"#, "\"seq\""),
+            (
+                r#"{"v":1,"seq":1,"ts":"t","kind":"user_message"}"#,
+                "user_message",
+            ),
+        ] {
+            let problem = decode_line(line).unwrap_err().to_string();
+            assert!(problem.contains(expected), "{line}: {problem}");
+        }
+    }
+
+    #[test]
+    fn timestamps_are_fixed_width_rfc3339() {
+        let ts = now_ts();
+        assert_eq!(ts.len(), "2026-11-29T13:10:15.123Z".len(), "{ts}");
+        time::OffsetDateTime::parse(&ts, &time::format_description::well_known::Rfc3339).unwrap();
+    }
+}

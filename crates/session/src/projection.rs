@@ -1,0 +1,346 @@
+//! The two views of one event log.
+//!
+//! - Model view ([`project_model`]): the system-free conversation history a resumed
+//!   session continues from. `user_message` and `assistant_turn` append;
+//!   `compaction_applied` and `micro_compaction_applied` replace everything reconstructed
+//!   so far with their messages (the earlier checkpoint stays in the log for audit).
+//! - UI view ([`project_ui`]): every visible item in order, pre-compaction checkpoints
+//!   included, for `pith replay` and `/resume`.
+//!
+//! Both skip records of unknown kinds and never panic on any prefix of a transcript.
+
+use std::path::PathBuf;
+
+use pith_core::{Message, Usage};
+use serde::Serialize;
+
+use crate::event::{CompactionTrigger, Event, Record};
+use crate::items::{items_from_messages, TranscriptItem};
+
+/// The conversation history (no system messages) after replaying `records`.
+pub fn project_model(records: &[Record]) -> Vec<Message> {
+    let mut history: Vec<Message> = Vec::new();
+    for record in records {
+        match &record.event {
+            Event::SessionStarted { .. } | Event::Unknown { .. } => {}
+            Event::UserMessage { message } => history.push(message.clone()),
+            Event::AssistantTurn { messages, .. } => history.extend(messages.iter().cloned()),
+            Event::CompactionApplied { messages, .. }
+            | Event::MicroCompactionApplied { messages, .. } => {
+                history = messages
+                    .iter()
+                    .filter(|m| !m.is_system())
+                    .cloned()
+                    .collect();
+            }
+        }
+    }
+    history
+}
+
+/// One entry of the UI view.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type")]
+pub enum UiEntry {
+    /// The session header.
+    #[serde(rename = "session_started")]
+    SessionStarted {
+        /// Record sequence number.
+        #[serde(rename = "seq")]
+        seq: u64,
+        /// Record time.
+        #[serde(rename = "ts")]
+        ts: String,
+        /// Session id.
+        #[serde(rename = "session_id")]
+        session_id: String,
+        /// Working directory.
+        #[serde(rename = "cwd")]
+        cwd: PathBuf,
+        /// Provider.
+        #[serde(rename = "provider")]
+        provider: String,
+        /// Model.
+        #[serde(rename = "model")]
+        model: String,
+    },
+    /// A user message.
+    #[serde(rename = "user")]
+    User {
+        /// Record sequence number.
+        #[serde(rename = "seq")]
+        seq: u64,
+        /// Record time.
+        #[serde(rename = "ts")]
+        ts: String,
+        /// The message text.
+        #[serde(rename = "text")]
+        text: String,
+    },
+    /// An assistant turn (or the checkpointed part of one).
+    #[serde(rename = "assistant")]
+    Assistant {
+        /// Record sequence number.
+        #[serde(rename = "seq")]
+        seq: u64,
+        /// Record time.
+        #[serde(rename = "ts")]
+        ts: String,
+        /// What the user saw.
+        #[serde(rename = "items")]
+        items: Vec<TranscriptItem>,
+        /// Usage, when reported.
+        #[serde(rename = "usage")]
+        usage: Option<Usage>,
+        /// Interrupted by the user.
+        #[serde(rename = "interrupted")]
+        interrupted: bool,
+        /// The error that ended the turn.
+        #[serde(rename = "error")]
+        error: Option<String>,
+    },
+    /// A compaction marker.
+    #[serde(rename = "compaction")]
+    Compaction {
+        /// Record sequence number.
+        #[serde(rename = "seq")]
+        seq: u64,
+        /// Record time.
+        #[serde(rename = "ts")]
+        ts: String,
+        /// Manual or automatic.
+        #[serde(rename = "trigger")]
+        trigger: CompactionTrigger,
+        /// Estimated input tokens before.
+        #[serde(rename = "tokens_before")]
+        tokens_before: u64,
+        /// Estimated input tokens after.
+        #[serde(rename = "tokens_after")]
+        tokens_after: u64,
+        /// The summary the user saw: manual compaction streams it visibly; an automatic
+        /// summary is private and is `None` here.
+        #[serde(rename = "summary")]
+        visible_summary: Option<String>,
+    },
+    /// A micro-compaction marker.
+    #[serde(rename = "micro_compaction")]
+    MicroCompaction {
+        /// Record sequence number.
+        #[serde(rename = "seq")]
+        seq: u64,
+        /// Record time.
+        #[serde(rename = "ts")]
+        ts: String,
+        /// Estimated tokens reclaimed.
+        #[serde(rename = "tokens_reclaimed")]
+        tokens_reclaimed: u64,
+        /// Estimated input tokens before.
+        #[serde(rename = "tokens_before")]
+        tokens_before: u64,
+        /// Estimated input tokens after.
+        #[serde(rename = "tokens_after")]
+        tokens_after: u64,
+    },
+}
+
+/// Every visible entry of `records`, in order. Assistant turns recorded without items
+/// show items derived from their messages.
+pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
+    let mut entries = Vec::with_capacity(records.len());
+    for record in records {
+        let seq = record.seq;
+        let ts = record.ts.clone();
+        let entry = match &record.event {
+            Event::Unknown { .. } => continue,
+            Event::SessionStarted {
+                session_id,
+                cwd,
+                provider,
+                model,
+                ..
+            } => UiEntry::SessionStarted {
+                seq,
+                ts,
+                session_id: session_id.clone(),
+                cwd: cwd.clone(),
+                provider: provider.clone(),
+                model: model.clone(),
+            },
+            Event::UserMessage { message } => UiEntry::User {
+                seq,
+                ts,
+                text: user_text(message),
+            },
+            Event::AssistantTurn {
+                messages,
+                items,
+                usage,
+                interrupted,
+                error,
+            } => UiEntry::Assistant {
+                seq,
+                ts,
+                items: if items.is_empty() {
+                    items_from_messages(messages)
+                } else {
+                    items.clone()
+                },
+                usage: *usage,
+                interrupted: *interrupted,
+                error: error.clone(),
+            },
+            Event::CompactionApplied {
+                trigger,
+                summary,
+                tokens_before,
+                tokens_after,
+                ..
+            } => UiEntry::Compaction {
+                seq,
+                ts,
+                trigger: *trigger,
+                tokens_before: *tokens_before,
+                tokens_after: *tokens_after,
+                visible_summary: match trigger {
+                    CompactionTrigger::Manual => Some(summary.clone()),
+                    CompactionTrigger::Auto => None,
+                },
+            },
+            Event::MicroCompactionApplied {
+                tokens_reclaimed,
+                tokens_before,
+                tokens_after,
+                ..
+            } => UiEntry::MicroCompaction {
+                seq,
+                ts,
+                tokens_reclaimed: *tokens_reclaimed,
+                tokens_before: *tokens_before,
+                tokens_after: *tokens_after,
+            },
+        };
+        entries.push(entry);
+    }
+    entries
+}
+
+/// The text of a user message; tool results in it (unusual) are shown as their content.
+fn user_text(message: &Message) -> String {
+    let text = message.text_content();
+    if !text.is_empty() {
+        return text;
+    }
+    message
+        .tool_results()
+        .map(|r| r.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(seq: u64, event: Event) -> Record {
+        Record {
+            seq,
+            ts: "2026-11-29T13:10:15.123Z".into(),
+            event,
+        }
+    }
+
+    fn turn(text: &str) -> Event {
+        Event::AssistantTurn {
+            messages: vec![Message::assistant(text)],
+            items: vec![],
+            usage: None,
+            interrupted: false,
+            error: None,
+        }
+    }
+
+    fn compaction(messages: Vec<Message>) -> Event {
+        Event::CompactionApplied {
+            trigger: CompactionTrigger::Auto,
+            messages,
+            summary: "private summary".into(),
+            tokens_before: 1000,
+            tokens_after: 100,
+            usage: None,
+        }
+    }
+
+    #[test]
+    fn compaction_replaces_the_reconstructed_history() {
+        let records = vec![
+            record(1, Event::user_text("first")),
+            record(2, turn("checkpointed output")),
+            record(
+                3,
+                compaction(vec![
+                    Message::system("must be stripped"),
+                    Message::user("<compacted_context>s</compacted_context>"),
+                ]),
+            ),
+            record(4, turn("after")),
+        ];
+        assert_eq!(
+            project_model(&records),
+            vec![
+                Message::user("<compacted_context>s</compacted_context>"),
+                Message::assistant("after"),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_ui_keeps_pre_compaction_checkpoints_and_hides_the_auto_summary() {
+        let records = vec![
+            record(1, Event::user_text("first")),
+            record(2, turn("checkpointed output")),
+            record(3, compaction(vec![Message::user("s")])),
+            record(
+                4,
+                Event::Unknown {
+                    kind: "future".into(),
+                    raw: "{}".into(),
+                },
+            ),
+        ];
+        let ui = project_ui(&records);
+        assert_eq!(ui.len(), 3, "unknown kinds are skipped: {ui:?}");
+        assert!(matches!(&ui[1], UiEntry::Assistant { items, .. }
+            if items == &vec![TranscriptItem::AssistantText { text: "checkpointed output".into() }]));
+        assert!(matches!(
+            &ui[2],
+            UiEntry::Compaction {
+                visible_summary: None,
+                tokens_before: 1000,
+                tokens_after: 100,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn micro_compaction_replaces_history_exactly() {
+        let pruned = vec![
+            Message::user("q"),
+            Message::tool_result("c", "[pruned]", false),
+        ];
+        let records = vec![
+            record(1, Event::user_text("q")),
+            record(2, turn("long")),
+            record(
+                3,
+                Event::MicroCompactionApplied {
+                    messages: pruned.clone(),
+                    tokens_reclaimed: 10,
+                    tokens_before: 30,
+                    tokens_after: 20,
+                },
+            ),
+        ];
+        assert_eq!(project_model(&records), pruned);
+    }
+}

@@ -1,0 +1,387 @@
+//! Text and JSON rendering of sessions, shared by `pith replay`, `pith sessions` and the
+//! REPL's `/resume` and `/sessions`.
+//!
+//! Text is plain (no colour, no terminal control), so it can be piped and diffed. Long
+//! tool results are cut to [`RESULT_PREVIEW_LINES`] lines with a count of what was left
+//! out; `--format json` always carries everything.
+
+use std::io::{self, Write};
+
+use pith_core::{Message, Part, Role, Usage};
+use serde::Serialize;
+
+use crate::event::CompactionTrigger;
+use crate::items::{summarize_arguments, TranscriptItem};
+use crate::listing::SessionSummary;
+use crate::projection::UiEntry;
+use crate::read::ReadReport;
+
+/// Lines of a tool result shown in text replay.
+pub const RESULT_PREVIEW_LINES: usize = 40;
+
+/// Writes the UI view as text.
+pub fn ui_text(entries: &[UiEntry], out: &mut dyn Write) -> io::Result<()> {
+    for entry in entries {
+        match entry {
+            UiEntry::SessionStarted {
+                session_id,
+                ts,
+                cwd,
+                provider,
+                model,
+                ..
+            } => {
+                writeln!(out, "session {session_id}")?;
+                writeln!(out, "  started {ts} in {}", cwd.display())?;
+                writeln!(out, "  model {provider}/{model}")?;
+            }
+            UiEntry::User { text, ts, .. } => {
+                writeln!(out)?;
+                writeln!(out, "> user  [{ts}]")?;
+                write_indented(out, text, "  ", usize::MAX)?;
+            }
+            UiEntry::Assistant {
+                items,
+                usage,
+                interrupted,
+                error,
+                ..
+            } => {
+                writeln!(out)?;
+                writeln!(out, "< assistant")?;
+                for item in items {
+                    write_item(out, item)?;
+                }
+                if *interrupted {
+                    writeln!(out, "  [interrupted by the user]")?;
+                }
+                if let Some(error) = error {
+                    writeln!(out, "  [error: {error}]")?;
+                }
+                if let Some(usage) = usage {
+                    writeln!(out, "  ({})", usage_text(usage))?;
+                }
+            }
+            UiEntry::Compaction {
+                trigger,
+                tokens_before,
+                tokens_after,
+                visible_summary,
+                ..
+            } => {
+                writeln!(out)?;
+                let how = match trigger {
+                    CompactionTrigger::Manual => "manually",
+                    CompactionTrigger::Auto => "automatically",
+                };
+                writeln!(
+                    out,
+                    "== context compacted {how}: {} -> {} tokens ==",
+                    thousands(*tokens_before),
+                    thousands(*tokens_after)
+                )?;
+                if let Some(summary) = visible_summary {
+                    write_indented(out, summary, "  ", usize::MAX)?;
+                }
+            }
+            UiEntry::MicroCompaction {
+                tokens_reclaimed,
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                writeln!(out)?;
+                writeln!(
+                    out,
+                    "== old tool output pruned: {} tokens reclaimed ({} -> {}) ==",
+                    thousands(*tokens_reclaimed),
+                    thousands(*tokens_before),
+                    thousands(*tokens_after)
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_item(out: &mut dyn Write, item: &TranscriptItem) -> io::Result<()> {
+    match item {
+        TranscriptItem::AssistantText { text } => write_indented(out, text, "  ", usize::MAX),
+        TranscriptItem::ToolCall {
+            name, arguments, ..
+        } => writeln!(out, "  * {name} {arguments}"),
+        TranscriptItem::ToolResult {
+            content,
+            is_error,
+            spill,
+            ..
+        } => {
+            let prefix = if *is_error { "    ! " } else { "    | " };
+            write_indented(out, content, prefix, RESULT_PREVIEW_LINES)?;
+            if let Some(spill) = spill {
+                writeln!(out, "    (raw output: {spill})")?;
+            }
+            Ok(())
+        }
+        TranscriptItem::Notice { text } => writeln!(out, "  -- {text}"),
+    }
+}
+
+/// Writes `text` line by line with `prefix`, at most `max_lines` lines.
+fn write_indented(
+    out: &mut dyn Write,
+    text: &str,
+    prefix: &str,
+    max_lines: usize,
+) -> io::Result<()> {
+    let total = text.lines().count();
+    for line in text.lines().take(max_lines) {
+        writeln!(out, "{prefix}{line}")?;
+    }
+    if total > max_lines {
+        writeln!(
+            out,
+            "{prefix}[{} more lines; see --format json]",
+            total - max_lines
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes the model view (projected history) as text.
+pub fn model_text(messages: &[Message], out: &mut dyn Write) -> io::Result<()> {
+    for (index, message) in messages.iter().enumerate() {
+        if index > 0 {
+            writeln!(out)?;
+        }
+        let role = match message.role {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        };
+        writeln!(out, "[{role}]")?;
+        for part in &message.parts {
+            match part {
+                Part::Text { text } => write_indented(out, text, "  ", usize::MAX)?,
+                Part::ToolCall(call) => writeln!(
+                    out,
+                    "  tool_call {} {} {}",
+                    call.id,
+                    call.name,
+                    summarize_arguments(&call.arguments)
+                )?,
+                Part::ToolResult(result) => {
+                    let flag = if result.is_error { " (error)" } else { "" };
+                    writeln!(out, "  tool_result {}{flag}", result.call_id)?;
+                    write_indented(out, &result.content, "    ", usize::MAX)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct UiDocument<'a> {
+    #[serde(rename = "view")]
+    view: &'static str,
+    #[serde(rename = "entries")]
+    entries: &'a [UiEntry],
+    #[serde(rename = "report")]
+    report: &'a ReadReport,
+}
+
+#[derive(Serialize)]
+struct ModelDocument<'a> {
+    #[serde(rename = "view")]
+    view: &'static str,
+    #[serde(rename = "messages")]
+    messages: &'a [Message],
+    #[serde(rename = "report")]
+    report: &'a ReadReport,
+}
+
+/// Writes the UI view as one JSON document `{"view":"ui","entries":[…],"report":{…}}`.
+pub fn ui_json(entries: &[UiEntry], report: &ReadReport, out: &mut dyn Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(
+        &mut *out,
+        &UiDocument {
+            view: "ui",
+            entries,
+            report,
+        },
+    )?;
+    writeln!(out)
+}
+
+/// Writes the model view as one JSON document `{"view":"model","messages":[…],…}`.
+pub fn model_json(
+    messages: &[Message],
+    report: &ReadReport,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    serde_json::to_writer_pretty(
+        &mut *out,
+        &ModelDocument {
+            view: "model",
+            messages,
+            report,
+        },
+    )?;
+    writeln!(out)
+}
+
+/// Writes a session list as an aligned table.
+pub fn sessions_table(sessions: &[SessionSummary], out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "{:<36}  {:<19}  {:<19}  {:>5}  {:>9}  {:<24}  CWD",
+        "ID", "STARTED", "LAST ACTIVITY", "TURNS", "SIZE", "MODEL"
+    )?;
+    for s in sessions {
+        let model = match (&s.provider, &s.model) {
+            (Some(p), Some(m)) => format!("{p}/{m}"),
+            _ => "?".to_owned(),
+        };
+        writeln!(
+            out,
+            "{:<36}  {:<19}  {:<19}  {:>5}  {:>9}  {:<24}  {}",
+            s.id,
+            short_ts(s.started.as_deref()),
+            short_ts(s.last_activity.as_deref()),
+            s.turns,
+            human_size(s.size_bytes),
+            model,
+            s.cwd
+                .as_ref()
+                .map_or_else(|| "?".to_owned(), |c| c.display().to_string())
+        )?;
+        if let Some(problem) = &s.problem {
+            writeln!(out, "  warning: {problem}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes a session list as a JSON array.
+pub fn sessions_json(sessions: &[SessionSummary], out: &mut dyn Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, sessions)?;
+    writeln!(out)
+}
+
+/// `2026-11-29T13:10:15.123Z` → `2026-11-29 13:10:15`.
+fn short_ts(ts: Option<&str>) -> String {
+    match ts {
+        Some(ts) if ts.len() >= 19 => ts[..19].replacen('T', " ", 1),
+        Some(ts) => ts.to_owned(),
+        None => "?".to_owned(),
+    }
+}
+
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+fn usage_text(usage: &Usage) -> String {
+    format!(
+        "usage: {} input ({} cached), {} output tokens",
+        thousands(usage.input_tokens),
+        thousands(usage.cached_input_tokens),
+        thousands(usage.output_tokens)
+    )
+}
+
+/// `182344` → `182,344`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(entries: &[UiEntry]) -> String {
+        let mut out = Vec::new();
+        ui_text(entries, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn compaction_markers_show_tokens_before_and_after() {
+        let text = render(&[UiEntry::Compaction {
+            seq: 5,
+            ts: "t".into(),
+            trigger: CompactionTrigger::Auto,
+            tokens_before: 182_344,
+            tokens_after: 12_003,
+            visible_summary: None,
+        }]);
+        assert!(
+            text.contains("context compacted automatically: 182,344 -> 12,003 tokens"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn long_tool_results_are_cut_with_a_count() {
+        let content = (1..=100).map(|i| format!("line {i}\n")).collect::<String>();
+        let text = render(&[UiEntry::Assistant {
+            seq: 3,
+            ts: "t".into(),
+            items: vec![
+                TranscriptItem::ToolCall {
+                    call_id: "c".into(),
+                    name: "bash".into(),
+                    arguments: r#"{"command":"seq 100"}"#.into(),
+                },
+                TranscriptItem::ToolResult {
+                    call_id: "c".into(),
+                    content,
+                    is_error: false,
+                    spill: None,
+                },
+            ],
+            usage: None,
+            interrupted: false,
+            error: None,
+        }]);
+        assert!(text.contains(r#"* bash {"command":"seq 100"}"#), "{text}");
+        assert!(text.contains("| line 40\n"), "{text}");
+        assert!(!text.contains("line 41\n"), "{text}");
+        assert!(text.contains("[60 more lines"), "{text}");
+    }
+
+    #[test]
+    fn numbers_and_sizes_read_well() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(human_size(512), "512 B");
+        assert_eq!(human_size(1536), "1.5 KB");
+        assert_eq!(
+            short_ts(Some("2026-11-29T13:10:15.123Z")),
+            "2026-11-29 13:10:15"
+        );
+    }
+}

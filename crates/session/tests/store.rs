@@ -1,0 +1,360 @@
+//! The session store seen from a front-end: create, append, batch, reopen, recover,
+//! lock, list and locate.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use pith_core::Message;
+use pith_session::{
+    project_model, CompactionTrigger, Event, NewSession, ReadOptions, SessionError, SessionStore,
+};
+
+fn new_session(cwd: &Path) -> NewSession {
+    NewSession {
+        cwd: cwd.to_path_buf(),
+        provider: "openai".into(),
+        model: "gpt-4o".into(),
+    }
+}
+
+fn turn(text: &str) -> Event {
+    Event::AssistantTurn {
+        messages: vec![Message::assistant(text)],
+        items: vec![],
+        usage: None,
+        interrupted: false,
+        error: None,
+    }
+}
+
+fn compaction(summary: &str) -> Event {
+    Event::CompactionApplied {
+        trigger: CompactionTrigger::Auto,
+        messages: vec![Message::user(format!(
+            "<compacted_context>{summary}</compacted_context>"
+        ))],
+        summary: summary.into(),
+        tokens_before: 900,
+        tokens_after: 90,
+        usage: None,
+    }
+}
+
+fn mode(path: &Path) -> u32 {
+    fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn a_new_session_starts_with_session_started_and_private_permissions() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path().join("sessions"));
+    let session = store.create(new_session(cwd.path())).unwrap();
+    assert_eq!(session.next_seq(), 2);
+    assert_eq!(mode(session.dir()), 0o700, "session dir must be 0700");
+    assert_eq!(
+        mode(session.dir().parent().unwrap()),
+        0o700,
+        "project dir must be 0700"
+    );
+    assert_eq!(
+        mode(session.transcript_path()),
+        0o600,
+        "transcript must be 0600"
+    );
+    let spill = session.spill_dir().unwrap();
+    assert_eq!(mode(&spill), 0o700, "spill dir must be 0700");
+    let transcript = session.read(ReadOptions::default()).unwrap();
+    match &transcript.records[0].event {
+        Event::SessionStarted {
+            session_id, cwd: c, ..
+        } => {
+            assert_eq!(session_id, session.id());
+            assert_eq!(c, &fs::canonicalize(cwd.path()).unwrap());
+        }
+        other => panic!("first record must be session_started, got {other:?}"),
+    }
+    assert!(
+        uuid_is_v7(session.id()),
+        "session ids are uuid v7: {}",
+        session.id()
+    );
+}
+
+fn uuid_is_v7(id: &str) -> bool {
+    id.len() == 36 && id.as_bytes()[14] == b'7'
+}
+
+#[test]
+fn reopening_continues_the_sequence_numbers() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path());
+    let id = {
+        let mut session = store.create(new_session(cwd.path())).unwrap();
+        assert_eq!(session.append(Event::user_text("one")).unwrap(), 2);
+        assert_eq!(session.append(turn("answer")).unwrap(), 3);
+        session.id().to_owned()
+    };
+    let mut session = store.open(&id).unwrap();
+    assert_eq!(session.append(Event::user_text("two")).unwrap(), 4);
+    let seqs: Vec<u64> = session
+        .read(ReadOptions::default())
+        .unwrap()
+        .records
+        .iter()
+        .map(|r| r.seq)
+        .collect();
+    assert_eq!(seqs, vec![1, 2, 3, 4]);
+}
+
+#[test]
+fn a_second_writer_is_refused_with_the_holders_pid() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path());
+    let session = store.create(new_session(cwd.path())).unwrap();
+    let err = store.open(session.id()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "session {} is in use by pid {}",
+            session.id(),
+            std::process::id()
+        )
+    );
+    assert!(err.is_usage());
+    // Readers are never blocked by the writer lock.
+    store
+        .read(session.id(), ReadOptions::default())
+        .expect("reading a session in use must work");
+}
+
+#[test]
+fn a_batch_is_appended_whole_and_appends_continue_after_it() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path());
+    let mut session = store.create(new_session(cwd.path())).unwrap();
+    session.append(Event::user_text("q")).unwrap();
+    let seqs = session
+        .append_batch(vec![turn("checkpoint"), compaction("sum")])
+        .unwrap();
+    assert_eq!(seqs, vec![3, 4]);
+    assert_eq!(
+        session.append(turn("after")).unwrap(),
+        5,
+        "append after a batch must reach the renamed transcript"
+    );
+    assert_eq!(mode(session.transcript_path()), 0o600);
+    let transcript = session.read(ReadOptions::default()).unwrap();
+    assert_eq!(transcript.records.len(), 5);
+    assert_eq!(
+        project_model(&transcript.records),
+        vec![
+            Message::user("<compacted_context>sum</compacted_context>"),
+            Message::assistant("after")
+        ]
+    );
+    let leftovers: Vec<String> = fs::read_dir(session.dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    assert_eq!(session.append_batch(vec![]).unwrap(), Vec::<u64>::new());
+}
+
+#[test]
+fn a_torn_tail_is_quarantined_on_open_and_the_session_continues() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path());
+    let (id, path) = {
+        let mut session = store.create(new_session(cwd.path())).unwrap();
+        session.append(Event::user_text("kept")).unwrap();
+        (
+            session.id().to_owned(),
+            session.transcript_path().to_path_buf(),
+        )
+    };
+    let torn = br#"{"v":1,"seq":3,"ts":"2026-11-29T13:1"#;
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(torn)
+        .unwrap();
+    let read = store.read(&id, ReadOptions::default()).unwrap();
+    assert!(
+        read.report.torn_tail.is_some(),
+        "readers report the torn tail"
+    );
+    let mut session = store.open(&id).unwrap();
+    let quarantine = session
+        .quarantine()
+        .cloned()
+        .expect("the torn tail must be quarantined");
+    assert_eq!(fs::read(&quarantine.path).unwrap(), torn.to_vec());
+    assert!(quarantine
+        .path
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("transcript.jsonl.corrupt-"));
+    assert_eq!(mode(&quarantine.path), 0o600);
+    assert!(quarantine.warning().contains("moved to"));
+    assert_eq!(session.append(Event::user_text("next")).unwrap(), 3);
+    let read = session.read(ReadOptions::default()).unwrap();
+    assert_eq!(read.records.len(), 3);
+    assert!(read.report.torn_tail.is_none());
+}
+
+#[test]
+fn stale_batch_temp_files_are_removed_on_open() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path());
+    let (id, dir) = {
+        let session = store.create(new_session(cwd.path())).unwrap();
+        (session.id().to_owned(), session.dir().to_path_buf())
+    };
+    fs::write(dir.join(".transcript.abc123.tmp"), "half a batch").unwrap();
+    let _session = store.open(&id).unwrap();
+    assert!(!dir.join(".transcript.abc123.tmp").exists());
+}
+
+#[test]
+fn a_transcript_from_a_newer_pith_is_not_continued() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path());
+    let (id, path) = {
+        let session = store.create(new_session(cwd.path())).unwrap();
+        (
+            session.id().to_owned(),
+            session.transcript_path().to_path_buf(),
+        )
+    };
+    let mut file = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    writeln!(
+        file,
+        r#"{{"v":2,"seq":2,"ts":"2026-11-29T13:10:15.123Z","kind":"user_message"}}"#
+    )
+    .unwrap();
+    let err = store.open(&id).unwrap_err().to_string();
+    assert!(
+        err.contains("cannot be continued") && err.contains("newer pith"),
+        "{err}"
+    );
+}
+
+#[test]
+fn sessions_are_found_by_id_prefix_and_path() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path());
+    let a = store.create(new_session(cwd.path())).unwrap();
+    let b = store.create(new_session(cwd.path())).unwrap();
+    assert_eq!(store.locate(a.id()).unwrap(), a.dir());
+    let unique = a
+        .id()
+        .char_indices()
+        .find(|(i, _)| a.id()[..*i] != b.id()[..*i])
+        .map_or(a.id().len(), |(i, _)| i);
+    assert_eq!(store.locate(&a.id()[..unique]).unwrap(), a.dir());
+    let err = store.locate(&a.id()[..4]).unwrap_err();
+    assert!(
+        matches!(err, SessionError::Ambiguous { .. }),
+        "a shared prefix is ambiguous: {err}"
+    );
+    assert!(matches!(
+        store.locate("nope").unwrap_err(),
+        SessionError::NotFound { .. }
+    ));
+    let path = a.transcript_path().to_string_lossy().into_owned();
+    assert_eq!(store.locate_transcript(&path).unwrap(), a.transcript_path());
+    let dir = a.dir().to_string_lossy().into_owned();
+    assert_eq!(store.locate(&dir).unwrap(), a.dir());
+}
+
+#[test]
+fn listing_shows_the_current_project_unless_all() {
+    let home = tempfile::tempdir().unwrap();
+    let here = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path());
+    let mut mine = store.create(new_session(here.path())).unwrap();
+    mine.append(Event::user_text("one")).unwrap();
+    mine.append(turn("a")).unwrap();
+    mine.append(Event::user_text("two")).unwrap();
+    let _other = store.create(new_session(elsewhere.path())).unwrap();
+    let here_canonical = fs::canonicalize(here.path()).unwrap();
+    let listed = store.list_sessions(Some(&here_canonical)).unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let summary = &listed[0];
+    assert_eq!(summary.id, mine.id());
+    assert_eq!(summary.turns, 2);
+    assert_eq!(summary.model.as_deref(), Some("gpt-4o"));
+    assert_eq!(summary.cwd.as_deref(), Some(here_canonical.as_path()));
+    assert_eq!(
+        summary.size_bytes,
+        fs::metadata(mine.transcript_path()).unwrap().len()
+    );
+    assert!(summary.last_activity >= summary.started);
+    assert!(summary.problem.is_none());
+    assert_eq!(store.list_sessions(None).unwrap().len(), 2);
+    let empty_root = SessionStore::at(home.path().join("missing"));
+    assert!(empty_root.list_sessions(None).unwrap().is_empty());
+}
+
+#[test]
+fn an_unencodable_event_is_refused_without_consuming_a_sequence_number() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path());
+    let mut session = store.create(new_session(cwd.path())).unwrap();
+    let err = session
+        .append(Event::Unknown {
+            kind: "x".into(),
+            raw: "{}".into(),
+        })
+        .unwrap_err();
+    assert!(matches!(err, SessionError::UnknownKind { .. }), "{err}");
+    assert_eq!(session.append(Event::user_text("ok")).unwrap(), 2);
+}
+
+#[test]
+fn a_writer_in_another_process_blocks_a_second_writer_with_its_pid() {
+    use std::io::{BufRead, BufReader};
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let root = home.path().join("sessions");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pith-crash-writer"))
+        .arg(&root)
+        .arg(cwd.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first_line = String::new();
+    // Keep the pipe open while checking: a closed pipe would make the writer exit.
+    let mut child_stdout = BufReader::new(child.stdout.take().unwrap());
+    child_stdout.read_line(&mut first_line).unwrap();
+    let id = first_line
+        .trim()
+        .strip_prefix("session ")
+        .unwrap()
+        .to_owned();
+    let store = SessionStore::at(&root);
+    let err = store.open(&id).unwrap_err();
+    let expected = format!("session {id} is in use by pid {}", child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(child_stdout);
+    assert_eq!(err.to_string(), expected);
+    store
+        .open(&id)
+        .expect("the lock of a killed writer must be free at once");
+}

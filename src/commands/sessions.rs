@@ -1,0 +1,38 @@
+//! `pith sessions`: lists recorded sessions (glue over `pith_session` listing and
+//! rendering).
+
+use anyhow::Result;
+use pith_session::{render, SessionStore};
+
+use crate::cli::SessionsArgs;
+use crate::commands::replay::{session_error, write_stdout};
+
+/// Lists the current project's sessions (or all with `--all`) as a table or JSON.
+pub fn run(args: SessionsArgs) -> Result<()> {
+    let store = SessionStore::from_env().map_err(session_error)?;
+    let project = if args.all {
+        None
+    } else {
+        let cwd = std::env::current_dir()
+            .and_then(std::fs::canonicalize)
+            .map_err(|e| anyhow::anyhow!("cannot resolve the current directory: {e}"))?;
+        Some(cwd)
+    };
+    let sessions = store
+        .list_sessions(project.as_deref())
+        .map_err(session_error)?;
+    if args.json {
+        return write_stdout(|out| render::sessions_json(&sessions, out));
+    }
+    if sessions.is_empty() {
+        match &project {
+            Some(cwd) => eprintln!(
+                "pith: no sessions recorded for {} (`pith sessions --all` lists every project)",
+                cwd.display()
+            ),
+            None => eprintln!("pith: no sessions recorded in {}", store.root().display()),
+        }
+        return Ok(());
+    }
+    write_stdout(|out| render::sessions_table(&sessions, out))
+}
