@@ -7,6 +7,7 @@
 //! two places (the budget, the estimate, the prompts) lives here exactly once.
 
 pub mod budget;
+pub mod context;
 pub mod events;
 pub mod message;
 pub mod prompts;

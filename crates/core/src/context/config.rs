@@ -1,0 +1,152 @@
+//! The `[context]` configuration section: every threshold the context pipeline uses, with
+//! its documented default.
+//!
+//! This module owns the numbers only; the modules that act on them (`squash`, `prune`)
+//! take the section (or their part of it) as an argument so that tests and the `pith
+//! compress` command can run the exact same code with the exact same defaults. Budget
+//! thresholds (micro / auto / overflow) are *not* here: they belong to
+//! [`crate::ContextBudget`].
+
+use serde::Deserialize;
+
+use super::prune::PruneConfig;
+
+/// Thresholds of the capture-time squash (`[context]` keys; all optional).
+///
+/// Defaults (documented in `docs/context-pipeline.md`):
+///
+/// | key | default | meaning |
+/// |---|---|---|
+/// | `floor_bytes` | 1 500 | outputs at or under this size pass unchanged |
+/// | `file_view_cap_bytes` | 50 000 | file views (`cat`, `sed -n`, `nl`, `head`, `tail`) are kept byte-exact up to this size |
+/// | `generic_budget_bytes` | 3 000 | byte budget of the generic fallback |
+/// | `log_max_error_lines` | 20 | error lines a log keeps (highest score first) |
+/// | `log_max_warning_lines` | 10 | warning lines a log keeps |
+/// | `context_lines` | 2 | lines of context kept around each kept log line |
+/// | `test_context_budget_bytes` | 1 200 | extra context a test-runner output may keep beyond its mandatory lines |
+/// | `grep_max_matches_per_file` | 5 | matches kept per file in grep output |
+/// | `match_line_max_chars` | 200 | a kept grep match longer than this is cut (with a marker in the line) |
+/// | `path_list_cap_bytes` | 8 000 | path lists (`find`, glob) are kept whole up to this size |
+/// | `ls_max_entries_per_dir` | 25 | entries kept per directory in `ls -R` output |
+/// | `json_array_keep` | 3 | array elements kept in full before the rest are summarised |
+/// | `json_string_keep_chars` | 80 | a JSON string longer than this that is not identifier-like is elided |
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct SquashConfig {
+    /// Outputs at or under this many bytes pass unchanged.
+    pub floor_bytes: usize,
+    /// File views are kept byte-exact up to this many bytes, then cut at a line boundary.
+    pub file_view_cap_bytes: usize,
+    /// Byte budget of the generic fallback compressor.
+    pub generic_budget_bytes: usize,
+    /// Most error lines a log/build output keeps (highest score first).
+    pub log_max_error_lines: usize,
+    /// Most warning lines a log/build output keeps.
+    pub log_max_warning_lines: usize,
+    /// Lines of context kept on each side of a kept log line.
+    pub context_lines: usize,
+    /// Extra bytes of context (traceback frames, source lines) a test-runner output may
+    /// keep beyond its mandatory lines (failing ids, error lines, summaries).
+    pub test_context_budget_bytes: usize,
+    /// Most matches kept per file in grep output.
+    pub grep_max_matches_per_file: usize,
+    /// Kept grep match lines longer than this many characters are shortened.
+    pub match_line_max_chars: usize,
+    /// Path lists (`find`, glob output) are kept whole up to this many bytes.
+    pub path_list_cap_bytes: usize,
+    /// Most entries kept per directory in `ls -R` style listings.
+    pub ls_max_entries_per_dir: usize,
+    /// JSON arrays keep this many leading elements in full.
+    pub json_array_keep: usize,
+    /// JSON strings longer than this that are not identifier-like are elided.
+    pub json_string_keep_chars: usize,
+}
+
+impl Default for SquashConfig {
+    fn default() -> Self {
+        Self {
+            floor_bytes: 1_500,
+            file_view_cap_bytes: 50_000,
+            generic_budget_bytes: 3_000,
+            log_max_error_lines: 20,
+            log_max_warning_lines: 10,
+            context_lines: 2,
+            test_context_budget_bytes: 1_200,
+            grep_max_matches_per_file: 5,
+            match_line_max_chars: 200,
+            path_list_cap_bytes: 8_000,
+            ls_max_entries_per_dir: 25,
+            json_array_keep: 3,
+            json_string_keep_chars: 80,
+        }
+    }
+}
+
+/// The whole `[context]` section: squash thresholds, prune thresholds and the
+/// micro-compaction threshold percentage.
+///
+/// (serde cannot reject unknown keys of a flattened section; the config loader in the
+/// binary is where typos are reported.)
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ContextConfig {
+    /// Capture-time squash thresholds (keys directly under `[context]`).
+    #[serde(flatten)]
+    pub squash: SquashConfig,
+    /// Tokens of newest tool output that prune never touches (`prune_protect_tokens`).
+    pub prune_protect_tokens: u64,
+    /// Prune acts only when it frees at least this many tokens (`prune_minimum_tokens`).
+    pub prune_minimum_tokens: u64,
+    /// Prune acts only with at least this many user turns (`prune_min_user_turns`).
+    pub prune_min_user_turns: usize,
+    /// Micro-compaction threshold as a percentage of the input budget
+    /// (`micro_percent`), passed to [`crate::ContextBudget::with_micro_percent`].
+    pub micro_percent: u8,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        let prune = PruneConfig::default();
+        Self {
+            squash: SquashConfig::default(),
+            prune_protect_tokens: prune.protect,
+            prune_minimum_tokens: prune.minimum,
+            prune_min_user_turns: prune.min_user_turns,
+            micro_percent: crate::budget::DEFAULT_MICRO_PERCENT,
+        }
+    }
+}
+
+impl ContextConfig {
+    /// The prune thresholds of this section.
+    pub fn prune(&self) -> PruneConfig {
+        PruneConfig {
+            protect: self.prune_protect_tokens,
+            minimum: self.prune_minimum_tokens,
+            min_user_turns: self.prune_min_user_turns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_context_section_yields_the_documented_defaults() {
+        let config: ContextConfig = serde_json::from_str("{}").unwrap();
+        assert_eq!(config, ContextConfig::default());
+        assert_eq!(config.squash.floor_bytes, 1_500);
+        assert_eq!(config.squash.file_view_cap_bytes, 50_000);
+        assert_eq!(config.prune().protect, 40_000);
+        assert_eq!(config.prune().minimum, 20_000);
+        assert_eq!(config.prune().min_user_turns, 2);
+    }
+
+    #[test]
+    fn a_single_key_overrides_only_that_threshold() {
+        let config: ContextConfig = serde_json::from_str(r#"{"floor_bytes": 4000}"#).unwrap();
+        assert_eq!(config.squash.floor_bytes, 4_000);
+        assert_eq!(config.squash.generic_budget_bytes, 3_000);
+    }
+}

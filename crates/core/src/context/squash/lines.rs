@@ -1,0 +1,214 @@
+//! The kept-lines plan every line-based squasher produces, and its rendering.
+//!
+//! A squasher decides, per original line, whether it is kept; a kept line may stand for a
+//! run of identical lines (`(×N)`). [`render`] turns that plan into text with exactly one
+//! `[N lines omitted]` marker per gap, and guarantees the accounting the issue demands:
+//! lines represented by kept lines + lines in gap markers = original line count.
+
+use super::marker::omitted_marker;
+
+/// Splits text into lines on `\n`; a final newline does not start an extra empty line.
+pub(crate) fn split_lines(text: &str) -> Vec<&str> {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    if body.is_empty() && text.is_empty() {
+        return Vec::new();
+    }
+    body.split('\n').collect()
+}
+
+/// Which original lines survive.
+#[derive(Debug, Clone)]
+pub(crate) struct KeepPlan {
+    /// True for a kept line.
+    pub keep: Vec<bool>,
+    /// For a kept line, how many consecutive original lines (itself included) it stands
+    /// for; lines after it inside that run are neither shown nor counted as omitted.
+    pub run: Vec<u32>,
+    /// Replacement text for a kept line that was shortened (index, new text).
+    pub shortened: Vec<(usize, String)>,
+}
+
+impl KeepPlan {
+    /// A plan that drops every line.
+    pub fn none(len: usize) -> Self {
+        Self {
+            keep: vec![false; len],
+            run: vec![1; len],
+            shortened: Vec::new(),
+        }
+    }
+
+    /// Marks line `i` (if it exists) as kept.
+    pub fn keep(&mut self, i: usize) {
+        if let Some(k) = self.keep.get_mut(i) {
+            *k = true;
+        }
+    }
+
+    /// Number of kept lines (not counting runs).
+    pub fn kept_count(&self) -> usize {
+        self.keep.iter().filter(|k| **k).count()
+    }
+}
+
+/// The rendered result of a plan.
+#[derive(Debug, Clone)]
+pub(crate) struct Rendered {
+    /// The squashed text.
+    pub text: String,
+    /// Original lines represented by kept lines (runs count fully).
+    pub represented: usize,
+    /// Original lines counted in gap markers.
+    pub omitted: usize,
+    /// Lines in `text`.
+    pub lines_after: usize,
+}
+
+/// A gap of a single line shorter than this is shown instead of marked: the marker
+/// would cost more than the line.
+const CHEAPER_THAN_MARKER: usize = 20;
+
+/// Renders `plan` over `lines`, with one marker line per gap.
+pub(crate) fn render(lines: &[&str], plan: &KeepPlan) -> Rendered {
+    let mut out = String::new();
+    let mut represented = 0usize;
+    let mut omitted = 0usize;
+    let mut lines_after = 0usize;
+    let mut shortened = plan.shortened.iter().peekable();
+    let mut i = 0usize;
+    let n = lines.len();
+    let push = |out: &mut String, s: &str, lines_after: &mut usize| {
+        out.push_str(s);
+        out.push('\n');
+        *lines_after += 1;
+    };
+    while i < n {
+        if plan.keep[i] {
+            while shortened.peek().is_some_and(|(j, _)| *j < i) {
+                shortened.next();
+            }
+            let text = match shortened.peek() {
+                Some((j, s)) if *j == i => s.as_str(),
+                _ => lines[i],
+            };
+            let run = (plan.run[i].max(1) as usize).min(n - i);
+            if run > 1 {
+                push(&mut out, &format!("{text} (×{run})"), &mut lines_after);
+            } else {
+                push(&mut out, text, &mut lines_after);
+            }
+            represented += run;
+            i += run;
+            continue;
+        }
+        let start = i;
+        while i < n && !plan.keep[i] {
+            i += 1;
+        }
+        let gap = i - start;
+        if gap == 1 && lines[start].len() < CHEAPER_THAN_MARKER {
+            push(&mut out, lines[start], &mut lines_after);
+            represented += 1;
+        } else {
+            push(&mut out, &omitted_marker(gap), &mut lines_after);
+            omitted += gap;
+        }
+    }
+    if out.ends_with('\n') {
+        out.pop();
+    }
+    Rendered {
+        text: out,
+        represented,
+        omitted,
+        lines_after,
+    }
+}
+
+/// Shortens `line` to about `max_chars` characters, keeping its head and tail and naming
+/// how many characters were cut; `None` when it already fits.
+pub(crate) fn shorten(line: &str, max_chars: usize) -> Option<String> {
+    let total = line.chars().count();
+    if total <= max_chars || max_chars < 8 {
+        return None;
+    }
+    let head = max_chars * 3 / 4;
+    let tail = max_chars - head;
+    let cut = total - head - tail;
+    let head_end = line.char_indices().nth(head).map_or(line.len(), |(b, _)| b);
+    let tail_start = line
+        .char_indices()
+        .nth(total - tail)
+        .map_or(line.len(), |(b, _)| b);
+    Some(format!(
+        "{}{}{}",
+        &line[..head_end],
+        super::marker::chars_omitted_suffix(cut),
+        &line[tail_start..]
+    ))
+}
+
+/// Marks runs of consecutive lines that are equal under `key` in `plan.run`, so that a
+/// kept first line stands for the whole run. Returns the run start for every line.
+pub(crate) fn mark_runs<'a, K: PartialEq>(
+    lines: &[&'a str],
+    plan: &mut KeepPlan,
+    key: impl Fn(&'a str) -> K,
+) -> Vec<usize> {
+    let mut run_start = vec![0usize; lines.len()];
+    let mut i = 0;
+    while i < lines.len() {
+        let k = key(lines[i]);
+        let mut j = i + 1;
+        while j < lines.len() && key(lines[j]) == k {
+            j += 1;
+        }
+        plan.run[i] = u32::try_from(j - i).unwrap_or(u32::MAX);
+        for slot in run_start.iter_mut().take(j).skip(i) {
+            *slot = i;
+        }
+        i = j;
+    }
+    run_start
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_gap_gets_one_marker_and_counts_add_up() {
+        let lines: Vec<String> = (0..50).map(|i| format!("line number {i} here")).collect();
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let mut plan = KeepPlan::none(refs.len());
+        plan.keep(0);
+        for i in 10..=12 {
+            plan.keep(i);
+        }
+        plan.keep(49);
+        let r = render(&refs, &plan);
+        assert_eq!(r.represented + r.omitted, 50);
+        assert_eq!(r.text.matches("lines omitted]").count(), 2, "{}", r.text);
+        assert!(r.text.contains("[9 lines omitted]"));
+        assert!(r.text.contains("[36 lines omitted]"));
+    }
+
+    #[test]
+    fn runs_render_once_with_a_count() {
+        let refs = vec!["a", "err: timeout", "err: timeout", "err: timeout", "b"];
+        let mut plan = KeepPlan::none(refs.len());
+        mark_runs(&refs, &mut plan, |l| l.to_owned());
+        plan.keep = vec![true; 5];
+        let r = render(&refs, &plan);
+        assert_eq!(r.text, "a\nerr: timeout (×3)\nb");
+        assert_eq!(r.represented, 5);
+    }
+
+    #[test]
+    fn shortening_keeps_head_and_tail_on_char_boundaries() {
+        let line = "é".repeat(300);
+        let s = shorten(&line, 100).unwrap();
+        assert!(s.contains("[200 chars omitted]"), "{s}");
+        assert!(shorten("short", 100).is_none());
+    }
+}

@@ -1,0 +1,214 @@
+//! Capture-time squash: shrink one tool result before it enters history, keeping what
+//! the model needs and marking every gap.
+//!
+//! [`apply`] is called exactly once per tool result by the tools layer. It never alters
+//! `read` output, passes outputs at or under the floor unchanged, and otherwise picks a
+//! squasher by tool, command and content ([`detect`]): file views (byte-exact up to a
+//! cap), JSON, test runners, logs, grep / find / ls, or the generic fallback. Gaps are
+//! marked by exactly one `[N lines omitted]` line ([`marker`]) and the counts are exact.
+//! When [`Squashed::dropped_anything`] is true the caller writes the raw output to a
+//! spill file and calls [`with_spill_marker`], so nothing is lost. This module does no
+//! I/O.
+//!
+//! Contract: the result is never longer than the input (a squash that would not save
+//! anything returns the input unchanged), and it never panics on any input.
+
+// The squashers keep several per-line arrays (error flags, runs, kinds) indexed by line
+// number; index loops over them read better than zipped iterators.
+#![allow(clippy::needless_range_loop)]
+
+pub mod detect;
+mod file_view;
+mod generic;
+mod json;
+mod lines;
+mod log;
+pub mod marker;
+mod search;
+mod test_runner;
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::Serialize;
+
+pub use super::config::SquashConfig;
+pub use detect::{command_family, CommandFamily, Family};
+pub use marker::{omitted_marker, parse_omitted, spill_marker, with_spill_marker};
+
+/// What squash did to one output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SquashStats {
+    /// The squasher that was chosen.
+    pub family: Family,
+    /// Bytes of the raw output.
+    pub bytes_before: usize,
+    /// Bytes of the squashed text.
+    pub bytes_after: usize,
+    /// Lines of the raw output.
+    pub lines_before: usize,
+    /// Lines of the squashed text (markers included).
+    pub lines_after: usize,
+    /// Original lines replaced by `[N lines omitted]` markers.
+    pub lines_omitted: usize,
+}
+
+/// The result of squashing one tool output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Squashed {
+    /// What the model will see (before any spill marker).
+    pub text: String,
+    /// True when `text` differs from the raw output: the caller must spill the raw
+    /// output and append [`spill_marker`] with [`with_spill_marker`].
+    pub dropped_anything: bool,
+    /// Sizes before and after.
+    pub stats: SquashStats,
+}
+
+/// The error-line pattern: the same definition the eval's error-line probe uses.
+pub(crate) static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(error|exception|traceback|failed|failure|fatal|panic)\b")
+        .expect("constant pattern compiles")
+});
+
+/// Marks lines matching `re`, scanning the whole text once (much faster than per line).
+pub(crate) fn mark_matching_lines(text: &str, lines: &[&str], re: &Regex) -> Vec<bool> {
+    let mut marks = vec![false; lines.len()];
+    if lines.is_empty() {
+        return marks;
+    }
+    let base = text.as_ptr() as usize;
+    let starts: Vec<usize> = lines.iter().map(|l| l.as_ptr() as usize - base).collect();
+    let mut from = 0usize;
+    while let Some(m) = re.find_at(text, from) {
+        let idx = starts
+            .partition_point(|s| *s <= m.start())
+            .saturating_sub(1);
+        marks[idx] = true;
+        // Skip to the next line: one match per line is enough.
+        let next = starts.get(idx + 1).copied().unwrap_or(text.len());
+        if next <= m.start() {
+            from = m.end().max(m.start() + 1);
+        } else {
+            from = next;
+        }
+        if from >= text.len() {
+            break;
+        }
+    }
+    marks
+}
+
+/// Squashes one tool output. See the module docs for the contract.
+///
+/// `tool` is the tool name (`read`, `bash`, `grep`, ...), `command` the shell command for
+/// `bash` (used to pick the squasher; `None` means judge by content), `exit_code` the
+/// process exit status when there is one.
+pub fn apply(
+    tool: &str,
+    command: Option<&str>,
+    exit_code: Option<i32>,
+    output: &str,
+    config: &SquashConfig,
+) -> Squashed {
+    if tool == "read" {
+        return unchanged(output, Family::Read);
+    }
+    if output.len() <= config.floor_bytes {
+        return unchanged(output, Family::Small);
+    }
+    let lines = lines::split_lines(output);
+    let errors = mark_matching_lines(output, &lines, &ERROR_LINE);
+    let error_count = errors.iter().filter(|e| **e).count();
+    let family = detect::detect(tool, command, exit_code, output, error_count);
+    let mut squashed = match family {
+        Family::Read | Family::Small => return unchanged(output, family),
+        Family::FileView => file_view::squash(&lines, config),
+        Family::Json => match json::squash(output, config) {
+            Some(text) => Outcome::whole(text),
+            None => generic::squash(&lines, &errors, config),
+        },
+        Family::TestRunner => test_runner::squash(output, &lines, &errors, config),
+        Family::Log => log::squash(&lines, &errors, config),
+        Family::Grep => search::squash_grep(&lines, config),
+        Family::PathList => search::squash_paths(output, &lines, config),
+        Family::Ls => search::squash_ls(&lines, config),
+        Family::Generic => generic::squash(&lines, &errors, config),
+    };
+    if output.ends_with('\n') && !squashed.text.ends_with('\n') {
+        squashed.text.push('\n');
+    }
+    if let Some(represented) = squashed.represented {
+        debug_assert_eq!(
+            represented + squashed.omitted,
+            lines.len(),
+            "kept + omitted must equal the original line count"
+        );
+    }
+    if squashed.text.len() >= output.len() || squashed.text == output {
+        return unchanged(output, family);
+    }
+    Squashed {
+        stats: SquashStats {
+            family,
+            bytes_before: output.len(),
+            bytes_after: squashed.text.len(),
+            lines_before: lines.len(),
+            lines_after: squashed.lines_after,
+            lines_omitted: squashed.omitted,
+        },
+        text: squashed.text,
+        dropped_anything: true,
+    }
+}
+
+/// A squasher's text and its line accounting.
+pub(crate) struct Outcome {
+    pub text: String,
+    /// Original lines shown by kept lines (`None` for non-line squashers like JSON).
+    pub represented: Option<usize>,
+    pub lines_after: usize,
+    pub omitted: usize,
+}
+
+impl Outcome {
+    fn whole(text: String) -> Self {
+        let lines_after = lines::split_lines(&text).len();
+        Self {
+            text,
+            represented: None,
+            lines_after,
+            omitted: 0,
+        }
+    }
+}
+
+impl From<lines::Rendered> for Outcome {
+    fn from(r: lines::Rendered) -> Self {
+        Self {
+            text: r.text,
+            represented: Some(r.represented),
+            lines_after: r.lines_after,
+            omitted: r.omitted,
+        }
+    }
+}
+
+fn unchanged(output: &str, family: Family) -> Squashed {
+    let n = lines::split_lines(output).len();
+    Squashed {
+        text: output.to_owned(),
+        dropped_anything: false,
+        stats: SquashStats {
+            family,
+            bytes_before: output.len(),
+            bytes_after: output.len(),
+            lines_before: n,
+            lines_after: n,
+            lines_omitted: 0,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;

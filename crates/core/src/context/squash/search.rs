@@ -1,0 +1,200 @@
+//! Search and listing output: grep (`path:line:text`), path lists (`find`, glob) and
+//! directory listings (`ls`, `ls -R`).
+//!
+//! Grep output is grouped by file in its original order: every distinct path keeps its
+//! first match line, each file keeps at most `grep_max_matches_per_file` matches (with
+//! up to `context_lines` of `-C` context around them), and one `[N lines omitted]` line
+//! right after a file's kept lines states how many of that file's lines were cut. Long
+//! match lines are shortened. Path lists are kept whole up to `path_list_cap_bytes`,
+//! then capped per directory; listings keep each directory header and its first
+//! `ls_max_entries_per_dir` entries.
+
+use std::collections::HashMap;
+
+use super::detect::grep_path_prefix;
+use super::lines::{render, shorten, KeepPlan};
+use super::{Outcome, SquashConfig};
+
+/// What one grep output line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GrepLine {
+    /// A match line (`path:12:text`, `path:text`, `12:text`).
+    Match,
+    /// A `-A/-B/-C` context line (`path-12-text`, `12-text`).
+    Context,
+    /// The `--` group separator.
+    Separator,
+    /// Anything else (`grep: x: binary file matches`, plain text).
+    Other,
+}
+
+fn numbered(rest: &str, sep: char) -> bool {
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && rest[digits..].starts_with(sep)
+}
+
+/// Classifies a line and names its file (empty for single-file output).
+fn classify<'a>(line: &'a str, current: &str) -> (GrepLine, &'a str) {
+    if line == "--" {
+        return (GrepLine::Separator, "");
+    }
+    if let Some(path) = grep_path_prefix(line) {
+        if !current.is_empty() || path.contains('/') || path.contains('.') {
+            return (GrepLine::Match, path);
+        }
+    }
+    if !current.is_empty() {
+        if let Some(rest) = line.strip_prefix(current) {
+            if let Some(after) = rest.strip_prefix('-') {
+                if numbered(after, '-') {
+                    return (GrepLine::Context, &line[..current.len()]);
+                }
+            }
+        }
+    }
+    if numbered(line, ':') {
+        return (GrepLine::Match, "");
+    }
+    if numbered(line, '-') {
+        return (GrepLine::Context, "");
+    }
+    (GrepLine::Other, "")
+}
+
+/// Squashes grep output.
+pub(crate) fn squash_grep(lines: &[&str], config: &SquashConfig) -> Outcome {
+    let n = lines.len();
+    let mut kinds = Vec::with_capacity(n);
+    let mut files: Vec<&str> = Vec::with_capacity(n);
+    let mut current: &str = "";
+    for line in lines {
+        let (kind, path) = classify(line, current);
+        if matches!(kind, GrepLine::Match | GrepLine::Context) && !path.is_empty() {
+            current = path;
+        }
+        kinds.push(kind);
+        files.push(if kind == GrepLine::Other { "" } else { path });
+    }
+    let mut plan = KeepPlan::none(n);
+    let mut matches_seen: HashMap<&str, usize> = HashMap::new();
+    let cap = config.grep_max_matches_per_file.max(1);
+    let ctx = config.context_lines;
+    for i in 0..n {
+        match kinds[i] {
+            GrepLine::Match => {
+                let seen = matches_seen.entry(files[i]).or_insert(0);
+                *seen += 1;
+                if *seen <= cap {
+                    plan.keep(i);
+                    // -C context belonging to the same file around a kept match.
+                    let lo = i.saturating_sub(ctx);
+                    for j in lo..(i + ctx + 1).min(n) {
+                        if kinds[j] == GrepLine::Context && files[j] == files[i] {
+                            plan.keep(j);
+                        }
+                    }
+                }
+            }
+            GrepLine::Other => plan.keep(i),
+            GrepLine::Context | GrepLine::Separator => {}
+        }
+    }
+    for i in 0..n {
+        if plan.keep[i] {
+            if let Some(short) = shorten(lines[i], config.match_line_max_chars) {
+                plan.shortened.push((i, short));
+            }
+        }
+    }
+    render(lines, &plan).into()
+}
+
+fn parent_dir(path: &str) -> &str {
+    path.trim_end_matches('/')
+        .rsplit_once('/')
+        .map_or("", |(dir, _)| dir)
+}
+
+/// Squashes a path list: whole up to the cap, then capped per directory.
+pub(crate) fn squash_paths(text: &str, lines: &[&str], config: &SquashConfig) -> Outcome {
+    let n = lines.len();
+    let mut plan = KeepPlan::none(n);
+    if text.len() <= config.path_list_cap_bytes {
+        plan.keep = vec![true; n];
+        return render(lines, &plan).into();
+    }
+    let mut per_dir: HashMap<&str, usize> = HashMap::new();
+    for (i, line) in lines.iter().enumerate() {
+        let seen = per_dir.entry(parent_dir(line)).or_insert(0);
+        *seen += 1;
+        if *seen <= config.ls_max_entries_per_dir.max(1) {
+            plan.keep(i);
+        }
+    }
+    render(lines, &plan).into()
+}
+
+/// Squashes a directory listing: each section (a `dir:` header or a blank-line-separated
+/// block) keeps its header and first entries.
+pub(crate) fn squash_ls(lines: &[&str], config: &SquashConfig) -> Outcome {
+    let n = lines.len();
+    let mut plan = KeepPlan::none(n);
+    let cap = config.ls_max_entries_per_dir.max(1);
+    let mut in_section = 0usize;
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_end();
+        if t.is_empty() {
+            plan.keep(i);
+            in_section = 0;
+            continue;
+        }
+        if t.ends_with(':') || t.starts_with("total ") {
+            plan.keep(i);
+            in_section = 0;
+            continue;
+        }
+        in_section += 1;
+        if in_section <= cap {
+            plan.keep(i);
+        }
+    }
+    render(lines, &plan).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grep_keeps_every_path_and_caps_matches_per_file() {
+        let mut lines: Vec<String> = (0..40)
+            .map(|i| format!("src/big.rs:{i}:let x = {i};"))
+            .collect();
+        for f in 0..10 {
+            lines.push(format!("src/m{f}/small.rs:3:let y = 1;"));
+        }
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let out = squash_grep(&refs, &SquashConfig::default());
+        for f in 0..10 {
+            assert!(
+                out.text.contains(&format!("src/m{f}/small.rs:3:")),
+                "{}",
+                out.text
+            );
+        }
+        assert!(out.text.contains("src/big.rs:4:"));
+        assert!(!out.text.contains("src/big.rs:5:"));
+        assert!(out.text.contains("[35 lines omitted]"), "{}", out.text);
+    }
+
+    #[test]
+    fn grep_context_lines_follow_their_match() {
+        let refs = vec!["a.py-1-x", "a.py:2:match", "a.py-3-y", "--", "a.py-9-z"];
+        let out = squash_grep(&refs, &SquashConfig::default());
+        assert!(
+            out.text.starts_with("a.py-1-x\na.py:2:match\na.py-3-y"),
+            "{}",
+            out.text
+        );
+    }
+}

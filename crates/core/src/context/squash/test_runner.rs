@@ -1,0 +1,215 @@
+//! Test-runner output (pytest, unittest / django runtests, sympy bin/test, cargo test,
+//! go test, jest / vitest / mocha): keep what identifies and explains each failure, drop
+//! passing-test noise.
+//!
+//! Always kept verbatim: every failing test identifier line, every error / assertion
+//! line (the eval's error-line pattern, pytest `E` and `>` lines, go `_test.go:N:`
+//! messages, jest `Expected` / `Received`, cargo `panicked at` and its `left` / `right`),
+//! the first project `file:line` frame and the last frame of each traceback (with its
+//! source line), and the summary lines. Progress dots, `PASSED` / `ok` lines, database
+//! setup chatter, the middle of tracebacks and runs of identical lines go. What budget
+//! is left (`test_context_budget_bytes`) goes to lines next to the kept ones.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::lines::{mark_runs, render, shorten, KeepPlan};
+use super::{mark_matching_lines, Outcome, SquashConfig};
+
+fn re(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("constant pattern compiles")
+}
+
+/// Lines naming a failing test, or a failure section header.
+static FAILING_ID: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"(?m)^(?:(?:FAILED|ERROR|FAIL|XPASS)\b.*",
+        r"|.*\s(?:FAILED|ERROR|FAIL)(?:\s.*)?",
+        r"|\s*--- FAIL:.*",
+        r"|_{3,} .+ _{3,}",
+        r"|\s*● .*",
+        r"|---- .+ ----",
+        r"|.*panicked at.*)$"
+    ))
+});
+
+/// Summary lines of the common runners.
+static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"(?m)^(?:=+ .* =+",
+        r"|Ran \d+ tests? in .*",
+        r"|(?:OK|FAILED)(?: \(.*\))?",
+        r"|test result: .*",
+        r"|(?:ok|FAIL|PASS)\s.*",
+        r"|Tests?:\s.*|Test Suites:\s.*|Snapshots:\s.*",
+        r"|.*tests finished:.*",
+        r"|collected \d+ items?.*",
+        r"|\d+ (?:passed|failed).*)$"
+    ))
+});
+
+/// Assertion detail lines.
+static ASSERTION: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"(?m)^(?:E\s.*|E|>\s.*",
+        r"|\s+\S+_test\.go:\d+:.*",
+        r"|\s*(?:Expected|Received|expected|received|left|right)\b.*:.*",
+        r"|\s*assert.*)$"
+    ))
+});
+
+/// A traceback frame: Python `File "x", line N`, pytest `path:N: in f`, JS `at f (x:N:M)`.
+static FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r#"(?m)^(?:\s*File "[^"]+", line \d+.*|[\w./<>-]+:\d+: in .*|\s+at .*\(?[\w./-]+:\d+:\d+\)?)$"#,
+    )
+});
+
+/// A pytest location line after the `E` block: `path.py:142: ExcType`.
+static LOCATION: LazyLock<Regex> = LazyLock::new(|| re(r"^[\w./-]+:\d+: \S"));
+
+/// Lines that are pure noise in a test run.
+static NOISE: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"^(?:[\w/.:\[\]-]*\s*[.sSxX]+\s*(?:\[\s*\d+%\])?",
+        r"|.*\s(?:PASSED|passed|ok|OK)(?:\s+\[\s*\d+%\])?",
+        r"|.*\.\.\. (?:ok|skipped.*|expected failure)",
+        r"|(?:Creating|Cloning|Destroying) test database.*",
+        r"|\s*)$"
+    ))
+});
+
+fn is_project_frame(line: &str) -> bool {
+    !(line.contains("/lib/python")
+        || line.contains("site-packages")
+        || line.contains("<frozen")
+        || line.contains("/usr/lib/")
+        || line.contains("node_modules"))
+}
+
+/// Squashes test-runner output.
+pub(crate) fn squash(
+    text: &str,
+    lines: &[&str],
+    errors: &[bool],
+    config: &SquashConfig,
+) -> Outcome {
+    let n = lines.len();
+    let failing = mark_matching_lines(text, lines, &FAILING_ID);
+    let summary = mark_matching_lines(text, lines, &SUMMARY);
+    let assertion = mark_matching_lines(text, lines, &ASSERTION);
+    let frame = mark_matching_lines(text, lines, &FRAME);
+
+    let mut plan = KeepPlan::none(n);
+    let run_start = mark_runs(lines, &mut plan, |l| l);
+    let mut mandatory = vec![false; n];
+    for i in 0..n {
+        if errors[i] || failing[i] || summary[i] || assertion[i] {
+            mandatory[i] = true;
+        }
+    }
+    // `panicked at` is followed by the message and `left` / `right`.
+    for i in 0..n {
+        if lines[i].contains("panicked at") {
+            for j in i + 1..(i + 4).min(n) {
+                if lines[j].trim().is_empty() {
+                    break;
+                }
+                mandatory[j] = true;
+            }
+        }
+    }
+    // pytest location right after an `E` block.
+    for i in 1..n {
+        if LOCATION.is_match(lines[i]) && (1..=3).any(|d| i >= d && lines[i - d].starts_with('E')) {
+            mandatory[i] = true;
+        }
+    }
+    keep_traceback_ends(lines, &frame, &mut mandatory);
+
+    for i in 0..n {
+        if mandatory[i] {
+            plan.keep(run_start[i]);
+        }
+    }
+    // Spend the context budget on neighbours of kept lines.
+    let mut budget = config.test_context_budget_bytes;
+    'fill: for distance in 1..=2usize {
+        for i in 0..n {
+            if !mandatory[i] {
+                continue;
+            }
+            for j in [i.checked_sub(distance), Some(i + distance)]
+                .into_iter()
+                .flatten()
+            {
+                if j >= n || plan.keep[j] || run_start[j] != j || NOISE.is_match(lines[j]) {
+                    continue;
+                }
+                let cost = lines[j].len() + 1;
+                if cost > budget {
+                    break 'fill;
+                }
+                budget -= cost;
+                plan.keep(j);
+            }
+        }
+    }
+    for i in 0..n {
+        if plan.keep[i] && !errors[i] {
+            if let Some(short) = shorten(lines[i], 500) {
+                plan.shortened.push((i, short));
+            }
+        }
+    }
+    render(lines, &plan).into()
+}
+
+/// In every block of consecutive frames (frames and their indented source lines), keeps
+/// the first project frame and the last frame, each with its source line.
+fn keep_traceback_ends(lines: &[&str], frame: &[bool], mandatory: &mut [bool]) {
+    let n = lines.len();
+    let mut i = 0;
+    while i < n {
+        if !frame[i] {
+            i += 1;
+            continue;
+        }
+        let mut frames = vec![i];
+        let mut j = i + 1;
+        while j < n {
+            if frame[j] {
+                frames.push(j);
+                j += 1;
+            } else if lines[j].starts_with(char::is_whitespace)
+                && !lines[j].trim().is_empty()
+                && !frame[j]
+                && j > 0
+                && (frame[j - 1] || lines[j - 1].starts_with(char::is_whitespace))
+                && frames.last().is_some_and(|f| j - f <= 3)
+            {
+                j += 1;
+            } else {
+                break;
+            }
+        }
+        let first = frames
+            .iter()
+            .copied()
+            .find(|f| is_project_frame(lines[*f]))
+            .unwrap_or(frames[0]);
+        let last = frames[frames.len() - 1];
+        for f in [first, last] {
+            mandatory[f] = true;
+            if f + 1 < n
+                && !frame[f + 1]
+                && lines[f + 1].starts_with(char::is_whitespace)
+                && !lines[f + 1].trim().is_empty()
+            {
+                mandatory[f + 1] = true;
+            }
+        }
+        i = j.max(i + 1);
+    }
+}

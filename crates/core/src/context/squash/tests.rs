@@ -1,0 +1,318 @@
+//! Scenario tests of `squash::apply` (one per family and per contract rule).
+
+use super::*;
+
+fn cfg() -> SquashConfig {
+    SquashConfig::default()
+}
+
+fn accounting_holds(input: &str, out: &Squashed) {
+    let represented: usize = lines::split_lines(&out.text)
+        .into_iter()
+        .filter(|l| parse_omitted(l).is_none())
+        .map(|l| {
+            l.rsplit_once(" (×")
+                .and_then(|(_, n)| n.strip_suffix(')'))
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or(1)
+        })
+        .sum();
+    let omitted: usize = lines::split_lines(&out.text)
+        .into_iter()
+        .filter_map(parse_omitted)
+        .sum();
+    assert_eq!(omitted, out.stats.lines_omitted, "marker sum vs stats");
+    assert_eq!(
+        represented + omitted,
+        lines::split_lines(input).len(),
+        "kept + omitted must equal the original line count:\n{}",
+        out.text
+    );
+}
+
+#[test]
+fn read_output_is_never_altered_even_when_huge_json() {
+    let big = format!("{{\"d\": \"{}\"}}", "long text ".repeat(1000));
+    let out = apply("read", None, None, &big, &cfg());
+    assert_eq!(out.text, big);
+    assert!(!out.dropped_anything);
+    assert_eq!(out.stats.family, Family::Read);
+}
+
+#[test]
+fn output_at_the_floor_passes_unchanged() {
+    let text = "x".repeat(1_500);
+    let out = apply("bash", Some("python x.py"), Some(1), &text, &cfg());
+    assert_eq!(out.text, text);
+    assert!(!out.dropped_anything);
+}
+
+#[test]
+fn file_view_is_byte_exact_under_the_cap_and_cut_at_a_line_boundary_above() {
+    let file: String = (0..200)
+        .map(|i| format!("    let value_{i} = compute({i});\n"))
+        .collect();
+    let out = apply("bash", Some("cat src/lib.rs"), Some(0), &file, &cfg());
+    assert_eq!(
+        out.text, file,
+        "a file view under the cap must be byte-exact"
+    );
+
+    let huge: String = (0..3000)
+        .map(|i| format!("line {i} of a very large source file\n"))
+        .collect();
+    let out = apply(
+        "bash",
+        Some("nl -ba big.py | sed -n '1,4000p'"),
+        Some(0),
+        &huge,
+        &cfg(),
+    );
+    assert!(out.dropped_anything);
+    assert!(out.text.len() <= 50_000 + 40);
+    assert!(huge.starts_with(out.text.split("\n[").next().unwrap()));
+    assert!(out.text.trim_end().ends_with("lines omitted]"));
+    accounting_holds(&huge, &out);
+}
+
+#[test]
+fn pytest_failures_keep_ids_errors_and_summary_and_drop_passing_noise() {
+    let mut text = String::from(
+        "============================= test session starts ==============================\n\
+         platform linux -- Python 3.11.11, pytest-8.3.4, pluggy-1.5.0\ncollected 300 items\n\n",
+    );
+    for i in 0..200 {
+        text.push_str(&format!(
+            "tests/test_mod.py::test_case_{i} PASSED   [ {}%]\n",
+            i / 3
+        ));
+    }
+    text.push_str("tests/test_mod.py::test_broken FAILED   [ 70%]\n");
+    text.push_str(
+        "\n=================================== FAILURES ===================================\n",
+    );
+    text.push_str(
+        "________________________________ test_broken _________________________________\n\n",
+    );
+    text.push_str("    def test_broken():\n        x = compute()\n>       assert x == 3\nE       assert 2 == 3\n\ntests/test_mod.py:42: AssertionError\n");
+    text.push_str(
+        "=========================== short test summary info ============================\n",
+    );
+    text.push_str("FAILED tests/test_mod.py::test_broken - assert 2 == 3\n");
+    text.push_str(
+        "========================= 1 failed, 200 passed in 1.23s =========================\n",
+    );
+    let out = apply(
+        "bash",
+        Some("python -m pytest tests -v"),
+        Some(1),
+        &text,
+        &cfg(),
+    );
+    assert_eq!(out.stats.family, Family::TestRunner);
+    for must in [
+        "FAILED tests/test_mod.py::test_broken - assert 2 == 3",
+        "tests/test_mod.py::test_broken FAILED",
+        "E       assert 2 == 3",
+        "tests/test_mod.py:42: AssertionError",
+        "1 failed, 200 passed in 1.23s",
+    ] {
+        assert!(out.text.contains(must), "lost {must:?}:\n{}", out.text);
+    }
+    assert!(!out.text.contains("test_case_100 PASSED"));
+    assert!(out.text.len() * 3 < text.len(), "expected a large saving");
+    accounting_holds(&text, &out);
+}
+
+#[test]
+fn django_tracebacks_keep_first_project_frame_last_frame_and_exception() {
+    let mut text = String::from("Creating test database for alias 'default'...\n");
+    text.push_str(&".".repeat(60));
+    text.push_str("E\n======================================================================\n");
+    text.push_str("ERROR: test_upload (file_uploads.tests.FileUploadTests)\n");
+    text.push_str("----------------------------------------------------------------------\n");
+    text.push_str("Traceback (most recent call last):\n");
+    text.push_str("  File \"/opt/conda/lib/python3.6/unittest/case.py\", line 59, in testPartExecutor\n    yield\n");
+    text.push_str("  File \"/testbed/tests/file_uploads/tests.py\", line 105, in test_upload\n    self.client.post(url)\n");
+    for k in 0..30 {
+        text.push_str(&format!("  File \"/testbed/django/core/mod{k}.py\", line {k}, in call{k}\n    return inner{k}()\n"));
+    }
+    text.push_str("UnicodeEncodeError: 'ascii' codec can't encode characters\n\n");
+    text.push_str("----------------------------------------------------------------------\nRan 61 tests in 0.5s\n\nFAILED (errors=1)\n");
+    let out = apply(
+        "bash",
+        Some("./tests/runtests.py file_uploads"),
+        Some(1),
+        &text,
+        &cfg(),
+    );
+    for must in [
+        "ERROR: test_upload (file_uploads.tests.FileUploadTests)",
+        "Traceback (most recent call last):",
+        "File \"/testbed/tests/file_uploads/tests.py\", line 105, in test_upload",
+        "File \"/testbed/django/core/mod29.py\", line 29, in call29",
+        "UnicodeEncodeError: 'ascii' codec can't encode characters",
+        "Ran 61 tests in 0.5s",
+        "FAILED (errors=1)",
+    ] {
+        assert!(out.text.contains(must), "lost {must:?}:\n{}", out.text);
+    }
+    assert!(
+        !out.text.contains("mod15.py"),
+        "middle frames should go:\n{}",
+        out.text
+    );
+    accounting_holds(&text, &out);
+}
+
+#[test]
+fn cargo_and_go_failures_keep_their_identifiers() {
+    let mut text = String::new();
+    for i in 0..80 {
+        text.push_str(&format!("test tests::case_{i} ... ok\n"));
+    }
+    text.push_str("test tests::broken ... FAILED\n\nfailures:\n\n---- tests::broken stdout ----\n");
+    text.push_str("thread 'tests::broken' panicked at src/lib.rs:10:5:\nassertion `left == right` failed\n  left: 1\n right: 2\n");
+    text.push_str(
+        "\nfailures:\n    tests::broken\n\ntest result: FAILED. 80 passed; 1 failed; 0 ignored\n",
+    );
+    let out = apply("bash", Some("cargo test"), Some(101), &text, &cfg());
+    for must in [
+        "test tests::broken ... FAILED",
+        "panicked at src/lib.rs:10:5:",
+        "  left: 1",
+        " right: 2",
+        "test result: FAILED.",
+    ] {
+        assert!(out.text.contains(must), "lost {must:?}:\n{}", out.text);
+    }
+    accounting_holds(&text, &out);
+
+    let mut go = String::new();
+    for i in 0..80 {
+        go.push_str(&format!(
+            "=== RUN   TestOk{i}\n--- PASS: TestOk{i} (0.00s)\n"
+        ));
+    }
+    go.push_str("=== RUN   TestBad\n    bad_test.go:12: expected 3, got 2\n--- FAIL: TestBad (0.00s)\nFAIL\nFAIL\texample.com/pkg\t0.01s\n");
+    let out = apply("bash", Some("go test ./..."), Some(1), &go, &cfg());
+    for must in [
+        "--- FAIL: TestBad (0.00s)",
+        "bad_test.go:12: expected 3, got 2",
+        "FAIL\texample.com/pkg\t0.01s",
+    ] {
+        assert!(out.text.contains(must), "lost {must:?}:\n{}", out.text);
+    }
+}
+
+#[test]
+fn logs_keep_errors_with_context_and_collapse_repeats() {
+    let mut lines = vec!["build started".to_owned()];
+    for i in 0..300 {
+        lines.push(format!("info: compiling module {i}"));
+    }
+    lines.push("error: something failed early in the build".to_owned());
+    for i in 0..14 {
+        lines.push(format!(
+            "2024-01-01T10:00:{i:02} warning: connection timeout, retrying"
+        ));
+    }
+    for i in 0..300 {
+        lines.push(format!("info: linking object {i}"));
+    }
+    lines.push("error: something failed at the end".to_owned());
+    lines.push("build finished with 2 errors".to_owned());
+    let text = lines.join("\n");
+    let out = apply("bash", Some("make"), Some(2), &text, &cfg());
+    assert_eq!(out.stats.family, Family::Log);
+    assert!(out
+        .text
+        .contains("error: something failed early in the build"));
+    assert!(out.text.contains("error: something failed at the end"));
+    assert!(
+        out.text
+            .contains("warning: connection timeout, retrying (×14)"),
+        "{}",
+        out.text
+    );
+    assert!(out.text.contains("build finished with 2 errors"));
+    assert!(out.text.len() < text.len() / 5);
+    accounting_holds(&text, &out);
+}
+
+#[test]
+fn grep_output_keeps_every_path() {
+    let mut text = String::new();
+    for f in 0..30 {
+        for m in 0..20 {
+            text.push_str(&format!(
+                "django/app{f}/models.py:{m}:    name = models.CharField(max_length={m})\n"
+            ));
+        }
+    }
+    let out = apply(
+        "bash",
+        Some("grep -rn CharField django"),
+        Some(0),
+        &text,
+        &cfg(),
+    );
+    for f in 0..30 {
+        assert!(
+            out.text.contains(&format!("django/app{f}/models.py")),
+            "path {f} lost"
+        );
+    }
+    assert!(out.text.len() * 2 < text.len());
+    assert!(out.text.contains("[15 lines omitted]"));
+    accounting_holds(&text, &out);
+}
+
+#[test]
+fn generic_output_keeps_head_and_tail_and_marks_the_gap() {
+    let text: String = (0..500)
+        .map(|i| format!("line number {i} of plain output\n"))
+        .collect();
+    let out = apply("bash", Some("python script.py"), Some(0), &text, &cfg());
+    assert!(out.text.contains("line number 0 of plain output"));
+    assert!(out.text.contains("line number 499 of plain output"));
+    assert!(out.text.contains("lines omitted]"));
+    assert!(
+        !out.text.contains("// "),
+        "markers must never be comment-shaped"
+    );
+    accounting_holds(&text, &out);
+}
+
+#[test]
+fn json_output_stays_valid_json() {
+    let items: Vec<serde_json::Value> = (0..100)
+        .map(|i| serde_json::json!({"id": i, "body": "lorem ipsum dolor sit amet ".repeat(5)}))
+        .collect();
+    let text = serde_json::to_string(&items).unwrap();
+    let out = apply("mcp_search", None, None, &text, &cfg());
+    assert_eq!(out.stats.family, Family::Json);
+    let parsed: serde_json::Value = serde_json::from_str(&out.text).expect("valid JSON");
+    assert!(parsed.as_array().unwrap().len() <= 5);
+}
+
+#[test]
+fn detection_without_a_command_uses_content() {
+    let text = "============================= test session starts ==============================\n"
+        .to_owned()
+        + &"tests/test_a.py ........................................ [ 50%]\n".repeat(40)
+        + "FAILED tests/test_a.py::test_x - ValueError: bad\n= 1 failed, 800 passed in 2.00s =\n";
+    let out = apply("bash", None, None, &text, &cfg());
+    assert_eq!(out.stats.family, Family::TestRunner);
+    assert!(out
+        .text
+        .contains("FAILED tests/test_a.py::test_x - ValueError: bad"));
+}
+
+#[test]
+fn one_huge_line_is_shortened_not_kept_whole() {
+    let text = "z".repeat(100_000);
+    let out = apply("bash", Some("python dump.py"), Some(0), &text, &cfg());
+    assert!(out.dropped_anything);
+    assert!(out.text.len() < 5_000, "{}", out.text.len());
+}
