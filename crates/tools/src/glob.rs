@@ -144,7 +144,7 @@ impl Tool for GlobTool {
             &ctx.call_id,
             RawOutput {
                 tool: "glob",
-                command: Some(&args.pattern),
+                command: None,
                 exit_code: None,
                 text: &text,
                 spilled: None,

@@ -232,7 +232,7 @@ impl Tool for GrepTool {
             &ctx.call_id,
             RawOutput {
                 tool: "grep",
-                command: Some(&args.pattern),
+                command: None,
                 exit_code: None,
                 text: &text,
                 spilled: None,

@@ -127,7 +127,7 @@ impl Tool for LsTool {
             &ctx.call_id,
             RawOutput {
                 tool: "ls",
-                command: Some(path),
+                command: None,
                 exit_code: None,
                 text: &text,
                 spilled: None,
