@@ -1,0 +1,231 @@
+//! The `bash` tool: runs a shell command in the workspace and reports its interleaved
+//! output and exit code. Process handling is in [`process`], bounded output capture in
+//! [`output`]; this module owns the arguments, the permission check and the text the
+//! model sees.
+
+pub mod output;
+pub mod process;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
+use serde::Deserialize;
+use serde_json::json;
+
+use self::output::CapturedOutput;
+use self::process::{run_command, CommandSpec, Termination};
+use crate::capture::RawOutput;
+use crate::config::ToolEnv;
+use crate::permission::Action;
+use crate::squash;
+
+/// `bash {command, timeout_ms?}`.
+pub struct BashTool {
+    env: Arc<ToolEnv>,
+}
+
+impl BashTool {
+    /// The tool over `env`.
+    pub fn new(env: Arc<ToolEnv>) -> Self {
+        Self { env }
+    }
+}
+
+#[derive(Deserialize)]
+struct BashArgs {
+    command: String,
+    timeout_ms: Option<u64>,
+}
+
+#[async_trait]
+impl Tool for BashTool {
+    fn name(&self) -> &str {
+        "bash"
+    }
+
+    fn description(&self) -> &str {
+        "Run a shell command with `bash -c` in the workspace root. stdout and stderr are \
+         returned interleaved, followed by the exit code. stdin is empty (no interactive \
+         programs). Long outputs are shortened and the full output saved to a file named \
+         at the end. The command and every process it started are ended at the timeout \
+         (default 120000 ms)."
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command line to run."},
+                "timeout_ms": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": format!(
+                        "Timeout in milliseconds (default {}, maximum {}).",
+                        self.env.limits.bash_timeout_default.as_millis(),
+                        self.env.limits.bash_timeout_max.as_millis()
+                    )
+                }
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    async fn run(
+        &self,
+        arguments: serde_json::Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let args: BashArgs = crate::parse_args(arguments)?;
+        if args.command.trim().is_empty() {
+            return Err(ToolError::InvalidArguments(
+                "`command` must not be empty".into(),
+            ));
+        }
+        let limits = &self.env.limits;
+        let mut notes = Vec::new();
+        let timeout = match args.timeout_ms {
+            Some(0) => {
+                return Err(ToolError::InvalidArguments(
+                    "`timeout_ms` must be at least 1".into(),
+                ))
+            }
+            Some(ms) if Duration::from_millis(ms) > limits.bash_timeout_max => {
+                notes.push(format!(
+                    "[timeout_ms {ms} is above the maximum; used {} ms]",
+                    limits.bash_timeout_max.as_millis()
+                ));
+                limits.bash_timeout_max
+            }
+            Some(ms) => Duration::from_millis(ms),
+            None => limits.bash_timeout_default,
+        };
+        self.env
+            .permissions
+            .authorize(
+                Action::Execute {
+                    command: args.command.clone(),
+                },
+                &ctx.cancel,
+            )
+            .await?;
+
+        let spill = self.env.capture.spill_dir().clone();
+        let call_id = ctx.call_id.clone();
+        let spec = CommandSpec {
+            command: args.command.clone(),
+            cwd: self.env.workspace.root().to_path_buf(),
+            timeout,
+            kill_grace: limits.bash_kill_grace,
+            drain_after_exit: limits.bash_drain_after_exit,
+            memory_cap: limits.bash_memory_cap_bytes,
+            spill_cap: limits.spill_cap_bytes,
+            spill_opener: Box::new(move || spill.create(&call_id, "bash")),
+        };
+        let outcome = run_command(spec, &ctx.cancel)
+            .await
+            .map_err(|err| ToolError::Failed(format!("could not start bash: {err}")))?;
+
+        let exit_code = match outcome.termination {
+            Termination::Cancelled => return Err(ToolError::Cancelled),
+            Termination::Exited(code) => {
+                notes.push(format!("[exit code: {code}]"));
+                Some(code)
+            }
+            Termination::Signaled(signal) => {
+                notes.push(format!("[killed by signal {signal}]"));
+                None
+            }
+            Termination::TimedOut => {
+                notes.push(format!(
+                    "[timed out after {} ms; the command and all its processes were ended]",
+                    timeout.as_millis()
+                ));
+                None
+            }
+        };
+        if outcome.stragglers_killed {
+            notes.push(format!(
+                "[background processes still writing {} ms after the command exited were \
+                 ended; redirect their output to a file to keep them running]",
+                limits.bash_drain_after_exit.as_millis()
+            ));
+        }
+        let output = &outcome.output;
+        if let Some(spill) = &output.spill {
+            if spill.discarded > 0 {
+                notes.push(format!(
+                    "[output was {} bytes; only the first {} were saved]",
+                    output.total_bytes, spill.written
+                ));
+            }
+        }
+        if let Some(err) = &output.spill_error {
+            notes.push(format!("[the full output could not be saved: {err}]"));
+        }
+        let text = render_output(output);
+        let shown = self.env.capture.finish(
+            &ctx.call_id,
+            RawOutput {
+                tool: "bash",
+                command: Some(&args.command),
+                exit_code,
+                text: &text,
+                spilled: output.spill.as_ref().map(|s| s.path.as_path()),
+            },
+        );
+        let mut content = if shown.is_empty() {
+            "(no output)".to_owned()
+        } else {
+            shown
+        };
+        for note in notes {
+            if !content.ends_with('\n') {
+                content.push('\n');
+            }
+            content.push_str(&note);
+        }
+        let failed = exit_code != Some(0);
+        Ok(ToolOutput {
+            content,
+            is_error: failed,
+        })
+    }
+}
+
+/// The captured output as text: everything when it fit in memory, else the head and the
+/// tail (cut at line boundaries) around one gap marker.
+pub fn render_output(output: &CapturedOutput) -> String {
+    if !output.overflowed() {
+        return String::from_utf8_lossy(&output.head).into_owned();
+    }
+    let head = match output.head.iter().rposition(|&b| b == b'\n') {
+        Some(end) => &output.head[..=end],
+        None => &output.head[..],
+    };
+    let tail = match output.tail.iter().position(|&b| b == b'\n') {
+        Some(start) if start + 1 < output.tail.len() => &output.tail[start + 1..],
+        _ => &output.tail[..],
+    };
+    let newlines = |bytes: &[u8]| bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+    let omitted = output
+        .total_lines
+        .saturating_sub(newlines(head) + newlines(tail))
+        .max(1);
+    let mut text = String::from_utf8_lossy(head).into_owned();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&squash::omitted_marker(
+        usize::try_from(omitted).unwrap_or(usize::MAX),
+    ));
+    text.push('\n');
+    text.push_str(&String::from_utf8_lossy(tail));
+    text
+}

@@ -1,0 +1,254 @@
+//! Running one shell command: `bash -c` in its own process group, stdout and stderr
+//! through one pipe (so they interleave in the order written), stdin from /dev/null, a
+//! deadline, and cancellation.
+//!
+//! Ending a command means ending its whole process group: SIGTERM to the group, a grace
+//! period for clean exits, then SIGKILL to whatever is left (children that ignore SIGTERM
+//! included). That happens on timeout, on cancellation, if the future is dropped (a guard
+//! kills the group), and when processes left in the background keep the output pipe open
+//! longer than `drain_after_exit` after the shell itself exited. Background processes that
+//! redirected their output elsewhere (`server > log 2>&1 &`) are left running. Processes
+//! that leave the group on purpose (`setsid`) are out of reach by design.
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, Command};
+use tokio::time::{sleep_until, Instant};
+use tokio_util::sync::CancellationToken;
+
+use super::output::{CapturedOutput, OutputBuffer, SpillOpener};
+
+/// What to run and the limits to run it under.
+pub struct CommandSpec {
+    /// The command line, passed to `bash -c`.
+    pub command: String,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Deadline for the command.
+    pub timeout: Duration,
+    /// Time between SIGTERM and SIGKILL.
+    pub kill_grace: Duration,
+    /// How long to keep reading after the shell exited while background processes
+    /// still hold the output pipe.
+    pub drain_after_exit: Duration,
+    /// Output bytes held in memory at most.
+    pub memory_cap: usize,
+    /// Output bytes written to the spill file at most.
+    pub spill_cap: u64,
+    /// Creates the spill file on first overflow.
+    pub spill_opener: SpillOpener,
+}
+
+/// How the command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    /// The shell exited with this code.
+    Exited(i32),
+    /// The shell was killed by this signal (not by pith).
+    Signaled(i32),
+    /// The deadline passed; pith ended the process group.
+    TimedOut,
+    /// The turn was cancelled; pith ended the process group.
+    Cancelled,
+}
+
+/// The result of [`run_command`].
+#[derive(Debug, Clone)]
+pub struct CommandOutcome {
+    /// How it ended.
+    pub termination: Termination,
+    /// What it printed.
+    pub output: CapturedOutput,
+    /// True when background processes still held the output open after the shell exited
+    /// and were ended.
+    pub stragglers_killed: bool,
+}
+
+/// Kills the process group if dropped while armed (the caller's future was dropped).
+struct GroupGuard {
+    pgid: libc::pid_t,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            signal_group(self.pgid, libc::SIGKILL);
+        }
+    }
+}
+
+fn signal_group(pgid: libc::pid_t, signal: libc::c_int) -> bool {
+    // SAFETY: killpg only sends a signal; pgid > 1 is checked so a bogus id can never
+    // mean "every process" (0 = own group, -1 = all).
+    pgid > 1 && unsafe { libc::killpg(pgid, signal) } == 0
+}
+
+fn group_alive(pgid: libc::pid_t) -> bool {
+    signal_group(pgid, 0)
+}
+
+/// A close-on-exec pipe `(read end, write end)`: the child gets the write end as both
+/// stdout and stderr, so the two streams interleave in the order they were written.
+fn output_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds: [libc::c_int; 2] = [-1; 2];
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+    let created = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+    // SAFETY: as above; FD_CLOEXEC is set right after (a concurrent fork may briefly
+    // inherit the fds on platforms without pipe2).
+    let created = unsafe {
+        let created = libc::pipe(fds.as_mut_ptr());
+        if created == 0 {
+            libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
+            libc::fcntl(fds[1], libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+        created
+    };
+    if created != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2/pipe succeeded, so both fds are open and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Runs `spec`, returning when the command and its output are done (or it was ended).
+/// Errors only when the shell cannot be started.
+pub async fn run_command(
+    spec: CommandSpec,
+    cancel: &CancellationToken,
+) -> io::Result<CommandOutcome> {
+    let (reader, writer) = output_pipe()?;
+    let writer_for_stderr = writer.try_clone()?;
+    let mut command = Command::new("bash");
+    command
+        .arg("-c")
+        .arg(&spec.command)
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(writer_for_stderr))
+        .env("PAGER", "cat")
+        .env("GIT_PAGER", "cat")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command.spawn()?;
+    // The parent's copies of the write end must be closed, or EOF never comes.
+    drop(command);
+    let pgid = child
+        .id()
+        .and_then(|id| libc::pid_t::try_from(id).ok())
+        .ok_or_else(|| io::Error::other("the shell exited before its id was known"))?;
+    let mut guard = GroupGuard { pgid, armed: true };
+    let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader)?;
+
+    let mut buffer = OutputBuffer::new(spec.memory_cap, spec.spill_cap, spec.spill_opener);
+    let deadline = Instant::now() + spec.timeout;
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut exit: Option<ExitStatus> = None;
+    let mut drain_deadline = deadline;
+    let mut eof = false;
+    let mut ended_by_pith: Option<Termination> = None;
+    let mut stragglers_killed = false;
+
+    loop {
+        if eof && exit.is_some() {
+            break;
+        }
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                ended_by_pith = Some(Termination::Cancelled);
+                break;
+            }
+            () = sleep_until(deadline) => {
+                ended_by_pith = Some(Termination::TimedOut);
+                break;
+            }
+            status = child.wait(), if exit.is_none() => {
+                exit = Some(status?);
+                drain_deadline = Instant::now() + spec.drain_after_exit;
+            }
+            () = sleep_until(drain_deadline), if exit.is_some() => {
+                stragglers_killed = true;
+                break;
+            }
+            read = pipe.read(&mut chunk), if !eof => match read {
+                Ok(0) => eof = true,
+                Ok(n) => buffer.push(&chunk[..n]).await,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => eof = true,
+            },
+        }
+    }
+
+    if ended_by_pith.is_some() || stragglers_killed {
+        end_group(pgid, &mut child, spec.kill_grace).await;
+    }
+    guard.armed = false;
+    // Whatever is still buffered in the pipe after the group ended is part of the output.
+    if !eof {
+        drain_ready(&mut pipe, &mut buffer, &mut chunk).await;
+    }
+    let termination = match ended_by_pith {
+        Some(reason) => reason,
+        None => match exit {
+            Some(status) => classify(status),
+            None => classify(child.wait().await?),
+        },
+    };
+    Ok(CommandOutcome {
+        termination,
+        output: buffer.finish().await,
+        stragglers_killed,
+    })
+}
+
+/// Reads what is left in the pipe once the group was ended: until EOF, but never longer
+/// than a short bound (a process that left the group could hold the pipe open forever).
+async fn drain_ready(
+    pipe: &mut tokio::net::unix::pipe::Receiver,
+    buffer: &mut OutputBuffer,
+    chunk: &mut [u8],
+) {
+    let give_up = Instant::now() + Duration::from_millis(500);
+    loop {
+        match tokio::time::timeout_at(give_up, pipe.read(chunk)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return,
+            Ok(Ok(n)) => buffer.push(&chunk[..n]).await,
+        }
+    }
+}
+
+fn classify(status: ExitStatus) -> Termination {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Termination::Exited(code),
+        (None, Some(signal)) => Termination::Signaled(signal),
+        (None, None) => Termination::Exited(-1),
+    }
+}
+
+/// SIGTERM to the group, wait up to `grace` for it to empty, then SIGKILL; reaps the
+/// shell.
+async fn end_group(pgid: libc::pid_t, child: &mut Child, grace: Duration) {
+    signal_group(pgid, libc::SIGTERM);
+    let give_up = Instant::now() + grace;
+    loop {
+        // Reap the shell so a zombie shell does not keep the group "alive".
+        let _ = child.try_wait();
+        if !group_alive(pgid) || Instant::now() >= give_up {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    signal_group(pgid, libc::SIGKILL);
+    let _ = child.wait().await;
+}

@@ -1,0 +1,250 @@
+//! Configuration of the tool set and the registry builder: what a front-end or the
+//! headless runner fills in once per session, validated once, and the shared environment
+//! ([`ToolEnv`]) every tool runs against.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pith_core::ToolRegistry;
+
+use crate::capture::{Capture, SpillDir};
+use crate::permission::{Approver, PermissionMode, PermissionPolicy};
+use crate::squash;
+use crate::workspace::Workspace;
+
+/// Limits of the tools. The defaults are what a session gets unless configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// `bash` timeout when the call gives none. Default 120 s.
+    pub bash_timeout_default: Duration,
+    /// Largest `bash` timeout a call may ask for (larger requests are clamped, with a
+    /// note). Default 600 s.
+    pub bash_timeout_max: Duration,
+    /// Between SIGTERM and SIGKILL when ending a command. Default 2 s.
+    pub bash_kill_grace: Duration,
+    /// How long background processes may keep the output open after the shell exited
+    /// before they are ended. Default 2 s.
+    pub bash_drain_after_exit: Duration,
+    /// Command output held in memory at most; the rest streams to the spill file.
+    /// Default 512 KiB.
+    pub bash_memory_cap_bytes: usize,
+    /// Largest spill file a command may produce; output beyond it is counted and
+    /// discarded. Default 256 MiB.
+    pub spill_cap_bytes: u64,
+    /// Lines `read` returns when the call gives no `limit`. Default 2000.
+    pub read_default_lines: usize,
+    /// Longer lines are cut by `read` (with a note). Default 2000 characters.
+    pub read_max_line_chars: usize,
+    /// `read` stops a page early (with the `offset=` hint) past this size. Default 256 KiB.
+    pub read_max_page_bytes: usize,
+    /// `grep` stops after this many matching lines (with a note). Default 2000.
+    pub grep_max_matches: usize,
+    /// `glob` stops after this many paths (with a note). Default 2000.
+    pub glob_max_paths: usize,
+    /// `ls` shows at most this many entries (with a note). Default 2000.
+    pub ls_max_entries: usize,
+    /// Lines of diff shown after a write or an edit. Default 80.
+    pub diff_max_lines: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            bash_timeout_default: Duration::from_secs(120),
+            bash_timeout_max: Duration::from_secs(600),
+            bash_kill_grace: Duration::from_secs(2),
+            bash_drain_after_exit: Duration::from_secs(2),
+            bash_memory_cap_bytes: 512 * 1024,
+            spill_cap_bytes: 256 * 1024 * 1024,
+            read_default_lines: 2000,
+            read_max_line_chars: 2000,
+            read_max_page_bytes: 256 * 1024,
+            grep_max_matches: 2000,
+            glob_max_paths: 2000,
+            ls_max_entries: 2000,
+            diff_max_lines: 80,
+        }
+    }
+}
+
+/// Everything needed to build a session's tools.
+#[derive(Clone)]
+pub struct ToolsConfig {
+    /// The project directory: relative paths start here, writes are confined to it,
+    /// `bash` runs here. Must exist.
+    pub workspace_root: PathBuf,
+    /// The session's spill directory (created on first spill). Always readable.
+    pub spill_dir: PathBuf,
+    /// The permission mode. Default `ask`.
+    pub mode: PermissionMode,
+    /// Answers `ask` requests; `None` (headless) refuses what needs approval.
+    pub approver: Option<Arc<dyn Approver>>,
+    /// Tool limits.
+    pub limits: Limits,
+    /// Core's squash settings.
+    pub squash: squash::Config,
+}
+
+impl std::fmt::Debug for ToolsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolsConfig")
+            .field("workspace_root", &self.workspace_root)
+            .field("spill_dir", &self.spill_dir)
+            .field("mode", &self.mode)
+            .field("has_approver", &self.approver.is_some())
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+impl ToolsConfig {
+    /// Defaults (mode `ask`, no approver, default limits and squash settings) for a
+    /// workspace and a spill directory.
+    pub fn new(workspace_root: impl Into<PathBuf>, spill_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace_root: workspace_root.into(),
+            spill_dir: spill_dir.into(),
+            mode: PermissionMode::default(),
+            approver: None,
+            limits: Limits::default(),
+            squash: squash::Config::default(),
+        }
+    }
+
+    /// Sets the permission mode.
+    pub fn with_mode(mut self, mode: PermissionMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets the approver for `ask`.
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// Sets the limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+}
+
+/// A configuration that cannot work.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolsConfigError {
+    /// The workspace root is missing or not a directory.
+    #[error("workspace root {path}: {source}")]
+    WorkspaceRoot {
+        /// The configured root.
+        path: PathBuf,
+        /// Why it cannot be used.
+        source: std::io::Error,
+    },
+    /// A limit is zero or inconsistent.
+    #[error("invalid tool limits: {0}")]
+    Limits(String),
+}
+
+/// What every tool of a session shares.
+#[derive(Debug)]
+pub struct ToolEnv {
+    /// Path resolution and confinement.
+    pub workspace: Workspace,
+    /// The permission policy (shared with the front-end through [`Toolset::permissions`]).
+    pub permissions: Arc<PermissionPolicy>,
+    /// Squash and spill.
+    pub capture: Capture,
+    /// Limits.
+    pub limits: Limits,
+}
+
+impl ToolEnv {
+    /// Validates `config` and builds the shared environment.
+    pub fn new(config: ToolsConfig) -> Result<Self, ToolsConfigError> {
+        let workspace =
+            Workspace::new(&config.workspace_root, &config.spill_dir).map_err(|source| {
+                ToolsConfigError::WorkspaceRoot {
+                    path: config.workspace_root.clone(),
+                    source,
+                }
+            })?;
+        let limits = config.limits;
+        if limits.bash_timeout_default.is_zero()
+            || limits.bash_timeout_default > limits.bash_timeout_max
+        {
+            return Err(ToolsConfigError::Limits(format!(
+                "bash timeout default {:?} must be non-zero and at most the maximum {:?}",
+                limits.bash_timeout_default, limits.bash_timeout_max
+            )));
+        }
+        let counts = [
+            ("read_default_lines", limits.read_default_lines),
+            ("read_max_line_chars", limits.read_max_line_chars),
+            ("read_max_page_bytes", limits.read_max_page_bytes),
+            ("bash_memory_cap_bytes", limits.bash_memory_cap_bytes),
+            ("grep_max_matches", limits.grep_max_matches),
+            ("glob_max_paths", limits.glob_max_paths),
+            ("ls_max_entries", limits.ls_max_entries),
+        ];
+        if let Some((name, _)) = counts.iter().find(|(_, value)| *value == 0) {
+            return Err(ToolsConfigError::Limits(format!("{name} must be non-zero")));
+        }
+        let capture = Capture::new(
+            SpillDir::new(workspace.spill_dir().to_path_buf()),
+            config.squash,
+        );
+        Ok(Self {
+            workspace,
+            permissions: Arc::new(PermissionPolicy::new(config.mode, config.approver)),
+            capture,
+            limits,
+        })
+    }
+}
+
+/// A session's tools plus the handles a front-end keeps.
+#[derive(Debug, Clone)]
+pub struct Toolset {
+    env: Arc<ToolEnv>,
+    registry: ToolRegistry,
+}
+
+impl Toolset {
+    /// Builds the seven tools over `config`.
+    pub fn new(config: ToolsConfig) -> Result<Self, ToolsConfigError> {
+        let env = Arc::new(ToolEnv::new(config)?);
+        let registry = ToolRegistry::new(vec![
+            Arc::new(crate::read::ReadTool::new(env.clone())),
+            Arc::new(crate::grep::GrepTool::new(env.clone())),
+            Arc::new(crate::glob::GlobTool::new(env.clone())),
+            Arc::new(crate::ls::LsTool::new(env.clone())),
+            Arc::new(crate::write::WriteTool::new(env.clone())),
+            Arc::new(crate::edit::EditTool::new(env.clone())),
+            Arc::new(crate::bash::BashTool::new(env.clone())),
+        ]);
+        Ok(Self { env, registry })
+    }
+
+    /// The registry the tool loop executes calls through (read, grep, glob, ls, write,
+    /// edit, bash — in that advertisement order).
+    pub fn registry(&self) -> ToolRegistry {
+        self.registry.clone()
+    }
+
+    /// The permission policy, e.g. to switch modes during the session.
+    pub fn permissions(&self) -> Arc<PermissionPolicy> {
+        self.env.permissions.clone()
+    }
+
+    /// The shared environment.
+    pub fn env(&self) -> &Arc<ToolEnv> {
+        &self.env
+    }
+}
+
+/// Builds the registry of the seven tools for one session.
+pub fn build_registry(config: ToolsConfig) -> Result<ToolRegistry, ToolsConfigError> {
+    Ok(Toolset::new(config)?.registry())
+}

@@ -1,0 +1,137 @@
+//! The `ls` tool: one directory's entries with their type and size, sorted by name,
+//! hidden entries included, symlinks shown with their target, capped with a note.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::capture::RawOutput;
+use crate::config::ToolEnv;
+use crate::workspace::describe_io;
+
+/// `ls {path?}`.
+pub struct LsTool {
+    env: Arc<ToolEnv>,
+}
+
+impl LsTool {
+    /// The tool over `env`.
+    pub fn new(env: Arc<ToolEnv>) -> Self {
+        Self { env }
+    }
+}
+
+#[derive(Deserialize)]
+struct LsArgs {
+    path: Option<String>,
+}
+
+/// One entry line: `dir  -  name/`, `file  1234  name`, `link  -  name -> target`.
+fn entry_line(path: &Path, name: &str) -> String {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            let target = std::fs::read_link(path)
+                .map(|t| t.display().to_string())
+                .unwrap_or_else(|_| "?".to_owned());
+            format!("link  {:>10}  {name} -> {target}", "-")
+        }
+        Ok(m) if m.is_dir() => format!("dir   {:>10}  {name}/", "-"),
+        Ok(m) if m.is_file() => format!("file  {:>10}  {name}", m.len()),
+        Ok(_) => format!("other {:>10}  {name}", "-"),
+        Err(err) => format!("?     {:>10}  {name} ({})", "-", describe_io(&err)),
+    }
+}
+
+fn list(dir: &Path, shown: &str, max: usize) -> Result<String, ToolError> {
+    let metadata = std::fs::metadata(dir).map_err(|err| {
+        ToolError::Failed(format!("cannot list `{shown}`: {}", describe_io(&err)))
+    })?;
+    if !metadata.is_dir() {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| shown.to_owned());
+        return Ok(format!("{}\n", entry_line(dir, &name)));
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|err| ToolError::Failed(format!("cannot list `{shown}`: {}", describe_io(&err))))?
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let total = names.len();
+    let mut out = format!("{shown}/ ({total} entries)\n");
+    for name in names.iter().take(max) {
+        out.push_str(&entry_line(&dir.join(name), name));
+        out.push('\n');
+    }
+    if total > max {
+        out.push_str(&format!(
+            "[showing the first {max} of {total} entries; use glob to find specific files]\n"
+        ));
+    }
+    Ok(out)
+}
+
+#[async_trait]
+impl Tool for LsTool {
+    fn name(&self) -> &str {
+        "ls"
+    }
+
+    fn description(&self) -> &str {
+        "List a directory: each entry's type (file, dir, link), size in bytes and name, \
+         sorted by name, hidden entries included."
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Directory to list (default: the workspace root)."}
+            },
+            "additionalProperties": false
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn run(
+        &self,
+        arguments: serde_json::Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let arguments = if arguments.is_null() {
+            json!({})
+        } else {
+            arguments
+        };
+        let args: LsArgs = crate::parse_args(arguments)?;
+        let path = args.path.as_deref().unwrap_or(".");
+        let target = crate::authorize_read(&self.env, "ls", path, &ctx.cancel).await?;
+        let shown = self.env.workspace.display(&target.path);
+        let max = self.env.limits.ls_max_entries;
+        let dir = target.path;
+        let listed = tokio::task::spawn_blocking(move || list(&dir, &shown, max));
+        let text = tokio::select! {
+            listed = listed => listed.map_err(|err| ToolError::Failed(format!("ls failed: {err}")))??,
+            () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+        };
+        Ok(ToolOutput::ok(self.env.capture.finish(
+            &ctx.call_id,
+            RawOutput {
+                tool: "ls",
+                command: None,
+                exit_code: None,
+                text: &text,
+                spilled: None,
+            },
+        )))
+    }
+}

@@ -1,0 +1,506 @@
+//! The permission policy: which tool actions run freely, which need the user's approval,
+//! and which are refused, per permission mode.
+//!
+//! | action                          | read-only | ask   | auto-edit | full  |
+//! |---------------------------------|-----------|-------|-----------|-------|
+//! | read inside workspace / spill   | allow     | allow | allow     | allow |
+//! | read outside the workspace      | allow     | ask   | allow     | allow |
+//! | write / edit (inside workspace) | deny      | ask   | allow     | allow |
+//! | bash                            | deny      | ask   | ask       | allow |
+//!
+//! Writes outside the workspace are refused before the policy is consulted (see
+//! [`crate::workspace`]), in every mode. "Ask" goes to the front-end's [`Approver`]; with
+//! no approver (a headless run) an action that needs approval is refused with a message
+//! naming the mode that would allow it. Every refusal is a [`ToolError::Denied`], which
+//! the registry turns into an error result for the model: never a crash.
+//!
+//! Tools call [`PermissionPolicy::authorize`] after parsing and resolving their
+//! arguments and before doing anything.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use pith_core::ToolError;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+/// How much the agent may do without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum PermissionMode {
+    /// Only reading tools run; write, edit and bash are refused.
+    #[serde(rename = "read-only")]
+    ReadOnly,
+    /// Reading runs; writes, edits, commands and reads outside the workspace ask first.
+    #[default]
+    #[serde(rename = "ask")]
+    Ask,
+    /// Reading, writing and editing run; commands ask first.
+    #[serde(rename = "auto-edit")]
+    AutoEdit,
+    /// Everything runs without asking (writes stay confined to the workspace).
+    #[serde(rename = "full")]
+    Full,
+}
+
+impl PermissionMode {
+    /// Every mode, in increasing order of autonomy.
+    pub const ALL: [PermissionMode; 4] = [Self::ReadOnly, Self::Ask, Self::AutoEdit, Self::Full];
+
+    /// The name users type (`read-only`, `ask`, `auto-edit`, `full`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::Ask => "ask",
+            Self::AutoEdit => "auto-edit",
+            Self::Full => "full",
+        }
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A mode name that is not one of `read-only | ask | auto-edit | full`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown permission mode `{0}` (expected read-only, ask, auto-edit or full)")]
+pub struct UnknownPermissionMode(pub String);
+
+impl FromStr for PermissionMode {
+    type Err = UnknownPermissionMode;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == s)
+            .ok_or_else(|| UnknownPermissionMode(s.to_owned()))
+    }
+}
+
+/// What a tool is about to do, as the policy sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Read a path outside the workspace and the spill directory.
+    ReadOutside {
+        /// Tool name.
+        tool: String,
+        /// The resolved path.
+        path: String,
+    },
+    /// Create or change a file inside the workspace.
+    Edit {
+        /// Tool name.
+        tool: String,
+        /// Short description of the change (path and size).
+        summary: String,
+    },
+    /// Run a shell command.
+    Execute {
+        /// The exact command line.
+        command: String,
+    },
+}
+
+impl Action {
+    fn tool(&self) -> &str {
+        match self {
+            Self::ReadOutside { tool, .. } | Self::Edit { tool, .. } => tool,
+            Self::Execute { .. } => "bash",
+        }
+    }
+
+    fn summary(&self) -> String {
+        match self {
+            Self::ReadOutside { path, .. } => format!("read outside the workspace: {path}"),
+            Self::Edit { summary, .. } => summary.clone(),
+            Self::Execute { command } => format!("run: {command}"),
+        }
+    }
+
+    fn grant(&self) -> Grant {
+        match self {
+            Self::ReadOutside { .. } => Grant::OutsideReads,
+            Self::Edit { .. } => Grant::AllEdits,
+            Self::Execute { command } => Grant::Command(command.clone()),
+        }
+    }
+}
+
+/// What an "allow for this session" answer covers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Grant {
+    OutsideReads,
+    AllEdits,
+    Command(String),
+}
+
+impl Grant {
+    fn describe(&self) -> String {
+        match self {
+            Self::OutsideReads => "all reads outside the workspace".to_owned(),
+            Self::AllEdits => "all file writes and edits inside the workspace".to_owned(),
+            Self::Command(command) => format!("this exact command: {command}"),
+        }
+    }
+}
+
+/// A question to the user: may this tool call run?
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionRequest {
+    /// Tool name (`write`, `edit`, `bash`, `read`, ...).
+    pub tool: String,
+    /// One-line summary of the arguments (path and size, or the command).
+    pub summary: String,
+    /// What [`Approval::AllowForSession`] would allow from now on.
+    pub session_scope: String,
+}
+
+/// The user's answer to a [`PermissionRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Run this call only.
+    AllowOnce,
+    /// Run this call and every later call covered by the request's `session_scope`.
+    AllowForSession,
+    /// Do not run it. `feedback` (what to do instead) is passed on to the model.
+    Deny {
+        /// Optional words for the model.
+        feedback: Option<String>,
+    },
+}
+
+/// The front-end side of `ask`: shows a request to the user and returns the answer.
+///
+/// Called from inside a tool call, on the tool loop's task. Requests are serialised by
+/// the policy (never two at once). If the turn is cancelled while the approver waits, the
+/// policy drops the future and the call ends as cancelled, so implementations must be
+/// cancel-safe (dropping the future withdraws the question).
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// Asks the user about `request`.
+    async fn decide(&self, request: PermissionRequest) -> Approval;
+}
+
+/// The permission policy of one session: the current mode, the approver and the grants
+/// given with "allow for this session". Shared (`Arc`) by all tools; the front-end keeps
+/// a handle to switch modes.
+pub struct PermissionPolicy {
+    mode: Mutex<PermissionMode>,
+    approver: Option<Arc<dyn Approver>>,
+    grants: Mutex<HashSet<Grant>>,
+    asking: tokio::sync::Mutex<()>,
+}
+
+impl fmt::Debug for PermissionPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PermissionPolicy")
+            .field("mode", &self.mode())
+            .field("has_approver", &self.approver.is_some())
+            .finish()
+    }
+}
+
+enum Verdict {
+    Allow,
+    Ask,
+    Deny(String),
+}
+
+impl PermissionPolicy {
+    /// A policy in `mode`; `approver` answers `ask` requests (None: headless, refuse).
+    pub fn new(mode: PermissionMode, approver: Option<Arc<dyn Approver>>) -> Self {
+        Self {
+            mode: Mutex::new(mode),
+            approver,
+            grants: Mutex::new(HashSet::new()),
+            asking: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> PermissionMode {
+        *self.mode.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Switches mode (e.g. the user toggled it); session grants are kept.
+    pub fn set_mode(&self, mode: PermissionMode) {
+        *self.mode.lock().unwrap_or_else(PoisonError::into_inner) = mode;
+    }
+
+    fn verdict(&self, action: &Action) -> Verdict {
+        let mode = self.mode();
+        match (action, mode) {
+            (Action::ReadOutside { .. }, PermissionMode::Ask) => Verdict::Ask,
+            (Action::ReadOutside { .. }, _) => Verdict::Allow,
+            (Action::Edit { tool, .. }, PermissionMode::ReadOnly) => Verdict::Deny(format!(
+                "`{tool}` is not available in read-only mode; nothing was changed. Ask the \
+                 user to switch to a mode that allows edits if the change is needed."
+            )),
+            (Action::Edit { .. }, PermissionMode::Ask) => Verdict::Ask,
+            (Action::Edit { .. }, _) => Verdict::Allow,
+            (Action::Execute { .. }, PermissionMode::ReadOnly) => Verdict::Deny(
+                "`bash` is not available in read-only mode; the command was not run. Use \
+                 read, grep, glob and ls to inspect the workspace."
+                    .to_owned(),
+            ),
+            (Action::Execute { .. }, PermissionMode::Full) => Verdict::Allow,
+            (Action::Execute { .. }, _) => Verdict::Ask,
+        }
+    }
+
+    fn granted(&self, grant: &Grant) -> bool {
+        self.grants
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(grant)
+    }
+
+    /// Decides whether `action` may run, asking the approver when the mode says so.
+    /// `Ok(())` means go ahead; a refusal is [`ToolError::Denied`] and cancellation while
+    /// waiting for the user is [`ToolError::Cancelled`].
+    pub async fn authorize(
+        &self,
+        action: Action,
+        cancel: &CancellationToken,
+    ) -> Result<(), ToolError> {
+        match self.verdict(&action) {
+            Verdict::Allow => return Ok(()),
+            Verdict::Deny(reason) => return Err(ToolError::Denied(reason)),
+            Verdict::Ask => {}
+        }
+        let grant = action.grant();
+        if self.granted(&grant) {
+            return Ok(());
+        }
+        let Some(approver) = &self.approver else {
+            return Err(ToolError::Denied(format!(
+                "{} needs the user's approval in `{}` mode, and no one can approve it in this \
+                 run; it was not done",
+                action.summary(),
+                self.mode()
+            )));
+        };
+        let _one_question_at_a_time = tokio::select! {
+            guard = self.asking.lock() => guard,
+            () = cancel.cancelled() => return Err(ToolError::Cancelled),
+        };
+        // Another call may have been granted the same scope while this one waited.
+        if self.granted(&grant) {
+            return Ok(());
+        }
+        let request = PermissionRequest {
+            tool: action.tool().to_owned(),
+            summary: action.summary(),
+            session_scope: grant.describe(),
+        };
+        let approval = tokio::select! {
+            approval = approver.decide(request) => approval,
+            () = cancel.cancelled() => return Err(ToolError::Cancelled),
+        };
+        match approval {
+            Approval::AllowOnce => Ok(()),
+            Approval::AllowForSession => {
+                self.grants
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(grant);
+                Ok(())
+            }
+            Approval::Deny { feedback } => Err(ToolError::Denied(match feedback {
+                Some(text) if !text.trim().is_empty() => {
+                    format!("the user declined this call and said: {}", text.trim())
+                }
+                _ => "the user declined this call; it was not run".to_owned(),
+            })),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Scripted {
+        answer: Approval,
+        asked: AtomicUsize,
+        last: Mutex<Option<PermissionRequest>>,
+    }
+
+    #[async_trait]
+    impl Approver for Scripted {
+        async fn decide(&self, request: PermissionRequest) -> Approval {
+            self.asked.fetch_add(1, Ordering::SeqCst);
+            *self.last.lock().unwrap() = Some(request);
+            self.answer.clone()
+        }
+    }
+
+    fn scripted(answer: Approval) -> Arc<Scripted> {
+        Arc::new(Scripted {
+            answer,
+            asked: AtomicUsize::new(0),
+            last: Mutex::new(None),
+        })
+    }
+
+    fn edit() -> Action {
+        Action::Edit {
+            tool: "write".into(),
+            summary: "write src/a.rs (12 bytes)".into(),
+        }
+    }
+
+    fn run(command: &str) -> Action {
+        Action::Execute {
+            command: command.into(),
+        }
+    }
+
+    #[test]
+    fn mode_names_round_trip() {
+        for mode in PermissionMode::ALL {
+            assert_eq!(mode.as_str().parse::<PermissionMode>().unwrap(), mode);
+            assert_eq!(
+                serde_json::to_string(&mode).unwrap(),
+                format!("\"{}\"", mode.as_str())
+            );
+        }
+        assert!("yolo".parse::<PermissionMode>().is_err());
+    }
+
+    #[tokio::test]
+    async fn read_only_mode_refuses_edits_and_commands_without_asking() {
+        let approver = scripted(Approval::AllowOnce);
+        let policy = PermissionPolicy::new(PermissionMode::ReadOnly, Some(approver.clone()));
+        let cancel = CancellationToken::new();
+        assert!(matches!(
+            policy.authorize(edit(), &cancel).await,
+            Err(ToolError::Denied(_))
+        ));
+        assert!(matches!(
+            policy.authorize(run("ls"), &cancel).await,
+            Err(ToolError::Denied(_))
+        ));
+        assert_eq!(approver.asked.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn auto_edit_allows_edits_and_asks_for_commands() {
+        let approver = scripted(Approval::Deny {
+            feedback: Some("use cargo check instead".into()),
+        });
+        let policy = PermissionPolicy::new(PermissionMode::AutoEdit, Some(approver.clone()));
+        let cancel = CancellationToken::new();
+        policy.authorize(edit(), &cancel).await.unwrap();
+        let err = policy
+            .authorize(run("cargo build"), &cancel)
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("use cargo check instead"),
+            "the user's feedback reaches the model: {err}"
+        );
+        let request = approver.last.lock().unwrap().clone().unwrap();
+        assert_eq!(request.tool, "bash");
+        assert_eq!(request.summary, "run: cargo build");
+    }
+
+    #[tokio::test]
+    async fn allow_for_session_covers_later_calls_of_the_same_scope_only() {
+        let approver = scripted(Approval::AllowForSession);
+        let policy = PermissionPolicy::new(PermissionMode::Ask, Some(approver.clone()));
+        let cancel = CancellationToken::new();
+        policy.authorize(edit(), &cancel).await.unwrap();
+        policy.authorize(edit(), &cancel).await.unwrap();
+        assert_eq!(approver.asked.load(Ordering::SeqCst), 1, "edits granted");
+        policy.authorize(run("make"), &cancel).await.unwrap();
+        policy.authorize(run("make"), &cancel).await.unwrap();
+        policy
+            .authorize(run("make install"), &cancel)
+            .await
+            .unwrap();
+        assert_eq!(
+            approver.asked.load(Ordering::SeqCst),
+            3,
+            "a command grant covers that exact command only"
+        );
+    }
+
+    #[tokio::test]
+    async fn headless_ask_refuses_with_a_clear_reason() {
+        let policy = PermissionPolicy::new(PermissionMode::Ask, None);
+        let err = policy
+            .authorize(edit(), &CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("needs the user's approval"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn outside_reads_ask_only_in_ask_mode() {
+        let approver = scripted(Approval::AllowOnce);
+        let cancel = CancellationToken::new();
+        let outside = || Action::ReadOutside {
+            tool: "read".into(),
+            path: "/etc/hosts".into(),
+        };
+        for mode in [
+            PermissionMode::ReadOnly,
+            PermissionMode::AutoEdit,
+            PermissionMode::Full,
+        ] {
+            let policy = PermissionPolicy::new(mode, Some(approver.clone()));
+            policy.authorize(outside(), &cancel).await.unwrap();
+        }
+        assert_eq!(approver.asked.load(Ordering::SeqCst), 0);
+        let policy = PermissionPolicy::new(PermissionMode::Ask, Some(approver.clone()));
+        policy.authorize(outside(), &cancel).await.unwrap();
+        assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+    }
+
+    struct Never;
+
+    #[async_trait]
+    impl Approver for Never {
+        async fn decide(&self, _request: PermissionRequest) -> Approval {
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test]
+    async fn cancelling_the_turn_while_the_user_thinks_cancels_the_call() {
+        let policy = PermissionPolicy::new(PermissionMode::Ask, Some(Arc::new(Never)));
+        let cancel = CancellationToken::new();
+        let canceller = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            canceller.cancel();
+        });
+        let outcome = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            policy.authorize(run("rm -rf target"), &cancel),
+        )
+        .await
+        .expect("authorize must return once the turn is cancelled");
+        assert_eq!(outcome, Err(ToolError::Cancelled));
+    }
+
+    #[tokio::test]
+    async fn switching_mode_takes_effect_immediately() {
+        let policy = PermissionPolicy::new(PermissionMode::ReadOnly, None);
+        let cancel = CancellationToken::new();
+        assert!(policy.authorize(edit(), &cancel).await.is_err());
+        policy.set_mode(PermissionMode::Full);
+        policy.authorize(edit(), &cancel).await.unwrap();
+        policy.authorize(run("ls"), &cancel).await.unwrap();
+    }
+}

@@ -1,0 +1,319 @@
+//! The `read` tool: a file's exact text with line numbers (`cat -n` style), one page at a
+//! time. Never squashed: what the model reads is what is on disk, so it can quote it back
+//! in an edit. Directories, binary files and non-regular files (devices, FIFOs, which
+//! could block forever) are refused with a clear message. A page ends at `limit` lines or
+//! `read_max_page_bytes`, whichever comes first, with an explicit `offset=N` hint.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::config::{Limits, ToolEnv};
+use crate::squash;
+use crate::workspace::describe_io;
+
+/// `read {path, offset?, limit?}`.
+pub struct ReadTool {
+    env: Arc<ToolEnv>,
+}
+
+impl ReadTool {
+    /// The tool over `env`.
+    pub fn new(env: Arc<ToolEnv>) -> Self {
+        Self { env }
+    }
+}
+
+#[derive(Deserialize)]
+struct ReadArgs {
+    path: String,
+    offset: Option<u64>,
+    limit: Option<u64>,
+}
+
+/// Bytes inspected to decide whether a file is binary.
+const SNIFF_BYTES: usize = 8192;
+
+#[async_trait]
+impl Tool for ReadTool {
+    fn name(&self) -> &str {
+        "read"
+    }
+
+    fn description(&self) -> &str {
+        "Read a text file. Returns its exact lines prefixed with line numbers (number, tab, \
+         text). Long files are returned one page at a time; the result says which \
+         `offset` to pass to read on. Directories (use ls) and binary files are refused."
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace root or absolute."},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."},
+                "limit": {"type": "integer", "minimum": 1, "description": format!("Number of lines to return. Default {}.", self.env.limits.read_default_lines)}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn run(
+        &self,
+        arguments: serde_json::Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let args: ReadArgs = crate::parse_args(arguments)?;
+        let offset = args.offset.unwrap_or(1);
+        if offset == 0 {
+            return Err(ToolError::InvalidArguments(
+                "`offset` is 1-based: the first line is offset=1".into(),
+            ));
+        }
+        let limit = match args.limit {
+            Some(0) => {
+                return Err(ToolError::InvalidArguments(
+                    "`limit` must be at least 1".into(),
+                ))
+            }
+            Some(n) => n,
+            None => self.env.limits.read_default_lines as u64,
+        };
+        let target = crate::authorize_read(&self.env, "read", &args.path, &ctx.cancel).await?;
+        let shown = self.env.workspace.display(&target.path);
+        let limits = self.env.limits.clone();
+        let path = target.path;
+        let page =
+            tokio::task::spawn_blocking(move || read_page(&path, &shown, offset, limit, &limits));
+        tokio::select! {
+            page = page => page
+                .map_err(|err| ToolError::Failed(format!("read failed: {err}")))?
+                .map(ToolOutput::ok),
+            () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+        }
+    }
+}
+
+/// Reads one page of `path` (shown to the model as `shown`).
+pub fn read_page(
+    path: &Path,
+    shown: &str,
+    offset: u64,
+    limit: u64,
+    limits: &Limits,
+) -> Result<String, ToolError> {
+    let failed = |err: std::io::Error| {
+        ToolError::Failed(format!("cannot read `{shown}`: {}", describe_io(&err)))
+    };
+    let metadata = std::fs::metadata(path).map_err(failed)?;
+    if metadata.is_dir() {
+        return Err(ToolError::Failed(format!(
+            "`{shown}` is a directory; use ls to list it"
+        )));
+    }
+    if !metadata.is_file() {
+        return Err(ToolError::Failed(format!(
+            "`{shown}` is not a regular file (device, FIFO or socket); read refuses it"
+        )));
+    }
+    let mut file = File::open(path).map_err(failed)?;
+    let mut sniff = Vec::with_capacity(SNIFF_BYTES);
+    (&mut file)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut sniff)
+        .map_err(failed)?;
+    if sniff.contains(&0) {
+        return Err(ToolError::Failed(format!(
+            "`{shown}` is a binary file ({} bytes); read shows text files only",
+            metadata.len()
+        )));
+    }
+    let mut reader = BufReader::new(std::io::Cursor::new(sniff).chain(file));
+    let mut out = String::new();
+    let mut line = Vec::new();
+    let mut number: u64 = 0;
+    let mut last_shown: u64 = 0;
+    let mut page_full = false;
+    let mut invalid_utf8 = false;
+    let mut truncated_lines = 0usize;
+    loop {
+        line.clear();
+        let read = reader.read_until(b'\n', &mut line).map_err(failed)?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        if number < offset || page_full {
+            continue;
+        }
+        if number >= offset + limit {
+            page_full = true;
+            continue;
+        }
+        let body = line.strip_suffix(b"\n").unwrap_or(&line);
+        let text = match std::str::from_utf8(body) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => {
+                invalid_utf8 = true;
+                String::from_utf8_lossy(body)
+            }
+        };
+        let mut numbered = format!("{number:>6}\t");
+        let mut shortened = 0;
+        push_capped(
+            &mut numbered,
+            &text,
+            limits.read_max_line_chars,
+            &mut shortened,
+        );
+        numbered.push('\n');
+        if last_shown > 0 && out.len() + numbered.len() > limits.read_max_page_bytes {
+            page_full = true;
+            continue;
+        }
+        truncated_lines += shortened;
+        out.push_str(&numbered);
+        last_shown = number;
+    }
+    let total = number;
+    if total == 0 {
+        return Ok(format!("(`{shown}` is empty)"));
+    }
+    if offset > total {
+        return Err(ToolError::Failed(format!(
+            "offset {offset} is past the end of `{shown}`, which has {total} lines"
+        )));
+    }
+    if invalid_utf8 {
+        out.push_str(
+            "[this file is not valid UTF-8: invalid bytes are shown as \u{FFFD}; edit cannot \
+             match those lines]\n",
+        );
+    }
+    if truncated_lines > 0 {
+        out.push_str(&format!(
+            "[{truncated_lines} line(s) longer than {} characters were shortened]\n",
+            limits.read_max_line_chars
+        ));
+    }
+    if last_shown < total {
+        out.push_str(&format!(
+            "[showing lines {offset}-{last_shown} of {total}; call read with offset={} to \
+             read on]\n",
+            last_shown + 1
+        ));
+    }
+    Ok(out)
+}
+
+fn push_capped(out: &mut String, text: &str, max_chars: usize, truncated: &mut usize) {
+    match text.char_indices().nth(max_chars) {
+        None => out.push_str(text),
+        Some((cut, _)) => {
+            *truncated += 1;
+            out.push_str(&text[..cut]);
+            out.push_str(&squash::chars_omitted_suffix(text[cut..].chars().count()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(content: &[u8], offset: u64, limit: u64) -> Result<String, ToolError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, content).unwrap();
+        read_page(&path, "f", offset, limit, &Limits::default())
+    }
+
+    #[test]
+    fn lines_are_numbered_exactly() {
+        let text = page(b"fn main() {\n\tprintln!(\"hi\");\n}", 1, 100).unwrap();
+        assert_eq!(
+            text,
+            "     1\tfn main() {\n     2\t\tprintln!(\"hi\");\n     3\t}\n"
+        );
+    }
+
+    #[test]
+    fn long_files_are_paged_with_an_offset_hint() {
+        let content: String = (1..=10).map(|i| format!("l{i}\n")).collect();
+        let text = page(content.as_bytes(), 4, 3).unwrap();
+        assert!(
+            text.starts_with("     4\tl4\n     5\tl5\n     6\tl6\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("[showing lines 4-6 of 10; call read with offset=7 to read on]"),
+            "{text}"
+        );
+        let last = page(content.as_bytes(), 9, 100).unwrap();
+        assert!(!last.contains("offset="), "last page has no hint: {last}");
+    }
+
+    #[test]
+    fn page_byte_cap_stops_early_with_a_hint() {
+        let limits = Limits {
+            read_max_page_bytes: 100,
+            ..Limits::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let content: String = (0..100).map(|_| format!("{}\n", "z".repeat(40))).collect();
+        std::fs::write(&path, content).unwrap();
+        let text = read_page(&path, "f", 1, 2000, &limits).unwrap();
+        assert!(text.contains("call read with offset=3"), "{text}");
+    }
+
+    #[test]
+    fn binary_files_directories_and_devices_are_refused() {
+        let err = page(b"\x7fELF\x02\x01\x01\0\0\0", 1, 10).unwrap_err();
+        assert!(err.to_string().contains("binary file"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let err = read_page(dir.path(), "d", 1, 10, &Limits::default()).unwrap_err();
+        assert!(err.to_string().contains("is a directory"), "{err}");
+        let err = read_page(
+            Path::new("/dev/zero"),
+            "/dev/zero",
+            1,
+            10,
+            &Limits::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+
+    #[test]
+    fn invalid_utf8_is_shown_with_replacement_and_a_note() {
+        let text = page(b"caf\xe9\nok\n", 1, 10).unwrap();
+        assert!(text.contains("     1\tcaf\u{FFFD}\n"), "{text}");
+        assert!(text.contains("not valid UTF-8"), "{text}");
+    }
+
+    #[test]
+    fn very_long_lines_are_shortened_visibly() {
+        let text = page(format!("{}\n", "a".repeat(2500)).as_bytes(), 1, 10).unwrap();
+        assert!(text.contains("…[500 chars omitted]"), "{text}");
+        assert!(text.contains("shortened"));
+    }
+
+    #[test]
+    fn empty_files_and_offsets_past_the_end_are_explained() {
+        assert!(page(b"", 1, 10).unwrap().contains("is empty"));
+        let err = page(b"a\nb\n", 5, 10).unwrap_err();
+        assert!(err.to_string().contains("has 2 lines"), "{err}");
+    }
+}

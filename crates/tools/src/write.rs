@@ -1,0 +1,205 @@
+//! The `write` tool (create or replace a whole file) and the atomic file replacement it
+//! shares with `edit`: a temporary file in the same directory, fsynced, renamed over the
+//! target, directory fsynced. Readers see the old file or the new one, never half of it;
+//! an existing file keeps its permission bits.
+
+use std::fs::Permissions;
+use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::capture::RawOutput;
+use crate::config::ToolEnv;
+use crate::diff::short_diff;
+use crate::permission::Action;
+use crate::workspace::describe_io;
+
+/// Largest old file whose content is diffed against the new one.
+const DIFF_MAX_BYTES: u64 = 1024 * 1024;
+
+/// Replaces `path` with `bytes` atomically, creating missing parent directories.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let parent = path
+        .parent()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no parent"))?;
+    std::fs::create_dir_all(parent)?;
+    let existing = std::fs::metadata(path).ok().map(|m| m.permissions());
+    // New files get 0666 minus the umask, like any editor would create them.
+    let mut temp = tempfile::Builder::new()
+        .prefix(".pith-write-")
+        .suffix(".tmp")
+        .permissions(Permissions::from_mode(0o666))
+        .tempfile_in(parent)?;
+    temp.write_all(bytes)?;
+    if let Some(permissions) = existing {
+        temp.as_file().set_permissions(permissions)?;
+    }
+    temp.as_file().sync_all()?;
+    temp.persist(path).map_err(|err| err.error)?;
+    if let Ok(dir) = std::fs::File::open(parent) {
+        // Durability of the rename; failure here cannot undo the write, so it is ignored.
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+/// `write {path, content}`.
+pub struct WriteTool {
+    env: Arc<ToolEnv>,
+}
+
+impl WriteTool {
+    /// The tool over `env`.
+    pub fn new(env: Arc<ToolEnv>) -> Self {
+        Self { env }
+    }
+}
+
+#[derive(Deserialize)]
+struct WriteArgs {
+    path: String,
+    content: String,
+}
+
+#[async_trait]
+impl Tool for WriteTool {
+    fn name(&self) -> &str {
+        "write"
+    }
+
+    fn description(&self) -> &str {
+        "Create a file, or replace a file's whole content, inside the workspace. Missing \
+         parent directories are created. Prefer edit for changing part of an existing \
+         file. Returns what changed as a short diff."
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path inside the workspace (relative to its root, or absolute)."},
+                "content": {"type": "string", "description": "The complete new content of the file."}
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    async fn run(
+        &self,
+        arguments: serde_json::Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let args: WriteArgs = crate::parse_args(arguments)?;
+        let target = self.env.workspace.resolve_write(&args.path)?;
+        let shown = self.env.workspace.display(&target);
+        let metadata = std::fs::metadata(&target).ok();
+        if metadata.as_ref().is_some_and(|m| m.is_dir()) {
+            return Err(ToolError::Failed(format!(
+                "`{shown}` is a directory; give a file path"
+            )));
+        }
+        let exists = metadata.is_some();
+        self.env
+            .permissions
+            .authorize(
+                Action::Edit {
+                    tool: "write".into(),
+                    summary: format!(
+                        "{} {shown} ({} bytes)",
+                        if exists { "overwrite" } else { "create" },
+                        args.content.len()
+                    ),
+                },
+                &ctx.cancel,
+            )
+            .await?;
+        let old = match &metadata {
+            Some(m) if m.len() <= DIFF_MAX_BYTES => std::fs::read(&target)
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok()),
+            _ => None,
+        };
+        let path = target.clone();
+        let content = args.content;
+        let new_len = content.len();
+        let (written, content) = tokio::task::spawn_blocking(move || {
+            let result = write_atomically(&path, content.as_bytes());
+            (result, content)
+        })
+        .await
+        .map_err(|err| ToolError::Failed(format!("write failed: {err}")))?;
+        written.map_err(|err| {
+            ToolError::Failed(format!(
+                "could not write `{shown}`: {}; the file is unchanged",
+                describe_io(&err)
+            ))
+        })?;
+        let report = match (exists, old) {
+            (false, _) => format!(
+                "Created {shown} ({} lines, {new_len} bytes)",
+                content.lines().count()
+            ),
+            (true, Some(old)) if old == content => {
+                format!("Wrote {shown}: content unchanged ({new_len} bytes)")
+            }
+            (true, Some(old)) => format!(
+                "Updated {shown}\n{}",
+                short_diff(&shown, &old, &content, self.env.limits.diff_max_lines)
+            ),
+            (true, None) => format!("Replaced {shown} ({new_len} bytes; old content not shown)"),
+        };
+        Ok(ToolOutput::ok(self.env.capture.finish(
+            &ctx.call_id,
+            RawOutput {
+                tool: "write",
+                command: None,
+                exit_code: None,
+                text: &report,
+                spilled: None,
+            },
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_keeps_existing_permissions_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("script.sh");
+        std::fs::write(&path, "old").unwrap();
+        std::fs::set_permissions(&path, Permissions::from_mode(0o751)).unwrap();
+        write_atomically(&path, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o751, "an executable script must stay executable");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temp file left behind");
+    }
+
+    #[test]
+    fn new_files_are_not_private_and_parents_are_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a/b/new.txt");
+        write_atomically(&path, b"x").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_ne!(
+            mode & 0o044,
+            0,
+            "new file {mode:o} should be readable by others, like an editor's"
+        );
+    }
+}

@@ -1,0 +1,318 @@
+//! The bash tool under hostile commands: runaway output, timeouts, cancellation, children
+//! that ignore SIGTERM, invalid UTF-8, background processes. Timings are generous bounds
+//! that prove "no hang", never performance assertions.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{process_is_dead, read_pid, spill_path, Fixture};
+use pith_tools::bash::process::{run_command, CommandSpec, Termination};
+use pith_tools::{Limits, PermissionMode};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+fn quick_limits() -> Limits {
+    Limits {
+        bash_kill_grace: Duration::from_millis(300),
+        bash_drain_after_exit: Duration::from_millis(300),
+        bash_memory_cap_bytes: 64 * 1024,
+        spill_cap_bytes: 4 * 1024 * 1024,
+        ..Limits::default()
+    }
+}
+
+fn full() -> Fixture {
+    Fixture::build(PermissionMode::Full, None, quick_limits())
+}
+
+#[tokio::test]
+async fn stdout_and_stderr_interleave_in_order_with_the_exit_code() {
+    let fx = full();
+    let result = fx
+        .call(
+            "bash",
+            json!({"command": "echo one; echo two >&2; echo three; exit 3"}),
+        )
+        .await;
+    assert!(result.is_error, "exit 3 is an error result");
+    assert_eq!(result.content, "one\ntwo\nthree\n[exit code: 3]");
+}
+
+#[tokio::test]
+async fn commands_run_in_the_workspace_with_empty_stdin() {
+    let fx = full();
+    fx.write("marker.txt", "here");
+    let result = fx
+        .call("bash", json!({"command": "cat marker.txt; cat; pwd"}))
+        .await;
+    assert!(!result.is_error, "{}", result.content);
+    assert_eq!(
+        result.content,
+        format!("here{}\n[exit code: 0]", fx.root().display())
+    );
+}
+
+#[tokio::test]
+async fn invalid_utf8_and_nul_bytes_in_output_do_not_break_the_result() {
+    let fx = full();
+    let result = fx
+        .call(
+            "bash",
+            json!({"command": "printf 'caf\\xe9 \\x00\\xff\\xfe ok\\n'"}),
+        )
+        .await;
+    assert!(result.content.contains('\u{FFFD}'), "{:?}", result.content);
+    assert!(result.content.contains(" ok"), "{:?}", result.content);
+    assert!(result.content.ends_with("[exit code: 0]"));
+}
+
+#[tokio::test]
+async fn yes_without_end_is_stopped_by_the_timeout_with_bounded_memory_and_a_spill_file() {
+    let fx = full();
+    let result = fx
+        .call("bash", json!({"command": "yes", "timeout_ms": 1500}))
+        .await;
+    assert!(result.is_error);
+    assert!(
+        result.content.contains("[timed out after 1500 ms"),
+        "{}",
+        result.content
+    );
+    assert!(
+        result.content.contains("lines omitted]"),
+        "the gap must be marked: {}",
+        result.content
+    );
+    let spill = spill_path(result.content.lines().rev().nth(2).unwrap_or(""))
+        .or_else(|| {
+            result
+                .content
+                .lines()
+                .find_map(|l| l.strip_prefix("[full output: ")?.strip_suffix(']'))
+                .map(Into::into)
+        })
+        .expect("the result names the spill file");
+    assert!(spill.starts_with(fx.spill_dir()), "{spill:?}");
+    let size = std::fs::metadata(&spill).unwrap().len();
+    assert_eq!(
+        size,
+        4 * 1024 * 1024,
+        "the spill file stops at the spill cap"
+    );
+    assert!(
+        result.content.len() < 64 * 1024,
+        "the model sees a bounded text, got {} bytes",
+        result.content.len()
+    );
+}
+
+#[tokio::test]
+async fn runaway_output_is_held_in_memory_only_up_to_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill_file = dir.path().join("spill.txt");
+    let opener_path = spill_file.clone();
+    let cap = 32 * 1024;
+    let spec = CommandSpec {
+        command: "yes pith-memory-test | head -c 50000000".into(),
+        cwd: dir.path().to_path_buf(),
+        timeout: Duration::from_secs(120),
+        kill_grace: Duration::from_millis(300),
+        drain_after_exit: Duration::from_millis(300),
+        memory_cap: cap,
+        spill_cap: 1024 * 1024,
+        spill_opener: Box::new(move || {
+            let file = std::fs::File::create(&opener_path)?;
+            Ok((opener_path, file))
+        }),
+    };
+    let outcome = run_command(spec, &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.termination, Termination::Exited(0));
+    let output = &outcome.output;
+    assert_eq!(output.total_bytes, 50_000_000, "every byte was read");
+    assert!(
+        output.peak_memory_bytes <= cap,
+        "peak in-memory output {} exceeded the cap {cap}",
+        output.peak_memory_bytes
+    );
+    assert_eq!(std::fs::metadata(&spill_file).unwrap().len(), 1024 * 1024);
+    assert_eq!(
+        output.spill.as_ref().unwrap().discarded,
+        50_000_000 - 1024 * 1024
+    );
+}
+
+#[tokio::test]
+async fn timeout_ends_a_sleeping_command() {
+    let fx = full();
+    let result = fx
+        .call("bash", json!({"command": "sleep 100", "timeout_ms": 300}))
+        .await;
+    assert!(result.is_error);
+    assert!(
+        result.content.contains("[timed out after 300 ms"),
+        "{}",
+        result.content
+    );
+}
+
+#[tokio::test]
+async fn children_that_ignore_sigterm_are_killed_with_the_group() {
+    let fx = full();
+    let pid_file = fx.dir.path().join("child.pid");
+    let command = format!(
+        "bash -c 'trap \"\" TERM; echo $$ > {}; while true; do sleep 0.05; done' & \
+         trap '' TERM; sleep 100",
+        pid_file.display()
+    );
+    let result = fx
+        .call("bash", json!({"command": command, "timeout_ms": 700}))
+        .await;
+    assert!(result.content.contains("[timed out"), "{}", result.content);
+    let pid = read_pid(&pid_file);
+    assert!(
+        process_is_dead(pid),
+        "child {pid} ignoring SIGTERM must be SIGKILLed after the grace period"
+    );
+}
+
+#[tokio::test]
+async fn cancellation_mid_command_ends_the_call_and_its_processes() {
+    let fx = full();
+    let pid_file = fx.dir.path().join("sleeper.pid");
+    let cancel = CancellationToken::new();
+    let canceller = cancel.clone();
+    let watched = pid_file.clone();
+    tokio::spawn(async move {
+        // Cancel once the command has really started.
+        for _ in 0..600 {
+            if watched.exists() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        canceller.cancel();
+    });
+    let command = format!("sleep 100 & echo $! > {}; wait", pid_file.display());
+    let result = fx
+        .call_with("bash", json!({"command": command}), &cancel)
+        .await;
+    assert!(result.is_error);
+    assert_eq!(result.content, "cancelled");
+    let pid = read_pid(&pid_file);
+    assert!(process_is_dead(pid), "background sleep {pid} must be ended");
+}
+
+#[tokio::test]
+async fn dropping_the_call_future_kills_the_process_group() {
+    let fx = full();
+    let pid_file = fx.dir.path().join("dropped.pid");
+    let command = format!("sleep 100 & echo $! > {}; wait", pid_file.display());
+    let call = fx.next_call("bash", json!({ "command": command }));
+    let cancel = CancellationToken::new();
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(500),
+        fx.registry.execute(&call, &cancel),
+    )
+    .await;
+    assert!(dropped.is_err(), "the call should still be running");
+    let pid = read_pid(&pid_file);
+    for _ in 0..100 {
+        if process_is_dead(pid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("sleep {pid} survived its dropped tool call");
+}
+
+#[tokio::test]
+async fn background_processes_holding_the_output_are_ended_after_the_drain_window() {
+    let fx = full();
+    let result = fx
+        .call("bash", json!({"command": "echo started; sleep 100 &"}))
+        .await;
+    assert!(
+        result.content.starts_with("started\n"),
+        "{}",
+        result.content
+    );
+    assert!(
+        result.content.contains("[exit code: 0]"),
+        "{}",
+        result.content
+    );
+    assert!(
+        result.content.contains("background processes"),
+        "{}",
+        result.content
+    );
+}
+
+#[tokio::test]
+async fn large_output_is_squashed_and_the_raw_output_spilled() {
+    let fx = full();
+    let result = fx.call("bash", json!({"command": "seq 1 20000"})).await;
+    let spill = spill_path(&result.content).expect("a squashed result names its spill file");
+    let raw = std::fs::read_to_string(&spill).unwrap();
+    let expected: String = (1..=20000).map(|i| format!("{i}\n")).collect();
+    assert_eq!(raw, expected, "the spill file holds the exact raw output");
+    assert!(
+        result.content.len() < expected.len() / 4,
+        "{}",
+        result.content.len()
+    );
+    assert!(result.content.ends_with("[exit code: 0]"));
+}
+
+#[tokio::test]
+async fn timeout_arguments_are_validated_and_clamped() {
+    let limits = Limits {
+        bash_timeout_max: Duration::from_millis(400),
+        bash_timeout_default: Duration::from_millis(400),
+        ..quick_limits()
+    };
+    let fx = Fixture::build(PermissionMode::Full, None, limits);
+    let zero = fx
+        .call("bash", json!({"command": "true", "timeout_ms": 0}))
+        .await;
+    assert!(zero.is_error && zero.content.contains("invalid arguments"));
+    let clamped = fx
+        .call(
+            "bash",
+            json!({"command": "sleep 100", "timeout_ms": 99999999}),
+        )
+        .await;
+    assert!(
+        clamped.content.contains("above the maximum"),
+        "{}",
+        clamped.content
+    );
+    assert!(
+        clamped.content.contains("[timed out after 400 ms"),
+        "{}",
+        clamped.content
+    );
+}
+
+#[tokio::test]
+async fn read_only_and_headless_ask_modes_refuse_commands_without_running_them() {
+    for mode in [
+        PermissionMode::ReadOnly,
+        PermissionMode::Ask,
+        PermissionMode::AutoEdit,
+    ] {
+        let fx = Fixture::build(mode, None, quick_limits());
+        let result = fx.call("bash", json!({"command": "touch ran.txt"})).await;
+        assert!(result.is_error, "{mode}: {}", result.content);
+        assert!(
+            result.content.starts_with("permission denied"),
+            "{mode}: {}",
+            result.content
+        );
+        assert!(
+            !fx.root().join("ran.txt").exists(),
+            "{mode}: the command ran"
+        );
+    }
+}
