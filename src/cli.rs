@@ -17,7 +17,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one agent job without the REPL (scripts and CI).
-    Run(PendingArgs),
+    Run(RunArgs),
     /// Count the tokens of a file or of standard input.
     Tokens(TokensArgs),
     /// Squash a tool output the way pith does before the model sees it.
@@ -107,4 +107,63 @@ pub enum ReplayFormat {
     Text,
     /// One JSON document.
     Json,
+}
+
+/// `pith run`: one agent job without the REPL.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The prompt; `-` reads it from standard input.
+    #[arg(value_name = "PROMPT", conflicts_with = "prompt")]
+    pub positional: Option<String>,
+    /// The prompt (same as the positional argument).
+    #[arg(short = 'p', long = "prompt", value_name = "TEXT")]
+    pub prompt: Option<String>,
+    /// Model as provider/model (default: the session's, then config, then the first
+    /// provider whose API key is set, then the local model).
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    /// Continue this session (id, unique id prefix, or transcript path).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    pub format: FormatArg,
+    /// Tool permissions: read-only (default), auto-edit (writes and edits, no commands)
+    /// or full (everything, writes confined to the workspace).
+    #[arg(long, value_enum, default_value_t = ApprovalArg::ReadOnly)]
+    pub approval: ApprovalArg,
+    /// Stop after this many model requests.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Override the model's context window (tokens).
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
+    /// Disable automatic compaction.
+    #[arg(long)]
+    pub no_auto_compact: bool,
+    /// Workspace directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+/// Output formats of `pith run`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FormatArg {
+    /// The final answer as text.
+    Text,
+    /// One JSON result object.
+    Json,
+    /// One JSON event per line, then the result object.
+    StreamJson,
+}
+
+/// Approval modes available without a terminal.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ApprovalArg {
+    /// Reading tools only.
+    ReadOnly,
+    /// Reading, writing and editing; commands refused.
+    AutoEdit,
+    /// Everything.
+    Full,
 }

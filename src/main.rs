@@ -13,9 +13,8 @@ fn main() {
         Some(cli::Command::Tokens(args)) => commands::tokens::run(args),
         Some(cli::Command::Sessions(args)) => commands::sessions::run(args),
         Some(cli::Command::Replay(args)) => commands::replay::run(args),
-        Some(cli::Command::Run(_)) | Some(cli::Command::Compress(_)) | None => {
-            commands::not_yet_available(cli.command.as_ref())
-        }
+        Some(cli::Command::Run(args)) => commands::run::run(args),
+        Some(cli::Command::Compress(_)) | None => commands::not_yet_available(cli.command.as_ref()),
     };
     std::process::exit(exit::report(outcome));
 }

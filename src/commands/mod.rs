@@ -1,6 +1,7 @@
 //! Command implementations that belong to the binary itself (thin glue over the crates).
 
 pub mod replay;
+pub mod run;
 pub mod sessions;
 pub mod tokens;
 

@@ -50,6 +50,8 @@ pub enum AutoCompaction {
     Applied {
         /// The new provider-facing history.
         replacement: Vec<Message>,
+        /// The validated summary inside the replacement (persisted, never rendered live).
+        summary: String,
         /// Usage of the summary request, when the provider reported it.
         usage: Option<Usage>,
         /// Estimated input tokens before the compaction.

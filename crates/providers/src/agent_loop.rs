@@ -508,6 +508,7 @@ impl AgentLoop {
                 let tokens_after = self.estimate().total as u64;
                 let _ = events.send(LoopEvent::AutoCompaction(AutoCompaction::Applied {
                     replacement,
+                    summary: text,
                     usage: Some(usage),
                     tokens_before,
                     tokens_after,

@@ -27,6 +27,7 @@ pub mod lock;
 pub mod paths;
 pub mod projection;
 pub mod read;
+pub mod recorder;
 pub mod render;
 pub mod store;
 
@@ -36,4 +37,5 @@ pub use items::{items_from_messages, TranscriptItem};
 pub use listing::SessionSummary;
 pub use projection::{project_model, project_ui, UiEntry};
 pub use read::{read_transcript, ReadOptions, ReadReport, Transcript};
+pub use recorder::{CompactionNote, Observed, TurnRecorder};
 pub use store::{Durability, NewSession, Quarantine, Session, SessionStore};

@@ -1,0 +1,92 @@
+//! The machine-readable result and stream events of a headless job (docs/headless.md).
+
+use pith_core::{Message, ToolCall, ToolResult, Usage};
+use pith_session::CompactionNote;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// Characters of a tool result shown in a stream-json `tool_result` event.
+pub const RESULT_PREVIEW_CHARS: usize = 500;
+
+/// One compaction in the result object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompactionReport {
+    /// `auto`, `micro` or `manual`.
+    pub trigger: &'static str,
+    /// Estimated tokens before.
+    pub tokens_before: u64,
+    /// Estimated tokens after.
+    pub tokens_after: u64,
+}
+
+impl From<&CompactionNote> for CompactionReport {
+    fn from(note: &CompactionNote) -> Self {
+        let trigger = if note.micro {
+            "micro"
+        } else {
+            match note.trigger {
+                pith_session::CompactionTrigger::Auto => "auto",
+                pith_session::CompactionTrigger::Manual => "manual",
+            }
+        };
+        Self {
+            trigger,
+            tokens_before: note.tokens_before,
+            tokens_after: note.tokens_after,
+        }
+    }
+}
+
+/// The result of a job: `--format json` prints it, stream-json ends with it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunReport {
+    /// The session the job recorded into.
+    pub session_id: String,
+    /// `provider/model`.
+    pub model: String,
+    /// The final answer (pre-compaction + post-compaction text).
+    pub text: String,
+    /// Model requests sent for the job (compaction requests excluded).
+    pub turns: u32,
+    /// Usage over all requests, compaction included.
+    pub usage: Usage,
+    /// Cost in US dollars, when the model's prices are known.
+    pub cost: Option<f64>,
+    /// Compactions applied during the job.
+    pub compactions: Vec<CompactionReport>,
+    /// The error that ended the job, if any.
+    pub error: Option<String>,
+}
+
+/// Stream-json event for the start of the job.
+pub fn session_started(session_id: &str, model: &str, cwd: &str, resumed: bool) -> Value {
+    json!({"type": "session_started", "session_id": session_id, "model": model, "cwd": cwd, "resumed": resumed})
+}
+
+/// Stream-json event for a completed assistant message.
+pub fn assistant_message(message: &Message) -> Value {
+    let calls: Vec<Value> = message
+        .tool_calls()
+        .map(
+            |ToolCall {
+                 id,
+                 name,
+                 arguments,
+             }| json!({"id": id, "name": name, "arguments": arguments}),
+        )
+        .collect();
+    json!({"type": "assistant", "text": message.text_content(), "tool_calls": calls})
+}
+
+/// Stream-json event for a finished tool call.
+pub fn tool_result(call: &ToolCall, result: &ToolResult) -> Value {
+    let preview: String = result.content.chars().take(RESULT_PREVIEW_CHARS).collect();
+    json!({
+        "type": "tool_result",
+        "call_id": result.call_id,
+        "name": call.name,
+        "is_error": result.is_error,
+        "bytes": result.content.len(),
+        "preview": preview,
+    })
+}

@@ -1,0 +1,90 @@
+//! `pith run`: glue between the command line and pith-headless (runtime, signals, exit
+//! code).
+
+use std::io::Read;
+
+use anyhow::Result;
+use pith_headless::{OutputFormat, RunOptions};
+use pith_tools::PermissionMode;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{ApprovalArg, FormatArg, RunArgs};
+use crate::exit::ExitError;
+
+/// Runs the job; the process exits with the job's code.
+pub fn run(args: RunArgs) -> Result<()> {
+    let prompt = match args.prompt.or(args.positional) {
+        Some(text) if text == "-" => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).map_err(|e| {
+                ExitError::usage(format!("cannot read the prompt from standard input: {e}"))
+            })?;
+            text
+        }
+        Some(text) => text,
+        None => {
+            return Err(ExitError::usage(
+                "give a prompt: pith run \"…\" (or -p TEXT, or - for stdin)",
+            )
+            .into())
+        }
+    };
+    let cwd = match args.cwd {
+        Some(dir) => dir,
+        None => std::env::current_dir()
+            .map_err(|e| ExitError::usage(format!("cannot read the current directory: {e}")))?,
+    };
+    let options = RunOptions {
+        prompt,
+        model: args.model,
+        session: args.session,
+        format: match args.format {
+            FormatArg::Text => OutputFormat::Text,
+            FormatArg::Json => OutputFormat::Json,
+            FormatArg::StreamJson => OutputFormat::StreamJson,
+        },
+        approval: match args.approval {
+            ApprovalArg::ReadOnly => PermissionMode::ReadOnly,
+            ApprovalArg::AutoEdit => PermissionMode::AutoEdit,
+            ApprovalArg::Full => PermissionMode::Full,
+        },
+        max_turns: args.max_turns,
+        context_window: args.context_window,
+        no_auto_compact: args.no_auto_compact,
+        cwd,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ExitError::usage(format!("cannot start the async runtime: {e}")))?;
+    let code = runtime.block_on(async move {
+        let cancel = CancellationToken::new();
+        let on_signal = cancel.clone();
+        tokio::spawn(async move {
+            wait_for_termination().await;
+            on_signal.cancel();
+        });
+        let env = |name: &str| std::env::var(name).ok();
+        let mut out = std::io::stdout().lock();
+        let mut err = std::io::stderr();
+        pith_headless::run(options, &env, &mut out, &mut err, cancel).await
+    });
+    // Background tasks (e.g. a stuck HTTP read) must not keep the process alive.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    std::process::exit(code);
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn wait_for_termination() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = interrupt.recv() => {}
+        _ = terminate.recv() => {}
+    }
+}
