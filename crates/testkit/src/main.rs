@@ -28,6 +28,8 @@ struct Arguments {
 async fn main() -> anyhow::Result<()> {
     let arguments = Arguments::parse();
     let script = Script::from_file(&arguments.script)?;
+    // Handlers go in before the listening line, so a signal sent right after it is caught.
+    let termination = TerminationSignals::install()?;
     let mut builder = TestServer::builder(script).port(arguments.port);
     if let Some(record) = &arguments.record {
         builder = builder.record_to(record);
@@ -38,26 +40,49 @@ async fn main() -> anyhow::Result<()> {
     stdout.flush().context("flush stdout")?;
     drop(stdout);
 
-    wait_for_termination().await?;
+    termination.received().await;
     drop(server);
     Ok(())
 }
 
-/// Returns on SIGTERM or SIGINT (Ctrl+C).
+/// SIGTERM and SIGINT, listened to from installation on.
 #[cfg(unix)]
-async fn wait_for_termination() -> anyhow::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut terminate = signal(SignalKind::terminate()).context("listen for SIGTERM")?;
-    let mut interrupt = signal(SignalKind::interrupt()).context("listen for SIGINT")?;
-    tokio::select! {
-        _ = terminate.recv() => {}
-        _ = interrupt.recv() => {}
-    }
-    Ok(())
+struct TerminationSignals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
 }
 
-/// Returns on Ctrl+C.
+#[cfg(unix)]
+impl TerminationSignals {
+    fn install() -> anyhow::Result<TerminationSignals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(TerminationSignals {
+            terminate: signal(SignalKind::terminate()).context("listen for SIGTERM")?,
+            interrupt: signal(SignalKind::interrupt()).context("listen for SIGINT")?,
+        })
+    }
+
+    /// Returns when either signal arrives.
+    async fn received(mut self) {
+        tokio::select! {
+            _ = self.terminate.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+    }
+}
+
+/// Ctrl+C, where there are no Unix signals.
 #[cfg(not(unix))]
-async fn wait_for_termination() -> anyhow::Result<()> {
-    tokio::signal::ctrl_c().await.context("listen for Ctrl+C")
+struct TerminationSignals;
+
+#[cfg(not(unix))]
+impl TerminationSignals {
+    fn install() -> anyhow::Result<TerminationSignals> {
+        Ok(TerminationSignals)
+    }
+
+    /// Returns on Ctrl+C (or when it cannot be listened for).
+    async fn received(self) {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
