@@ -22,8 +22,8 @@ pub(crate) type AnswerBody = UnsyncBoxBody<Bytes, std::io::Error>;
 const OPENAI_CONTEXT_LIMIT: u64 = 128_000;
 const ANTHROPIC_CONTEXT_LIMIT: u64 = 200_000;
 
-/// Text streamed by a `drop_mid_stream` / `malformed_sse` turn that scripts no content, so
-/// there are chunks to send before the failure.
+/// Text streamed by a `drop_mid_stream` / `malformed_sse` / `stream_error` turn that scripts
+/// no content, so there are chunks to send before the failure.
 const FAULT_FILLER_TEXT: &str =
     "This answer is streamed in several pieces and breaks before it ends.";
 
@@ -76,6 +76,7 @@ pub(crate) fn for_turn(
     match turn.fault {
         Some(Fault::Http429) => return http_error(ErrorKind::RateLimited),
         Some(Fault::Http500) => return http_error(ErrorKind::ServerError),
+        Some(Fault::StreamError) if !facts.streaming => return http_error(ErrorKind::ServerError),
         Some(Fault::Overloaded) => return http_error(ErrorKind::Overloaded),
         Some(Fault::ContextLength) => {
             let limit = match protocol {
@@ -93,7 +94,7 @@ pub(crate) fn for_turn(
                 send_headers: facts.streaming,
             }
         }
-        Some(Fault::DropMidStream | Fault::MalformedSse) | None => {}
+        Some(Fault::DropMidStream | Fault::MalformedSse | Fault::StreamError) | None => {}
     }
 
     let filled;
@@ -121,6 +122,10 @@ pub(crate) fn for_turn(
             Some(Fault::DropMidStream) => {
                 events.truncate((events.len() / 2).max(1));
                 ending = Ending::Abort;
+            }
+            Some(Fault::StreamError) => {
+                events.truncate((events.len() / 2).max(1));
+                events.push(wire::stream_error_event(protocol, events.len()));
             }
             Some(Fault::MalformedSse) => {
                 let middle = events.len() / 2;

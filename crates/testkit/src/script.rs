@@ -76,6 +76,11 @@ pub enum Fault {
     MalformedSse,
     /// HTTP 400 with the provider's real context-length error body.
     ContextLength,
+    /// A 200 stream that stops after about half of its events with the provider's in-stream
+    /// error event (Anthropic `event: error` / `overloaded_error`, Responses `event: error`,
+    /// Chat `data: {"error": …}`), then ends without its normal final event. A
+    /// non-streaming request gets `http_500`'s answer.
+    StreamError,
     /// Never finishes: a streaming request gets the 200 headers and then silence, a
     /// non-streaming one gets nothing at all, until the client gives up.
     Hang,

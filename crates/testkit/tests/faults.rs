@@ -244,6 +244,57 @@ async fn malformed_sse_puts_one_corrupt_data_line_mid_stream_and_finishes() {
 }
 
 #[tokio::test]
+async fn stream_error_ends_a_200_stream_with_the_providers_error_event() {
+    for protocol in PROTOCOLS {
+        let server = single_fault(
+            protocol,
+            Turn::text("Some text streamed in pieces.").with_fault(Fault::StreamError),
+        );
+        let streamed = stream(&server.endpoint_url(), &request(protocol, true)).await;
+        assert!(
+            streamed.body_error.is_none(),
+            "{protocol:?}: the HTTP body ends normally"
+        );
+        let events = streamed.events().await;
+        assert!(
+            events.len() >= 3,
+            "{protocol:?}: some events come before the error"
+        );
+        let last = events.last().unwrap();
+        let error = last.json();
+        match protocol {
+            Protocol::Anthropic => {
+                assert_eq!(last.name, "error");
+                assert_eq!(error["type"], "error");
+                assert_eq!(error["error"]["type"], "overloaded_error");
+            }
+            Protocol::OpenAiResponses => {
+                assert_eq!(last.name, "error");
+                assert_eq!(error["sequence_number"], events.len() - 1);
+                serde_json::from_value::<async_openai::types::responses::ResponseStreamEvent>(
+                    error.clone(),
+                )
+                .unwrap_or_else(|e| panic!("async-openai rejects {error}: {e}"));
+            }
+            Protocol::OpenAiChat => {
+                assert_eq!(error["error"]["type"], "server_error");
+            }
+        }
+        assert!(
+            !streamed.text().contains(terminal_marker(protocol)),
+            "{protocol:?}: the stream never completes"
+        );
+
+        let plain = single_fault(protocol, Turn::fault(Fault::StreamError));
+        let (status, _, _) = call_json(&plain.endpoint_url(), &request(protocol, false)).await;
+        assert_eq!(
+            status, 500,
+            "{protocol:?}: without streaming it is an HTTP 500"
+        );
+    }
+}
+
+#[tokio::test]
 async fn hang_sends_headers_then_nothing_when_streaming_and_nothing_at_all_otherwise() {
     for protocol in PROTOCOLS {
         let server = single_fault(protocol, Turn::fault(Fault::Hang));

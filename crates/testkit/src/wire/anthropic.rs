@@ -172,6 +172,13 @@ pub(crate) fn stream_events(plan: &TurnPlan<'_>) -> Vec<SseEvent> {
     events
 }
 
+/// The `error` event an Anthropic stream carries when it fails after its 200 (typically
+/// `overloaded_error`).
+pub(crate) fn stream_error_event() -> SseEvent {
+    let (_, body) = error_answer(&ErrorKind::Overloaded);
+    SseEvent::named("error", &json!({"type": "error", "error": body["error"]}))
+}
+
 /// The non-streaming `message` body.
 pub(crate) fn json_body(plan: &TurnPlan<'_>) -> Value {
     let content: Vec<Value> = content_blocks(plan)

@@ -194,6 +194,16 @@ pub(crate) fn json_body(protocol: Protocol, plan: &TurnPlan<'_>) -> Value {
     }
 }
 
+/// The error event a provider sends inside a 200 stream; `sequence_number` is its position
+/// (used by the Responses API).
+pub(crate) fn stream_error_event(protocol: Protocol, sequence_number: usize) -> SseEvent {
+    match protocol {
+        Protocol::OpenAiChat => openai_chat::stream_error_event(),
+        Protocol::OpenAiResponses => openai_responses::stream_error_event(sequence_number),
+        Protocol::Anthropic => anthropic::stream_error_event(),
+    }
+}
+
 /// The status and body of an error answer.
 pub(crate) fn error_answer(protocol: Protocol, kind: &ErrorKind) -> (StatusCode, Value) {
     match protocol {

@@ -107,6 +107,13 @@ pub(crate) fn stream_events(plan: &TurnPlan<'_>) -> Vec<SseEvent> {
     events
 }
 
+/// The error a Chat Completions stream carries when it fails after its 200: a data line
+/// holding only the error object.
+pub(crate) fn stream_error_event() -> SseEvent {
+    let (_, body) = error_answer(Protocol::OpenAiChat, &ErrorKind::ServerError);
+    SseEvent::data(body.to_string())
+}
+
 /// The non-streaming `chat.completion` body.
 pub(crate) fn json_body(plan: &TurnPlan<'_>) -> Value {
     let content = if plan.turn.text.is_empty() && !plan.turn.tool_calls.is_empty() {

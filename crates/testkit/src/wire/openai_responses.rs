@@ -262,6 +262,20 @@ fn with(base: &Value, key: &str, value: Value) -> Value {
     object
 }
 
+/// The `error` event a Responses stream carries when it fails after its 200.
+pub(crate) fn stream_error_event(sequence_number: usize) -> SseEvent {
+    SseEvent::named(
+        "error",
+        &json!({
+            "type": "error",
+            "code": "server_error",
+            "message": "The server had an error while processing your request. Sorry about that!",
+            "param": null,
+            "sequence_number": sequence_number
+        }),
+    )
+}
+
 /// The non-streaming `response` body.
 pub(crate) fn json_body(plan: &TurnPlan<'_>) -> Value {
     let output = output_items(plan)
