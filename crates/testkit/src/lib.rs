@@ -24,6 +24,8 @@
 //! The script format, faults and the `pith-testkit` binary are documented in
 //! `docs/testkit.md`.
 
+#![warn(missing_docs)]
+
 mod answer;
 mod error;
 mod record;

@@ -29,6 +29,19 @@ fn collapsed(names: &[String]) -> Vec<String> {
 
 // ---------------------------------------------------------------- OpenAI Chat Completions
 
+/// The text a Chat Completions stream carries (all `content` deltas joined).
+fn chat_text(events: &[Event]) -> String {
+    events
+        .iter()
+        .filter(|event| event.data != "[DONE]")
+        .filter_map(|event| {
+            event.json()["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn chat_stream_has_role_first_then_text_and_tool_call_fragments_then_usage_and_done() {
     let text = "Let me look at the library file first.";
@@ -587,4 +600,58 @@ async fn anthropic_without_stream_answers_one_message_json() {
     );
     assert_eq!(body["usage"]["input_tokens"], 500);
     assert_eq!(body["usage"]["output_tokens"], 7);
+}
+
+// ------------------------------------------------------------------- a whole script in JSON
+
+#[tokio::test]
+async fn the_issue_example_script_plays_turn_by_turn() {
+    let script = Script::from_json(
+        r###"{"protocol": "openai-chat",
+             "turns": [
+               {"text": "Let me look.", "tool_calls": [{"name": "read", "arguments": {"path": "src/lib.rs"}}],
+                "usage": {"input_tokens": 120000, "output_tokens": 40}},
+               {"text": "## Goal\n...", "chunk_delay_ms": 5},
+               {"fault": "http_429", "retry_after_s": 1},
+               {"text": "Done."}
+             ]}"###,
+    )
+    .unwrap();
+    let server = TestServer::start(script).unwrap();
+    let request = json!({"model": "m", "stream": true,
+                         "stream_options": {"include_usage": true}, "messages": []});
+
+    let first = stream(&server.endpoint_url(), &request)
+        .await
+        .events()
+        .await;
+    let usage = first[first.len() - 2].json()["usage"].clone();
+    assert_eq!(
+        usage["prompt_tokens"], 120_000,
+        "turn 1 reports the scripted usage"
+    );
+
+    let second = stream(&server.endpoint_url(), &request)
+        .await
+        .events()
+        .await;
+    assert_eq!(chat_text(&second), "## Goal\n...");
+
+    let (status, headers, _) = call_json(&server.endpoint_url(), &request).await;
+    assert_eq!(
+        (status, headers["retry-after"].to_str().unwrap()),
+        (429, "1")
+    );
+
+    let last = stream(&server.endpoint_url(), &request)
+        .await
+        .events()
+        .await;
+    assert_eq!(
+        chat_text(&last),
+        "Done.",
+        "the retried request gets the next turn"
+    );
+    assert_eq!(server.turns_served(), 4);
+    assert_eq!(server.request_count(), 4);
 }
