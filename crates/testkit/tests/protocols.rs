@@ -539,6 +539,7 @@ async fn anthropic_stream_follows_the_messages_event_flow() {
     let message_delta = &payloads[payloads.len() - 2];
     assert_eq!(message_delta["delta"]["stop_reason"], "tool_use");
     assert_eq!(message_delta["usage"]["output_tokens"], 40);
+    assert_eq!(message_delta["usage"]["cache_read_input_tokens"], 100_000);
 }
 
 #[tokio::test]

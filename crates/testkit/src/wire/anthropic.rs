@@ -165,7 +165,9 @@ pub(crate) fn stream_events(plan: &TurnPlan<'_>) -> Vec<SseEvent> {
         "message_delta",
         json!({
             "delta": {"stop_reason": stop_reason(plan), "stop_sequence": null},
-            "usage": {"output_tokens": plan.turn.effective_usage().output_tokens}
+            // Cumulative usage, as the API sends today (older examples show only
+            // output_tokens here; message_start already carried the input side).
+            "usage": usage(plan, plan.turn.effective_usage().output_tokens)
         }),
     ));
     events.push(event("message_stop", json!({})));
