@@ -1,3 +1,39 @@
-//! pith-testkit: a scripted provider server on 127.0.0.1 that speaks the real OpenAI Chat,
-//! OpenAI Responses and Anthropic Messages wire formats (SSE) and records requests, for
-//! pith's integration and end-to-end tests.
+//! pith-testkit: a scripted provider server on 127.0.0.1 that speaks the real OpenAI Chat
+//! Completions, OpenAI Responses and Anthropic Messages wire formats (streamed SSE and plain
+//! JSON), plays faults (rate limits, overload, dropped or corrupt streams, context-length
+//! errors, hangs) and records every request, for pith's integration and end-to-end tests.
+//!
+//! One scripted [`Turn`] answers one incoming request, in order, whatever the request is
+//! (compaction requests included); a request beyond the script gets an HTTP 500 saying so.
+//!
+//! ```no_run
+//! use pith_testkit::{Fault, Script, TestServer, Turn};
+//! use serde_json::json;
+//!
+//! let server = TestServer::start(Script::openai_chat([
+//!     Turn::text("Let me look.")
+//!         .with_tool_call("read", json!({"path": "src/lib.rs"}))
+//!         .with_usage(120_000, 40),
+//!     Turn::fault(Fault::Http429).with_retry_after_s(1),
+//!     Turn::text("## Goal\n...").with_chunk_delay_ms(50),
+//! ]))?;
+//! let base_url = server.base_url(); // http://127.0.0.1:PORT/v1
+//! # Ok::<(), pith_testkit::TestkitError>(())
+//! ```
+//!
+//! The script format, faults and the `pith-testkit` binary are documented in
+//! `docs/testkit.md`.
+
+#![warn(missing_docs)]
+
+mod answer;
+mod error;
+mod record;
+mod script;
+mod server;
+mod wire;
+
+pub use error::TestkitError;
+pub use record::{RecordedRequest, REDACTED};
+pub use script::{Fault, Protocol, Script, ToolCall, Turn, Usage};
+pub use server::{TestServer, TestServerBuilder};

@@ -1,0 +1,271 @@
+//! What the server sends for one request: picks the wire rendering (stream or JSON), applies
+//! the turn's fault, and turns the result into an HTTP response whose body is paced chunk by
+//! chunk (`chunk_delay_ms`), cut off (`drop_mid_stream`) or silent (`hang`).
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use hyper::{Response, StatusCode};
+
+use crate::script::{Fault, Protocol, Turn};
+use crate::wire::{self, ErrorKind, SseEvent, TurnPlan, JSON_CONTENT_TYPE, SSE_CONTENT_TYPE};
+
+/// The body type of every answer.
+pub(crate) type AnswerBody = UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// Context windows quoted in context-length errors.
+const OPENAI_CONTEXT_LIMIT: u64 = 128_000;
+const ANTHROPIC_CONTEXT_LIMIT: u64 = 200_000;
+
+/// Text streamed by a `drop_mid_stream` / `malformed_sse` / `stream_error` turn that scripts
+/// no content, so there are chunks to send before the failure.
+const FAULT_FILLER_TEXT: &str =
+    "This answer is streamed in several pieces and breaks before it ends.";
+
+/// Pause before cutting a connection, so the chunks already queued are flushed first.
+const ABORT_GRACE: Duration = Duration::from_millis(50);
+
+/// What the request asked for, as far as rendering is concerned.
+pub(crate) struct RequestFacts {
+    /// The request's `model`.
+    pub model: String,
+    /// `"stream": true`.
+    pub streaming: bool,
+    /// `stream_options.include_usage` (Chat Completions).
+    pub include_usage: bool,
+}
+
+/// How a body ends after its last chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// Normally.
+    Complete,
+    /// With the connection closed abruptly (the HTTP message is left incomplete).
+    Abort,
+}
+
+/// A planned HTTP answer.
+pub(crate) enum Answer {
+    /// Status, headers and body chunks, sent `delay` apart.
+    Send {
+        status: StatusCode,
+        content_type: &'static str,
+        retry_after_s: Option<u64>,
+        chunks: Vec<Bytes>,
+        delay: Duration,
+        ending: Ending,
+    },
+    /// Headers (when `send_headers`) and then nothing, ever.
+    Hang { send_headers: bool },
+}
+
+/// The answer to a request served by `turn` (the `number`-th turn, 1-based).
+pub(crate) fn for_turn(
+    protocol: Protocol,
+    turn: &Turn,
+    number: usize,
+    tool_call_ids: &[String],
+    facts: &RequestFacts,
+) -> Answer {
+    let http_error = |kind: ErrorKind| error(protocol, &kind, turn.retry_after_s);
+    match turn.fault {
+        Some(Fault::Http429) => return http_error(ErrorKind::RateLimited),
+        Some(Fault::Http500) => return http_error(ErrorKind::ServerError),
+        Some(Fault::StreamError) if !facts.streaming => return http_error(ErrorKind::ServerError),
+        Some(Fault::Overloaded) => return http_error(ErrorKind::Overloaded),
+        Some(Fault::ContextLength) => {
+            let limit = match protocol {
+                Protocol::Anthropic => ANTHROPIC_CONTEXT_LIMIT,
+                Protocol::OpenAiChat | Protocol::OpenAiResponses => OPENAI_CONTEXT_LIMIT,
+            };
+            let scripted = turn.usage.map_or(0, |usage| usage.input_tokens);
+            return http_error(ErrorKind::ContextLength {
+                prompt_tokens: scripted.max(limit + 1),
+                limit,
+            });
+        }
+        Some(Fault::Hang) => {
+            return Answer::Hang {
+                send_headers: facts.streaming,
+            }
+        }
+        Some(Fault::DropMidStream | Fault::MalformedSse | Fault::StreamError) | None => {}
+    }
+
+    let filled;
+    let turn = if turn.fault.is_some() && turn.text.is_empty() && turn.tool_calls.is_empty() {
+        filled = Turn {
+            text: FAULT_FILLER_TEXT.to_owned(),
+            ..turn.clone()
+        };
+        &filled
+    } else {
+        turn
+    };
+    let plan = TurnPlan {
+        turn,
+        number,
+        tool_call_ids,
+        model: facts.model.clone(),
+        include_usage: facts.include_usage,
+    };
+    let delay = Duration::from_millis(turn.chunk_delay_ms);
+    let (content_type, chunks, ending) = if facts.streaming {
+        let mut events = wire::stream_events(protocol, &plan);
+        let mut ending = Ending::Complete;
+        match turn.fault {
+            Some(Fault::DropMidStream) => {
+                events.truncate((events.len() / 2).max(1));
+                ending = Ending::Abort;
+            }
+            Some(Fault::StreamError) => {
+                events.truncate((events.len() / 2).max(1));
+                events.push(wire::stream_error_event(protocol, events.len()));
+            }
+            Some(Fault::MalformedSse) => {
+                let middle = events.len() / 2;
+                let corrupt = events[middle].corrupted();
+                events.insert(middle, corrupt);
+            }
+            _ => {}
+        }
+        let chunks = events.iter().map(SseEvent::encode).collect();
+        (SSE_CONTENT_TYPE, chunks, ending)
+    } else {
+        let body = wire::json_body(protocol, &plan).to_string();
+        let (chunks, ending) = match turn.fault {
+            Some(Fault::DropMidStream) => (vec![half(&body)], Ending::Abort),
+            Some(Fault::MalformedSse) => (vec![half(&body)], Ending::Complete),
+            _ => (vec![Bytes::from(body)], Ending::Complete),
+        };
+        (JSON_CONTENT_TYPE, chunks, ending)
+    };
+    Answer::Send {
+        status: StatusCode::OK,
+        content_type,
+        retry_after_s: None,
+        chunks,
+        delay,
+        ending,
+    }
+}
+
+/// The first half of `text`.
+fn half(text: &str) -> Bytes {
+    let cut = wire::floor_char_boundary(text, text.len() / 2);
+    Bytes::copy_from_slice(&text.as_bytes()[..cut])
+}
+
+/// An error answer in `protocol`'s format.
+pub(crate) fn error(protocol: Protocol, kind: &ErrorKind, retry_after_s: Option<u64>) -> Answer {
+    let (status, body) = wire::error_answer(protocol, kind);
+    Answer::Send {
+        status,
+        content_type: JSON_CONTENT_TYPE,
+        retry_after_s,
+        chunks: vec![Bytes::from(body.to_string())],
+        delay: Duration::ZERO,
+        ending: Ending::Complete,
+    }
+}
+
+/// A body that sends `chunks` one HTTP chunk each, `delay` apart, then ends as `ending` says.
+fn paced_body(chunks: Vec<Bytes>, delay: Duration, ending: Ending) -> AnswerBody {
+    struct Pacing {
+        chunks: std::vec::IntoIter<Bytes>,
+        sent: usize,
+        ending: Option<Ending>,
+    }
+    let start = Pacing {
+        chunks: chunks.into_iter(),
+        sent: 0,
+        ending: Some(ending),
+    };
+    let frames = futures::stream::unfold(start, move |mut pacing| async move {
+        if let Some(chunk) = pacing.chunks.next() {
+            if pacing.sent > 0 && !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            pacing.sent += 1;
+            return Some((Ok(Frame::data(chunk)), pacing));
+        }
+        match pacing.ending.take() {
+            Some(Ending::Abort) => {
+                tokio::time::sleep(ABORT_GRACE).await;
+                let cut = std::io::Error::new(
+                    std::io::ErrorKind::ConnectionAborted,
+                    "pith-testkit: drop_mid_stream closes the connection here",
+                );
+                Some((Err(cut), pacing))
+            }
+            Some(Ending::Complete) | None => None,
+        }
+    });
+    StreamBody::new(frames).boxed_unsync()
+}
+
+/// A body that never yields anything.
+fn silent_body() -> AnswerBody {
+    StreamBody::new(futures::stream::pending::<
+        Result<Frame<Bytes>, std::io::Error>,
+    >())
+    .boxed_unsync()
+}
+
+/// A complete body with a known length.
+pub(crate) fn full_body(bytes: Bytes) -> AnswerBody {
+    Full::new(bytes)
+        .map_err(|never: Infallible| match never {})
+        .boxed_unsync()
+}
+
+/// The HTTP response for `answer`; `None` for a hang without headers (the caller then never
+/// answers).
+pub(crate) fn into_response(answer: Answer) -> Option<Response<AnswerBody>> {
+    match answer {
+        Answer::Hang {
+            send_headers: false,
+        } => None,
+        Answer::Hang { send_headers: true } => {
+            let mut response = Response::new(silent_body());
+            set_header(&mut response, CONTENT_TYPE, SSE_CONTENT_TYPE);
+            set_header(&mut response, CACHE_CONTROL, "no-cache");
+            Some(response)
+        }
+        Answer::Send {
+            status,
+            content_type,
+            retry_after_s,
+            chunks,
+            delay,
+            ending,
+        } => {
+            let body = if ending == Ending::Complete && chunks.len() == 1 {
+                full_body(chunks.into_iter().next().unwrap_or_default())
+            } else {
+                paced_body(chunks, delay, ending)
+            };
+            let mut response = Response::new(body);
+            *response.status_mut() = status;
+            set_header(&mut response, CONTENT_TYPE, content_type);
+            if content_type == SSE_CONTENT_TYPE {
+                set_header(&mut response, CACHE_CONTROL, "no-cache");
+            }
+            if let Some(seconds) = retry_after_s {
+                set_header(&mut response, RETRY_AFTER, &seconds.to_string());
+            }
+            Some(response)
+        }
+    }
+}
+
+fn set_header(response: &mut Response<AnswerBody>, name: hyper::header::HeaderName, value: &str) {
+    if let Ok(value) = HeaderValue::from_str(value) {
+        response.headers_mut().insert(name, value);
+    }
+}

@@ -1,0 +1,394 @@
+//! The HTTP server: binds 127.0.0.1, runs on its own thread and tokio runtime (so it keeps
+//! answering while a test blocks on a child process), hands each request the next scripted
+//! turn, and records every request. Rejections (wrong path, non-JSON body, script exhausted)
+//! are answered in the protocol's error format with a message starting `pith-testkit:`.
+
+use std::convert::Infallible;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::answer::{self, Answer, AnswerBody, RequestFacts};
+use crate::error::TestkitError;
+use crate::record::{recorded_header_value, RecordedRequest, RequestLog};
+use crate::script::{Protocol, Script};
+use crate::wire::{ErrorKind, DEFAULT_MODEL};
+
+/// A running scripted provider server. Dropping it stops the server (open streams, hung
+/// requests included) and frees the port.
+///
+/// ```no_run
+/// use pith_testkit::{Script, TestServer, Turn};
+/// use serde_json::json;
+///
+/// let server = TestServer::start(Script::anthropic([
+///     Turn::text("Let me look.").with_tool_call("read", json!({"path": "src/lib.rs"})),
+///     Turn::text("Done."),
+/// ]))?;
+/// // point the client at server.base_url() (here http://127.0.0.1:PORT), run it, then:
+/// let requests = server.wait_for_requests_blocking(2, std::time::Duration::from_secs(10))?;
+/// assert_eq!(requests[1].path, "/v1/messages");
+/// # Ok::<(), pith_testkit::TestkitError>(())
+/// ```
+pub struct TestServer {
+    origin: String,
+    port: u16,
+    protocol: Protocol,
+    state: Arc<ServerState>,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Options for [`TestServer`]: port and record file.
+#[derive(Debug, Clone)]
+pub struct TestServerBuilder {
+    script: Script,
+    port: u16,
+    record_path: Option<PathBuf>,
+}
+
+impl TestServerBuilder {
+    /// Listen on `port` instead of a free port chosen by the OS (0, the default).
+    pub fn port(mut self, port: u16) -> TestServerBuilder {
+        self.port = port;
+        self
+    }
+
+    /// Also append every request body to `path`, one JSON per line, flushed per request.
+    pub fn record_to(mut self, path: impl Into<PathBuf>) -> TestServerBuilder {
+        self.record_path = Some(path.into());
+        self
+    }
+
+    /// Validates the script, binds the port and starts serving on a background thread.
+    /// Returns once the port accepts connections.
+    pub fn start(self) -> Result<TestServer, TestkitError> {
+        self.script.validate()?;
+        let address = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
+        let io_error = |action: String| move |source| TestkitError::Io { action, source };
+        let listener =
+            std::net::TcpListener::bind(address).map_err(io_error(format!("bind {address}")))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(io_error("make the listener non-blocking".to_owned()))?;
+        let port = listener
+            .local_addr()
+            .map_err(io_error("read the bound address".to_owned()))?
+            .port();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(io_error("start the server runtime".to_owned()))?;
+
+        let state = Arc::new(ServerState {
+            protocol: self.script.protocol,
+            tool_call_ids: self.script.tool_call_ids(),
+            script: self.script,
+            next_turn: AtomicUsize::new(0),
+            log: RequestLog::new(self.record_path.as_deref())?,
+        });
+        let (shutdown, shutdown_requested) = oneshot::channel();
+        let served = state.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("pith-testkit-{port}"))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    match tokio::net::TcpListener::from_std(listener) {
+                        Ok(listener) => accept_loop(listener, served, shutdown_requested).await,
+                        Err(error) => eprintln!("pith-testkit: cannot listen: {error}"),
+                    }
+                });
+            })
+            .map_err(io_error("spawn the server thread".to_owned()))?;
+
+        Ok(TestServer {
+            origin: format!("http://127.0.0.1:{port}"),
+            port,
+            protocol: state.protocol,
+            state,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl TestServer {
+    /// Starts a server for `script` on a free port of 127.0.0.1.
+    pub fn start(script: Script) -> Result<TestServer, TestkitError> {
+        TestServer::builder(script).start()
+    }
+
+    /// Options before starting: [`TestServerBuilder::port`], [`TestServerBuilder::record_to`].
+    pub fn builder(script: Script) -> TestServerBuilder {
+        TestServerBuilder {
+            script,
+            port: 0,
+            record_path: None,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, no path.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// The base URL the protocol's SDKs expect, so it can go straight into
+    /// `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`: `http://127.0.0.1:PORT/v1` for both OpenAI
+    /// kinds (clients append `/chat/completions` or `/responses`), `http://127.0.0.1:PORT`
+    /// for Anthropic (clients append `/v1/messages`).
+    pub fn base_url(&self) -> String {
+        match self.protocol {
+            Protocol::OpenAiChat | Protocol::OpenAiResponses => format!("{}/v1", self.origin),
+            Protocol::Anthropic => self.origin.clone(),
+        }
+    }
+
+    /// The full URL of the one endpoint the script answers, e.g.
+    /// `http://127.0.0.1:PORT/v1/chat/completions`.
+    pub fn endpoint_url(&self) -> String {
+        format!("{}{}", self.origin, self.protocol.endpoint_path())
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The protocol the script speaks.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// Every request received so far (rejected ones included), in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.state.log.snapshot()
+    }
+
+    /// How many requests were received so far (rejected ones included).
+    pub fn request_count(&self) -> usize {
+        self.state.log.len()
+    }
+
+    /// How many scripted turns have been used to answer requests so far.
+    pub fn turns_served(&self) -> usize {
+        self.state
+            .next_turn
+            .load(Ordering::SeqCst)
+            .min(self.state.script.turns.len())
+    }
+
+    /// Waits (asynchronously) until at least `count` requests arrived, then returns them
+    /// all; fails with [`TestkitError::WaitTimedOut`] after `timeout`.
+    pub async fn wait_for_requests(
+        &self,
+        count: usize,
+        timeout: Duration,
+    ) -> Result<Vec<RecordedRequest>, TestkitError> {
+        self.state.log.wait_for(count, timeout).await
+    }
+
+    /// Like [`TestServer::wait_for_requests`], blocking the calling thread (for synchronous
+    /// tests that drive a child process).
+    pub fn wait_for_requests_blocking(
+        &self,
+        count: usize,
+        timeout: Duration,
+    ) -> Result<Vec<RecordedRequest>, TestkitError> {
+        self.state.log.wait_for_blocking(count, timeout)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            // The receiver is gone only when the server already stopped: nothing to do.
+            let _ = shutdown.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            // A panicked server thread has nothing left to clean up.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for TestServer {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("TestServer")
+            .field("origin", &self.origin)
+            .field("protocol", &self.protocol)
+            .field("requests", &self.request_count())
+            .finish()
+    }
+}
+
+/// What every connection task shares.
+struct ServerState {
+    protocol: Protocol,
+    script: Script,
+    tool_call_ids: Vec<Vec<String>>,
+    next_turn: AtomicUsize,
+    log: RequestLog,
+}
+
+/// Accepts connections until shutdown; each connection is served on its own task.
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    state: Arc<ServerState>,
+    mut shutdown_requested: oneshot::Receiver<()>,
+) {
+    loop {
+        tokio::select! {
+            _ = &mut shutdown_requested => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => {
+                    // Small SSE chunks must leave at once, not wait for Nagle.
+                    let _ = stream.set_nodelay(true);
+                    let state = state.clone();
+                    tokio::spawn(async move {
+                        let service = service_fn(move |request| {
+                            serve_request(state.clone(), request)
+                        });
+                        // A client hanging up mid-answer is an expected outcome, not an error.
+                        let _ = http1::Builder::new()
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
+                    });
+                }
+                Err(error) => {
+                    // E.g. too many open files: back off briefly instead of spinning.
+                    eprintln!("pith-testkit: accept failed: {error}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        }
+    }
+}
+
+/// Records one request and answers it.
+async fn serve_request(
+    state: Arc<ServerState>,
+    request: Request<Incoming>,
+) -> Result<Response<AnswerBody>, Infallible> {
+    let (parts, body) = request.into_parts();
+    let bytes = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) => {
+            let kind = rejection(
+                StatusCode::BAD_REQUEST,
+                format!("could not read the request body: {error}"),
+            );
+            return Ok(respond(answer::error(state.protocol, &kind, None)).await);
+        }
+    };
+    let headers = parts
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_owned(),
+                recorded_header_value(name.as_str(), value.as_bytes()),
+            )
+        })
+        .collect();
+    let parsed = serde_json::from_slice::<Value>(&bytes);
+    state.log.append(RecordedRequest {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_owned(),
+        headers,
+        body: match &parsed {
+            Ok(body) => body.clone(),
+            Err(_) => Value::String(String::from_utf8_lossy(&bytes).into_owned()),
+        },
+    });
+    let answer = choose_answer(&state, &parts.method, parts.uri.path(), parsed);
+    Ok(respond(answer).await)
+}
+
+/// The response for `answer`; for a hang without headers, never returns.
+async fn respond(answer: Answer) -> Response<AnswerBody> {
+    match answer::into_response(answer) {
+        Some(response) => response,
+        None => std::future::pending().await,
+    }
+}
+
+fn rejection(status: StatusCode, message: String) -> ErrorKind {
+    ErrorKind::Testkit {
+        status,
+        message: format!("pith-testkit: {message}"),
+    }
+}
+
+/// Routes a recorded request: a rejection, or the next scripted turn.
+fn choose_answer(
+    state: &ServerState,
+    method: &Method,
+    path: &str,
+    body: Result<Value, serde_json::Error>,
+) -> Answer {
+    let protocol = state.protocol;
+    let expected_path = protocol.endpoint_path();
+    if path != expected_path || method != Method::POST {
+        let kind = rejection(
+            StatusCode::NOT_FOUND,
+            format!(
+                "this script speaks {} and answers only POST {expected_path}, not {method} \
+                 {path}",
+                protocol.name()
+            ),
+        );
+        return answer::error(protocol, &kind, None);
+    }
+    let body = match body {
+        Ok(body) => body,
+        Err(error) => {
+            let kind = rejection(
+                StatusCode::BAD_REQUEST,
+                format!("the request body is not JSON: {error}"),
+            );
+            return answer::error(protocol, &kind, None);
+        }
+    };
+    let index = state.next_turn.fetch_add(1, Ordering::SeqCst);
+    let (Some(turn), Some(tool_call_ids)) = (
+        state.script.turns.get(index),
+        state.tool_call_ids.get(index),
+    ) else {
+        let kind = rejection(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!(
+                "script exhausted: this request needs turn {} but the script has only {} \
+                 turn(s)",
+                index + 1,
+                state.script.turns.len()
+            ),
+        );
+        return answer::error(protocol, &kind, None);
+    };
+    let facts = RequestFacts {
+        model: body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or(DEFAULT_MODEL)
+            .to_owned(),
+        streaming: body.get("stream").and_then(Value::as_bool) == Some(true),
+        include_usage: body
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            == Some(true),
+    };
+    answer::for_turn(protocol, turn, index + 1, tool_call_ids, &facts)
+}
