@@ -1,0 +1,122 @@
+//! Shared helpers for the end-to-end tests: a hermetic `pith` command (its own config,
+//! sessions and no real keys) pointed at a testkit server, and transcript readers.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use pith_testkit::{Protocol, TestServer};
+use serde_json::Value;
+
+/// A temporary home for one test: workspace, config dir and sessions root.
+pub struct Sandbox {
+    pub root: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        let root = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(root.path().join("work")).unwrap();
+        std::fs::create_dir_all(root.path().join("config")).unwrap();
+        std::fs::create_dir_all(root.path().join("pith-home")).unwrap();
+        Self { root }
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.root.path().join("work")
+    }
+
+    pub fn pith_home(&self) -> PathBuf {
+        self.root.path().join("pith-home")
+    }
+
+    /// `pith` with a clean environment: only PATH survives, keys point at `server`.
+    pub fn pith(&self, server: Option<&TestServer>) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_pith"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.root.path())
+            .env("XDG_CONFIG_HOME", self.root.path().join("config"))
+            .env("PITH_HOME", self.pith_home())
+            .current_dir(self.workspace());
+        if let Some(server) = server {
+            match server.protocol() {
+                Protocol::Anthropic => {
+                    command
+                        .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
+                        .env("ANTHROPIC_BASE_URL", server.base_url());
+                }
+                Protocol::OpenAiChat | Protocol::OpenAiResponses => {
+                    command
+                        .env("OPENAI_API_KEY", "sk-test-key")
+                        .env("OPENAI_BASE_URL", server.base_url());
+                }
+            }
+        }
+        command
+    }
+
+    /// Runs `pith run` with `args` and returns its output.
+    pub fn run(&self, server: &TestServer, args: &[&str]) -> Output {
+        self.pith(Some(server))
+            .arg("run")
+            .args(args)
+            .output()
+            .expect("pith runs")
+    }
+
+    /// The transcript of the only session recorded so far.
+    pub fn only_transcript(&self) -> PathBuf {
+        let transcripts = transcripts(&self.pith_home());
+        assert_eq!(
+            transcripts.len(),
+            1,
+            "expected exactly one session, found {transcripts:?}"
+        );
+        transcripts.into_iter().next().unwrap()
+    }
+}
+
+/// Every transcript.jsonl under `dir`.
+pub fn transcripts(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(transcripts(&path));
+        } else if path.file_name().is_some_and(|n| n == "transcript.jsonl") {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// The records of a transcript, parsed.
+pub fn records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("transcript readable")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("every line is JSON"))
+        .collect()
+}
+
+/// The `kind` of every record.
+pub fn kinds(records: &[Value]) -> Vec<String> {
+    records
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
