@@ -212,16 +212,11 @@ impl Tool for EditTool {
             if count == 1 { "" } else { "s" },
             short_diff(&shown, &before, &after, self.env.limits.diff_max_lines)
         );
-        Ok(ToolOutput::ok(self.env.capture.finish(
-            &ctx.call_id,
-            RawOutput {
-                tool: "edit",
-                command: None,
-                exit_code: None,
-                text: &report,
-                spilled: None,
-            },
-        )))
+        Ok(ToolOutput::ok(
+            self.env
+                .capture
+                .finish(&ctx.call_id, RawOutput::plain("edit", &report)),
+        ))
     }
 }
 

@@ -159,16 +159,11 @@ impl Tool for WriteTool {
             ),
             (true, None) => format!("Replaced {shown} ({new_len} bytes; old content not shown)"),
         };
-        Ok(ToolOutput::ok(self.env.capture.finish(
-            &ctx.call_id,
-            RawOutput {
-                tool: "write",
-                command: None,
-                exit_code: None,
-                text: &report,
-                spilled: None,
-            },
-        )))
+        Ok(ToolOutput::ok(
+            self.env
+                .capture
+                .finish(&ctx.call_id, RawOutput::plain("write", &report)),
+        ))
     }
 }
 

@@ -84,15 +84,7 @@ async fn yes_without_end_is_stopped_by_the_timeout_with_bounded_memory_and_a_spi
         "the gap must be marked: {}",
         result.content
     );
-    let spill = spill_path(result.content.lines().rev().nth(2).unwrap_or(""))
-        .or_else(|| {
-            result
-                .content
-                .lines()
-                .find_map(|l| l.strip_prefix("[full output: ")?.strip_suffix(']'))
-                .map(Into::into)
-        })
-        .expect("the result names the spill file");
+    let spill = spill_path(&result.content).expect("the result ends naming the spill file");
     assert!(spill.starts_with(fx.spill_dir()), "{spill:?}");
     let size = std::fs::metadata(&spill).unwrap().len();
     assert_eq!(
@@ -262,7 +254,11 @@ async fn large_output_is_squashed_and_the_raw_output_spilled() {
         "{}",
         result.content.len()
     );
-    assert!(result.content.ends_with("[exit code: 0]"));
+    assert!(
+        result.content.contains("\n[exit code: 0]\n[full output: "),
+        "status first, spill marker last: {}",
+        result.content
+    );
 }
 
 #[tokio::test]
