@@ -174,6 +174,7 @@ impl Tool for EditTool {
             &args.new_string,
             args.replace_all,
         )?;
+        let diff = short_diff(&shown, &before, &after, self.env.limits.diff_max_lines);
         self.env
             .permissions
             .authorize(
@@ -183,6 +184,7 @@ impl Tool for EditTool {
                         "edit {shown}: replace {count} occurrence{}",
                         if count == 1 { "" } else { "s" }
                     ),
+                    preview: Some(diff.clone()),
                 },
                 &ctx.cancel,
             )
@@ -195,12 +197,10 @@ impl Tool for EditTool {
             )));
         }
         let path = target.clone();
-        let (written, after) = tokio::task::spawn_blocking(move || {
-            let result = write_atomically(&path, after.as_bytes());
-            (result, after)
-        })
-        .await
-        .map_err(|err| ToolError::Failed(format!("edit failed: {err}")))?;
+        let written =
+            tokio::task::spawn_blocking(move || write_atomically(&path, after.as_bytes()))
+                .await
+                .map_err(|err| ToolError::Failed(format!("edit failed: {err}")))?;
         written.map_err(|err| {
             ToolError::Failed(format!(
                 "could not write `{shown}`: {}; the file is unchanged",
@@ -210,7 +210,7 @@ impl Tool for EditTool {
         let report = format!(
             "Edited {shown}: replaced {count} occurrence{}\n{}",
             if count == 1 { "" } else { "s" },
-            short_diff(&shown, &before, &after, self.env.limits.diff_max_lines)
+            diff
         );
         Ok(ToolOutput::ok(
             self.env

@@ -37,6 +37,9 @@ struct ReadArgs {
     limit: Option<u64>,
 }
 
+/// After a full page, at most this much more of the file is scanned to count its lines.
+const COUNT_MAX_BYTES: u64 = 512 * 1024 * 1024;
+
 /// Bytes inspected to decide whether a file is binary.
 const SNIFF_BYTES: usize = 8192;
 
@@ -154,12 +157,14 @@ pub fn read_page(
             break;
         }
         number += 1;
-        if number < offset || page_full {
+        if number < offset {
             continue;
         }
         if number >= offset + limit {
             page_full = true;
-            continue;
+        }
+        if page_full {
+            break;
         }
         let body = line.strip_suffix(b"\n").unwrap_or(&line);
         let text = match std::str::from_utf8(body) {
@@ -180,11 +185,35 @@ pub fn read_page(
         numbered.push('\n');
         if last_shown > 0 && out.len() + numbered.len() > limits.read_max_page_bytes {
             page_full = true;
-            continue;
+            break;
         }
         truncated_lines += shortened;
         out.push_str(&numbered);
         last_shown = number;
+    }
+    // The rest of the file is only counted (fast, by chunks), and only so far.
+    let mut counted_all = true;
+    if page_full {
+        let mut scanned: u64 = 0;
+        let mut pending_partial_line = false;
+        loop {
+            let chunk = reader.fill_buf().map_err(failed)?;
+            if chunk.is_empty() {
+                break;
+            }
+            if scanned >= COUNT_MAX_BYTES {
+                counted_all = false;
+                break;
+            }
+            number += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+            pending_partial_line = chunk.last() != Some(&b'\n');
+            let len = chunk.len();
+            scanned += len as u64;
+            reader.consume(len);
+        }
+        if pending_partial_line && counted_all {
+            number += 1;
+        }
     }
     let total = number;
     if total == 0 {
@@ -208,9 +237,14 @@ pub fn read_page(
         ));
     }
     if last_shown < total {
+        let of = if counted_all {
+            total.to_string()
+        } else {
+            format!("more than {total}")
+        };
         out.push_str(&format!(
-            "[showing lines {offset}-{last_shown} of {total}; call read with offset={} to \
-             read on]\n",
+            "[showing lines {offset}-{last_shown} of {of}; call read with offset={} to read \
+             on]\n",
             last_shown + 1
         ));
     }
@@ -262,6 +296,17 @@ mod tests {
         );
         let last = page(content.as_bytes(), 9, 100).unwrap();
         assert!(!last.contains("offset="), "last page has no hint: {last}");
+    }
+
+    #[test]
+    fn total_counts_a_last_line_without_newline() {
+        let text = page(b"a\nb\nc\nd", 1, 2).unwrap();
+        assert!(
+            text.contains("[showing lines 1-2 of 4; call read with offset=3"),
+            "{text}"
+        );
+        let text = page(b"a\nb\nc", 1, 2).unwrap();
+        assert!(text.contains("of 3;"), "{text}");
     }
 
     #[test]

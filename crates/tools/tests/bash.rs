@@ -117,6 +117,7 @@ async fn runaway_output_is_held_in_memory_only_up_to_the_cap() {
             let file = std::fs::File::create(&opener_path)?;
             Ok((opener_path, file))
         }),
+        env_remove: Vec::new(),
     };
     let outcome = run_command(spec, &CancellationToken::new()).await.unwrap();
     assert_eq!(outcome.termination, Termination::Exited(0));
@@ -311,4 +312,39 @@ async fn read_only_and_headless_ask_modes_refuse_commands_without_running_them()
             "{mode}: the command ran"
         );
     }
+}
+
+#[tokio::test]
+async fn secret_looking_variables_are_not_passed_to_commands() {
+    let names = [
+        "OPENAI_API_KEY",
+        "GITHUB_TOKEN",
+        "aws_secret_access_key",
+        "PATH",
+        "HOME",
+    ]
+    .map(String::from);
+    let removed = pith_tools::bash::secret_env_names(
+        names.into_iter(),
+        &pith_tools::config::DEFAULT_BASH_ENV_EXCLUDE.map(String::from),
+    );
+    assert_eq!(
+        removed,
+        ["OPENAI_API_KEY", "GITHUB_TOKEN", "aws_secret_access_key"]
+    );
+    // The removal really reaches the child process.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = CommandSpec {
+        command: "echo \"home=${HOME:-unset}\"".into(),
+        cwd: dir.path().to_path_buf(),
+        timeout: Duration::from_secs(60),
+        kill_grace: Duration::from_millis(300),
+        drain_after_exit: Duration::from_millis(300),
+        memory_cap: 4096,
+        spill_cap: 4096,
+        spill_opener: Box::new(|| Err(std::io::Error::other("no spill expected"))),
+        env_remove: vec!["HOME".into()],
+    };
+    let outcome = run_command(spec, &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.output.head, b"home=unset\n");
 }

@@ -126,6 +126,10 @@ impl Tool for BashTool {
             memory_cap: limits.bash_memory_cap_bytes,
             spill_cap: limits.spill_cap_bytes,
             spill_opener: Box::new(move || spill.create(&call_id, "bash")),
+            env_remove: secret_env_names(
+                std::env::vars_os().map(|(name, _)| name.to_string_lossy().into_owned()),
+                &self.env.bash_env_exclude,
+            ),
         };
         let outcome = run_command(spec, &ctx.cancel)
             .await
@@ -196,6 +200,21 @@ impl Tool for BashTool {
             is_error: failed,
         })
     }
+}
+
+/// Names (from `names`) that contain one of `patterns`, case-insensitively: the
+/// variables `bash` does not pass on, so a command cannot print API keys into the
+/// transcript. Default patterns: `KEY`, `SECRET`, `TOKEN` (like Codex CLI).
+pub fn secret_env_names(names: impl Iterator<Item = String>, patterns: &[String]) -> Vec<String> {
+    let patterns: Vec<String> = patterns.iter().map(|p| p.to_ascii_uppercase()).collect();
+    names
+        .filter(|name| {
+            let upper = name.to_ascii_uppercase();
+            patterns
+                .iter()
+                .any(|p| !p.is_empty() && upper.contains(p.as_str()))
+        })
+        .collect()
 }
 
 /// The captured output as text.

@@ -42,6 +42,8 @@ pub struct CommandSpec {
     pub spill_cap: u64,
     /// Creates the spill file on first overflow.
     pub spill_opener: SpillOpener,
+    /// Environment variables removed from the inherited environment (secrets).
+    pub env_remove: Vec<String>,
 }
 
 /// How the command ended.
@@ -139,6 +141,9 @@ pub async fn run_command(
         .env("GIT_TERMINAL_PROMPT", "0")
         .process_group(0)
         .kill_on_drop(true);
+    for name in &spec.env_remove {
+        command.env_remove(name);
+    }
     let mut child = command.spawn()?;
     // The parent's copies of the write end must be closed, or EOF never comes.
     drop(command);
