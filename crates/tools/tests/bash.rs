@@ -348,3 +348,45 @@ async fn secret_looking_variables_are_not_passed_to_commands() {
     let outcome = run_command(spec, &CancellationToken::new()).await.unwrap();
     assert_eq!(outcome.output.head, b"home=unset\n");
 }
+
+#[tokio::test]
+async fn a_huge_single_line_without_newline_stays_bounded() {
+    let fx = full();
+    let result = fx
+        .call(
+            "bash",
+            json!({"command": "head -c 3000000 /dev/zero | tr '\\0' a"}),
+        )
+        .await;
+    assert!(
+        result.content.len() < 64 * 1024,
+        "{} bytes shown",
+        result.content.len()
+    );
+    let spill = spill_path(&result.content).expect("spill named");
+    assert_eq!(std::fs::metadata(spill).unwrap().len(), 3_000_000);
+    assert!(
+        result.content.contains("[exit code: 0]"),
+        "{}",
+        result.content.len()
+    );
+}
+
+#[tokio::test]
+async fn a_process_that_leaves_the_group_cannot_hang_the_call() {
+    let fx = full();
+    // setsid puts sleep out of pith's reach; it holds the output pipe for 3 s.
+    let result = fx
+        .call("bash", json!({"command": "setsid sleep 3 & echo launched"}))
+        .await;
+    assert!(
+        result.content.starts_with("launched\n"),
+        "{}",
+        result.content
+    );
+    assert!(
+        result.content.contains("[exit code: 0]"),
+        "{}",
+        result.content
+    );
+}
