@@ -11,8 +11,8 @@ fn main() {
     let cli = cli::Cli::parse();
     let outcome = match cli.command {
         Some(cli::Command::Tokens(args)) => commands::tokens::run(args),
+        Some(cli::Command::Compress(args)) => commands::compress::run(args),
         Some(cli::Command::Run(_))
-        | Some(cli::Command::Compress(_))
         | Some(cli::Command::Sessions(_))
         | Some(cli::Command::Replay(_))
         | None => commands::not_yet_available(cli.command.as_ref()),

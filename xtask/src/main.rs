@@ -4,6 +4,10 @@
 //! Further tasks (eval, bench, crash, local-llm, demo, simulate) are added by the issues
 //! that deliver them.
 
+mod eval;
+mod eval_core;
+
+use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -20,11 +24,21 @@ struct Cli {
 enum Task {
     /// Run the CI checks: cargo fmt --check, clippy -D warnings, the whole test suite.
     Ci,
+    /// Squash every tool result of real sessions and report savings and retention.
+    Eval {
+        /// Directory of sessions in the neutral JSONL format.
+        #[arg(long, default_value = "../shared/corpus/sessions")]
+        sessions: PathBuf,
+        /// Also write the report as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
 }
 
 fn main() -> Result<()> {
     match Cli::parse().task {
         Task::Ci => ci(),
+        Task::Eval { sessions, json } => eval::run(&sessions, json.as_ref()),
     }
 }
 
