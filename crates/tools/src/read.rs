@@ -160,7 +160,7 @@ pub fn read_page(
         if number < offset {
             continue;
         }
-        if number >= offset + limit {
+        if number >= offset.saturating_add(limit) {
             page_full = true;
         }
         if page_full {
@@ -296,6 +296,13 @@ mod tests {
         );
         let last = page(content.as_bytes(), 9, 100).unwrap();
         assert!(!last.contains("offset="), "last page has no hint: {last}");
+    }
+
+    #[test]
+    fn huge_offsets_and_limits_from_the_model_do_not_overflow() {
+        let text = page(b"a\nb\n", 2, u64::MAX).unwrap();
+        assert_eq!(text, "     2\tb\n");
+        assert!(page(b"a\n", u64::MAX, u64::MAX).is_err());
     }
 
     #[test]
