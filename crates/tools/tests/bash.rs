@@ -159,7 +159,7 @@ async fn children_that_ignore_sigterm_are_killed_with_the_group() {
         pid_file.display()
     );
     let result = fx
-        .call("bash", json!({"command": command, "timeout_ms": 700}))
+        .call("bash", json!({"command": command, "timeout_ms": 2000}))
         .await;
     assert!(result.content.contains("[timed out"), "{}", result.content);
     let pid = read_pid(&pid_file);
@@ -179,7 +179,7 @@ async fn cancellation_mid_command_ends_the_call_and_its_processes() {
     tokio::spawn(async move {
         // Cancel once the command has really started.
         for _ in 0..600 {
-            if watched.exists() {
+            if std::fs::read_to_string(&watched).is_ok_and(|pid| pid.ends_with('\n')) {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -198,17 +198,25 @@ async fn cancellation_mid_command_ends_the_call_and_its_processes() {
 
 #[tokio::test]
 async fn dropping_the_call_future_kills_the_process_group() {
-    let fx = full();
+    let fx = std::sync::Arc::new(full());
     let pid_file = fx.dir.path().join("dropped.pid");
     let command = format!("sleep 100 & echo $! > {}; wait", pid_file.display());
-    let call = fx.next_call("bash", json!({ "command": command }));
-    let cancel = CancellationToken::new();
-    let dropped = tokio::time::timeout(
-        Duration::from_millis(500),
-        fx.registry.execute(&call, &cancel),
-    )
-    .await;
-    assert!(dropped.is_err(), "the call should still be running");
+    let running = {
+        let fx = fx.clone();
+        tokio::spawn(async move {
+            let call = fx.next_call("bash", json!({ "command": command }));
+            fx.registry.execute(&call, &CancellationToken::new()).await
+        })
+    };
+    for _ in 0..3000 {
+        if pid_file.exists() && !std::fs::read_to_string(&pid_file).unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!running.is_finished(), "the call should still be running");
+    running.abort();
+    let _ = running.await;
     let pid = read_pid(&pid_file);
     for _ in 0..100 {
         if process_is_dead(pid) {

@@ -181,16 +181,18 @@ pub async fn run_command(
                 exit = Some(status?);
                 drain_deadline = Instant::now() + spec.drain_after_exit;
             }
-            () = sleep_until(drain_deadline), if exit.is_some() => {
-                stragglers_killed = true;
-                break;
-            }
+            // Output before the drain deadline: a slow poll must not mistake pending
+            // output for a straggler.
             read = pipe.read(&mut chunk), if !eof => match read {
                 Ok(0) => eof = true,
                 Ok(n) => buffer.push(&chunk[..n]).await,
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => eof = true,
             },
+            () = sleep_until(drain_deadline), if exit.is_some() => {
+                stragglers_killed = true;
+                break;
+            }
         }
     }
 
