@@ -22,6 +22,18 @@ fn quick_limits() -> Limits {
     }
 }
 
+/// Signals are delivered asynchronously: a killed process may need a moment to die.
+/// Polls for up to 10 s (a bound that proves "killed", not a speed requirement).
+async fn eventually_dead(pid: i32) -> bool {
+    for _ in 0..200 {
+        if process_is_dead(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
 fn full() -> Fixture {
     Fixture::build(PermissionMode::Full, None, quick_limits())
 }
@@ -164,7 +176,7 @@ async fn children_that_ignore_sigterm_are_killed_with_the_group() {
     assert!(result.content.contains("[timed out"), "{}", result.content);
     let pid = read_pid(&pid_file);
     assert!(
-        process_is_dead(pid),
+        eventually_dead(pid).await,
         "child {pid} ignoring SIGTERM must be SIGKILLed after the grace period"
     );
 }
@@ -193,7 +205,10 @@ async fn cancellation_mid_command_ends_the_call_and_its_processes() {
     assert!(result.is_error);
     assert_eq!(result.content, "cancelled");
     let pid = read_pid(&pid_file);
-    assert!(process_is_dead(pid), "background sleep {pid} must be ended");
+    assert!(
+        eventually_dead(pid).await,
+        "background sleep {pid} must be ended"
+    );
 }
 
 #[tokio::test]
@@ -218,13 +233,10 @@ async fn dropping_the_call_future_kills_the_process_group() {
     running.abort();
     let _ = running.await;
     let pid = read_pid(&pid_file);
-    for _ in 0..100 {
-        if process_is_dead(pid) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("sleep {pid} survived its dropped tool call");
+    assert!(
+        eventually_dead(pid).await,
+        "sleep {pid} survived its dropped tool call"
+    );
 }
 
 #[tokio::test]
@@ -394,6 +406,32 @@ async fn a_process_that_leaves_the_group_cannot_hang_the_call() {
     );
     assert!(
         result.content.contains("[exit code: 0]"),
+        "{}",
+        result.content
+    );
+}
+
+#[tokio::test]
+async fn a_background_process_writing_forever_is_ended_after_the_drain_window() {
+    let fx = full();
+    let result = fx
+        .call(
+            "bash",
+            json!({"command": "(yes background &); echo foreground", "timeout_ms": 60000}),
+        )
+        .await;
+    assert!(
+        !result.content.contains("timed out"),
+        "the drain window, not the timeout, must end it: {}",
+        result.content
+    );
+    assert!(
+        result.content.contains("[exit code: 0]"),
+        "{}",
+        result.content
+    );
+    assert!(
+        result.content.contains("background processes"),
         "{}",
         result.content
     );

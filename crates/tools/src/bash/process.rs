@@ -161,7 +161,7 @@ pub async fn run_command(
     let mut drain_deadline = deadline;
     let mut eof = false;
     let mut ended_by_pith: Option<Termination> = None;
-    let mut stragglers_killed = false;
+    let mut drain_expired = false;
 
     loop {
         if eof && exit.is_some() {
@@ -185,17 +185,28 @@ pub async fn run_command(
             // output for a straggler.
             read = pipe.read(&mut chunk), if !eof => match read {
                 Ok(0) => eof = true,
-                Ok(n) => buffer.push(&chunk[..n]).await,
+                Ok(n) => {
+                    buffer.push(&chunk[..n]).await;
+                    // A background process that never stops writing keeps this arm
+                    // ready forever; the drain deadline must still end it.
+                    if exit.is_some() && Instant::now() >= drain_deadline {
+                        drain_expired = true;
+                        break;
+                    }
+                }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => eof = true,
             },
             () = sleep_until(drain_deadline), if exit.is_some() => {
-                stragglers_killed = true;
+                drain_expired = true;
                 break;
             }
         }
     }
 
+    // After the drain window, only processes still in the group are stragglers (the
+    // pipe may also be held by one that left the group, which pith cannot end).
+    let stragglers_killed = drain_expired && group_alive(pgid);
     if ended_by_pith.is_some() || stragglers_killed {
         end_group(pgid, &mut child, spec.kill_grace).await;
     }
