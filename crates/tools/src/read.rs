@@ -167,6 +167,12 @@ pub fn read_page(
             break;
         }
         let body = line.strip_suffix(b"\n").unwrap_or(&line);
+        if body.contains(&0) {
+            return Err(ToolError::Failed(format!(
+                "`{shown}` is a binary file (NUL byte on line {number}); read shows text \
+                 files only"
+            )));
+        }
         let text = match std::str::from_utf8(body) {
             Ok(text) => std::borrow::Cow::Borrowed(text),
             Err(_) => {
@@ -346,6 +352,15 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+
+    #[test]
+    fn binary_content_after_a_text_header_is_refused_too() {
+        let mut content = b"%PDF-1.4\n".to_vec();
+        content.extend(std::iter::repeat_n(b'x', 10_000));
+        content.extend(b"\nstream\0\x01\x02\n");
+        let err = page(&content, 1, 10).unwrap_err();
+        assert!(err.to_string().contains("NUL byte on line 3"), "{err}");
     }
 
     #[test]
