@@ -136,6 +136,18 @@ impl ToolsConfig {
         self.limits = limits;
         self
     }
+
+    /// Sets core's squash settings (the `[context]` section).
+    pub fn with_squash(mut self, squash: squash::Config) -> Self {
+        self.squash = squash;
+        self
+    }
+
+    /// Sets the name patterns of environment variables kept from `bash`.
+    pub fn with_bash_env_exclude(mut self, patterns: Vec<String>) -> Self {
+        self.bash_env_exclude = patterns;
+        self
+    }
 }
 
 /// A configuration that cannot work.
