@@ -17,6 +17,9 @@ use crate::permission::Action;
 use crate::workspace::describe_io;
 use crate::write::write_atomically;
 
+/// Largest file edit loads into memory.
+const EDIT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
 /// `edit {path, old_string, new_string, replace_all?}`.
 pub struct EditTool {
     env: Arc<ToolEnv>,
@@ -154,6 +157,13 @@ impl Tool for EditTool {
         let target = self.env.workspace.resolve_write(&args.path)?;
         let shown = self.env.workspace.display(&target);
         match std::fs::metadata(&target) {
+            Ok(m) if m.is_file() && m.len() > EDIT_MAX_BYTES => {
+                return Err(ToolError::Failed(format!(
+                    "`{shown}` is {} bytes, more than edit handles ({EDIT_MAX_BYTES}); use \
+                     bash (e.g. sed) for files this large",
+                    m.len()
+                )))
+            }
             Ok(m) if m.is_file() => {}
             Ok(_) => {
                 return Err(ToolError::Failed(format!(
