@@ -21,7 +21,7 @@ pub enum Command {
     /// Count the tokens of a file or of standard input.
     Tokens(TokensArgs),
     /// Squash a tool output the way pith does before the model sees it.
-    Compress(PendingArgs),
+    Compress(CompressArgs),
     /// List recorded sessions (of the current project unless --all).
     Sessions(SessionsArgs),
     /// Render a recorded session transcript.
@@ -44,6 +44,23 @@ pub struct TokensArgs {
     /// BPE vocabulary to count with.
     #[arg(long, value_enum, default_value_t = EncodingArg::O200k)]
     pub encoding: EncodingArg,
+}
+
+/// `pith compress [--tool NAME] [--command CMD] [--exit-code N] [FILE|-]`.
+#[derive(Debug, Args)]
+pub struct CompressArgs {
+    /// File holding the tool output; `-` or nothing reads standard input.
+    pub file: Option<PathBuf>,
+    /// Tool that produced the output (`bash`, `grep`, `read`, ...).
+    #[arg(long, default_value = "bash")]
+    pub tool: String,
+    /// Shell command that produced the output; without it the family is judged from
+    /// the content.
+    #[arg(long)]
+    pub command: Option<String>,
+    /// Exit code of the command.
+    #[arg(long, allow_negative_numbers = true)]
+    pub exit_code: Option<i32>,
 }
 
 /// Token encodings selectable on the command line.

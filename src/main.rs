@@ -14,7 +14,8 @@ fn main() {
         Some(cli::Command::Sessions(args)) => commands::sessions::run(args),
         Some(cli::Command::Replay(args)) => commands::replay::run(args),
         Some(cli::Command::Run(args)) => commands::run::run(args),
-        Some(cli::Command::Compress(_)) | None => commands::not_yet_available(cli.command.as_ref()),
+        Some(cli::Command::Compress(args)) => commands::compress::run(args),
+        None => commands::not_yet_available(cli.command.as_ref()),
     };
     std::process::exit(exit::report(outcome));
 }

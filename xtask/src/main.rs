@@ -5,7 +5,10 @@
 //! that deliver them.
 
 mod crash;
+mod eval;
+mod eval_core;
 
+use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -31,12 +34,22 @@ enum Task {
         #[arg(long)]
         seed: Option<u64>,
     },
+    /// Squash every tool result of real sessions and report savings and retention.
+    Eval {
+        /// Directory of sessions in the neutral JSONL format.
+        #[arg(long, default_value = "../shared/corpus/sessions")]
+        sessions: PathBuf,
+        /// Also write the report as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
 }
 
 fn main() -> Result<()> {
     match Cli::parse().task {
         Task::Ci => ci(),
         Task::Crash { trials, seed } => crash::run(trials, seed),
+        Task::Eval { sessions, json } => eval::run(&sessions, json.as_ref()),
     }
 }
 

@@ -95,6 +95,17 @@ fn file_safe(raw: &str) -> String {
     }
 }
 
+/// Output that did not fit in memory: the head is [`RawOutput::text`], this is the rest.
+#[derive(Debug, Clone, Copy)]
+pub struct Overflow<'a> {
+    /// Lines neither in the head nor in the tail.
+    pub omitted_lines: usize,
+    /// The last part of the output (starting at a line boundary).
+    pub tail: &'a str,
+    /// The spill file holding the full raw output, when it could be written.
+    pub spilled: Option<&'a Path>,
+}
+
 /// The raw result of one tool call, before squash.
 #[derive(Debug, Clone, Copy)]
 pub struct RawOutput<'a> {
@@ -104,11 +115,26 @@ pub struct RawOutput<'a> {
     pub command: Option<&'a str>,
     /// The exit code, for `bash`.
     pub exit_code: Option<i32>,
-    /// The text as the tool produced it.
+    /// The text as the tool produced it (only its head when `overflow` is set).
     pub text: &'a str,
-    /// A spill file that already holds the full raw output (bash output too large to
-    /// keep in memory), if any.
-    pub spilled: Option<&'a Path>,
+    /// Set when the output was too large to hold (bash); it was streamed to disk.
+    pub overflow: Option<Overflow<'a>>,
+    /// Status lines appended after the squashed text, never squashed (exit code, notes).
+    pub trailer: &'a str,
+}
+
+impl<'a> RawOutput<'a> {
+    /// A plain result of a non-bash tool.
+    pub fn plain(tool: &'a str, text: &'a str) -> Self {
+        Self {
+            tool,
+            command: None,
+            exit_code: None,
+            text,
+            overflow: None,
+            trailer: "",
+        }
+    }
 }
 
 /// Squash + spill for one session.
@@ -129,25 +155,54 @@ impl Capture {
         &self.spill
     }
 
-    /// The text the model sees for `raw`: squashed, and ending with the spill marker when
-    /// anything was dropped. A failure to write the spill file is reported in the text
-    /// (the squashed result is still returned).
+    fn squash(&self, raw: &RawOutput<'_>, text: &str) -> squash::Squashed {
+        squash::apply(raw.tool, raw.command, raw.exit_code, text, &self.squash)
+    }
+
+    /// The text the model sees for `raw`: squashed, then the trailer, then — when
+    /// anything of the raw output is not shown — core's spill marker as the last line.
+    /// A failure to write the spill file is reported in the text instead of the marker.
     pub fn finish(&self, call_id: &str, raw: RawOutput<'_>) -> String {
-        let squashed = squash::apply(raw.tool, raw.command, raw.exit_code, raw.text, &self.squash);
-        if !squashed.dropped_anything && raw.spilled.is_none() {
-            return squashed.text;
-        }
-        let spilled = match raw.spilled {
-            Some(path) => Ok(path.to_path_buf()),
-            None => self.spill.write(call_id, raw.tool, raw.text.as_bytes()),
+        let (mut text, spilled) = match raw.overflow {
+            None => {
+                let squashed = self.squash(&raw, raw.text);
+                let spilled = squashed
+                    .dropped_anything
+                    .then(|| self.spill.write(call_id, raw.tool, raw.text.as_bytes()));
+                (squashed.text, spilled)
+            }
+            Some(overflow) => {
+                // Head and tail are squashed separately around one exact gap marker, so
+                // every count in the result is true of the real output.
+                let mut text = self.squash(&raw, raw.text).text;
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&squash::omitted_marker(overflow.omitted_lines));
+                text.push('\n');
+                text.push_str(&self.squash(&raw, overflow.tail).text);
+                (text, overflow.spilled.map(|path| Ok(path.to_path_buf())))
+            }
         };
+        if !raw.trailer.is_empty() {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(raw.trailer);
+        }
         match spilled {
-            Ok(path) => squash::with_spill_marker(&squashed.text, &path.display().to_string()),
-            Err(err) => format!(
-                "{}\n[the full output could not be saved to {}: {err}]",
-                squashed.text,
-                self.spill.path().display()
-            ),
+            None => text,
+            Some(Ok(path)) => squash::with_spill_marker(&text, &path.display().to_string()),
+            Some(Err(err)) => {
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&format!(
+                    "[the full output could not be saved to {}: {err}]",
+                    self.spill.path().display()
+                ));
+                text
+            }
         }
     }
 }
@@ -185,37 +240,55 @@ mod tests {
         let text = capture.finish(
             "c1",
             RawOutput {
-                tool: "bash",
                 command: Some("echo hi"),
                 exit_code: Some(0),
-                text: "hi\n",
-                spilled: None,
+                trailer: "[exit code: 0]",
+                ..RawOutput::plain("bash", "hi\n")
             },
         );
-        assert!(text.contains("hi"));
-        assert!(!text.contains("[full output:"));
+        assert_eq!(text, "hi\n[exit code: 0]");
         assert!(!dir.path().join("s").exists(), "no spill dir for nothing");
     }
 
     #[test]
-    fn output_already_streamed_to_disk_is_named_in_the_result() {
+    fn overflowed_output_keeps_head_and_tail_around_an_exact_gap_and_ends_with_the_marker() {
         let dir = tempfile::tempdir().unwrap();
         let capture = Capture::new(SpillDir::new(dir.path().join("s")), Default::default());
         let spilled = dir.path().join("already.txt");
-        std::fs::write(&spilled, "everything").unwrap();
         let text = capture.finish(
             "c1",
             RawOutput {
-                tool: "bash",
                 command: Some("yes"),
-                exit_code: None,
-                text: "y\ny\n",
-                spilled: Some(&spilled),
+                overflow: Some(Overflow {
+                    omitted_lines: 1_000_000,
+                    tail: "y\ny\n",
+                    spilled: Some(&spilled),
+                }),
+                trailer: "[timed out]",
+                ..RawOutput::plain("bash", "y\ny\n")
             },
         );
-        assert!(
-            text.ends_with(&format!("[full output: {}]", spilled.display())),
-            "{text}"
+        assert_eq!(
+            text,
+            format!(
+                "y\ny\n[1000000 lines omitted]\ny\ny\n[timed out]\n[full output: {}]",
+                spilled.display()
+            )
         );
+    }
+
+    #[test]
+    fn squashed_output_is_spilled_raw_and_named_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let capture = Capture::new(SpillDir::new(dir.path().join("s")), Default::default());
+        let raw: String = (0..5000).map(|i| format!("{i}\n")).collect();
+        let text = capture.finish("c9", RawOutput::plain("bash", &raw));
+        let last = text.lines().last().unwrap();
+        let path = last
+            .strip_prefix("[full output: ")
+            .and_then(|l| l.strip_suffix(']'))
+            .expect("the spill marker is the last line");
+        assert_eq!(std::fs::read_to_string(path).unwrap(), raw);
+        assert!(text.len() < raw.len());
     }
 }

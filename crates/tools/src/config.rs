@@ -84,7 +84,13 @@ pub struct ToolsConfig {
     pub limits: Limits,
     /// Core's squash settings.
     pub squash: squash::Config,
+    /// Environment variables whose name contains one of these (case-insensitive) are
+    /// not passed to `bash`. Default `KEY`, `SECRET`, `TOKEN`; empty passes everything.
+    pub bash_env_exclude: Vec<String>,
 }
+
+/// The default [`ToolsConfig::bash_env_exclude`] patterns.
+pub const DEFAULT_BASH_ENV_EXCLUDE: [&str; 3] = ["KEY", "SECRET", "TOKEN"];
 
 impl std::fmt::Debug for ToolsConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -109,6 +115,7 @@ impl ToolsConfig {
             approver: None,
             limits: Limits::default(),
             squash: squash::Config::default(),
+            bash_env_exclude: DEFAULT_BASH_ENV_EXCLUDE.map(String::from).to_vec(),
         }
     }
 
@@ -127,6 +134,18 @@ impl ToolsConfig {
     /// Sets the limits.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Sets core's squash settings (the `[context]` section).
+    pub fn with_squash(mut self, squash: squash::Config) -> Self {
+        self.squash = squash;
+        self
+    }
+
+    /// Sets the name patterns of environment variables kept from `bash`.
+    pub fn with_bash_env_exclude(mut self, patterns: Vec<String>) -> Self {
+        self.bash_env_exclude = patterns;
         self
     }
 }
@@ -158,6 +177,8 @@ pub struct ToolEnv {
     pub capture: Capture,
     /// Limits.
     pub limits: Limits,
+    /// Patterns of environment variable names not passed to `bash`.
+    pub bash_env_exclude: Vec<String>,
 }
 
 impl ToolEnv {
@@ -200,6 +221,7 @@ impl ToolEnv {
             permissions: Arc::new(PermissionPolicy::new(config.mode, config.approver)),
             capture,
             limits,
+            bash_env_exclude: config.bash_env_exclude,
         })
     }
 }

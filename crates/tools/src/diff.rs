@@ -1,6 +1,8 @@
 //! The short diff shown after a write or an edit, so the model (and the transcript) sees
 //! exactly what changed without reading the file again.
 
+use std::time::Duration;
+
 use similar::TextDiff;
 
 use crate::squash;
@@ -8,7 +10,11 @@ use crate::squash;
 /// A unified diff of `old` → `new` (3 lines of context), at most `max_lines` lines, with
 /// an added/removed line count first.
 pub(crate) fn short_diff(shown: &str, old: &str, new: &str, max_lines: usize) -> String {
-    let diff = TextDiff::from_lines(old, new);
+    // A deadline keeps a pathological diff (huge, completely rewritten file) from
+    // stalling the call; past it, similar returns a coarser but correct diff.
+    let diff = TextDiff::configure()
+        .timeout(Duration::from_millis(500))
+        .diff_lines(old, new);
     let (mut added, mut removed) = (0usize, 0usize);
     for change in diff.iter_all_changes() {
         match change.tag() {

@@ -17,6 +17,9 @@ use crate::permission::Action;
 use crate::workspace::describe_io;
 use crate::write::write_atomically;
 
+/// Largest file edit loads into memory.
+const EDIT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
 /// `edit {path, old_string, new_string, replace_all?}`.
 pub struct EditTool {
     env: Arc<ToolEnv>,
@@ -154,6 +157,13 @@ impl Tool for EditTool {
         let target = self.env.workspace.resolve_write(&args.path)?;
         let shown = self.env.workspace.display(&target);
         match std::fs::metadata(&target) {
+            Ok(m) if m.is_file() && m.len() > EDIT_MAX_BYTES => {
+                return Err(ToolError::Failed(format!(
+                    "`{shown}` is {} bytes, more than edit handles ({EDIT_MAX_BYTES}); use \
+                     bash (e.g. sed) for files this large",
+                    m.len()
+                )))
+            }
             Ok(m) if m.is_file() => {}
             Ok(_) => {
                 return Err(ToolError::Failed(format!(
@@ -174,6 +184,7 @@ impl Tool for EditTool {
             &args.new_string,
             args.replace_all,
         )?;
+        let diff = short_diff(&shown, &before, &after, self.env.limits.diff_max_lines);
         self.env
             .permissions
             .authorize(
@@ -183,6 +194,7 @@ impl Tool for EditTool {
                         "edit {shown}: replace {count} occurrence{}",
                         if count == 1 { "" } else { "s" }
                     ),
+                    preview: Some(diff.clone()),
                 },
                 &ctx.cancel,
             )
@@ -195,12 +207,10 @@ impl Tool for EditTool {
             )));
         }
         let path = target.clone();
-        let (written, after) = tokio::task::spawn_blocking(move || {
-            let result = write_atomically(&path, after.as_bytes());
-            (result, after)
-        })
-        .await
-        .map_err(|err| ToolError::Failed(format!("edit failed: {err}")))?;
+        let written =
+            tokio::task::spawn_blocking(move || write_atomically(&path, after.as_bytes()))
+                .await
+                .map_err(|err| ToolError::Failed(format!("edit failed: {err}")))?;
         written.map_err(|err| {
             ToolError::Failed(format!(
                 "could not write `{shown}`: {}; the file is unchanged",
@@ -210,18 +220,13 @@ impl Tool for EditTool {
         let report = format!(
             "Edited {shown}: replaced {count} occurrence{}\n{}",
             if count == 1 { "" } else { "s" },
-            short_diff(&shown, &before, &after, self.env.limits.diff_max_lines)
+            diff
         );
-        Ok(ToolOutput::ok(self.env.capture.finish(
-            &ctx.call_id,
-            RawOutput {
-                tool: "edit",
-                command: None,
-                exit_code: None,
-                text: &report,
-                spilled: None,
-            },
-        )))
+        Ok(ToolOutput::ok(
+            self.env
+                .capture
+                .finish(&ctx.call_id, RawOutput::plain("edit", &report)),
+        ))
     }
 }
 

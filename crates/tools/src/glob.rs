@@ -140,16 +140,11 @@ impl Tool for GlobTool {
             listed = listed => listed.map_err(|err| ToolError::Failed(format!("glob failed: {err}")))??,
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
         };
-        Ok(ToolOutput::ok(self.env.capture.finish(
-            &ctx.call_id,
-            RawOutput {
-                tool: "glob",
-                command: None,
-                exit_code: None,
-                text: &text,
-                spilled: None,
-            },
-        )))
+        Ok(ToolOutput::ok(
+            self.env
+                .capture
+                .finish(&ctx.call_id, RawOutput::plain("glob", &text)),
+        ))
     }
 }
 

@@ -228,15 +228,10 @@ impl Tool for GrepTool {
             found = found => found.map_err(|err| ToolError::Failed(format!("grep failed: {err}")))??,
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
         };
-        Ok(ToolOutput::ok(self.env.capture.finish(
-            &ctx.call_id,
-            RawOutput {
-                tool: "grep",
-                command: None,
-                exit_code: None,
-                text: &text,
-                spilled: None,
-            },
-        )))
+        Ok(ToolOutput::ok(
+            self.env
+                .capture
+                .finish(&ctx.call_id, RawOutput::plain("grep", &text)),
+        ))
     }
 }

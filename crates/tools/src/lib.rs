@@ -8,6 +8,8 @@
 //! ([`workspace`]) → ask the policy ([`permission`]) → do the work → squash and spill
 //! ([`capture`], except `read`). User documentation: `docs/tools.md`.
 
+#![warn(missing_docs)]
+
 pub mod bash;
 pub mod capture;
 pub mod config;

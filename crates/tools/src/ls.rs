@@ -123,15 +123,10 @@ impl Tool for LsTool {
             listed = listed => listed.map_err(|err| ToolError::Failed(format!("ls failed: {err}")))??,
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
         };
-        Ok(ToolOutput::ok(self.env.capture.finish(
-            &ctx.call_id,
-            RawOutput {
-                tool: "ls",
-                command: None,
-                exit_code: None,
-                text: &text,
-                spilled: None,
-            },
-        )))
+        Ok(ToolOutput::ok(
+            self.env
+                .capture
+                .finish(&ctx.call_id, RawOutput::plain("ls", &text)),
+        ))
     }
 }

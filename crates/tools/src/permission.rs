@@ -98,6 +98,8 @@ pub enum Action {
         tool: String,
         /// Short description of the change (path and size).
         summary: String,
+        /// The change as a short diff, for the user to review.
+        preview: Option<String>,
     },
     /// Run a shell command.
     Execute {
@@ -158,6 +160,8 @@ pub struct PermissionRequest {
     pub summary: String,
     /// What [`Approval::AllowForSession`] would allow from now on.
     pub session_scope: String,
+    /// More to review, when there is any: the diff of a write or an edit.
+    pub details: Option<String>,
 }
 
 /// The user's answer to a [`PermissionRequest`].
@@ -297,6 +301,10 @@ impl PermissionPolicy {
             tool: action.tool().to_owned(),
             summary: action.summary(),
             session_scope: grant.describe(),
+            details: match &action {
+                Action::Edit { preview, .. } => preview.clone(),
+                _ => None,
+            },
         };
         let approval = tokio::select! {
             approval = approver.decide(request) => approval,
@@ -353,6 +361,7 @@ mod tests {
         Action::Edit {
             tool: "write".into(),
             summary: "write src/a.rs (12 bytes)".into(),
+            preview: None,
         }
     }
 

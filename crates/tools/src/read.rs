@@ -37,6 +37,9 @@ struct ReadArgs {
     limit: Option<u64>,
 }
 
+/// After a full page, at most this much more of the file is scanned to count its lines.
+const COUNT_MAX_BYTES: u64 = 512 * 1024 * 1024;
+
 /// Bytes inspected to decide whether a file is binary.
 const SNIFF_BYTES: usize = 8192;
 
@@ -154,14 +157,22 @@ pub fn read_page(
             break;
         }
         number += 1;
-        if number < offset || page_full {
+        if number < offset {
             continue;
         }
-        if number >= offset + limit {
+        if number >= offset.saturating_add(limit) {
             page_full = true;
-            continue;
+        }
+        if page_full {
+            break;
         }
         let body = line.strip_suffix(b"\n").unwrap_or(&line);
+        if body.contains(&0) {
+            return Err(ToolError::Failed(format!(
+                "`{shown}` is a binary file (NUL byte on line {number}); read shows text \
+                 files only"
+            )));
+        }
         let text = match std::str::from_utf8(body) {
             Ok(text) => std::borrow::Cow::Borrowed(text),
             Err(_) => {
@@ -180,11 +191,35 @@ pub fn read_page(
         numbered.push('\n');
         if last_shown > 0 && out.len() + numbered.len() > limits.read_max_page_bytes {
             page_full = true;
-            continue;
+            break;
         }
         truncated_lines += shortened;
         out.push_str(&numbered);
         last_shown = number;
+    }
+    // The rest of the file is only counted (fast, by chunks), and only so far.
+    let mut counted_all = true;
+    if page_full {
+        let mut scanned: u64 = 0;
+        let mut pending_partial_line = false;
+        loop {
+            let chunk = reader.fill_buf().map_err(failed)?;
+            if chunk.is_empty() {
+                break;
+            }
+            if scanned >= COUNT_MAX_BYTES {
+                counted_all = false;
+                break;
+            }
+            number += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+            pending_partial_line = chunk.last() != Some(&b'\n');
+            let len = chunk.len();
+            scanned += len as u64;
+            reader.consume(len);
+        }
+        if pending_partial_line && counted_all {
+            number += 1;
+        }
     }
     let total = number;
     if total == 0 {
@@ -208,9 +243,14 @@ pub fn read_page(
         ));
     }
     if last_shown < total {
+        let of = if counted_all {
+            total.to_string()
+        } else {
+            format!("more than {total}")
+        };
         out.push_str(&format!(
-            "[showing lines {offset}-{last_shown} of {total}; call read with offset={} to \
-             read on]\n",
+            "[showing lines {offset}-{last_shown} of {of}; call read with offset={} to read \
+             on]\n",
             last_shown + 1
         ));
     }
@@ -265,6 +305,24 @@ mod tests {
     }
 
     #[test]
+    fn huge_offsets_and_limits_from_the_model_do_not_overflow() {
+        let text = page(b"a\nb\n", 2, u64::MAX).unwrap();
+        assert_eq!(text, "     2\tb\n");
+        assert!(page(b"a\n", u64::MAX, u64::MAX).is_err());
+    }
+
+    #[test]
+    fn total_counts_a_last_line_without_newline() {
+        let text = page(b"a\nb\nc\nd", 1, 2).unwrap();
+        assert!(
+            text.contains("[showing lines 1-2 of 4; call read with offset=3"),
+            "{text}"
+        );
+        let text = page(b"a\nb\nc", 1, 2).unwrap();
+        assert!(text.contains("of 3;"), "{text}");
+    }
+
+    #[test]
     fn page_byte_cap_stops_early_with_a_hint() {
         let limits = Limits {
             read_max_page_bytes: 100,
@@ -294,6 +352,15 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+
+    #[test]
+    fn binary_content_after_a_text_header_is_refused_too() {
+        let mut content = b"%PDF-1.4\n".to_vec();
+        content.extend(std::iter::repeat_n(b'x', 10_000));
+        content.extend(b"\nstream\0\x01\x02\n");
+        let err = page(&content, 1, 10).unwrap_err();
+        assert!(err.to_string().contains("NUL byte on line 3"), "{err}");
     }
 
     #[test]

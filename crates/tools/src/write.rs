@@ -110,6 +110,27 @@ impl Tool for WriteTool {
             )));
         }
         let exists = metadata.is_some();
+        let old = match &metadata {
+            Some(m) if m.len() <= DIFF_MAX_BYTES => std::fs::read(&target)
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok()),
+            _ => None,
+        };
+        let diff = match (&old, exists) {
+            (Some(old), _) => Some(short_diff(
+                &shown,
+                old,
+                &args.content,
+                self.env.limits.diff_max_lines,
+            )),
+            (None, false) => Some(short_diff(
+                &shown,
+                "",
+                &args.content,
+                self.env.limits.diff_max_lines,
+            )),
+            (None, true) => None,
+        };
         self.env
             .permissions
             .authorize(
@@ -120,16 +141,11 @@ impl Tool for WriteTool {
                         if exists { "overwrite" } else { "create" },
                         args.content.len()
                     ),
+                    preview: diff.clone(),
                 },
                 &ctx.cancel,
             )
             .await?;
-        let old = match &metadata {
-            Some(m) if m.len() <= DIFF_MAX_BYTES => std::fs::read(&target)
-                .ok()
-                .and_then(|bytes| String::from_utf8(bytes).ok()),
-            _ => None,
-        };
         let path = target.clone();
         let content = args.content;
         let new_len = content.len();
@@ -153,22 +169,14 @@ impl Tool for WriteTool {
             (true, Some(old)) if old == content => {
                 format!("Wrote {shown}: content unchanged ({new_len} bytes)")
             }
-            (true, Some(old)) => format!(
-                "Updated {shown}\n{}",
-                short_diff(&shown, &old, &content, self.env.limits.diff_max_lines)
-            ),
+            (true, Some(_)) => format!("Updated {shown}\n{}", diff.unwrap_or_default()),
             (true, None) => format!("Replaced {shown} ({new_len} bytes; old content not shown)"),
         };
-        Ok(ToolOutput::ok(self.env.capture.finish(
-            &ctx.call_id,
-            RawOutput {
-                tool: "write",
-                command: None,
-                exit_code: None,
-                text: &report,
-                spilled: None,
-            },
-        )))
+        Ok(ToolOutput::ok(
+            self.env
+                .capture
+                .finish(&ctx.call_id, RawOutput::plain("write", &report)),
+        ))
     }
 }
 

@@ -177,3 +177,27 @@ fn a_missing_workspace_root_is_a_configuration_error() {
     let err = pith_tools::build_registry(config).unwrap_err();
     assert!(err.to_string().contains("workspace root"), "{err}");
 }
+
+#[tokio::test]
+async fn concurrent_calls_needing_the_same_grant_ask_the_user_once() {
+    let approver = ScriptedApprover::new(vec![Approval::AllowForSession]);
+    let fx = Fixture::build(
+        PermissionMode::Ask,
+        Some(approver.clone()),
+        Limits::default(),
+    );
+    let outside = fx.outside().join("notes.txt");
+    std::fs::write(&outside, "n\n").unwrap();
+    let path = outside.to_str().unwrap().to_owned();
+    let reads: Vec<_> = (0..6)
+        .map(|_| fx.call("read", json!({ "path": path })))
+        .collect();
+    for result in futures::future::join_all(reads).await {
+        assert!(!result.is_error, "{}", result.content);
+    }
+    assert_eq!(
+        approver.questions().len(),
+        1,
+        "questions are serialised and a session grant answers the waiting ones"
+    );
+}

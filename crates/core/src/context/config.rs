@@ -23,10 +23,11 @@ use super::prune::PruneConfig;
 /// | `log_max_error_lines` | 20 | error lines a log keeps (highest score first) |
 /// | `log_max_warning_lines` | 10 | warning lines a log keeps |
 /// | `context_lines` | 2 | lines of context kept around each kept log line |
-/// | `test_context_budget_bytes` | 1 200 | extra context a test-runner output may keep beyond its mandatory lines |
+/// | `test_context_budget_bytes` | 300 | extra context a test-runner output may keep beyond its mandatory lines |
 /// | `grep_max_matches_per_file` | 5 | matches kept per file in grep output |
-/// | `match_line_max_chars` | 200 | a kept grep match longer than this is cut (with a marker in the line) |
-/// | `path_list_cap_bytes` | 8 000 | path lists (`find`, glob) are kept whole up to this size |
+/// | `grep_max_matches_total` | 40 | matches kept over all files (each file keeps at least one) |
+/// | `match_line_max_chars` | 160 | a kept grep match longer than this is cut (with a marker in the line) |
+/// | `path_list_cap_bytes` | 16 000 | path lists (`find`, glob) are kept whole up to this size |
 /// | `ls_max_entries_per_dir` | 25 | entries kept per directory in `ls -R` output |
 /// | `json_array_keep` | 3 | array elements kept in full before the rest are summarised |
 /// | `json_string_keep_chars` | 80 | a JSON string longer than this that is not identifier-like is elided |
@@ -50,6 +51,9 @@ pub struct SquashConfig {
     pub test_context_budget_bytes: usize,
     /// Most matches kept per file in grep output.
     pub grep_max_matches_per_file: usize,
+    /// Matches kept over all files of a grep output; each file keeps at least one, so
+    /// every distinct path stays.
+    pub grep_max_matches_total: usize,
     /// Kept grep match lines longer than this many characters are shortened.
     pub match_line_max_chars: usize,
     /// Path lists (`find`, glob output) are kept whole up to this many bytes.
@@ -71,10 +75,11 @@ impl Default for SquashConfig {
             log_max_error_lines: 20,
             log_max_warning_lines: 10,
             context_lines: 2,
-            test_context_budget_bytes: 1_200,
+            test_context_budget_bytes: 300,
             grep_max_matches_per_file: 5,
-            match_line_max_chars: 200,
-            path_list_cap_bytes: 8_000,
+            grep_max_matches_total: 12,
+            match_line_max_chars: 160,
+            path_list_cap_bytes: 16_000,
             ls_max_entries_per_dir: 25,
             json_array_keep: 3,
             json_string_keep_chars: 80,

@@ -16,10 +16,9 @@ use serde_json::json;
 
 use self::output::CapturedOutput;
 use self::process::{run_command, CommandSpec, Termination};
-use crate::capture::RawOutput;
+use crate::capture::{Overflow, RawOutput};
 use crate::config::ToolEnv;
 use crate::permission::Action;
-use crate::squash;
 
 /// `bash {command, timeout_ms?}`.
 pub struct BashTool {
@@ -127,6 +126,10 @@ impl Tool for BashTool {
             memory_cap: limits.bash_memory_cap_bytes,
             spill_cap: limits.spill_cap_bytes,
             spill_opener: Box::new(move || spill.create(&call_id, "bash")),
+            env_remove: secret_env_names(
+                std::env::vars_os().map(|(name, _)| name.to_string_lossy().into_owned()),
+                &self.env.bash_env_exclude,
+            ),
         };
         let outcome = run_command(spec, &ctx.cancel)
             .await
@@ -169,28 +172,28 @@ impl Tool for BashTool {
         if let Some(err) = &output.spill_error {
             notes.push(format!("[the full output could not be saved: {err}]"));
         }
-        let text = render_output(output);
-        let shown = self.env.capture.finish(
+        let rendered = render_output(output);
+        let trailer = notes.join("\n");
+        let content = self.env.capture.finish(
             &ctx.call_id,
             RawOutput {
                 tool: "bash",
                 command: Some(&args.command),
                 exit_code,
-                text: &text,
-                spilled: output.spill.as_ref().map(|s| s.path.as_path()),
+                text: &rendered.head,
+                overflow: rendered.tail.as_deref().map(|tail| Overflow {
+                    omitted_lines: rendered.omitted_lines,
+                    tail,
+                    spilled: output.spill.as_ref().map(|s| s.path.as_path()),
+                }),
+                trailer: &trailer,
             },
         );
-        let mut content = if shown.is_empty() {
-            "(no output)".to_owned()
+        let content = if rendered.head.is_empty() && rendered.tail.is_none() {
+            format!("(no output)\n{content}")
         } else {
-            shown
+            content
         };
-        for note in notes {
-            if !content.ends_with('\n') {
-                content.push('\n');
-            }
-            content.push_str(&note);
-        }
         let failed = exit_code != Some(0);
         Ok(ToolOutput {
             content,
@@ -199,11 +202,40 @@ impl Tool for BashTool {
     }
 }
 
-/// The captured output as text: everything when it fit in memory, else the head and the
-/// tail (cut at line boundaries) around one gap marker.
-pub fn render_output(output: &CapturedOutput) -> String {
+/// Names (from `names`) that contain one of `patterns`, case-insensitively: the
+/// variables `bash` does not pass on, so a command cannot print API keys into the
+/// transcript. Default patterns: `KEY`, `SECRET`, `TOKEN` (like Codex CLI).
+pub fn secret_env_names(names: impl Iterator<Item = String>, patterns: &[String]) -> Vec<String> {
+    let patterns: Vec<String> = patterns.iter().map(|p| p.to_ascii_uppercase()).collect();
+    names
+        .filter(|name| {
+            let upper = name.to_ascii_uppercase();
+            patterns
+                .iter()
+                .any(|p| !p.is_empty() && upper.contains(p.as_str()))
+        })
+        .collect()
+}
+
+/// The captured output as text.
+pub struct RenderedOutput {
+    /// All of the output, or its head (ending at a line boundary) when it overflowed.
+    pub head: String,
+    /// The tail (starting at a line boundary) when the output overflowed.
+    pub tail: Option<String>,
+    /// Lines in neither part.
+    pub omitted_lines: usize,
+}
+
+/// Decodes the captured bytes (invalid UTF-8 shown as U+FFFD), cutting head and tail at
+/// line boundaries when the output overflowed memory.
+pub fn render_output(output: &CapturedOutput) -> RenderedOutput {
     if !output.overflowed() {
-        return String::from_utf8_lossy(&output.head).into_owned();
+        return RenderedOutput {
+            head: String::from_utf8_lossy(&output.head).into_owned(),
+            tail: None,
+            omitted_lines: 0,
+        };
     }
     let head = match output.head.iter().rposition(|&b| b == b'\n') {
         Some(end) => &output.head[..=end],
@@ -218,14 +250,9 @@ pub fn render_output(output: &CapturedOutput) -> String {
         .total_lines
         .saturating_sub(newlines(head) + newlines(tail))
         .max(1);
-    let mut text = String::from_utf8_lossy(head).into_owned();
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
+    RenderedOutput {
+        head: String::from_utf8_lossy(head).into_owned(),
+        tail: Some(String::from_utf8_lossy(tail).into_owned()),
+        omitted_lines: usize::try_from(omitted).unwrap_or(usize::MAX),
     }
-    text.push_str(&squash::omitted_marker(
-        usize::try_from(omitted).unwrap_or(usize::MAX),
-    ));
-    text.push('\n');
-    text.push_str(&String::from_utf8_lossy(tail));
-    text
 }

@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use tokio::io::AsyncWriteExt;
 
@@ -207,16 +207,11 @@ impl OutputBuffer {
     }
 }
 
-/// Path of a spill summary, if any (helper for formatting).
-pub fn spill_path(output: &CapturedOutput) -> Option<&Path> {
-    output.spill.as_ref().map(|s| s.path.as_path())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn opener(dir: &Path) -> SpillOpener {
+    fn opener(dir: &std::path::Path) -> SpillOpener {
         let path = dir.join("spill.txt");
         Box::new(move || {
             let file = std::fs::File::create(&path)?;

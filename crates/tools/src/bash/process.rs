@@ -42,6 +42,8 @@ pub struct CommandSpec {
     pub spill_cap: u64,
     /// Creates the spill file on first overflow.
     pub spill_opener: SpillOpener,
+    /// Environment variables removed from the inherited environment (secrets).
+    pub env_remove: Vec<String>,
 }
 
 /// How the command ended.
@@ -139,6 +141,9 @@ pub async fn run_command(
         .env("GIT_TERMINAL_PROMPT", "0")
         .process_group(0)
         .kill_on_drop(true);
+    for name in &spec.env_remove {
+        command.env_remove(name);
+    }
     let mut child = command.spawn()?;
     // The parent's copies of the write end must be closed, or EOF never comes.
     drop(command);
@@ -156,7 +161,7 @@ pub async fn run_command(
     let mut drain_deadline = deadline;
     let mut eof = false;
     let mut ended_by_pith: Option<Termination> = None;
-    let mut stragglers_killed = false;
+    let mut drain_expired = false;
 
     loop {
         if eof && exit.is_some() {
@@ -176,19 +181,32 @@ pub async fn run_command(
                 exit = Some(status?);
                 drain_deadline = Instant::now() + spec.drain_after_exit;
             }
-            () = sleep_until(drain_deadline), if exit.is_some() => {
-                stragglers_killed = true;
-                break;
-            }
+            // Output before the drain deadline: a slow poll must not mistake pending
+            // output for a straggler.
             read = pipe.read(&mut chunk), if !eof => match read {
                 Ok(0) => eof = true,
-                Ok(n) => buffer.push(&chunk[..n]).await,
+                Ok(n) => {
+                    buffer.push(&chunk[..n]).await;
+                    // A background process that never stops writing keeps this arm
+                    // ready forever; the drain deadline must still end it.
+                    if exit.is_some() && Instant::now() >= drain_deadline {
+                        drain_expired = true;
+                        break;
+                    }
+                }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => eof = true,
             },
+            () = sleep_until(drain_deadline), if exit.is_some() => {
+                drain_expired = true;
+                break;
+            }
         }
     }
 
+    // After the drain window, only processes still in the group are stragglers (the
+    // pipe may also be held by one that left the group, which pith cannot end).
+    let stragglers_killed = drain_expired && group_alive(pgid);
     if ended_by_pith.is_some() || stragglers_killed {
         end_group(pgid, &mut child, spec.kill_grace).await;
     }

@@ -357,7 +357,8 @@ pub(crate) fn detect(
     detect_from_content(tool, exit_code, output, error_lines)
 }
 
-fn detect_from_content(
+/// The squasher judged from the content alone.
+pub(crate) fn detect_from_content(
     tool: &str,
     exit_code: Option<i32>,
     output: &str,

@@ -64,8 +64,8 @@ pub(crate) struct Rendered {
     pub lines_after: usize,
 }
 
-/// A gap of a single line shorter than this is shown instead of marked: the marker
-/// would cost more than the line.
+/// A gap whose lines take at most this many bytes is shown instead of marked: the marker
+/// would cost more than the lines.
 const CHEAPER_THAN_MARKER: usize = 20;
 
 /// Renders `plan` over `lines`, with one marker line per gap.
@@ -106,9 +106,12 @@ pub(crate) fn render(lines: &[&str], plan: &KeepPlan) -> Rendered {
             i += 1;
         }
         let gap = i - start;
-        if gap == 1 && lines[start].len() < CHEAPER_THAN_MARKER {
-            push(&mut out, lines[start], &mut lines_after);
-            represented += 1;
+        let gap_bytes: usize = lines[start..i].iter().map(|l| l.len() + 1).sum();
+        if gap_bytes <= CHEAPER_THAN_MARKER {
+            for line in &lines[start..i] {
+                push(&mut out, line, &mut lines_after);
+            }
+            represented += gap;
         } else {
             push(&mut out, &omitted_marker(gap), &mut lines_after);
             omitted += gap;

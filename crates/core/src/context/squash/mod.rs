@@ -120,7 +120,11 @@ pub fn apply(
     let lines = lines::split_lines(output);
     let errors = mark_matching_lines(output, &lines, &ERROR_LINE);
     let error_count = errors.iter().filter(|e| **e).count();
-    let family = detect::detect(tool, command, exit_code, output, error_count);
+    let mut family = detect::detect(tool, command, exit_code, output, error_count);
+    if family == Family::Grep && search::grep_shaped_share(&lines) < 0.5 {
+        // e.g. `ls -R && grep ...`: the command says grep, the content says otherwise.
+        family = detect::detect_from_content(tool, exit_code, output, error_count);
+    }
     let mut squashed = match family {
         Family::Read | Family::Small => return unchanged(output, family),
         Family::FileView => file_view::squash(&lines, config),
@@ -135,7 +139,8 @@ pub fn apply(
         Family::Ls => search::squash_ls(&lines, config),
         Family::Generic => generic::squash(&lines, &errors, config),
     };
-    if output.ends_with('\n') && !squashed.text.ends_with('\n') {
+    // Line squashers render lines without the final newline; restore the original's.
+    if squashed.represented.is_some() && output.ends_with('\n') {
         squashed.text.push('\n');
     }
     if let Some(represented) = squashed.represented {

@@ -2,10 +2,13 @@
 //! directory listings (`ls`, `ls -R`).
 //!
 //! Grep output is grouped by file in its original order: every distinct path keeps its
-//! first match line, each file keeps at most `grep_max_matches_per_file` matches (with
+//! first match line, each file keeps at most `grep_max_matches_per_file` matches, fewer
+//! when many files share the `grep_max_matches_total` budget (never fewer than one), (with
 //! up to `context_lines` of `-C` context around them), and one `[N lines omitted]` line
 //! right after a file's kept lines states how many of that file's lines were cut. Long
-//! match lines are shortened. Path lists are kept whole up to `path_list_cap_bytes`,
+//! match lines are shortened (to half of `match_line_max_chars` when files keep a single
+//! match), and a match text already shown for another file is replaced by
+//! `…[N chars omitted]` after its `path:line:` prefix. Path lists are kept whole up to `path_list_cap_bytes`,
 //! then capped per directory; listings keep each directory header and its first
 //! `ls_max_entries_per_dir` entries.
 
@@ -13,6 +16,7 @@ use std::collections::HashMap;
 
 use super::detect::grep_path_prefix;
 use super::lines::{render, shorten, KeepPlan};
+use super::marker::chars_omitted_suffix;
 use super::{Outcome, SquashConfig};
 
 /// What one grep output line is.
@@ -61,6 +65,28 @@ fn classify<'a>(line: &'a str, current: &str) -> (GrepLine, &'a str) {
     (GrepLine::Other, "")
 }
 
+/// Fraction of non-blank lines that look like grep output (with or without file name).
+pub(crate) fn grep_shaped_share(lines: &[&str]) -> f64 {
+    let mut total = 0usize;
+    let mut shaped = 0usize;
+    let mut current = "";
+    for line in lines.iter().filter(|l| !l.trim().is_empty()) {
+        total += 1;
+        let (kind, path) = classify(line, current);
+        if !path.is_empty() {
+            current = path;
+        }
+        if kind != GrepLine::Other {
+            shaped += 1;
+        }
+    }
+    if total == 0 {
+        0.0
+    } else {
+        shaped as f64 / total as f64
+    }
+}
+
 /// Squashes grep output.
 pub(crate) fn squash_grep(lines: &[&str], config: &SquashConfig) -> Outcome {
     let n = lines.len();
@@ -77,7 +103,17 @@ pub(crate) fn squash_grep(lines: &[&str], config: &SquashConfig) -> Outcome {
     }
     let mut plan = KeepPlan::none(n);
     let mut matches_seen: HashMap<&str, usize> = HashMap::new();
-    let cap = config.grep_max_matches_per_file.max(1);
+    let distinct_files = files
+        .iter()
+        .zip(&kinds)
+        .filter(|(_, k)| **k == GrepLine::Match)
+        .map(|(f, _)| *f)
+        .collect::<std::collections::HashSet<&str>>()
+        .len()
+        .max(1);
+    // Every file keeps at least one match; many files share the total budget.
+    let cap = (config.grep_max_matches_total / distinct_files)
+        .clamp(1, config.grep_max_matches_per_file.max(1));
     let ctx = config.context_lines;
     for i in 0..n {
         match kinds[i] {
@@ -99,14 +135,50 @@ pub(crate) fn squash_grep(lines: &[&str], config: &SquashConfig) -> Outcome {
             GrepLine::Context | GrepLine::Separator => {}
         }
     }
+    // With many files, one short match per file says enough; a match text already shown
+    // for another file is not repeated.
+    let line_max = if cap == 1 {
+        config.match_line_max_chars / 3
+    } else {
+        config.match_line_max_chars
+    };
+    let mut texts_shown: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for i in 0..n {
-        if plan.keep[i] {
-            if let Some(short) = shorten(lines[i], config.match_line_max_chars) {
+        if !plan.keep[i] {
+            continue;
+        }
+        if kinds[i] == GrepLine::Match && !files[i].is_empty() {
+            let prefix_len = match_prefix_len(lines[i], files[i]);
+            let text = &lines[i][prefix_len..];
+            if text.trim().len() > 12 && !texts_shown.insert(text.trim()) {
+                let cut = text.chars().count();
+                plan.shortened.push((
+                    i,
+                    format!("{}{}", &lines[i][..prefix_len], chars_omitted_suffix(cut)),
+                ));
+                continue;
+            }
+            let budget = line_max.max(prefix_len + 30);
+            if let Some(short) = shorten(lines[i], budget) {
                 plan.shortened.push((i, short));
             }
+        } else if let Some(short) = shorten(lines[i], config.match_line_max_chars) {
+            plan.shortened.push((i, short));
         }
     }
     render(lines, &plan).into()
+}
+
+/// Length of `path:` or `path:12:` at the start of a match line.
+fn match_prefix_len(line: &str, path: &str) -> usize {
+    let after = path.len() + 1;
+    let rest = line.get(after..).unwrap_or("");
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 && rest[digits..].starts_with(':') {
+        after + digits + 1
+    } else {
+        after.min(line.len())
+    }
 }
 
 fn parent_dir(path: &str) -> &str {
@@ -182,6 +254,16 @@ mod tests {
                 out.text
             );
         }
+        // 11 files share the 12-match budget: one match each.
+        assert!(out.text.contains("src/big.rs:0:"));
+        assert!(!out.text.contains("src/big.rs:1:"));
+        assert!(out.text.contains("[39 lines omitted]"), "{}", out.text);
+        // A few files keep up to five matches each.
+        let few: Vec<String> = (0..40)
+            .map(|i| format!("src/big.rs:{i}:let x = {i};"))
+            .collect();
+        let refs: Vec<&str> = few.iter().map(String::as_str).collect();
+        let out = squash_grep(&refs, &SquashConfig::default());
         assert!(out.text.contains("src/big.rs:4:"));
         assert!(!out.text.contains("src/big.rs:5:"));
         assert!(out.text.contains("[35 lines omitted]"), "{}", out.text);

@@ -7,9 +7,11 @@
 //! messages, jest `Expected` / `Received`, cargo `panicked at` and its `left` / `right`),
 //! the first project `file:line` frame and the last frame of each traceback (with its
 //! source line), and the summary lines. Progress dots, `PASSED` / `ok` lines, database
-//! setup chatter, the middle of tracebacks and runs of identical lines go. What budget
+//! setup chatter, the middle of tracebacks, lines already shown earlier in the output
+//! (repeated frames and exceptions) and runs of identical lines go. What budget
 //! is left (`test_context_budget_bytes`) goes to lines next to the kept ones.
 
+use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -49,10 +51,11 @@ static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
     ))
 });
 
-/// Assertion detail lines.
+/// Assertion detail lines and exception lines (`ValueError: …`, `UnicodeEncodeError`).
 static ASSERTION: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
-        r"(?m)^(?:E\s.*|E|>\s.*",
+        r"(?m)^(?:>\s.*",
+        r"|[\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b.*",
         r"|\s+\S+_test\.go:\d+:.*",
         r"|\s*(?:Expected|Received|expected|received|left|right)\b.*:.*",
         r"|\s*assert.*)$"
@@ -75,6 +78,7 @@ static NOISE: LazyLock<Regex> = LazyLock::new(|| {
         r"^(?:[\w/.:\[\]-]*\s*[.sSxX]+\s*(?:\[\s*\d+%\])?",
         r"|.*\s(?:PASSED|passed|ok|OK)(?:\s+\[\s*\d+%\])?",
         r"|.*\.\.\. (?:ok|skipped.*|expected failure)",
+        r"|(?:_ )+_?\s*",
         r"|(?:Creating|Cloning|Destroying) test database.*",
         r"|\s*)$"
     ))
@@ -120,6 +124,7 @@ pub(crate) fn squash(
             }
         }
     }
+    keep_assertion_blocks(lines, errors, &mut mandatory);
     // pytest location right after an `E` block.
     for i in 1..n {
         if LOCATION.is_match(lines[i]) && (1..=3).any(|d| i >= d && lines[i - d].starts_with('E')) {
@@ -128,9 +133,18 @@ pub(crate) fn squash(
     }
     keep_traceback_ends(lines, &frame, &mut mandatory);
 
+    // A line already shown earlier (a repeated frame, the same exception for every
+    // parametrised case) is not shown again; identifiers and summaries always are.
+    let mut shown: HashSet<&str> = HashSet::new();
     for i in 0..n {
-        if mandatory[i] {
+        if !mandatory[i] {
+            continue;
+        }
+        let first_time = shown.insert(lines[i]);
+        if first_time || failing[i] || summary[i] {
             plan.keep(run_start[i]);
+        } else {
+            mandatory[i] = false;
         }
     }
     // Spend the context budget on neighbours of kept lines.
@@ -164,6 +178,31 @@ pub(crate) fn squash(
         }
     }
     render(lines, &plan).into()
+}
+
+/// pytest `E` blocks: the first lines (the assertion itself) and the last line of each
+/// block are kept, and every line in it that matches the error pattern; the middle of a
+/// long block (echoed captured output, huge diffs) goes.
+fn keep_assertion_blocks(lines: &[&str], errors: &[bool], mandatory: &mut [bool]) {
+    const HEAD: usize = 3;
+    let is_e = |l: &str| l == "E" || l.starts_with("E ");
+    let n = lines.len();
+    let mut i = 0;
+    while i < n {
+        if !is_e(lines[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < n && is_e(lines[i]) {
+            i += 1;
+        }
+        for j in start..i {
+            if j < start + HEAD || j + 1 == i || errors[j] {
+                mandatory[j] = true;
+            }
+        }
+    }
 }
 
 /// In every block of consecutive frames (frames and their indented source lines), keeps
@@ -200,6 +239,10 @@ fn keep_traceback_ends(lines: &[&str], frame: &[bool], mandatory: &mut [bool]) {
             .find(|f| is_project_frame(lines[*f]))
             .unwrap_or(frames[0]);
         let last = frames[frames.len() - 1];
+        // The exception line right after the block ends the traceback.
+        if j < n && !lines[j].trim().is_empty() {
+            mandatory[j] = true;
+        }
         for f in [first, last] {
             mandatory[f] = true;
             if f + 1 < n

@@ -1,0 +1,53 @@
+//! `cargo xtask eval --sessions DIR [--json FILE]`: runs squash over every tool result of
+//! real sessions (neutral JSONL format) and prints savings and retention per family.
+//!
+//! The scoring lives in `eval_core.rs` (shared with the pith-core corpus test); this
+//! file only reads the sessions and writes the report.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use pith_core::context::squash::SquashConfig;
+use pith_core::{Encoding, TiktokenCounter};
+
+use crate::eval_core::{evaluate, markdown_table, samples_from_session};
+
+/// Runs the evaluation and prints the table (and writes JSON when asked).
+pub fn run(sessions: &Path, json: Option<&PathBuf>) -> Result<()> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(sessions)
+        .with_context(|| format!("reading session directory {}", sessions.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        bail!("no *.jsonl sessions in {}", sessions.display());
+    }
+    let mut samples = Vec::new();
+    let mut malformed = 0;
+    for file in &files {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let (mut s, bad) = samples_from_session(&text);
+        malformed += bad;
+        samples.append(&mut s);
+    }
+    if malformed > 0 {
+        eprintln!("eval: skipped {malformed} malformed lines");
+    }
+    let counter = TiktokenCounter::new(Encoding::O200kBase);
+    let report = evaluate(&samples, &SquashConfig::default(), &counter);
+    println!(
+        "{} sessions, {} tool results, {} above the {}-byte floor\n",
+        files.len(),
+        samples.len(),
+        report.overall.outputs,
+        SquashConfig::default().floor_bytes
+    );
+    print!("{}", markdown_table(&report));
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&report).context("serialising the report")?;
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
