@@ -121,6 +121,7 @@ impl SessionStore {
             .create(&dir)
             .map_err(|e| SessionError::io("cannot create session directory", &dir, e))?;
         sync_dir(&project)?;
+        sync_dir(&self.root)?;
         let lock = WriterLock::acquire(&dir.join(LOCK_FILE), &id)?;
         let transcript_path = dir.join(TRANSCRIPT_FILE);
         let file = OpenOptions::new()
