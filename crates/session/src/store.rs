@@ -306,7 +306,12 @@ impl Session {
             None
         };
         let next_seq = match &tail.last_line {
-            None => 1,
+            None => {
+                return Err(SessionError::NotContinuable {
+                    id,
+                    reason: "it has no committed record (its creation was interrupted)".into(),
+                })
+            }
             Some(line) => {
                 let (seq, _, _) =
                     decode_envelope(line).map_err(|problem| SessionError::NotContinuable {

@@ -358,3 +358,20 @@ fn a_writer_in_another_process_blocks_a_second_writer_with_its_pid() {
         .open(&id)
         .expect("the lock of a killed writer must be free at once");
 }
+
+#[test]
+fn a_session_whose_creation_was_interrupted_is_not_continued() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path());
+    let (id, path) = {
+        let session = store.create(new_session(cwd.path())).unwrap();
+        (
+            session.id().to_owned(),
+            session.transcript_path().to_path_buf(),
+        )
+    };
+    fs::write(&path, "").unwrap();
+    let err = store.open(&id).unwrap_err().to_string();
+    assert!(err.contains("no committed record"), "{err}");
+}
