@@ -213,6 +213,42 @@ fn a_torn_tail_is_quarantined_on_open_and_the_session_continues() {
 }
 
 #[test]
+fn resume_recovers_first_then_returns_the_history_to_continue_from() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path());
+    let (id, path) = {
+        let mut session = store.create(new_session(cwd.path())).unwrap();
+        session.append(Event::user_text("q")).unwrap();
+        session
+            .append_batch(vec![turn("checkpoint"), compaction("sum")])
+            .unwrap();
+        session.append(turn("after")).unwrap();
+        (
+            session.id().to_owned(),
+            session.transcript_path().to_path_buf(),
+        )
+    };
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"{\"v\":1,\"seq\":6")
+        .unwrap();
+    let (mut session, transcript) = store.resume(&id, ReadOptions::default()).unwrap();
+    assert!(session.quarantine().is_some());
+    assert!(transcript.report.torn_tail.is_none());
+    assert_eq!(
+        pith_session::project_model_owned(transcript.records),
+        vec![
+            Message::user("<compacted_context>sum</compacted_context>"),
+            Message::assistant("after")
+        ]
+    );
+    assert_eq!(session.append(Event::user_text("next")).unwrap(), 6);
+}
+
+#[test]
 fn stale_batch_temp_files_are_removed_on_open() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
