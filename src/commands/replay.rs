@@ -4,7 +4,9 @@
 use std::io::{self, Write};
 
 use anyhow::Result;
-use pith_session::{project_model, project_ui, render, ReadOptions, SessionError, SessionStore};
+use pith_session::{
+    project_model_owned, project_ui, render, ReadOptions, SessionError, SessionStore,
+};
 
 use crate::cli::{ReplayArgs, ReplayFormat, ReplayView};
 use crate::exit::ExitError;
@@ -25,7 +27,8 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     for warning in transcript.report.warnings() {
         eprintln!("pith: warning: {warning}");
     }
-    let report = &transcript.report;
+    let report = transcript.report.clone();
+    let report = &report;
     match (args.view, args.format) {
         (ReplayView::Ui, ReplayFormat::Text) => {
             let entries = project_ui(&transcript.records);
@@ -36,11 +39,11 @@ pub fn run(args: ReplayArgs) -> Result<()> {
             write_stdout(|out| render::ui_json(&entries, report, out))
         }
         (ReplayView::Model, ReplayFormat::Text) => {
-            let messages = project_model(&transcript.records);
+            let messages = project_model_owned(transcript.records);
             write_stdout(|out| render::model_text(&messages, out))
         }
         (ReplayView::Model, ReplayFormat::Json) => {
-            let messages = project_model(&transcript.records);
+            let messages = project_model_owned(transcript.records);
             write_stdout(|out| render::model_json(&messages, report, out))
         }
     }

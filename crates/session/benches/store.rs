@@ -12,7 +12,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use pith_core::{Message, ToolCall, Usage};
 use pith_session::read::parse_transcript;
 use pith_session::{
-    project_model, project_ui, CompactionTrigger, Durability, Event, NewSession, ReadOptions,
+    project_model_owned, project_ui, CompactionTrigger, Durability, Event, NewSession, ReadOptions,
     Session, SessionStore,
 };
 
@@ -147,7 +147,7 @@ fn bench_replay(c: &mut Criterion) {
             .expect("parse")
         })
     });
-    group.bench_function("decode_and_project_10mb", |b| {
+    group.bench_function("ui_view_10mb", |b| {
         b.iter(|| {
             let transcript = parse_transcript(
                 black_box(&bytes),
@@ -155,10 +155,18 @@ fn bench_replay(c: &mut Criterion) {
                 ReadOptions::default(),
             )
             .expect("parse");
-            (
-                project_model(&transcript.records).len(),
-                project_ui(&transcript.records).len(),
+            project_ui(&transcript.records).len()
+        })
+    });
+    group.bench_function("model_view_10mb", |b| {
+        b.iter(|| {
+            let transcript = parse_transcript(
+                black_box(&bytes),
+                Path::new("bench"),
+                ReadOptions::default(),
             )
+            .expect("parse");
+            project_model_owned(transcript.records).len()
         })
     });
     group.finish();

@@ -163,6 +163,46 @@ impl Event {
             message: Message::user(text),
         }
     }
+
+    /// A `compaction_applied` record from a replacement as the loop installed it: system
+    /// messages are removed here, so a persisted replacement can never carry the system
+    /// prompt (it is rebuilt for every turn).
+    pub fn compaction(
+        trigger: CompactionTrigger,
+        replacement: &[Message],
+        summary: impl Into<String>,
+        tokens_before: u64,
+        tokens_after: u64,
+        usage: Option<Usage>,
+    ) -> Self {
+        Event::CompactionApplied {
+            trigger,
+            messages: without_system(replacement),
+            summary: summary.into(),
+            tokens_before,
+            tokens_after,
+            usage,
+        }
+    }
+
+    /// A `micro_compaction_applied` record from the loop's report (system messages
+    /// removed, as for [`Event::compaction`]).
+    pub fn micro_compaction(step: &pith_core::events::MicroCompaction) -> Self {
+        Event::MicroCompactionApplied {
+            messages: without_system(&step.replacement),
+            tokens_reclaimed: step.tokens_reclaimed,
+            tokens_before: step.tokens_before,
+            tokens_after: step.tokens_after,
+        }
+    }
+}
+
+fn without_system(messages: &[Message]) -> Vec<Message> {
+    messages
+        .iter()
+        .filter(|m| !m.is_system())
+        .cloned()
+        .collect()
 }
 
 /// One line of a transcript: the envelope plus its event.
@@ -419,6 +459,24 @@ mod tests {
             encode_line(5, "t", &record.event),
             Err(SessionError::UnknownKind { .. })
         ));
+    }
+
+    #[test]
+    fn persisted_replacements_never_carry_system_messages() {
+        let replacement = vec![Message::system("prompt"), Message::user("summary")];
+        let event = Event::compaction(CompactionTrigger::Auto, &replacement, "s", 9, 1, None);
+        assert!(matches!(&event, Event::CompactionApplied { messages, .. }
+            if messages == &vec![Message::user("summary")]));
+        let micro = Event::micro_compaction(&pith_core::events::MicroCompaction {
+            replacement,
+            tokens_reclaimed: 3,
+            tokens_before: 9,
+            tokens_after: 6,
+        });
+        assert!(
+            matches!(&micro, Event::MicroCompactionApplied { messages, tokens_reclaimed: 3, .. }
+            if messages == &vec![Message::user("summary")])
+        );
     }
 
     #[test]

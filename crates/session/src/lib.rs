@@ -35,7 +35,7 @@ pub use error::{Result, SessionError};
 pub use event::{CompactionTrigger, Event, Record, SCHEMA_VERSION};
 pub use items::{items_from_messages, TranscriptItem};
 pub use listing::SessionSummary;
-pub use projection::{project_model, project_ui, UiEntry};
+pub use projection::{project_model, project_model_owned, project_ui, UiEntry};
 pub use read::{read_transcript, ReadOptions, ReadReport, Transcript};
 pub use recorder::{CompactionNote, Observed, TurnRecorder};
 pub use store::{Durability, NewSession, Quarantine, Session, SessionStore};

@@ -17,25 +17,41 @@ use serde::Serialize;
 use crate::event::{CompactionTrigger, Event, Record};
 use crate::items::{items_from_messages, TranscriptItem};
 
-/// The conversation history (no system messages) after replaying `records`.
+/// The conversation history (no system messages) after replaying `records`. Only the
+/// records from the last replacement on are cloned.
 pub fn project_model(records: &[Record]) -> Vec<Message> {
+    let start = last_replacement(records).unwrap_or(0);
+    project_model_owned(records[start..].to_vec())
+}
+
+/// [`project_model`] consuming the records: moves messages instead of cloning them (what
+/// a resume or `pith replay --view model` wants).
+pub fn project_model_owned(records: Vec<Record>) -> Vec<Message> {
+    // Everything before the last replacement is discarded by it: skip it.
+    let start = last_replacement(&records).unwrap_or(0);
     let mut history: Vec<Message> = Vec::new();
-    for record in records {
-        match &record.event {
+    for record in records.into_iter().skip(start) {
+        match record.event {
             Event::SessionStarted { .. } | Event::Unknown { .. } => {}
-            Event::UserMessage { message } => history.push(message.clone()),
-            Event::AssistantTurn { messages, .. } => history.extend(messages.iter().cloned()),
+            Event::UserMessage { message } => history.push(message),
+            Event::AssistantTurn { messages, .. } => history.extend(messages),
             Event::CompactionApplied { messages, .. }
             | Event::MicroCompactionApplied { messages, .. } => {
-                history = messages
-                    .iter()
-                    .filter(|m| !m.is_system())
-                    .cloned()
-                    .collect();
+                history = messages.into_iter().filter(|m| !m.is_system()).collect();
             }
         }
     }
     history
+}
+
+/// Index of the last record that replaces the whole history.
+fn last_replacement(records: &[Record]) -> Option<usize> {
+    records.iter().rposition(|r| {
+        matches!(
+            r.event,
+            Event::CompactionApplied { .. } | Event::MicroCompactionApplied { .. }
+        )
+    })
 }
 
 /// One entry of the UI view.
@@ -320,6 +336,25 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn owned_and_borrowed_model_projections_agree() {
+        let records = vec![
+            record(1, Event::user_text("a")),
+            record(2, turn("b")),
+            record(3, compaction(vec![Message::user("s")])),
+            record(4, Event::user_text("c")),
+            record(5, turn("d")),
+        ];
+        assert_eq!(
+            project_model(&records),
+            project_model_owned(records.clone())
+        );
+        assert_eq!(
+            project_model(&records[..2]),
+            project_model_owned(records[..2].to_vec())
+        );
     }
 
     #[test]

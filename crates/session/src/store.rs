@@ -121,6 +121,7 @@ impl SessionStore {
             .create(&dir)
             .map_err(|e| SessionError::io("cannot create session directory", &dir, e))?;
         sync_dir(&project)?;
+        sync_dir(&self.root)?;
         let lock = WriterLock::acquire(&dir.join(LOCK_FILE), &id)?;
         let transcript_path = dir.join(TRANSCRIPT_FILE);
         let file = OpenOptions::new()
@@ -227,6 +228,16 @@ impl SessionStore {
         Session::open_dir(&self.locate(query)?)
     }
 
+    /// Opens a session for writing and reads it back, for `/resume` and `pith run
+    /// --resume`: recovery (torn tail quarantine) runs first, so the transcript returned
+    /// is exactly what later appends continue. Rebuild the model history with
+    /// [`crate::project_model_owned`] and show [`Session::quarantine`] if there is one.
+    pub fn resume(&self, query: &str, options: ReadOptions) -> Result<(Session, Transcript)> {
+        let session = self.open(query)?;
+        let transcript = session.read(options)?;
+        Ok((session, transcript))
+    }
+
     /// Session directories, of one project or of all.
     pub(crate) fn session_dirs(&self, project: Option<&Path>) -> Result<Vec<PathBuf>> {
         let project_dirs = match project {
@@ -305,7 +316,12 @@ impl Session {
             None
         };
         let next_seq = match &tail.last_line {
-            None => 1,
+            None => {
+                return Err(SessionError::NotContinuable {
+                    id,
+                    reason: "it has no committed record (its creation was interrupted)".into(),
+                })
+            }
             Some(line) => {
                 let (seq, _, _) =
                     decode_envelope(line).map_err(|problem| SessionError::NotContinuable {

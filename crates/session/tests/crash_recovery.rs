@@ -26,7 +26,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pith_session::{read_transcript, Event, ReadOptions, Record, Session, TranscriptItem};
+use pith_session::{
+    read_transcript, Event, ReadOptions, Record, Session, SessionError, TranscriptItem,
+};
 
 const DEFAULT_TRIALS: usize = 200;
 const TRIALS_PER_SESSION: usize = 8;
@@ -43,6 +45,7 @@ struct Stats {
     stale_batch_files: usize,
     committed_batches: usize,
     killed_before_transcript: usize,
+    killed_before_first_record: usize,
 }
 
 #[test]
@@ -72,7 +75,10 @@ fn sigkill_at_any_instant_leaves_a_consistent_transcript() {
             current = None;
         }
         let delay = Duration::from_micros(rng.u64(0..=MAX_KILL_DELAY_US));
-        let outcome = run_and_kill(&root, cwd.path(), current.as_deref(), delay);
+        // Every other session skips per-turn fsyncs: its writer spends more time inside
+        // `write` calls, where a kill can tear a line.
+        let manual_fsync = (trial / TRIALS_PER_SESSION) % 2 == 1;
+        let outcome = run_and_kill(&root, cwd.path(), current.as_deref(), delay, manual_fsync);
         stats.trials += 1;
         if outcome.session_id.is_some() {
             current = outcome.session_id.clone();
@@ -93,6 +99,7 @@ fn sigkill_at_any_instant_leaves_a_consistent_transcript() {
         }
     }
     // Sessions whose creation was killed before the id was printed are checked too.
+    let mut sweep = Stats::default();
     for project in fs::read_dir(&root).into_iter().flatten().flatten() {
         for session in fs::read_dir(project.path()).into_iter().flatten().flatten() {
             let dir = session.path();
@@ -100,7 +107,7 @@ fn sigkill_at_any_instant_leaves_a_consistent_transcript() {
                 stats.killed_before_transcript += 1;
                 continue;
             }
-            if let Err(problem) = check_after_kill(&dir, None, &mut Stats::default()) {
+            if let Err(problem) = check_after_kill(&dir, None, &mut sweep) {
                 panic!(
                     "final sweep (seed {seed}): {} broke an invariant: {problem}",
                     dir.display()
@@ -108,6 +115,7 @@ fn sigkill_at_any_instant_leaves_a_consistent_transcript() {
             }
         }
     }
+    stats.killed_before_first_record = sweep.killed_before_first_record;
     println!(
         "crash harness: {stats:?} in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -125,9 +133,18 @@ struct Outcome {
 }
 
 /// Runs the writer, SIGKILLs it after `delay`, and collects what it acknowledged.
-fn run_and_kill(root: &Path, cwd: &Path, session: Option<&str>, delay: Duration) -> Outcome {
+fn run_and_kill(
+    root: &Path,
+    cwd: &Path,
+    session: Option<&str>,
+    delay: Duration,
+    manual_fsync: bool,
+) -> Outcome {
     let mut command = Command::new(env!("CARGO_BIN_EXE_pith-crash-writer"));
     command.arg(root).arg(cwd);
+    if manual_fsync {
+        command.env("PITH_CRASH_DURABILITY", "manual");
+    }
     if let Some(id) = session {
         command.arg(id);
     }
@@ -185,6 +202,17 @@ fn check_after_kill(dir: &Path, acked: Option<u64>, stats: &mut Stats) -> Result
     let before = read_transcript(&path, ReadOptions::default())
         .map_err(|e| format!("transcript does not read after the kill: {e}"))?;
     check_records(&before.records)?;
+    if before.records.is_empty() {
+        // Killed inside `create` before `session_started` was committed: such a session
+        // must be refused for writing with a clear reason, never continued without its
+        // first record.
+        stats.killed_before_first_record += 1;
+        return match Session::open_dir(dir) {
+            Err(SessionError::NotContinuable { .. }) => Ok(()),
+            Err(other) => Err(format!("an empty session was refused oddly: {other}")),
+            Ok(_) => Err("an empty session was opened for writing".into()),
+        };
+    }
     let last = before.records.last().map_or(0, |r| r.seq);
     if let Some(acked) = acked {
         if acked > last {

@@ -213,6 +213,42 @@ fn a_torn_tail_is_quarantined_on_open_and_the_session_continues() {
 }
 
 #[test]
+fn resume_recovers_first_then_returns_the_history_to_continue_from() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path());
+    let (id, path) = {
+        let mut session = store.create(new_session(cwd.path())).unwrap();
+        session.append(Event::user_text("q")).unwrap();
+        session
+            .append_batch(vec![turn("checkpoint"), compaction("sum")])
+            .unwrap();
+        session.append(turn("after")).unwrap();
+        (
+            session.id().to_owned(),
+            session.transcript_path().to_path_buf(),
+        )
+    };
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"{\"v\":1,\"seq\":6")
+        .unwrap();
+    let (mut session, transcript) = store.resume(&id, ReadOptions::default()).unwrap();
+    assert!(session.quarantine().is_some());
+    assert!(transcript.report.torn_tail.is_none());
+    assert_eq!(
+        pith_session::project_model_owned(transcript.records),
+        vec![
+            Message::user("<compacted_context>sum</compacted_context>"),
+            Message::assistant("after")
+        ]
+    );
+    assert_eq!(session.append(Event::user_text("next")).unwrap(), 6);
+}
+
+#[test]
 fn stale_batch_temp_files_are_removed_on_open() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
@@ -357,4 +393,121 @@ fn a_writer_in_another_process_blocks_a_second_writer_with_its_pid() {
     store
         .open(&id)
         .expect("the lock of a killed writer must be free at once");
+}
+
+#[test]
+fn a_session_whose_creation_was_interrupted_is_not_continued() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path());
+    let (id, path) = {
+        let session = store.create(new_session(cwd.path())).unwrap();
+        (
+            session.id().to_owned(),
+            session.transcript_path().to_path_buf(),
+        )
+    };
+    fs::write(&path, "").unwrap();
+    let err = store.open(&id).unwrap_err().to_string();
+    assert!(err.contains("no committed record"), "{err}");
+}
+
+/// Name of the test below, which re-executes itself as a child with a file-size limit.
+const FULL_DISK_TEST: &str = "a_write_that_fails_midway_leaves_no_torn_line_and_loses_nothing";
+
+#[test]
+fn a_write_that_fails_midway_leaves_no_torn_line_and_loses_nothing() {
+    if let Ok(dir) = std::env::var("PITH_FSIZE_CHILD") {
+        write_past_a_file_size_limit(Path::new(&dir));
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(home.path());
+    let dir = {
+        let mut session = store.create(new_session(cwd.path())).unwrap();
+        session
+            .append(Event::user_text("before the disk filled"))
+            .unwrap();
+        session.dir().to_path_buf()
+    };
+    // The limit is per process: apply it in a child so no other test is affected.
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", FULL_DISK_TEST, "--nocapture", "--test-threads=1"])
+        .env("PITH_FSIZE_CHILD", &dir)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "child failed: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let transcript =
+        pith_session::read_transcript(&dir.join("transcript.jsonl"), ReadOptions::default())
+            .expect("the transcript must read strictly after failed writes");
+    assert_eq!(
+        transcript.report,
+        Default::default(),
+        "no torn line left behind"
+    );
+    let texts: Vec<String> = transcript
+        .records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::UserMessage { message } => Some(message.text_content()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["before the disk filled", "after space came back"]);
+    let temp_files = fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp")
+        })
+        .count();
+    assert_eq!(temp_files, 0, "a failed batch must not leave its temp file");
+}
+
+/// Child side: writes fail with EFBIG past a soft RLIMIT_FSIZE just above the current
+/// transcript, as they would on a full disk.
+fn write_past_a_file_size_limit(dir: &Path) {
+    let mut session = pith_session::Session::open_dir(dir).unwrap();
+    let len = fs::metadata(session.transcript_path()).unwrap().len();
+    // SAFETY: plain libc calls with valid pointers to a local struct; ignoring SIGXFSZ
+    // turns the signal into an EFBIG error from write.
+    let hard = unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        let mut limit = std::mem::zeroed::<libc::rlimit>();
+        assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit), 0);
+        let hard = limit.rlim_max;
+        limit.rlim_cur = len + 64;
+        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+        hard
+    };
+    let big = "x".repeat(4096);
+    let err = session.append(Event::user_text(big.clone())).unwrap_err();
+    assert!(err.to_string().contains("cannot append"), "{err}");
+    let err = session
+        .append_batch(vec![turn(&big), compaction("s")])
+        .unwrap_err();
+    assert!(err.to_string().contains("batch"), "{err}");
+    unsafe {
+        let limit = libc::rlimit {
+            rlim_cur: hard,
+            rlim_max: hard,
+        };
+        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+    }
+    assert_eq!(
+        session
+            .append(Event::user_text("after space came back"))
+            .unwrap(),
+        3,
+        "failed writes must not consume sequence numbers"
+    );
 }

@@ -1,6 +1,8 @@
 //! Crash-harness child: appends to a session forever until it is killed.
 //!
-//! Usage: `pith-crash-writer <sessions-root> <cwd> [<session-id>]`. Creates a session (or
+//! Usage: `pith-crash-writer <sessions-root> <cwd> [<session-id>]`; with
+//! `PITH_CRASH_DURABILITY=manual` it skips per-turn fsyncs, so more of its time is spent
+//! inside `write` calls (where a kill can tear a line). Creates a session (or
 //! opens the given one, which runs recovery), prints `session <id>`, then loops through a
 //! fixed mix of operations — `user_message`, a single `assistant_turn`, an atomic
 //! `append_batch` of a checkpoint plus its `compaction_applied`, and a
@@ -16,7 +18,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use pith_core::{Message, ToolCall, Usage};
-use pith_session::{CompactionTrigger, Event, NewSession, SessionStore, TranscriptItem};
+use pith_session::{
+    CompactionTrigger, Durability, Event, NewSession, SessionStore, TranscriptItem,
+};
 
 /// Notice text marking a checkpoint written by `append_batch`.
 const CHECKPOINT_NOTICE: &str = "crash-harness checkpoint";
@@ -46,6 +50,9 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if std::env::var("PITH_CRASH_DURABILITY").as_deref() == Ok("manual") {
+        session.set_durability(Durability::Manual);
+    }
     let mut stdout = std::io::stdout().lock();
     if writeln!(stdout, "session {}", session.id())
         .and_then(|()| stdout.flush())
@@ -99,10 +106,10 @@ fn main() -> ExitCode {
 }
 
 /// An assistant turn with a tool call and a result whose size varies with `seq`; every
-/// 16th is large (~240 KB), so its single `write` spans many pages and a kill can tear it.
+/// 16th is large (~2 MB), so its single `write` spans many pages and a kill can tear it.
 fn turn(seq: u64, checkpoint: bool) -> Event {
     let lines = if seq % 16 == 1 {
-        20_000
+        160_000
     } else {
         (seq * 7919) % 500 + 10
     };
