@@ -11,7 +11,8 @@ use pith_providers::config::{
 use pith_providers::project::system_prompt_for;
 use pith_providers::{AgentLoop, LoopError, LoopOptions};
 use pith_session::{
-    project_model, Event, NewSession, Observed, ReadOptions, Session, SessionStore, TurnRecorder,
+    project_model_owned, Event, NewSession, Observed, ReadOptions, Session, SessionStore,
+    TurnRecorder,
 };
 use pith_tools::{build_registry, PermissionMode, ToolsConfig};
 use serde_json::Value;
@@ -303,7 +304,11 @@ fn prepare(
             } => Some(format!("{provider}/{model}")),
             _ => None,
         });
-        resumed = Some((session, project_model(&transcript.records), recorded_model));
+        resumed = Some((
+            session,
+            project_model_owned(transcript.records),
+            recorded_model,
+        ));
     }
 
     let spec = options

@@ -13,7 +13,6 @@
 //! text does not already end with one (two model requests are two messages).
 
 use pith_core::events::AutoCompaction;
-use pith_core::summary::strip_system;
 use pith_core::{LoopEvent, Message, Role, Usage};
 
 use crate::error::Result;
@@ -99,14 +98,14 @@ impl TurnRecorder {
                 tokens_after,
             }) => {
                 let checkpoint = self.checkpoint(false, None);
-                let record = Event::CompactionApplied {
-                    trigger: CompactionTrigger::Auto,
-                    messages: strip_system(replacement),
-                    summary: summary.clone(),
-                    tokens_before: *tokens_before,
-                    tokens_after: *tokens_after,
-                    usage: *usage,
-                };
+                let record = Event::compaction(
+                    CompactionTrigger::Auto,
+                    replacement,
+                    summary.clone(),
+                    *tokens_before,
+                    *tokens_after,
+                    *usage,
+                );
                 session.append_batch(vec![checkpoint, record])?;
                 if let Some(usage) = usage {
                     self.usage += *usage;
@@ -123,13 +122,7 @@ impl TurnRecorder {
             }
             LoopEvent::MicroCompaction(step) => {
                 let checkpoint = self.checkpoint(false, None);
-                let record = Event::MicroCompactionApplied {
-                    messages: strip_system(&step.replacement),
-                    tokens_reclaimed: step.tokens_reclaimed,
-                    tokens_before: step.tokens_before,
-                    tokens_after: step.tokens_after,
-                };
-                session.append_batch(vec![checkpoint, record])?;
+                session.append_batch(vec![checkpoint, Event::micro_compaction(step)])?;
                 let note = CompactionNote {
                     trigger: CompactionTrigger::Auto,
                     micro: true,
