@@ -14,6 +14,7 @@ pub mod http;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod overflow;
+pub mod probe;
 pub mod project;
 pub mod request;
 pub mod retry;
