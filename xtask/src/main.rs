@@ -36,9 +36,10 @@ enum Task {
     },
     /// Squash every tool result of real sessions and report savings and retention.
     Eval {
-        /// Directory of sessions in the neutral JSONL format.
-        #[arg(long, default_value = "../shared/corpus/sessions")]
-        sessions: PathBuf,
+        /// Directory of sessions in the neutral JSONL format (default: the shared corpus,
+        /// `../shared/corpus/sessions` next to the repository or to its worktree parent).
+        #[arg(long)]
+        sessions: Option<PathBuf>,
         /// Also write the report as JSON to this file.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -49,7 +50,13 @@ fn main() -> Result<()> {
     match Cli::parse().task {
         Task::Ci => ci(),
         Task::Crash { trials, seed } => crash::run(trials, seed),
-        Task::Eval { sessions, json } => eval::run(&sessions, json.as_ref()),
+        Task::Eval { sessions, json } => {
+            let sessions = match sessions {
+                Some(dir) => dir,
+                None => eval::default_sessions_dir()?,
+            };
+            eval::run(&sessions, json.as_ref())
+        }
     }
 }
 
