@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use pith_core::{ContextBudget, Encoding, LoopEvent, Message, RequestEstimator, TiktokenCounter};
 use pith_providers::config::{
-    default_model_spec, resolve_model, Config, ProtocolKind, WindowSource,
+    apply_server_window, default_model_spec, resolve_model, Config, WindowSource,
 };
 use pith_providers::project::system_prompt_for;
 use pith_providers::{AgentLoop, LoopError, LoopOptions};
@@ -69,7 +69,7 @@ pub async fn run(
     err: &mut dyn Write,
     cancel: CancellationToken,
 ) -> i32 {
-    let mut job = match prepare(&options, env, err) {
+    let mut job = match prepare(&options, env, err).await {
         Ok(job) => job,
         Err(refusal) => {
             let _ = writeln!(err, "pith: {}", refusal.message);
@@ -262,7 +262,7 @@ fn handle_event(
     emit(out, &value);
 }
 
-fn prepare(
+async fn prepare(
     options: &RunOptions,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
     err: &mut dyn Write,
@@ -320,6 +320,7 @@ fn prepare(
     if let Some(window) = options.context_window {
         resolved.set_context_window(window, WindowSource::CommandLine);
     }
+    apply_server_window(&mut resolved).await.map_err(usage)?;
     for warning in &resolved.warnings {
         let _ = writeln!(err, "pith: {warning}");
     }
@@ -348,9 +349,8 @@ fn prepare(
     let loop_options = LoopOptions {
         auto_compaction: !options.no_auto_compact && config.auto_compact.unwrap_or(true),
         max_requests_per_turn: options.max_turns,
-        max_output_tokens: (resolved.kind == ProtocolKind::Anthropic)
-            .then_some(resolved.max_output_tokens)
-            .flatten(),
+        max_output_tokens: resolved.max_output_tokens,
+        temperature: resolved.temperature,
         prune: context.prune(),
         ..LoopOptions::default()
     };

@@ -23,6 +23,13 @@ pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 /// Base URL of the local llama.cpp server started by `cargo xtask local-llm`.
 pub const LOCAL_BASE_URL: &str = "http://127.0.0.1:8077/v1";
 
+/// Output cap of the built-in `local` provider (overridable per model in config).
+pub const LOCAL_MAX_OUTPUT_TOKENS: u32 = 1024;
+
+/// Window assumed for a local server that does not report its context size and has no
+/// configured window: the size `cargo xtask local-llm` starts its server with.
+pub const LOCAL_FALLBACK_WINDOW: u64 = 4096;
+
 /// A configuration problem (exit code 2 in the binary).
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -96,6 +103,8 @@ pub struct ModelConfig {
     pub max_output_tokens: Option<u32>,
     /// Prices override (dollars per million tokens).
     pub pricing: Option<Pricing>,
+    /// Sampling temperature sent with every request.
+    pub temperature: Option<f32>,
 }
 
 /// The whole configuration, after merging user and project files.
@@ -282,8 +291,10 @@ pub struct ResolvedModel {
     pub context_window: u64,
     /// Where the window came from.
     pub window_source: WindowSource,
-    /// Output cap.
+    /// Output cap sent with every request (`None`: the provider's default).
     pub max_output_tokens: Option<u32>,
+    /// Sampling temperature, when configured.
+    pub temperature: Option<f32>,
     /// Prices, when known.
     pub pricing: Option<Pricing>,
     /// Loud warnings for the user (unknown model, …).
@@ -417,14 +428,68 @@ pub fn resolve_model(
         api_key,
         context_window,
         window_source,
-        max_output_tokens: model_config
-            .and_then(|m| m.max_output_tokens)
-            .or(catalog_entry.map(|e| e.max_output)),
+        max_output_tokens: model_config.and_then(|m| m.max_output_tokens).or(
+            match (kind, provider) {
+                // The Messages API requires a cap; send the model's own maximum.
+                (ProtocolKind::Anthropic, _) => catalog_entry.map(|e| e.max_output),
+                // Small local models may ramble until their context is full.
+                (_, "local") => Some(LOCAL_MAX_OUTPUT_TOKENS),
+                _ => None,
+            },
+        ),
+        temperature: model_config
+            .and_then(|m| m.temperature)
+            .or((provider == "local").then_some(0.0)),
         pricing: model_config
             .and_then(|m| m.pricing)
             .or(catalog_entry.and_then(|e| e.pricing)),
         warnings,
     })
+}
+
+/// Asks an OpenAI-compatible server for its context window when nothing configured it
+/// (the `local` provider, or a custom provider whose model the catalog does not know),
+/// and fails clearly when the `local` server does not answer at all.
+///
+/// Order of authority for the window: `--context-window`, config, the server's own report,
+/// the catalog; a model none of them knows keeps the loudly-warned default.
+pub async fn apply_server_window(resolved: &mut ResolvedModel) -> Result<(), ConfigError> {
+    let is_local = resolved.provider == "local";
+    let probe_worthy = is_local
+        || (resolved.kind == ProtocolKind::OpenAiChat
+            && resolved.window_source == WindowSource::Default);
+    if !probe_worthy {
+        return Ok(());
+    }
+    let probe = crate::probe::probe_openai_compatible(
+        &resolved.base_url,
+        &resolved.model,
+        std::time::Duration::from_secs(3),
+    )
+    .await;
+    match probe {
+        Ok(info) => {
+            let replaceable = matches!(resolved.window_source, WindowSource::Default | WindowSource::Catalog);
+            if let (true, Some(window)) = (replaceable, info.context_window) {
+                resolved.set_context_window(window, WindowSource::Server);
+            } else if is_local && resolved.window_source == WindowSource::Default {
+                resolved.warnings.retain(|w| !w.contains("unknown model"));
+                resolved.set_context_window(LOCAL_FALLBACK_WINDOW, WindowSource::Default);
+                resolved.warnings.push(format!(
+                    "warning: the local server at {} does not report its context size; assuming {LOCAL_FALLBACK_WINDOW} tokens (the size `cargo xtask local-llm` uses). Set [models.\"{}\"] context_window or pass --context-window if it differs",
+                    resolved.base_url,
+                    resolved.spec()
+                ));
+            }
+            Ok(())
+        }
+        Err(error) if is_local => Err(ConfigError::Model(format!(
+            "no local model server answers at {} ({error}).\nStart one with `cargo xtask local-llm`, or use a hosted model: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY (or pass --model provider/model)",
+            resolved.base_url
+        ))),
+        // A remote server that cannot be probed keeps its configured or default window.
+        Err(_) => Ok(()),
+    }
 }
 
 /// The model to use when neither `--model` nor `model =` in config names one: the first

@@ -91,7 +91,7 @@ fn push_message(out: &mut Vec<Value>, message: &Message) {
                 })
                 .collect();
             let text = message.text_content();
-            let mut value = json!({"role": "assistant", "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { Value::String(text) }});
+            let mut value = json!({"role": "assistant", "content": text});
             if !calls.is_empty() {
                 value["tool_calls"] = Value::Array(calls);
             }
@@ -219,8 +219,12 @@ impl Assembler {
             entry.1 = id;
         }
         if let Some(function) = delta.function {
-            if let Some(name) = function.name {
-                entry.2.push_str(&name);
+            if let Some(name) = function.name.filter(|n| !n.is_empty()) {
+                // Most servers send the name once; llama-cpp-python repeats the whole
+                // name in every delta. Append only what is genuinely new.
+                if entry.2.is_empty() || (name != entry.2 && !entry.2.ends_with(&name)) {
+                    entry.2.push_str(&name);
+                }
             }
             if let Some(arguments) = function.arguments {
                 entry.3.push_str(&arguments);
@@ -428,7 +432,9 @@ mod tests {
             body["messages"][0],
             json!({"role": "system", "content": "sys"})
         );
-        assert_eq!(body["messages"][2]["content"], Value::Null);
+        // An empty string, not null: llama-cpp-python rejects `content: null` (HTTP 500,
+        // validation error), and every OpenAI-compatible server accepts "".
+        assert_eq!(body["messages"][2]["content"], json!(""));
         assert_eq!(
             body["messages"][2]["tool_calls"][0]["function"]["arguments"],
             json!(r#"{"path":"a"}"#)
@@ -514,6 +520,51 @@ mod tests {
                 id: "b".into(),
                 name: "read".into(),
                 arguments: json!({"path": "x"})
+            })
+        );
+    }
+
+    /// Recorded from llama-cpp-python 0.3.36 (`tool_choice` forcing a function): every
+    /// delta repeats the call id and the whole function name, plus a legacy
+    /// `function_call` field, and no usage chunk comes despite `include_usage`.
+    #[test]
+    fn llama_cpp_python_tool_call_stream_is_assembled_once() {
+        let lines = [
+            r#"{"id": "chatcmpl-cb65", "object": "chat.completion.chunk", "created": 1795962682, "model": "smollm2", "choices": [{"index": 0, "finish_reason": null, "logprobs": null, "delta": {"role": "assistant", "content": null, "function_call": null, "tool_calls": null}}]}"#,
+            r#"{"id": "chatcmpl-cb65", "object": "chat.completion.chunk", "created": 1795962682, "model": "smollm2", "choices": [{"index": 0, "finish_reason": null, "logprobs": null, "delta": {"role": null, "content": null, "function_call": {"name": "read", "arguments": "{"}, "tool_calls": [{"index": 0, "id": "call__0_read_cmpl-cb65", "type": "function", "function": {"name": "read", "arguments": "{"}}]}}]}"#,
+            r#"{"id": "chatcmpl-cb65", "object": "chat.completion.chunk", "created": 1795962682, "model": "smollm2", "choices": [{"index": 0, "finish_reason": null, "logprobs": null, "delta": {"role": null, "content": null, "function_call": {"name": "read", "arguments": " \"path\": \"a.txt\""}, "tool_calls": [{"index": 0, "id": "call__0_read_cmpl-cb65", "type": "function", "function": {"name": "read", "arguments": " \"path\": \"a.txt\""}}]}}]}"#,
+            r#"{"id": "chatcmpl-cb65", "object": "chat.completion.chunk", "created": 1795962682, "model": "smollm2", "choices": [{"index": 0, "finish_reason": null, "logprobs": null, "delta": {"role": null, "content": null, "function_call": {"name": "read", "arguments": " }"}, "tool_calls": [{"index": 0, "id": "call__0_read_cmpl-cb65", "type": "function", "function": {"name": "read", "arguments": " }"}}]}}]}"#,
+            r#"{"id": "chatcmpl-cb65", "object": "chat.completion.chunk", "created": 1795962682, "model": "smollm2", "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": null, "delta": {"role": null, "content": null, "function_call": null, "tool_calls": null}}]}"#,
+        ];
+        let chunks = parse_all(&lines).unwrap();
+        assert_eq!(
+            chunks,
+            vec![
+                StreamChunk::ToolCall(ToolCall {
+                    id: "call__0_read_cmpl-cb65".into(),
+                    name: "read".into(),
+                    arguments: json!({"path": "a.txt"})
+                }),
+                StreamChunk::Done {
+                    stop_reason: Some("tool_calls".into())
+                },
+            ],
+            "no usage chunk: the loop falls back to its local estimate"
+        );
+    }
+
+    #[test]
+    fn a_name_split_across_deltas_is_joined() {
+        let lines = [
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"gr","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"ep","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#,
+        ];
+        assert_eq!(
+            parse_all(&lines).unwrap()[0],
+            StreamChunk::ToolCall(ToolCall {
+                id: "a".into(),
+                name: "grep".into(),
+                arguments: json!({})
             })
         );
     }

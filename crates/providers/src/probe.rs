@@ -25,17 +25,27 @@ pub struct ServerInfo {
 
 /// Probes `base_url` (ending in `/v1`). Fails when `/models` does not answer 200 within
 /// `timeout`; a missing window is not an error.
-pub async fn probe_openai_compatible(base_url: &str, model: &str, timeout: Duration) -> Result<ServerInfo, ProviderError> {
+pub async fn probe_openai_compatible(
+    base_url: &str,
+    model: &str,
+    timeout: Duration,
+) -> Result<ServerInfo, ProviderError> {
     let client = http_client()?;
     let base = base_url.trim_end_matches('/');
     let origin = base.strip_suffix("/v1").unwrap_or(base);
     let models: Value = get_json(&client, &format!("{base}/models"), timeout).await?;
     let entries = models["data"].as_array().cloned().unwrap_or_default();
     let mut info = ServerInfo {
-        models: entries.iter().filter_map(|m| m["id"].as_str().map(str::to_owned)).collect(),
+        models: entries
+            .iter()
+            .filter_map(|m| m["id"].as_str().map(str::to_owned))
+            .collect(),
         context_window: None,
     };
-    let entry = entries.iter().find(|m| m["id"] == model).or(entries.first());
+    let entry = entries
+        .iter()
+        .find(|m| m["id"] == model)
+        .or(entries.first());
     if let Some(entry) = entry {
         info.context_window = window_in_model_entry(entry);
     }
@@ -46,14 +56,25 @@ pub async fn probe_openai_compatible(base_url: &str, model: &str, timeout: Durat
     }
     if info.context_window.is_none() {
         let name = entry.and_then(|e| e["id"].as_str()).unwrap_or(model);
-        if let Ok(show) = post_json(&client, &format!("{origin}/api/show"), &serde_json::json!({"model": name}), timeout).await {
+        if let Ok(show) = post_json(
+            &client,
+            &format!("{origin}/api/show"),
+            &serde_json::json!({"model": name}),
+            timeout,
+        )
+        .await
+        {
             info.context_window = window_in_ollama_show(&show);
         }
     }
     Ok(info)
 }
 
-async fn get_json(client: &reqwest::Client, url: &str, timeout: Duration) -> Result<Value, ProviderError> {
+async fn get_json(
+    client: &reqwest::Client,
+    url: &str,
+    timeout: Duration,
+) -> Result<Value, ProviderError> {
     let response = client
         .get(url)
         .timeout(timeout)
@@ -61,12 +82,23 @@ async fn get_json(client: &reqwest::Client, url: &str, timeout: Duration) -> Res
         .await
         .map_err(|e| ProviderError::Connection(format!("{url}: {e}")))?;
     if !response.status().is_success() {
-        return Err(ProviderError::Http { status: response.status().as_u16(), message: format!("GET {url}") });
+        return Err(ProviderError::Http {
+            status: response.status().as_u16(),
+            message: format!("GET {url}"),
+        });
     }
-    response.json().await.map_err(|e| ProviderError::Stream(format!("{url}: {e}")))
+    response
+        .json()
+        .await
+        .map_err(|e| ProviderError::Stream(format!("{url}: {e}")))
 }
 
-async fn post_json(client: &reqwest::Client, url: &str, body: &Value, timeout: Duration) -> Result<Value, ProviderError> {
+async fn post_json(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    timeout: Duration,
+) -> Result<Value, ProviderError> {
     let response = client
         .post(url)
         .timeout(timeout)
@@ -75,9 +107,15 @@ async fn post_json(client: &reqwest::Client, url: &str, body: &Value, timeout: D
         .await
         .map_err(|e| ProviderError::Connection(format!("{url}: {e}")))?;
     if !response.status().is_success() {
-        return Err(ProviderError::Http { status: response.status().as_u16(), message: format!("POST {url}") });
+        return Err(ProviderError::Http {
+            status: response.status().as_u16(),
+            message: format!("POST {url}"),
+        });
     }
-    response.json().await.map_err(|e| ProviderError::Stream(format!("{url}: {e}")))
+    response
+        .json()
+        .await
+        .map_err(|e| ProviderError::Stream(format!("{url}: {e}")))
 }
 
 fn positive(value: &Value) -> Option<u64> {
@@ -126,14 +164,31 @@ mod tests {
 
     #[test]
     fn windows_are_read_from_every_server_family() {
-        assert_eq!(window_in_model_entry(&json!({"id": "m", "max_model_len": 32768})), Some(32768));
-        assert_eq!(window_in_model_entry(&json!({"id": "m", "context_length": 200000})), Some(200000));
-        assert_eq!(window_in_model_entry(&json!({"id": "m", "meta": {"n_ctx_train": 8192}})), None);
-        assert_eq!(window_in_props(&json!({"default_generation_settings": {"n_ctx": 4096}})), Some(4096));
         assert_eq!(
-            window_in_ollama_show(&json!({"parameters": "stop \"<|im_end|>\"\nnum_ctx 16384", "model_info": {"llama.context_length": 131072}})),
+            window_in_model_entry(&json!({"id": "m", "max_model_len": 32768})),
+            Some(32768)
+        );
+        assert_eq!(
+            window_in_model_entry(&json!({"id": "m", "context_length": 200000})),
+            Some(200000)
+        );
+        assert_eq!(
+            window_in_model_entry(&json!({"id": "m", "meta": {"n_ctx_train": 8192}})),
+            None
+        );
+        assert_eq!(
+            window_in_props(&json!({"default_generation_settings": {"n_ctx": 4096}})),
+            Some(4096)
+        );
+        assert_eq!(
+            window_in_ollama_show(
+                &json!({"parameters": "stop \"<|im_end|>\"\nnum_ctx 16384", "model_info": {"llama.context_length": 131072}})
+            ),
             Some(16384)
         );
-        assert_eq!(window_in_ollama_show(&json!({"model_info": {"qwen2.context_length": 32768}})), Some(32768));
+        assert_eq!(
+            window_in_ollama_show(&json!({"model_info": {"qwen2.context_length": 32768}})),
+            Some(32768)
+        );
     }
 }
