@@ -4,6 +4,8 @@
 //! Retries happen only while nothing of the response has been forwarded yet: once text
 //! reached the caller, replaying the request would show it twice, so a stream that breaks
 //! after that point fails the request with its error (front-ends keep the partial text).
+//! A private request (the automatic compaction summary) forwards nothing and is always
+//! retryable.
 
 use std::time::Duration;
 
@@ -103,8 +105,10 @@ pub async fn send_with_retries(
         match outcome {
             Ok(()) => return Ok(response),
             Err(error) => {
-                let forwarded_anything =
-                    !response.text.is_empty() || !response.tool_calls.is_empty();
+                // A private request (the automatic summary) never showed anything, so it
+                // can always be replayed.
+                let forwarded_anything = matches!(visibility, Visibility::Visible(_))
+                    && (!response.text.is_empty() || !response.tool_calls.is_empty());
                 let can_retry =
                     error.is_retryable() && !forwarded_anything && attempt <= retry.max_retries;
                 if !can_retry {
