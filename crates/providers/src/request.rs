@@ -176,6 +176,7 @@ async fn attempt_once(
             }
             StreamChunk::Reasoning(delta) => visibility.emit(LoopEvent::ReasoningDelta(delta)),
             StreamChunk::ToolCall(call) => response.tool_calls.push(call),
+            StreamChunk::Progress => {}
             StreamChunk::Usage(usage) => {
                 response.usage = usage;
                 response.usage_reported = true;

@@ -6,11 +6,15 @@
 #[macro_use]
 mod common;
 
+use std::time::{Duration, Instant};
+
 use common::*;
-use pith_core::Role;
+use pith_core::{LoopEvent, Role};
 use pith_providers::{LoopError, ProviderError};
 use pith_testkit::{Fault, Protocol, Turn};
 use serde_json::json;
+use tokio::sync::mpsc::unbounded_channel;
+use tokio_util::sync::CancellationToken;
 
 for_each_protocol!(
     a_rate_limit_is_retried_after_the_providers_retry_after,
@@ -23,6 +27,9 @@ for_each_protocol!(
     broken_streams_before_any_visible_output_are_retried,
     broken_streams_after_visible_text_fail_the_turn_and_keep_the_text,
     a_summary_stream_that_breaks_is_retried_because_nothing_was_shown,
+    cancelling_a_visible_answer_mid_stream_stops_at_once_and_keeps_the_shown_text,
+    cancelling_during_a_retry_wait_stops_at_once,
+    a_slow_stream_that_keeps_sending_events_is_not_cut_by_the_idle_timeout,
 );
 
 fn provider_error(run: &TurnRun) -> ProviderError {
@@ -305,4 +312,102 @@ async fn a_summary_stream_that_breaks_is_retried_because_nothing_was_shown(proto
         h.agent.history()[0].text_content(),
         pith_core::summary::compacted_user_text(SUMMARY, "go")
     );
+}
+
+/// Runs a turn whose token is cancelled when `trigger` first matches an event; returns
+/// the outcome, the events and how long the turn took.
+async fn cancel_on(h: &mut Harness, trigger: fn(&LoopEvent) -> bool) -> (TurnRun, Duration) {
+    let (tx, mut rx) = unbounded_channel();
+    let turn = CancellationToken::new();
+    let for_watcher = turn.clone();
+    let watcher = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Some(event) = rx.recv().await {
+            if trigger(&event) {
+                for_watcher.cancel();
+            }
+            seen.push(event);
+        }
+        seen
+    });
+    let started = Instant::now();
+    let outcome = h.turn_with("go", &tx, &turn).await;
+    let elapsed = started.elapsed();
+    drop(tx);
+    let events = watcher.await.unwrap();
+    (TurnRun { outcome, events }, elapsed)
+}
+
+async fn cancelling_a_visible_answer_mid_stream_stops_at_once_and_keeps_the_shown_text(
+    protocol: Protocol,
+) {
+    // About 40 chunks, 200 ms apart: 8 s if the cancellation were not honoured.
+    let text = "A long answer that streams slowly. ".repeat(16);
+    let mut h = harness(
+        protocol,
+        vec![
+            Turn::text(text.clone()).with_chunk_delay_ms(200),
+            Turn::text("never"),
+        ],
+    );
+    let (run, elapsed) = cancel_on(&mut h, |e| matches!(e, LoopEvent::TextDelta(_))).await;
+    let failure = run.outcome.as_ref().expect_err("the turn is cancelled");
+    assert!(
+        matches!(failure.error, LoopError::Cancelled),
+        "{:?}",
+        failure.error
+    );
+    assert!(
+        elapsed < Duration::from_secs(4),
+        "cancellation took {elapsed:?}"
+    );
+    let shown = visible_text(&run.events);
+    assert!(!shown.is_empty() && shown.len() < text.len() && text.starts_with(&shown));
+    assert_eq!(h.agent.history().last().unwrap().text_content(), shown);
+    assert_eq!(h.server.request_count(), 1);
+}
+
+async fn cancelling_during_a_retry_wait_stops_at_once(protocol: Protocol) {
+    let mut h = harness(
+        protocol,
+        vec![
+            Turn::fault(Fault::Http429).with_retry_after_s(30),
+            Turn::text("never"),
+        ],
+    );
+    h.agent.options_mut().retry.max_delay = Duration::from_secs(60);
+    let (run, elapsed) = cancel_on(&mut h, |e| matches!(e, LoopEvent::Retrying { .. })).await;
+    let failure = run.outcome.as_ref().expect_err("the turn is cancelled");
+    assert!(
+        matches!(failure.error, LoopError::Cancelled),
+        "{:?}",
+        failure.error
+    );
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "the 30 s retry wait was not interrupted"
+    );
+    assert_eq!(h.server.request_count(), 1);
+}
+
+/// The idle timeout (500 ms here) measures silence on the wire. Every event arrives 300 ms
+/// after the previous one, and each protocol sends several content-free events (Chat's
+/// role chunk, Responses' lifecycle events, Anthropic's message_start and ping) before the
+/// first text: more than 500 ms without content, never 500 ms without an event.
+async fn a_slow_stream_that_keeps_sending_events_is_not_cut_by_the_idle_timeout(
+    protocol: Protocol,
+) {
+    let mut h = harness(
+        protocol,
+        vec![Turn::text("Slow but alive.").with_chunk_delay_ms(300)],
+    );
+    let run = h.turn("go").await;
+    assert!(
+        retries(&run.events).is_empty(),
+        "{:?}",
+        retries(&run.events)
+    );
+    run.outcome.as_ref().expect("the slow stream completes");
+    assert_eq!(visible_text(&run.events), "Slow but alive.");
+    assert_eq!(h.server.request_count(), 1);
 }
