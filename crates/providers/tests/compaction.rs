@@ -24,6 +24,8 @@ for_each_protocol!(
     cancelling_the_turn_mid_summary_stops_both_and_sends_nothing_more,
     failed_and_empty_summaries_leave_history_unchanged_and_wait_for_a_new_tool_turn,
     a_tool_call_during_compaction_is_refused_with_the_tool_error_and_never_runs,
+    a_second_crossing_in_the_same_turn_compacts_again_and_keeps_the_user_message,
+    a_history_already_over_the_threshold_is_compacted_before_the_first_request,
 );
 
 /// The id the testkit gives the K-th tool call of a script.
@@ -425,4 +427,93 @@ async fn a_tool_call_during_compaction_is_refused_with_the_tool_error_and_never_
         requests[3].user_texts(),
         vec![compacted_user_text(SUMMARY, "go")]
     );
+}
+
+async fn a_second_crossing_in_the_same_turn_compacts_again_and_keeps_the_user_message(
+    protocol: Protocol,
+) {
+    let second_summary = "## Goal\nFix the parser.\n## Accomplished\nRead a.rs and b.rs.";
+    let mut h = harness(
+        protocol,
+        vec![
+            Turn::text("Let me look.")
+                .with_tool_call("read", json!({"path": "a.rs"}))
+                .with_usage(OVER_THRESHOLD, 40),
+            Turn::text(SUMMARY),
+            Turn::text("One more.")
+                .with_tool_call("read", json!({"path": "b.rs"}))
+                .with_usage(OVER_THRESHOLD, 40),
+            Turn::text(second_summary),
+            Turn::text("Done."),
+        ],
+    );
+    let run = h.turn("fix the parser").await;
+    let summary = run.outcome.expect("the turn completes");
+    assert_eq!(
+        compaction_events(&run.events),
+        vec!["started", "applied", "started", "applied"]
+    );
+    let requests = h.requests();
+    let kinds: Vec<bool> = requests.iter().map(Wire::is_auto_compaction).collect();
+    assert_eq!(kinds, vec![false, true, false, true, false]);
+    // The second summary request starts from the first replacement.
+    let first_replacement = compacted_user_text(SUMMARY, "fix the parser");
+    assert_eq!(requests[3].user_texts()[0], first_replacement);
+    assert_eq!(
+        comparable(&requests[3])[..1],
+        comparable(&requests[2])[..],
+        "the second compaction extends the request after the first"
+    );
+    // The user's message survives both compactions verbatim, outside the summary.
+    assert_eq!(
+        requests[4].user_texts(),
+        vec![compacted_user_text(second_summary, "fix the parser")]
+    );
+    // Turn usage counts every request, the two summary requests included.
+    let expected_input = OVER_THRESHOLD * 2 + 3 * pith_testkit::Usage::DEFAULT_INPUT_TOKENS;
+    assert_eq!(summary.usage.input_tokens, expected_input);
+    assert_eq!(
+        summary.requests, 3,
+        "compaction requests are not parent requests"
+    );
+}
+
+async fn a_history_already_over_the_threshold_is_compacted_before_the_first_request(
+    protocol: Protocol,
+) {
+    let mut h = harness_with(
+        protocol,
+        vec![Turn::text(SUMMARY), Turn::text("Answer.")],
+        8_192,
+        fast_options(),
+    );
+    let long: Vec<pith_core::Message> = (0..40)
+        .flat_map(|i| {
+            [
+                pith_core::Message::user(format!("question {i} {}", "detail ".repeat(100))),
+                pith_core::Message::assistant("ok ".repeat(20)),
+            ]
+        })
+        .collect();
+    h.agent.set_history(long);
+    let run = h.turn("next question").await;
+    run.outcome.expect("the turn completes");
+    assert_eq!(compaction_events(&run.events), vec!["started", "applied"]);
+    let requests = h.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[0].is_auto_compaction(),
+        "the summary request comes first"
+    );
+    assert!(
+        requests[0]
+            .user_texts()
+            .contains(&"next question".to_owned()),
+        "the new user message is part of what is summarised"
+    );
+    assert_eq!(
+        requests[1].user_texts(),
+        vec![compacted_user_text(SUMMARY, "next question")]
+    );
+    assert_eq!(visible_text(&run.events), "Answer.");
 }

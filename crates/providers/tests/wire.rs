@@ -25,6 +25,7 @@ for_each_protocol!(
     manual_compaction_streams_the_summary_and_leaves_one_user_message,
     manual_compaction_refuses_tool_calls_visibly_and_keeps_the_final_text,
     a_failed_manual_compaction_leaves_history_unchanged,
+    a_cancelled_manual_compaction_leaves_history_unchanged,
 );
 
 async fn requests_reach_the_documented_endpoint_with_auth_and_streaming(protocol: Protocol) {
@@ -279,4 +280,40 @@ async fn a_failed_manual_compaction_leaves_history_unchanged(protocol: Protocol)
         "{error:?}"
     );
     assert_eq!(h.agent.history(), &before[..]);
+}
+
+async fn a_cancelled_manual_compaction_leaves_history_unchanged(protocol: Protocol) {
+    let mut h = harness(
+        protocol,
+        vec![
+            Turn::text("Hello."),
+            Turn::text(SUMMARY.repeat(4)).with_chunk_delay_ms(200),
+        ],
+    );
+    h.turn("hi").await.outcome.expect("first turn");
+    let before = h.agent.history().to_vec();
+    let (tx, mut rx) = unbounded_channel();
+    let cancel = CancellationToken::new();
+    let esc = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        let mut shown = String::new();
+        while let Some(event) = rx.recv().await {
+            if let LoopEvent::TextDelta(text) = event {
+                shown.push_str(&text);
+                esc.cancel(); // Esc once the summary is visibly streaming
+            }
+        }
+        shown
+    });
+    let outcome = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        h.agent.compact(None, &tx, &cancel),
+    )
+    .await
+    .expect("the cancellation is honoured at once");
+    drop(tx);
+    let shown = watcher.await.unwrap();
+    assert!(matches!(outcome, Err(LoopError::Cancelled)), "{outcome:?}");
+    assert!(!shown.is_empty() && shown.len() < SUMMARY.len() * 4);
+    assert_eq!(h.agent.history(), &before[..], "history unchanged");
 }
