@@ -26,6 +26,7 @@ for_each_protocol!(
     manual_compaction_refuses_tool_calls_visibly_and_keeps_the_final_text,
     a_failed_manual_compaction_leaves_history_unchanged,
     a_cancelled_manual_compaction_leaves_history_unchanged,
+    broken_arguments_and_unknown_tools_get_tool_errors_and_are_replayed_faithfully,
 );
 
 async fn requests_reach_the_documented_endpoint_with_auth_and_streaming(protocol: Protocol) {
@@ -316,4 +317,45 @@ async fn a_cancelled_manual_compaction_leaves_history_unchanged(protocol: Protoc
     assert!(matches!(outcome, Err(LoopError::Cancelled)), "{outcome:?}");
     assert!(!shown.is_empty() && shown.len() < SUMMARY.len() * 4);
     assert_eq!(h.agent.history(), &before[..], "history unchanged");
+}
+
+async fn broken_arguments_and_unknown_tools_get_tool_errors_and_are_replayed_faithfully(
+    protocol: Protocol,
+) {
+    let broken = "{\"path\": \"a.rs";
+    let mut h = harness(
+        protocol,
+        vec![
+            Turn::tool_call("read", json!(broken)).with_tool_call("delete_everything", json!({})),
+            Turn::text("Sorry."),
+        ],
+    );
+    let run = h.turn("go").await;
+    run.outcome.expect("the turn goes on after the tool errors");
+    let request = &h.requests()[1];
+    let outputs = request.tool_outputs();
+    assert_eq!(outputs.len(), 2, "every call is answered");
+    assert!(
+        outputs[1]
+            .content
+            .starts_with("unknown tool `delete_everything`"),
+        "{:?}",
+        outputs[1]
+    );
+    // The model's own (invalid) argument text goes back as it was written.
+    let replayed = match protocol {
+        Protocol::OpenAiChat => {
+            request.body()["messages"][2]["tool_calls"][0]["function"]["arguments"].clone()
+        }
+        Protocol::OpenAiResponses => request
+            .conversation()
+            .iter()
+            .find(|item| item["type"] == "function_call")
+            .map(|item| item["arguments"].clone())
+            .unwrap(),
+        Protocol::Anthropic => {
+            request.conversation()[1]["content"][0]["input"]["raw_arguments"].clone()
+        }
+    };
+    assert_eq!(replayed, json!(broken));
 }
