@@ -183,6 +183,7 @@ async fn a_hanging_stream_hits_the_idle_timeout_and_is_retried(protocol: Protoco
         protocol,
         vec![Turn::fault(Fault::Hang), Turn::text("Recovered.")],
     );
+    h.agent.options_mut().timeouts.idle = Duration::from_millis(200);
     let run = h.turn("go").await;
     run.outcome.as_ref().expect("the retry succeeds");
     let retries = retries(&run.events);
@@ -196,6 +197,7 @@ async fn a_hanging_stream_hits_the_idle_timeout_and_is_retried(protocol: Protoco
 
 async fn a_stream_that_keeps_hanging_surfaces_as_an_idle_timeout(protocol: Protocol) {
     let mut h = harness(protocol, vec![Turn::fault(Fault::Hang); 3]);
+    h.agent.options_mut().timeouts.idle = Duration::from_millis(200);
     let run = h.turn("go").await;
     let error = provider_error(&run);
     assert!(
@@ -390,17 +392,18 @@ async fn cancelling_during_a_retry_wait_stops_at_once(protocol: Protocol) {
     assert_eq!(h.server.request_count(), 1);
 }
 
-/// The idle timeout (500 ms here) measures silence on the wire. Every event arrives 300 ms
+/// The idle timeout (250 ms here) measures silence on the wire. Every event arrives 150 ms
 /// after the previous one, and each protocol sends several content-free events (Chat's
 /// role chunk, Responses' lifecycle events, Anthropic's message_start and ping) before the
-/// first text: more than 500 ms without content, never 500 ms without an event.
+/// first text: more than 250 ms without content, never 250 ms without an event.
 async fn a_slow_stream_that_keeps_sending_events_is_not_cut_by_the_idle_timeout(
     protocol: Protocol,
 ) {
     let mut h = harness(
         protocol,
-        vec![Turn::text("Slow but alive.").with_chunk_delay_ms(300)],
+        vec![Turn::text("Slow but alive.").with_chunk_delay_ms(150)],
     );
+    h.agent.options_mut().timeouts.idle = Duration::from_millis(250);
     let run = h.turn("go").await;
     assert!(
         retries(&run.events).is_empty(),
