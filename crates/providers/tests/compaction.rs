@@ -26,6 +26,7 @@ for_each_protocol!(
     a_tool_call_during_compaction_is_refused_with_the_tool_error_and_never_runs,
     a_second_crossing_in_the_same_turn_compacts_again_and_keeps_the_user_message,
     a_history_already_over_the_threshold_is_compacted_before_the_first_request,
+    an_enormous_tool_result_is_fitted_into_well_formed_requests,
 );
 
 /// The id the testkit gives the K-th tool call of a script.
@@ -516,4 +517,55 @@ async fn a_history_already_over_the_threshold_is_compacted_before_the_first_requ
         vec![compacted_user_text(SUMMARY, "next question")]
     );
     assert_eq!(visible_text(&run.events), "Answer.");
+}
+
+/// One tool result larger than the whole window: with automatic compaction the summary
+/// request is fitted, without it the parent request is; either way what goes on the wire
+/// fits the window and is well formed (every call answered, roles alternating).
+async fn an_enormous_tool_result_is_fitted_into_well_formed_requests(protocol: Protocol) {
+    let huge = (0..4_000)
+        .map(|i| format!("log line {i}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let history = vec![
+        pith_core::Message::user("build it"),
+        pith_core::Message::assistant_with_calls(
+            "Building.",
+            vec![pith_core::ToolCall {
+                id: "call_build".into(),
+                name: "read".into(),
+                arguments: json!({"path": "build.log"}),
+            }],
+        ),
+        pith_core::Message::tool_result("call_build", huge, false),
+    ];
+    for auto in [true, false] {
+        let mut options = fast_options();
+        options.auto_compaction = auto;
+        let turns = if auto {
+            vec![Turn::text(SUMMARY), Turn::text("It failed at line 3.")]
+        } else {
+            vec![Turn::text("It failed at line 3.")]
+        };
+        let mut h = harness_with(protocol, turns, 8_192, options);
+        h.agent.set_history(history.clone());
+        let run = h.turn("what failed?").await;
+        run.outcome.expect("the turn completes");
+        let requests = h.requests(); // checks every request is well formed
+        if auto {
+            assert_eq!(compaction_events(&run.events), vec!["started", "applied"]);
+            assert!(requests[0].is_auto_compaction());
+        } else {
+            assert!(run
+                .events
+                .iter()
+                .any(|e| matches!(e, LoopEvent::Notice(n) if n.contains("too large"))));
+            assert_eq!(requests[0].last_user_text(), "what failed?");
+        }
+        for request in &requests {
+            // A 4 096-token input budget is far below 30 000 bytes; the raw log alone is ~55 000.
+            let size = bytes(request.body()).len();
+            assert!(size < 30_000, "auto={auto}: a {size}-byte request was sent");
+        }
+    }
 }

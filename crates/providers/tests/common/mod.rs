@@ -197,13 +197,19 @@ impl Harness {
         .unwrap_or_else(|_| panic!("{:?}: the turn hung for 20 s", self.protocol))
     }
 
-    /// Every request the server received, as protocol-neutral views.
+    /// Every request the server received, as protocol-neutral views, each checked against
+    /// its protocol's conversation rules ([`Wire::assert_well_formed`]).
     pub fn requests(&self) -> Vec<Wire> {
-        self.server
+        let requests: Vec<Wire> = self
+            .server
             .requests()
             .into_iter()
             .map(|r| Wire::new(self.protocol, r))
-            .collect()
+            .collect();
+        for (index, request) in requests.iter().enumerate() {
+            request.assert_well_formed(index);
+        }
+        requests
     }
 }
 
@@ -406,6 +412,112 @@ impl Wire {
             }
         }
         outputs
+    }
+}
+
+impl Wire {
+    /// Checks what the providers reject but the testkit does not: every tool call is
+    /// answered exactly once, right after the message that made it, and no tool output
+    /// answers an unknown call; Anthropic's roles alternate starting with `user`.
+    /// `index` names the request in the failure message.
+    pub fn assert_well_formed(&self, index: usize) {
+        let context = format!("{:?} request {index}", self.protocol);
+        let conversation = self.conversation();
+        match self.protocol {
+            Protocol::OpenAiChat => {
+                let mut open: Vec<String> = Vec::new();
+                for item in &conversation {
+                    match item["role"].as_str() {
+                        Some("tool") => {
+                            let id = item["tool_call_id"].as_str().unwrap_or_default();
+                            let position = open.iter().position(|o| o == id);
+                            assert!(
+                                position.is_some(),
+                                "{context}: tool output for unknown call {id}"
+                            );
+                            open.remove(position.unwrap());
+                        }
+                        role => {
+                            assert!(
+                                open.is_empty(),
+                                "{context}: calls {open:?} unanswered before a {role:?} message"
+                            );
+                            for call in item["tool_calls"].as_array().into_iter().flatten() {
+                                open.push(call["id"].as_str().unwrap_or_default().to_owned());
+                            }
+                        }
+                    }
+                }
+                assert!(
+                    open.is_empty(),
+                    "{context}: calls {open:?} unanswered at the end"
+                );
+            }
+            Protocol::OpenAiResponses => {
+                let mut open: Vec<String> = Vec::new();
+                for item in &conversation {
+                    let id = item["call_id"].as_str().unwrap_or_default().to_owned();
+                    match item["type"].as_str() {
+                        Some("function_call") => open.push(id),
+                        Some("function_call_output") => {
+                            let position = open.iter().position(|o| *o == id);
+                            assert!(
+                                position.is_some(),
+                                "{context}: output for unknown call {id}"
+                            );
+                            open.remove(position.unwrap());
+                        }
+                        _ => assert!(
+                            open.is_empty(),
+                            "{context}: calls {open:?} unanswered before {item}"
+                        ),
+                    }
+                }
+                assert!(
+                    open.is_empty(),
+                    "{context}: calls {open:?} unanswered at the end"
+                );
+            }
+            Protocol::Anthropic => {
+                let mut open: Vec<String> = Vec::new();
+                for (position, message) in conversation.iter().enumerate() {
+                    let expected = if position % 2 == 0 {
+                        "user"
+                    } else {
+                        "assistant"
+                    };
+                    assert_eq!(
+                        message["role"], expected,
+                        "{context}: roles must alternate from user"
+                    );
+                    let blocks = message["content"].as_array().cloned().unwrap_or_default();
+                    assert!(!blocks.is_empty(), "{context}: empty message {position}");
+                    if expected == "user" {
+                        let answered: Vec<String> = blocks
+                            .iter()
+                            .filter(|b| b["type"] == "tool_result")
+                            .map(|b| b["tool_use_id"].as_str().unwrap_or_default().to_owned())
+                            .collect();
+                        assert_eq!(
+                            answered, open,
+                            "{context}: message {position} must answer exactly the calls before it"
+                        );
+                        open.clear();
+                    } else {
+                        assert!(open.is_empty());
+                        open = blocks
+                            .iter()
+                            .filter(|b| b["type"] == "tool_use")
+                            .map(|b| b["id"].as_str().unwrap_or_default().to_owned())
+                            .collect();
+                    }
+                }
+                assert!(
+                    open.is_empty(),
+                    "{context}: calls {open:?} unanswered at the end"
+                );
+            }
+        }
     }
 }
 
