@@ -27,6 +27,7 @@ for_each_protocol!(
     a_second_crossing_in_the_same_turn_compacts_again_and_keeps_the_user_message,
     a_history_already_over_the_threshold_is_compacted_before_the_first_request,
     an_enormous_tool_result_is_fitted_into_well_formed_requests,
+    cached_input_counts_toward_the_threshold_and_the_summary_reasoning_stays_private,
 );
 
 /// The id the testkit gives the K-th tool call of a script.
@@ -568,4 +569,45 @@ async fn an_enormous_tool_result_is_fitted_into_well_formed_requests(protocol: P
             assert!(size < 30_000, "auto={auto}: a {size}-byte request was sent");
         }
     }
+}
+
+/// With a warm prompt cache almost all input is cached; Anthropic then reports a tiny
+/// `input_tokens` next to a large `cache_read_input_tokens`. The threshold is about the
+/// whole prompt, so the compaction must still start. The summary's reasoning is as
+/// private as its text.
+async fn cached_input_counts_toward_the_threshold_and_the_summary_reasoning_stays_private(
+    protocol: Protocol,
+) {
+    let mut h = harness(
+        protocol,
+        vec![
+            Turn::text("Let me look.")
+                .with_tool_call("read", json!({"path": "a.rs"}))
+                .with_usage(OVER_THRESHOLD, 40)
+                .with_cached_input(OVER_THRESHOLD - 500),
+            Turn::text(SUMMARY).with_reasoning("Deciding what the summary keeps."),
+            Turn::text("Done."),
+        ],
+    );
+    let run = h.turn("go").await;
+    run.outcome.expect("the turn completes");
+    assert_eq!(compaction_events(&run.events), vec!["started", "applied"]);
+    assert!(
+        !run.events
+            .iter()
+            .any(|e| matches!(e, LoopEvent::ReasoningDelta(_))),
+        "the summary's reasoning must not be shown"
+    );
+    let first_usage = run.events.iter().find_map(|e| match e {
+        LoopEvent::Usage(usage) => Some(*usage),
+        _ => None,
+    });
+    assert_eq!(
+        first_usage,
+        Some(pith_core::Usage {
+            input_tokens: OVER_THRESHOLD,
+            cached_input_tokens: OVER_THRESHOLD - 500,
+            output_tokens: 40,
+        })
+    );
 }
