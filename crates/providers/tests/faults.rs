@@ -30,6 +30,7 @@ for_each_protocol!(
     cancelling_a_visible_answer_mid_stream_stops_at_once_and_keeps_the_shown_text,
     cancelling_during_a_retry_wait_stops_at_once,
     a_slow_stream_that_keeps_sending_events_is_not_cut_by_the_idle_timeout,
+    a_stream_broken_after_complete_but_unexecuted_tool_calls_is_retried,
 );
 
 fn provider_error(run: &TurnRun) -> ProviderError {
@@ -413,4 +414,34 @@ async fn a_slow_stream_that_keeps_sending_events_is_not_cut_by_the_idle_timeout(
     run.outcome.as_ref().expect("the slow stream completes");
     assert_eq!(visible_text(&run.events), "Slow but alive.");
     assert_eq!(h.server.request_count(), 1);
+}
+
+/// Tool calls are shown only when they run, after the stream completed: a stream that
+/// breaks after some calls arrived complete (Anthropic and Responses report each call as
+/// soon as its block ends) showed nothing, and is replayed rather than failing the turn.
+async fn a_stream_broken_after_complete_but_unexecuted_tool_calls_is_retried(protocol: Protocol) {
+    let calls = |turn: Turn| {
+        turn.with_tool_call("read", json!({"path": "1.rs"}))
+            .with_tool_call("read", json!({"path": "2.rs"}))
+            .with_tool_call("read", json!({"path": "3.rs"}))
+            .with_tool_call("read", json!({"path": "4.rs"}))
+    };
+    let mut h = harness(
+        protocol,
+        vec![
+            calls(Turn::default()).with_fault(Fault::DropMidStream),
+            calls(Turn::default()),
+            Turn::text("Done."),
+        ],
+    );
+    let run = h.turn("go").await;
+    run.outcome
+        .as_ref()
+        .unwrap_or_else(|f| panic!("the turn failed: {:?}", f.error));
+    assert_eq!(retries(&run.events).len(), 1);
+    assert_eq!(
+        h.tool.runs.load(std::sync::atomic::Ordering::SeqCst),
+        4,
+        "only the complete answer's calls ran"
+    );
 }
