@@ -5,7 +5,9 @@
 //! to its native form — deterministically, so the same history always produces the same
 //! bytes and provider prompt caches can reuse the prefix — sends it, and returns a
 //! stream of [`StreamChunk`]s. Text and reasoning arrive as deltas; tool calls arrive
-//! complete (the adapter reassembles argument fragments); usage arrives once; the stream
+//! complete (the adapter reassembles argument fragments); usage arrives once; every wire
+//! event that carries none of these is reported as [`StreamChunk::Progress`] (the idle
+//! timeout measures silence on the wire, not between pieces of content); the stream
 //! ends after [`StreamChunk::Done`]. Errors are [`ProviderError`]s. The loop owns
 //! timeouts, retries and cancellation: dropping the stream must abort the request.
 
@@ -46,6 +48,10 @@ pub enum StreamChunk {
     ToolCall(ToolCall),
     /// Usage of this request.
     Usage(Usage),
+    /// The provider sent an event without content (a `ping`, a lifecycle event, a
+    /// usage-free metadata chunk): the stream is alive. The loop's idle timeout measures
+    /// silence on the wire, so adapters report every such event.
+    Progress,
     /// The response is complete.
     Done {
         /// The provider's stop reason (`stop`, `tool_calls`, `end_turn`, …).

@@ -523,15 +523,19 @@ impl AgentLoop {
             }
             PrivateOutcome::Cancelled { .. } => {
                 self.policy.record_attempt(0, &self.budget);
+                // Every Started gets its terminal event, also when the whole turn was
+                // cancelled (the child token is cancelled with it): front-ends drop the
+                // child's cancel handle and their "Compacting…" state on it.
+                let _ = events.send(LoopEvent::AutoCompaction(AutoCompaction::Cancelled));
                 if cancel.is_cancelled() {
                     return Err(LoopError::Cancelled);
                 }
-                let _ = events.send(LoopEvent::AutoCompaction(AutoCompaction::Cancelled));
                 Ok(())
             }
             PrivateOutcome::Failed { reason, .. } => {
                 self.policy.record_attempt(0, &self.budget);
                 if cancel.is_cancelled() {
+                    let _ = events.send(LoopEvent::AutoCompaction(AutoCompaction::Cancelled));
                     return Err(LoopError::Cancelled);
                 }
                 let _ = events.send(LoopEvent::AutoCompaction(AutoCompaction::Failed { reason }));

@@ -389,6 +389,12 @@ impl ProviderAdapter for Anthropic {
                     match outcome {
                         Ok(chunks) => {
                             finished = parser.done;
+                            if chunks.is_empty() && !finished {
+                                return Some((
+                                    Ok(StreamChunk::Progress),
+                                    (events, parser, pending, finished),
+                                ));
+                            }
                             pending = chunks.into_iter().rev().collect();
                         }
                         Err(error) => {

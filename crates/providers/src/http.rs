@@ -124,14 +124,14 @@ pub fn openai_client(
     base_url: &str,
     api_key: Option<&str>,
 ) -> Result<async_openai::Client<OpenAIConfig>, ProviderError> {
+    // `http_client` installs the crypto provider, and `Client::with_config` builds a
+    // default reqwest client of its own (replaced just after): the provider must be in
+    // place first or that build panics.
+    let client = http_client()?;
     let config = OpenAIConfig::new()
         .with_api_base(base_url.trim_end_matches('/'))
         .with_api_key(api_key.unwrap_or_default());
-    Ok(
-        async_openai::Client::with_config(config).with_http_service(PlainService {
-            client: http_client()?,
-        }),
-    )
+    Ok(async_openai::Client::with_config(config).with_http_service(PlainService { client }))
 }
 
 /// Maps an async-openai error onto [`ProviderError`].

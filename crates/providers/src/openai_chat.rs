@@ -345,6 +345,12 @@ impl ProviderAdapter for OpenAiChat {
                     }
                     match upstream.next().await {
                         Some(Ok(chunk)) => match absorb(chunk, &mut assembler) {
+                            Ok(chunks) if chunks.is_empty() => {
+                                return Some((
+                                    Ok(StreamChunk::Progress),
+                                    (upstream, assembler, pending, finished),
+                                ));
+                            }
                             Ok(chunks) => pending = chunks.into_iter().rev().collect(),
                             Err(error) => {
                                 finished = true;

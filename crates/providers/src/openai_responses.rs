@@ -247,6 +247,12 @@ impl ProviderAdapter for OpenAiResponses {
                     match outcome {
                         Ok(chunks) => {
                             finished = parser.done;
+                            if chunks.is_empty() && !finished {
+                                return Some((
+                                    Ok(StreamChunk::Progress),
+                                    (upstream, parser, pending, finished),
+                                ));
+                            }
                             pending = chunks.into_iter().rev().collect();
                         }
                         Err(error) => {

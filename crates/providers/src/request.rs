@@ -4,6 +4,9 @@
 //! Retries happen only while nothing of the response has been forwarded yet: once text
 //! reached the caller, replaying the request would show it twice, so a stream that breaks
 //! after that point fails the request with its error (front-ends keep the partial text).
+//! Tool calls collected before the break were not shown (they show when they run), so
+//! they do not block a retry; a private request (the automatic compaction summary)
+//! forwards nothing and is always retryable.
 
 use std::time::Duration;
 
@@ -47,6 +50,9 @@ pub struct Response {
     pub usage_reported: bool,
     /// The provider's stop reason.
     pub stop_reason: Option<String>,
+    /// True once text or reasoning of this response reached the front-end (never for a
+    /// private request). Tool calls are shown only when they run, after the stream.
+    pub shown: bool,
 }
 
 /// A failed request, with whatever arrived before the failure.
@@ -69,6 +75,10 @@ pub enum Visibility<'a> {
 }
 
 impl Visibility<'_> {
+    fn is_visible(&self) -> bool {
+        matches!(self, Visibility::Visible(_))
+    }
+
     fn emit(&self, event: LoopEvent) {
         if let Visibility::Visible(sender) = self {
             // A dropped receiver means nobody is watching; the loop still completes.
@@ -103,10 +113,10 @@ pub async fn send_with_retries(
         match outcome {
             Ok(()) => return Ok(response),
             Err(error) => {
-                let forwarded_anything =
-                    !response.text.is_empty() || !response.tool_calls.is_empty();
+                // Replaying would show the text twice; tool calls collected so far were not
+                // shown (they show when they run) and a private request shows nothing.
                 let can_retry =
-                    error.is_retryable() && !forwarded_anything && attempt <= retry.max_retries;
+                    error.is_retryable() && !response.shown && attempt <= retry.max_retries;
                 if !can_retry {
                     return Err(RequestFailure {
                         error,
@@ -168,10 +178,15 @@ async fn attempt_once(
                     continue;
                 }
                 response.text.push_str(&delta);
+                response.shown |= visibility.is_visible();
                 visibility.emit(LoopEvent::TextDelta(delta));
             }
-            StreamChunk::Reasoning(delta) => visibility.emit(LoopEvent::ReasoningDelta(delta)),
+            StreamChunk::Reasoning(delta) => {
+                response.shown |= visibility.is_visible();
+                visibility.emit(LoopEvent::ReasoningDelta(delta));
+            }
             StreamChunk::ToolCall(call) => response.tool_calls.push(call),
+            StreamChunk::Progress => {}
             StreamChunk::Usage(usage) => {
                 response.usage = usage;
                 response.usage_reported = true;

@@ -261,17 +261,25 @@ async fn cancelling_the_turn_stops_the_compactor_and_the_turn() {
     let turn_for_watcher = turn.clone();
     let watcher = tokio::spawn(async move {
         let mut child = None;
+        let mut seen = Vec::new();
         while let Some(event) = rx.recv().await {
-            if let LoopEvent::AutoCompaction(AutoCompaction::Started { cancel }) = event {
+            if let LoopEvent::AutoCompaction(AutoCompaction::Started { cancel }) = &event {
                 turn_for_watcher.cancel(); // Ctrl+C
-                child = Some(cancel);
+                child = Some(cancel.clone());
             }
+            seen.push(event);
         }
-        child
+        (child, seen)
     });
     let outcome = h.agent.run_turn(Message::user("go"), &tx, &turn).await;
     drop(tx);
-    let child = watcher.await.unwrap().expect("compaction started");
+    let (child, events) = watcher.await.unwrap();
+    let child = child.expect("compaction started");
+    assert_eq!(
+        compaction_events(&events),
+        vec!["started", "cancelled"],
+        "a Started compaction always gets its terminal event"
+    );
     assert!(
         child.is_cancelled(),
         "cancelling the turn cancels the compactor"

@@ -1,0 +1,542 @@
+//! Shared harness of the testkit suites: an [`AgentLoop`] wired to one of the three real
+//! adapters and a scripted [`TestServer`], a small tool registry, event helpers, and a
+//! protocol-neutral view of recorded request bodies. [`for_each_protocol!`] turns one
+//! scenario `async fn(Protocol)` into one `#[tokio::test]` per wire protocol.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pith_core::{
+    AutoCompaction, ContextBudget, Encoding, LoopEvent, Message, RequestEstimator, TiktokenCounter,
+    Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
+};
+use pith_providers::anthropic::Anthropic;
+use pith_providers::openai_chat::OpenAiChat;
+use pith_providers::openai_responses::OpenAiResponses;
+use pith_providers::request::Timeouts;
+use pith_providers::retry::RetryPolicy;
+use pith_providers::{AgentLoop, LoopOptions, ProviderAdapter, TurnFailure, TurnSummary};
+use pith_testkit::{Protocol, RecordedRequest, Script, TestServer, Turn};
+use serde_json::{json, Value};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio_util::sync::CancellationToken;
+
+/// The system prompt of every harness loop.
+pub const SYSTEM: &str = "You are pith, a coding agent. Work in /repo.";
+/// A context window whose auto threshold is 171 000 tokens (90 % of 200 000 − 10 000).
+pub const WINDOW: u64 = 200_000;
+/// Reported input tokens that cross [`WINDOW`]'s auto threshold.
+pub const OVER_THRESHOLD: u64 = 180_000;
+/// The API key the adapters send (recorded redacted by the testkit).
+pub const API_KEY: &str = "sk-test-not-a-secret";
+/// A summary in the shared format.
+pub const SUMMARY: &str = "## Goal\nFix the parser.\n## Key Instructions\nKeep the public API.\n## Discoveries\nsrc/lib.rs holds the parser.";
+
+/// Generates `mod $scenario { openai_chat, openai_responses, anthropic }`, each a
+/// `#[tokio::test]` running `$scenario(protocol)`, so every scenario is written once and a
+/// failure names the protocol that broke.
+#[macro_export]
+macro_rules! for_each_protocol {
+    ($($scenario:ident),+ $(,)?) => {$(
+        mod $scenario {
+            #[tokio::test]
+            async fn openai_chat() {
+                super::$scenario(pith_testkit::Protocol::OpenAiChat).await
+            }
+            #[tokio::test]
+            async fn openai_responses() {
+                super::$scenario(pith_testkit::Protocol::OpenAiResponses).await
+            }
+            #[tokio::test]
+            async fn anthropic() {
+                super::$scenario(pith_testkit::Protocol::Anthropic).await
+            }
+        }
+    )+};
+}
+
+/// A read-only `read` tool that counts its runs and echoes the path it read.
+pub struct ReadTool {
+    /// How many times it ran.
+    pub runs: AtomicUsize,
+}
+
+#[async_trait]
+impl Tool for ReadTool {
+    fn name(&self) -> &str {
+        "read"
+    }
+    fn description(&self) -> &str {
+        "Read a file of the workspace"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    async fn run(&self, arguments: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        Ok(ToolOutput::ok(format!(
+            "contents of {}",
+            arguments["path"].as_str().unwrap_or("?")
+        )))
+    }
+}
+
+/// Options for tests: short retry delays and timeouts so faults resolve in milliseconds.
+pub fn fast_options() -> LoopOptions {
+    LoopOptions {
+        retry: RetryPolicy {
+            max_retries: 2,
+            base_delay: Duration::from_millis(10),
+            max_delay: Duration::from_secs(5),
+        },
+        timeouts: Timeouts {
+            request: Duration::from_secs(5),
+            idle: Duration::from_millis(500),
+        },
+        ..LoopOptions::default()
+    }
+}
+
+/// The real adapter for `protocol`, pointed at `server`.
+pub fn adapter(protocol: Protocol, server: &TestServer) -> Arc<dyn ProviderAdapter> {
+    let base = server.base_url();
+    match protocol {
+        Protocol::OpenAiChat => Arc::new(OpenAiChat::new(&base, Some(API_KEY)).unwrap()),
+        Protocol::OpenAiResponses => Arc::new(OpenAiResponses::new(&base, Some(API_KEY)).unwrap()),
+        Protocol::Anthropic => Arc::new(Anthropic::new(&base, Some(API_KEY)).unwrap()),
+    }
+}
+
+/// One conversation through a real adapter against a scripted server.
+pub struct Harness {
+    /// The loop under test.
+    pub agent: AgentLoop,
+    /// The scripted server (shared so watcher tasks can wait on it).
+    pub server: Arc<TestServer>,
+    /// The only tool.
+    pub tool: Arc<ReadTool>,
+    /// The wire protocol.
+    pub protocol: Protocol,
+}
+
+/// A harness with [`WINDOW`] and [`fast_options`].
+pub fn harness(protocol: Protocol, turns: Vec<Turn>) -> Harness {
+    harness_with(protocol, turns, WINDOW, fast_options())
+}
+
+/// A harness with an explicit window and options.
+pub fn harness_with(
+    protocol: Protocol,
+    turns: Vec<Turn>,
+    window: u64,
+    options: LoopOptions,
+) -> Harness {
+    let server = Arc::new(
+        TestServer::start(Script::new(protocol, turns)).expect("the testkit server starts"),
+    );
+    let tool = Arc::new(ReadTool {
+        runs: AtomicUsize::new(0),
+    });
+    let agent = AgentLoop::new(
+        adapter(protocol, &server),
+        "test-model",
+        ContextBudget::for_window(window),
+        SYSTEM,
+        ToolRegistry::new(vec![tool.clone()]),
+        RequestEstimator::new(Arc::new(TiktokenCounter::new(Encoding::O200kBase))),
+        options,
+    );
+    Harness {
+        agent,
+        server,
+        tool,
+        protocol,
+    }
+}
+
+/// The outcome of one turn with every event it sent.
+pub struct TurnRun {
+    /// What `run_turn` returned.
+    pub outcome: Result<TurnSummary, TurnFailure>,
+    /// Every event, in order.
+    pub events: Vec<LoopEvent>,
+}
+
+impl Harness {
+    /// Runs one user turn to completion (failing the test after 20 s: a hang is a bug) and
+    /// collects its events.
+    pub async fn turn(&mut self, user: &str) -> TurnRun {
+        let (tx, mut rx) = unbounded_channel();
+        let outcome = self.turn_with(user, &tx, &CancellationToken::new()).await;
+        drop(tx);
+        TurnRun {
+            outcome,
+            events: drain(&mut rx),
+        }
+    }
+
+    /// Runs one user turn with the caller's channel and token, failing the test after 20 s.
+    pub async fn turn_with(
+        &mut self,
+        user: &str,
+        events: &UnboundedSender<LoopEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<TurnSummary, TurnFailure> {
+        tokio::time::timeout(
+            Duration::from_secs(20),
+            self.agent.run_turn(Message::user(user), events, cancel),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{:?}: the turn hung for 20 s", self.protocol))
+    }
+
+    /// Every request the server received, as protocol-neutral views, each checked against
+    /// its protocol's conversation rules ([`Wire::assert_well_formed`]).
+    pub fn requests(&self) -> Vec<Wire> {
+        let requests: Vec<Wire> = self
+            .server
+            .requests()
+            .into_iter()
+            .map(|r| Wire::new(self.protocol, r))
+            .collect();
+        for (index, request) in requests.iter().enumerate() {
+            request.assert_well_formed(index);
+        }
+        requests
+    }
+}
+
+/// Every event still queued.
+pub fn drain(rx: &mut UnboundedReceiver<LoopEvent>) -> Vec<LoopEvent> {
+    let mut events = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        events.push(event);
+    }
+    events
+}
+
+/// The automatic-compaction lifecycle as names: `started`, `applied`, `cancelled`, `failed`.
+pub fn compaction_events(events: &[LoopEvent]) -> Vec<&'static str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            LoopEvent::AutoCompaction(AutoCompaction::Started { .. }) => Some("started"),
+            LoopEvent::AutoCompaction(AutoCompaction::Applied { .. }) => Some("applied"),
+            LoopEvent::AutoCompaction(AutoCompaction::Cancelled) => Some("cancelled"),
+            LoopEvent::AutoCompaction(AutoCompaction::Failed { .. }) => Some("failed"),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The visible text (all `TextDelta`s joined).
+pub fn visible_text(events: &[LoopEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            LoopEvent::TextDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The `Retrying` events as (attempt, delay_ms, reason).
+pub fn retries(events: &[LoopEvent]) -> Vec<(u32, u64, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            LoopEvent::Retrying {
+                attempt,
+                delay_ms,
+                reason,
+            } => Some((*attempt, *delay_ms, reason.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One tool output as the model sees it in a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WireToolOutput {
+    /// The call it answers.
+    pub call_id: String,
+    /// Its text.
+    pub content: String,
+    /// Anthropic's `is_error` (the OpenAI kinds have no such flag: `None`).
+    pub is_error: Option<bool>,
+}
+
+/// A recorded request body read through its protocol: the system prompt, the tools and the
+/// conversation (the part after the system prompt) wherever the protocol keeps them.
+#[derive(Debug, Clone)]
+pub struct Wire {
+    /// The protocol that shaped `body`.
+    pub protocol: Protocol,
+    /// The recorded request.
+    pub recorded: RecordedRequest,
+}
+
+impl Wire {
+    /// Wraps a recorded request.
+    pub fn new(protocol: Protocol, recorded: RecordedRequest) -> Self {
+        Self { protocol, recorded }
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> &Value {
+        &self.recorded.body
+    }
+
+    /// Where the system prompt travels: Chat's leading `system` message, Responses'
+    /// `instructions`, Anthropic's `system` blocks.
+    pub fn system(&self) -> Value {
+        match self.protocol {
+            Protocol::OpenAiChat => {
+                let first = &self.body()["messages"][0];
+                assert_eq!(
+                    first["role"], "system",
+                    "chat requests start with the system message"
+                );
+                first.clone()
+            }
+            Protocol::OpenAiResponses => self.body()["instructions"].clone(),
+            Protocol::Anthropic => self.body()["system"].clone(),
+        }
+    }
+
+    /// The system prompt text.
+    pub fn system_text(&self) -> String {
+        let system = self.system();
+        match self.protocol {
+            Protocol::OpenAiChat => system["content"].as_str().unwrap_or_default().to_owned(),
+            Protocol::OpenAiResponses => system.as_str().unwrap_or_default().to_owned(),
+            Protocol::Anthropic => system[0]["text"].as_str().unwrap_or_default().to_owned(),
+        }
+    }
+
+    /// The tool definitions, exactly as sent.
+    pub fn tools(&self) -> Value {
+        self.body()["tools"].clone()
+    }
+
+    /// The conversation items after the system prompt: Chat `messages[1..]`, Responses
+    /// `input`, Anthropic `messages`.
+    pub fn conversation(&self) -> Vec<Value> {
+        match self.protocol {
+            Protocol::OpenAiChat => self.body()["messages"]
+                .as_array()
+                .map(|m| m[1..].to_vec())
+                .unwrap_or_default(),
+            Protocol::OpenAiResponses => {
+                self.body()["input"].as_array().cloned().unwrap_or_default()
+            }
+            Protocol::Anthropic => self.body()["messages"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The conversation items that are user text, as their texts (in order).
+    pub fn user_texts(&self) -> Vec<String> {
+        let mut texts = Vec::new();
+        for item in self.conversation() {
+            if item["role"] != "user" {
+                continue;
+            }
+            match self.protocol {
+                Protocol::OpenAiChat => {
+                    texts.push(item["content"].as_str().unwrap_or_default().to_owned())
+                }
+                Protocol::OpenAiResponses | Protocol::Anthropic => {
+                    for block in item["content"].as_array().into_iter().flatten() {
+                        if block["type"] == "input_text" || block["type"] == "text" {
+                            texts.push(block["text"].as_str().unwrap_or_default().to_owned());
+                        }
+                    }
+                }
+            }
+        }
+        texts
+    }
+
+    /// The text of the last user text in the conversation.
+    pub fn last_user_text(&self) -> String {
+        self.user_texts().pop().unwrap_or_default()
+    }
+
+    /// True when this is an automatic compaction request (the auto prompt is the last user
+    /// text).
+    pub fn is_auto_compaction(&self) -> bool {
+        self.last_user_text() == pith_core::summary::auto_prompt()
+    }
+
+    /// Every tool output in the conversation, in order.
+    pub fn tool_outputs(&self) -> Vec<WireToolOutput> {
+        let mut outputs = Vec::new();
+        for item in self.conversation() {
+            match self.protocol {
+                Protocol::OpenAiChat if item["role"] == "tool" => outputs.push(WireToolOutput {
+                    call_id: item["tool_call_id"].as_str().unwrap_or_default().to_owned(),
+                    content: item["content"].as_str().unwrap_or_default().to_owned(),
+                    is_error: None,
+                }),
+                Protocol::OpenAiResponses if item["type"] == "function_call_output" => outputs
+                    .push(WireToolOutput {
+                        call_id: item["call_id"].as_str().unwrap_or_default().to_owned(),
+                        content: item["output"].as_str().unwrap_or_default().to_owned(),
+                        is_error: None,
+                    }),
+                Protocol::Anthropic => {
+                    for block in item["content"].as_array().into_iter().flatten() {
+                        if block["type"] == "tool_result" {
+                            outputs.push(WireToolOutput {
+                                call_id: block["tool_use_id"]
+                                    .as_str()
+                                    .unwrap_or_default()
+                                    .to_owned(),
+                                content: block["content"].as_str().unwrap_or_default().to_owned(),
+                                is_error: block["is_error"].as_bool(),
+                            });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        outputs
+    }
+}
+
+impl Wire {
+    /// Checks what the providers reject but the testkit does not: every tool call is
+    /// answered exactly once, right after the message that made it, and no tool output
+    /// answers an unknown call; Anthropic's roles alternate starting with `user`.
+    /// `index` names the request in the failure message.
+    pub fn assert_well_formed(&self, index: usize) {
+        let context = format!("{:?} request {index}", self.protocol);
+        let conversation = self.conversation();
+        match self.protocol {
+            Protocol::OpenAiChat => {
+                let mut open: Vec<String> = Vec::new();
+                for item in &conversation {
+                    match item["role"].as_str() {
+                        Some("tool") => {
+                            let id = item["tool_call_id"].as_str().unwrap_or_default();
+                            let position = open.iter().position(|o| o == id);
+                            assert!(
+                                position.is_some(),
+                                "{context}: tool output for unknown call {id}"
+                            );
+                            open.remove(position.unwrap());
+                        }
+                        role => {
+                            assert!(
+                                open.is_empty(),
+                                "{context}: calls {open:?} unanswered before a {role:?} message"
+                            );
+                            for call in item["tool_calls"].as_array().into_iter().flatten() {
+                                open.push(call["id"].as_str().unwrap_or_default().to_owned());
+                            }
+                        }
+                    }
+                }
+                assert!(
+                    open.is_empty(),
+                    "{context}: calls {open:?} unanswered at the end"
+                );
+            }
+            Protocol::OpenAiResponses => {
+                let mut open: Vec<String> = Vec::new();
+                for item in &conversation {
+                    let id = item["call_id"].as_str().unwrap_or_default().to_owned();
+                    match item["type"].as_str() {
+                        Some("function_call") => open.push(id),
+                        Some("function_call_output") => {
+                            let position = open.iter().position(|o| *o == id);
+                            assert!(
+                                position.is_some(),
+                                "{context}: output for unknown call {id}"
+                            );
+                            open.remove(position.unwrap());
+                        }
+                        _ => assert!(
+                            open.is_empty(),
+                            "{context}: calls {open:?} unanswered before {item}"
+                        ),
+                    }
+                }
+                assert!(
+                    open.is_empty(),
+                    "{context}: calls {open:?} unanswered at the end"
+                );
+            }
+            Protocol::Anthropic => {
+                let mut open: Vec<String> = Vec::new();
+                for (position, message) in conversation.iter().enumerate() {
+                    let expected = if position % 2 == 0 {
+                        "user"
+                    } else {
+                        "assistant"
+                    };
+                    assert_eq!(
+                        message["role"], expected,
+                        "{context}: roles must alternate from user"
+                    );
+                    let blocks = message["content"].as_array().cloned().unwrap_or_default();
+                    assert!(!blocks.is_empty(), "{context}: empty message {position}");
+                    if expected == "user" {
+                        let answered: Vec<String> = blocks
+                            .iter()
+                            .filter(|b| b["type"] == "tool_result")
+                            .map(|b| b["tool_use_id"].as_str().unwrap_or_default().to_owned())
+                            .collect();
+                        assert_eq!(
+                            answered, open,
+                            "{context}: message {position} must answer exactly the calls before it"
+                        );
+                        open.clear();
+                    } else {
+                        assert!(open.is_empty());
+                        open = blocks
+                            .iter()
+                            .filter(|b| b["type"] == "tool_use")
+                            .map(|b| b["id"].as_str().unwrap_or_default().to_owned())
+                            .collect();
+                    }
+                }
+                assert!(
+                    open.is_empty(),
+                    "{context}: calls {open:?} unanswered at the end"
+                );
+            }
+        }
+    }
+}
+
+/// `value` without Anthropic's `cache_control` markers (at any depth).
+pub fn without_cache_control(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(key, _)| key.as_str() != "cache_control")
+                .map(|(key, v)| (key.clone(), without_cache_control(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_cache_control).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Compact JSON text (serde_json without `preserve_order` sorts keys, so the text is a
+/// function of the value: equal text is byte-for-byte what the adapter serialised).
+pub fn bytes(value: &Value) -> String {
+    serde_json::to_string(value).unwrap()
+}
