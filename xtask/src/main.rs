@@ -5,6 +5,8 @@
 //! that deliver them.
 
 mod crash;
+mod demo;
+mod local_llm;
 mod eval;
 mod eval_core;
 
@@ -23,6 +25,21 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
+    /// Set up and start the local model (llama.cpp server with SmolLM2-135M) on 127.0.0.1.
+    LocalLlm {
+        /// Port to listen on.
+        #[arg(long, default_value_t = local_llm::DEFAULT_PORT)]
+        port: u16,
+        /// Context size of the server (tokens).
+        #[arg(long, default_value_t = local_llm::DEFAULT_CTX)]
+        ctx: u32,
+        /// Stop the server started earlier on that port.
+        #[arg(long)]
+        stop: bool,
+    },
+    /// A real headless job on the local model whose context fills up, so that an automatic
+    /// compaction really happens; then the session's replay.
+    Demo,
     /// Run the CI checks: cargo fmt --check, clippy -D warnings, the whole test suite.
     Ci,
     /// SIGKILL a session writer at random instants and check every transcript.
@@ -49,6 +66,8 @@ enum Task {
 fn main() -> Result<()> {
     match Cli::parse().task {
         Task::Ci => ci(),
+        Task::LocalLlm { port, ctx, stop } => local_llm::run(port, ctx, stop),
+        Task::Demo => demo::run(),
         Task::Crash { trials, seed } => crash::run(trials, seed),
         Task::Eval { sessions, json } => {
             let sessions = match sessions {
