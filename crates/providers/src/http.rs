@@ -124,6 +124,9 @@ pub fn openai_client(
     base_url: &str,
     api_key: Option<&str>,
 ) -> Result<async_openai::Client<OpenAIConfig>, ProviderError> {
+    // `Client::with_config` builds a default reqwest client before ours replaces it, and
+    // reqwest panics without a rustls provider.
+    install_crypto_provider();
     let config = OpenAIConfig::new()
         .with_api_base(base_url.trim_end_matches('/'))
         .with_api_key(api_key.unwrap_or_default());
