@@ -14,7 +14,8 @@ fn main() {
         Some(cli::Command::Sessions(args)) => commands::sessions::run(args),
         Some(cli::Command::Replay(args)) => commands::replay::run(args),
         Some(cli::Command::Run(args)) => commands::run::run(args),
-        Some(cli::Command::Compress(_)) | None => commands::not_yet_available(cli.command.as_ref()),
+        None => commands::repl::run(cli.repl),
+        Some(cli::Command::Compress(_)) => commands::not_yet_available(cli.command.as_ref()),
     };
     std::process::exit(exit::report(outcome));
 }

@@ -1,5 +1,6 @@
 //! Command implementations that belong to the binary itself (thin glue over the crates).
 
+pub mod repl;
 pub mod replay;
 pub mod run;
 pub mod sessions;
