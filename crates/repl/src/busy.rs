@@ -89,6 +89,11 @@ where
                 react(busy.apply(action), busy, screen, &mut question);
             }
             Some(asked) = approvals.recv(), if question.is_none() => {
+                // The job may have sent events and then asked within one poll: show
+                // what led to the question first.
+                while let Ok(event) = events.try_recv() {
+                    on_event(event, busy, screen, status);
+                }
                 screen.question(&asked.request);
                 if interactive {
                     busy.set_approval_pending(true);
