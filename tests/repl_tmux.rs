@@ -7,7 +7,8 @@
 //! the compactor, (b) without Esc the compaction is applied and persisted as a
 //! checkpoint + compaction pair, (c) Ctrl+C stops the turn and the prompt returns,
 //! (d) `/compact keep the API changes` streams a summary and the next request starts
-//! from it.
+//! from it. Two more cover `/compact`'s own contract: input typed meanwhile is queued and
+//! runs afterwards, and Esc cancels it with the history unchanged.
 
 use std::path::Path;
 use std::process::Command;
@@ -381,4 +382,69 @@ fn manual_compact_streams_the_summary_and_the_next_request_starts_from_it() {
         .collect();
     assert_eq!(compactions.len(), 1, "exactly one compaction_applied");
     assert_eq!(compactions[0]["trigger"], "manual");
+}
+
+#[test]
+fn input_typed_during_compact_is_queued_and_runs_afterwards() {
+    require_tmux!();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("FIRST-ANSWER about the lexer."),
+        Turn::text(format!("## Goal\nQUEUE-SUMMARY {}", "more ".repeat(40)))
+            .with_chunk_delay_ms(150),
+        Turn::text("QUEUED-ANSWER"),
+    ]))
+    .unwrap();
+    let pane = Pane::start("queue", &server, &[]);
+    pane.wait_for_prompt();
+    pane.type_line("look at the lexer");
+    pane.wait_for_text("FIRST-ANSWER");
+    pane.wait_for_prompt();
+    pane.type_line("/compact");
+    pane.wait_for_text("Compacting...");
+    pane.type_line("QUEUED-QUESTION");
+    pane.wait_for_text("1 queued");
+    pane.wait_for_text("Context compacted (");
+    pane.wait_for_text("QUEUED-ANSWER");
+    pane.exit();
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "turn, /compact, the queued question");
+    let queued = requests[2].body["messages"].to_string();
+    assert!(
+        queued.contains("QUEUE-SUMMARY") && queued.contains("QUEUED-QUESTION"),
+        "the queued question runs after the compaction, from the summary: {queued}"
+    );
+}
+
+#[test]
+fn esc_cancels_a_running_compact_and_leaves_the_history_unchanged() {
+    require_tmux!();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("FIRST-ANSWER about the lexer."),
+        Turn::text(format!("## Goal\nCANCELLED-SUMMARY {}", "more ".repeat(80)))
+            .with_chunk_delay_ms(300),
+        Turn::text("AFTER-CANCEL"),
+    ]))
+    .unwrap();
+    let pane = Pane::start("compactesc", &server, &[]);
+    pane.wait_for_prompt();
+    pane.type_line("look at the lexer");
+    pane.wait_for_text("FIRST-ANSWER");
+    pane.wait_for_prompt();
+    pane.type_line("/compact");
+    pane.wait_for_text("CANCELLED-SUMMARY");
+    pane.keys(&["Escape"]);
+    pane.wait_for_text("Compaction cancelled; the history is unchanged");
+    pane.wait_for_prompt();
+    pane.type_line("again");
+    pane.wait_for_text("AFTER-CANCEL");
+    pane.exit();
+
+    let next = server.requests()[2].body["messages"].to_string();
+    assert!(
+        next.contains("FIRST-ANSWER") && !next.contains("CANCELLED-SUMMARY"),
+        "a cancelled /compact must leave the history as it was: {next}"
+    );
+    let transcript = pane.transcript();
+    assert!(!kinds(&transcript).contains(&"compaction_applied"));
 }

@@ -714,7 +714,8 @@ fn on_turn_event(
         LoopEvent::ToolCallFinished { call, result } => screen.tool_finished(&call, &result),
         LoopEvent::MessageAppended(message) => {
             if message.role == Role::Assistant {
-                screen.end_text();
+                // The next model request starts a new answer (and a new markdown state).
+                screen.start_answer();
             }
         }
         LoopEvent::Usage(usage) => status.used = usage.input_tokens + usage.output_tokens,
