@@ -142,3 +142,50 @@ fn a_session_left_without_a_message_is_not_kept_and_continue_resumes_the_latest(
         "the continued request carries the earlier conversation: {second}"
     );
 }
+
+#[test]
+fn resume_switches_to_another_session_and_shows_its_conversation() {
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Remembered."),
+        Turn::text("RESUMED-ANSWER"),
+    ]))
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    pith(root.path(), &server)
+        .write_stdin("remember this\n")
+        .assert()
+        .success();
+    let sessions = root.path().join("home").join("sessions");
+    let project = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let id = std::fs::read_dir(project)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .into_string()
+        .unwrap();
+    let output = pith(root.path(), &server)
+        .write_stdin(format!("/resume {id}\n/resume {id}\nwhat did I say?\n"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains("remember this"),
+        "the resumed conversation is shown: {stdout}"
+    );
+    assert!(stdout.contains("That is the current session."), "{stdout}");
+    assert!(stdout.contains("RESUMED-ANSWER"), "{stdout}");
+    assert_eq!(
+        transcripts(root.path()).len(),
+        1,
+        "the new session left unused is removed after /resume"
+    );
+    let second = server.requests()[1].body["messages"].to_string();
+    assert!(second.contains("remember this") && second.contains("Remembered."));
+}

@@ -711,7 +711,7 @@ fn on_turn_event(
     match event {
         LoopEvent::TextDelta(text) => screen.text(&text),
         LoopEvent::ToolCallStarted(call) => screen.tool_started(&call),
-        LoopEvent::ToolCallFinished { call, result } => screen.tool_finished(&call, &result),
+        LoopEvent::ToolCallFinished { result, .. } => screen.tool_finished(&result),
         LoopEvent::MessageAppended(message) => {
             if message.role == Role::Assistant {
                 // The next model request starts a new answer (and a new markdown state).
@@ -752,7 +752,7 @@ fn on_compact_event(event: LoopEvent, _: &mut BusyState, screen: &mut Screen, _:
     match event {
         LoopEvent::TextDelta(text) => screen.text(&text),
         LoopEvent::ToolCallStarted(call) => screen.tool_started(&call),
-        LoopEvent::ToolCallFinished { call, result } => screen.tool_finished(&call, &result),
+        LoopEvent::ToolCallFinished { result, .. } => screen.tool_finished(&result),
         LoopEvent::Notice(text) => screen.message(Tone::Dim, &text),
         LoopEvent::Retrying {
             attempt,

@@ -18,9 +18,9 @@ use crossterm::terminal::{Clear, ClearType};
 use crossterm::{queue, terminal};
 use pith_core::{ToolCall, ToolResult};
 use pith_tools::PermissionRequest;
-use unicode_width::UnicodeWidthStr;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use crate::cards::{argument_summary, result_preview, shorten};
+use crate::cards::{argument_summary, result_preview};
 use crate::markdown::{display_width, MarkdownLines, Span, SpanStyle};
 
 /// Spinner frames of the loader line.
@@ -141,8 +141,7 @@ impl Screen {
     }
 
     /// The result preview of a tool card.
-    pub fn tool_finished(&mut self, call: &ToolCall, result: &ToolResult) {
-        let _ = call;
+    pub fn tool_finished(&mut self, result: &ToolResult) {
         let preview = result_preview(result);
         let (mark, style) = if result.is_error {
             ("✗", Style::Error)
@@ -358,19 +357,24 @@ enum Style {
     Question,
 }
 
-/// Cuts `line` to `columns` display columns.
+/// Cuts `line` to `columns` display columns, marking a cut with `…`.
 fn fit(line: &str, columns: usize) -> String {
     if line.width() <= columns {
         return line.to_owned();
     }
+    let room = columns.saturating_sub(1);
     let mut out = String::new();
+    let mut width = 0;
     for c in line.chars() {
-        if (out.clone() + &c.to_string()).width() >= columns {
+        let w = c.width().unwrap_or(0);
+        if width + w > room {
             break;
         }
+        width += w;
         out.push(c);
     }
-    shorten(&out, out.chars().count())
+    out.push('…');
+    out
 }
 
 #[cfg(test)]
@@ -441,6 +445,12 @@ mod tests {
     #[test]
     fn fitting_cuts_to_the_column_count() {
         assert_eq!(fit("abcdef", 10), "abcdef");
-        assert!(fit(&"x".repeat(50), 10).width() <= 10);
+        let cut = fit(&"x".repeat(50), 10);
+        assert_eq!(cut.width(), 10);
+        assert!(cut.ends_with('…'));
+        assert!(
+            fit(&"日".repeat(20), 9).width() <= 9,
+            "wide characters count twice"
+        );
     }
 }
