@@ -783,3 +783,101 @@ fn retire(conversation: Conversation) {
         let _ = std::fs::remove_dir_all(dir);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pith_core::AutoCompaction;
+    use pith_session::ReadOptions;
+    use std::io::Write;
+    use std::sync::Mutex;
+
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_applied_automatic_compaction_is_flushed_persisted_and_announced_without_its_summary() {
+        let root = tempfile::tempdir().unwrap();
+        let store = SessionStore::at(root.path().join("sessions"));
+        let mut session = store
+            .create(NewSession {
+                cwd: root.path().to_path_buf(),
+                provider: "test".into(),
+                model: "m".into(),
+            })
+            .unwrap();
+        session.append(Event::user_text("go")).unwrap();
+        let capture = Capture::default();
+        let mut screen = Screen::new(Box::new(capture.clone()), false);
+        let turn = CancellationToken::new();
+        let mut busy = BusyState::turn(turn.clone());
+        let mut status = Status {
+            model: "test/m".into(),
+            used: 0,
+            budget: pith_core::ContextBudget::for_window(20_000),
+            auto_compaction: true,
+        };
+        let mut recorder = TurnRecorder::new();
+        let events = vec![
+            LoopEvent::TextDelta("Before".into()),
+            LoopEvent::MessageAppended(Message::assistant("Before")),
+            LoopEvent::AutoCompaction(AutoCompaction::Started {
+                cancel: turn.child_token(),
+            }),
+            LoopEvent::AutoCompaction(AutoCompaction::Applied {
+                replacement: vec![
+                    Message::system("sys"),
+                    Message::user("<compacted_context>SECRET</compacted_context>"),
+                ],
+                summary: "SECRET".into(),
+                usage: None,
+                tokens_before: 15_000,
+                tokens_after: 900,
+            }),
+            LoopEvent::TextDelta("After".into()),
+        ];
+        for event in events {
+            on_turn_event(
+                event,
+                &mut busy,
+                &mut screen,
+                &mut status,
+                &mut recorder,
+                &mut session,
+            );
+        }
+        drop(screen);
+        let shown = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            shown,
+            "Before\nContext compacted automatically (15000 → 900 tokens)\nAfter\n"
+        );
+        assert_eq!(status.used, 900, "the status follows the replacement");
+        let kinds: Vec<String> = session
+            .read(ReadOptions::default())
+            .unwrap()
+            .records
+            .iter()
+            .map(|r| r.event.kind().to_owned())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "session_started",
+                "user_message",
+                "assistant_turn",
+                "compaction_applied"
+            ]
+        );
+    }
+}
