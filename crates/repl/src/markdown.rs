@@ -6,7 +6,7 @@
 //! terminal), so the rules are unit-tested; anything it does not recognise is shown as
 //! written.
 
-use unicode_width::UnicodeWidthStr;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// How a span is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +48,68 @@ impl Span {
 /// Terminal columns the spans occupy.
 pub fn display_width(spans: &[Span]) -> usize {
     spans.iter().map(|s| s.text.width()).sum()
+}
+
+/// Word-wraps styled spans into rows of at most `columns` display columns: breaks at
+/// spaces (the space at a break is dropped), and cuts words longer than a row.
+pub fn wrap(spans: &[Span], columns: usize) -> Vec<Vec<Span>> {
+    let columns = columns.max(1);
+    let mut rows: Vec<Vec<Span>> = vec![Vec::new()];
+    let mut width = 0;
+    let push = |rows: &mut Vec<Vec<Span>>, text: &str, style: SpanStyle| {
+        if let Some(row) = rows.last_mut() {
+            match row.last_mut() {
+                Some(last) if last.style == style => last.text.push_str(text),
+                _ => row.push(Span::new(text, style)),
+            }
+        }
+    };
+    for span in spans {
+        for piece in pieces(&span.text) {
+            let piece_width = piece.width();
+            if width + piece_width <= columns {
+                push(&mut rows, piece, span.style);
+                width += piece_width;
+            } else if piece.starts_with(' ') {
+                rows.push(Vec::new());
+                width = 0;
+            } else if piece_width <= columns {
+                rows.push(Vec::new());
+                push(&mut rows, piece, span.style);
+                width = piece_width;
+            } else {
+                for c in piece.chars() {
+                    let char_width = c.width().unwrap_or(0);
+                    if width + char_width > columns {
+                        rows.push(Vec::new());
+                        width = 0;
+                    }
+                    push(&mut rows, c.encode_utf8(&mut [0; 4]), span.style);
+                    width += char_width;
+                }
+            }
+        }
+    }
+    rows
+}
+
+/// Splits text into runs of spaces and runs of everything else.
+fn pieces(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut in_space = None;
+    for (at, c) in text.char_indices() {
+        let space = c == ' ';
+        if in_space.is_some_and(|was| was != space) {
+            out.push(&text[start..at]);
+            start = at;
+        }
+        in_space = Some(space);
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
 }
 
 /// The block state carried from line to line (inside a fenced code block or not).
@@ -208,6 +270,29 @@ mod tests {
                 Span::new(" or `never", SpanStyle::Plain),
             ]
         );
+    }
+
+    #[test]
+    fn wrapping_breaks_at_spaces_keeps_styles_and_cuts_long_words() {
+        let spans = vec![
+            Span::new("alpha beta ", SpanStyle::Plain),
+            Span::new("gamma", SpanStyle::Bold),
+        ];
+        let rows = wrap(&spans, 10);
+        let texts: Vec<String> = rows.iter().map(|row| text(row)).collect();
+        assert_eq!(texts, ["alpha beta", "gamma"]);
+        assert_eq!(rows[1][0].style, SpanStyle::Bold);
+        let long = wrap(&[Span::new("abcdefghij12", SpanStyle::Plain)], 5);
+        let texts: Vec<String> = long.iter().map(|row| text(row)).collect();
+        assert_eq!(texts, ["abcde", "fghij", "12"]);
+        assert_eq!(
+            wrap(&[], 10),
+            vec![Vec::<Span>::new()],
+            "an empty line is one row"
+        );
+        for row in wrap(&[Span::new("日本語 の テキスト です", SpanStyle::Plain)], 6) {
+            assert!(display_width(&row) <= 6, "{row:?}");
+        }
     }
 
     #[test]

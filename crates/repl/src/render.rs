@@ -21,7 +21,7 @@ use pith_tools::PermissionRequest;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use crate::cards::{argument_summary, result_preview};
-use crate::markdown::{display_width, MarkdownLines, Span, SpanStyle};
+use crate::markdown::{wrap, MarkdownLines, Span, SpanStyle};
 
 /// Spinner frames of the loader line.
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -97,7 +97,7 @@ impl Screen {
             let spans = self
                 .markdown
                 .complete_line(line.trim_end_matches(['\n', '\r']));
-            self.write_spans(&spans);
+            self.write_rows(&spans);
             self.newline();
         }
         self.draw_live();
@@ -119,7 +119,7 @@ impl Screen {
         self.clear_live();
         let line = std::mem::take(&mut self.partial);
         let spans = self.markdown.complete_line(&line);
-        self.write_spans(&spans);
+        self.write_rows(&spans);
         self.newline();
         self.draw_live();
     }
@@ -287,6 +287,18 @@ impl Screen {
         }
     }
 
+    /// Writes a line word-wrapped to the terminal width; returns the rows used.
+    fn write_rows(&mut self, spans: &[Span]) -> usize {
+        let rows = wrap(spans, self.columns());
+        for (i, row) in rows.iter().enumerate() {
+            if i > 0 {
+                self.newline();
+            }
+            self.write_spans(row);
+        }
+        rows.len()
+    }
+
     /// Erases the live region; the cursor ends at its first row, column 0.
     fn clear_live(&mut self) {
         if !self.interactive || self.live_rows == 0 {
@@ -309,9 +321,7 @@ impl Screen {
         let mut rows: usize = 0;
         if !self.partial.is_empty() {
             let spans = self.markdown.partial_line(&self.partial);
-            let width = display_width(&spans);
-            self.write_spans(&spans);
-            rows += width.div_ceil(columns).max(1);
+            rows += self.write_rows(&spans);
             if self.loader.is_some() {
                 self.newline();
             }
