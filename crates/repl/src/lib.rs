@@ -1,8 +1,8 @@
 //! pith-repl: the interactive front-end — `pith` with no subcommand.
 //!
 //! Layout, one job per module:
-//! - [`app`]: start-up, the prompt loop, turns, `/compact` and the slash commands;
-//!   persistence through `pith_session`.
+//! - [`app`]: start-up and the prompt loop; its `jobs` (a turn, `/compact`) and `slash`
+//!   (the other commands) submodules; persistence through `pith_session`.
 //! - [`busy`]: the `tokio::select!` loop that runs a turn or `/compact` while reading keys
 //!   in raw mode, drawing the loader and answering permission questions.
 //! - [`keys`] (key → action) and [`state`] (which token a key cancels, loader text,
