@@ -389,8 +389,8 @@ fn input_typed_during_compact_is_queued_and_runs_afterwards() {
     require_tmux!();
     let server = TestServer::start(Script::anthropic([
         Turn::text("FIRST-ANSWER about the lexer."),
-        Turn::text(format!("## Goal\nQUEUE-SUMMARY {}", "more ".repeat(40)))
-            .with_chunk_delay_ms(150),
+        Turn::text(format!("## Goal\nQUEUE-SUMMARY {}", "more ".repeat(100)))
+            .with_chunk_delay_ms(200),
         Turn::text("QUEUED-ANSWER"),
     ]))
     .unwrap();
