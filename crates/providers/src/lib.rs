@@ -17,6 +17,7 @@ pub mod overflow;
 pub mod project;
 pub mod request;
 pub mod retry;
+pub mod setup;
 
 pub use adapter::{ChunkStream, ModelRequest, ProviderAdapter, StreamChunk};
 pub use agent_loop::{
