@@ -6,11 +6,52 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// pith — a terminal coding agent whose long sessions never overflow the context window.
 #[derive(Debug, Parser)]
-#[command(name = "pith", version, about, long_about = None)]
+#[command(name = "pith", version, about, long_about = None, args_conflicts_with_subcommands = true)]
 pub struct Cli {
     /// What to do; with no command pith starts the interactive REPL.
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Options of the interactive REPL (used when no command is given).
+    #[command(flatten)]
+    pub repl: ReplArgs,
+}
+
+/// `pith` with no subcommand: the interactive REPL.
+#[derive(Debug, Args)]
+pub struct ReplArgs {
+    /// Model as provider/model (default: the resumed session's, then config, then the
+    /// first provider whose API key is set, then the local model).
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    /// Override the model's context window (tokens).
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
+    /// Tool permissions: ask (default: writes, edits and commands ask first), read-only,
+    /// auto-edit or full.
+    #[arg(long, value_enum)]
+    pub approval: Option<ReplApprovalArg>,
+    /// Disable automatic compaction.
+    #[arg(long)]
+    pub no_auto_compact: bool,
+    /// Continue the latest session of this project.
+    #[arg(long = "continue", conflicts_with = "resume")]
+    pub continue_latest: bool,
+    /// Continue this session (id, unique id prefix, or transcript path).
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+}
+
+/// Approval modes of the REPL.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ReplApprovalArg {
+    /// Writes, edits, commands and reads outside the workspace ask first.
+    Ask,
+    /// Reading tools only.
+    ReadOnly,
+    /// Reading, writing and editing; commands ask first.
+    AutoEdit,
+    /// Everything.
+    Full,
 }
 
 /// pith's subcommands.

@@ -15,7 +15,7 @@ fn main() {
         Some(cli::Command::Replay(args)) => commands::replay::run(args),
         Some(cli::Command::Run(args)) => commands::run::run(args),
         Some(cli::Command::Compress(args)) => commands::compress::run(args),
-        None => commands::not_yet_available(cli.command.as_ref()),
+        None => commands::repl::run(cli.repl),
     };
     std::process::exit(exit::report(outcome));
 }

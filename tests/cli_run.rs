@@ -390,3 +390,22 @@ fn a_job_killed_mid_turn_leaves_a_replayable_session_that_can_be_continued() {
     assert_eq!(kinds.first().map(String::as_str), Some("session_started"));
     assert_eq!(kinds.last().map(String::as_str), Some("assistant_turn"));
 }
+
+#[test]
+fn without_keys_or_a_local_server_pith_explains_how_to_get_a_model() {
+    let sandbox = Sandbox::new();
+    // Nothing listens on port 9 of localhost: the local model is not running.
+    let output = sandbox
+        .pith(None)
+        .env("PITH_LOCAL_BASE_URL", "http://127.0.0.1:9/v1")
+        .args(["run", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "stderr: {}", stderr(&output));
+    let message = stderr(&output);
+    assert!(message.contains("cargo xtask local-llm"), "{message}");
+    assert!(
+        message.contains("ANTHROPIC_API_KEY") && message.contains("OPENAI_API_KEY"),
+        "{message}"
+    );
+}

@@ -52,41 +52,107 @@ fn demo(root: &Path, base_url: &str) -> Result<()> {
     std::fs::write(work.join("DESIGN.md"), design_document())?;
 
     let job = |args: &[&str]| -> Result<Value> {
-        let output = pith_command(&pith, &scratch, &work, base_url).args(args).output().context("running pith")?;
+        let output = pith_command(&pith, &scratch, &work, base_url)
+            .args(args)
+            .output()
+            .context("running pith")?;
         report(&output)
     };
     let window = DEMO_WINDOW.to_string();
-    let prompt = format!(
-        "Here is our design document. Read it carefully; I will ask about it next.\n\n{}",
+    let model = format!("local/{MODEL_ALIAS}");
+
+    // 1. Part one of the document: the history grows to most of the input budget.
+    let first_prompt = format!(
+        "Here is part 1 of our design document. Read it; more follows.\n\n{}",
         design_document()
     );
-    println!("$ pith run --model local/{MODEL_ALIAS} --context-window {window} \"Here is our design document…\"");
-    let first = job(&["run", "--model", &format!("local/{MODEL_ALIAS}"), "--context-window", &window, "--format", "json", &prompt])?;
-    let session = first["session_id"].as_str().context("no session id in pith's result")?.to_owned();
+    println!("$ pith run --model {model} --context-window {window} \"Here is part 1 of our design document…\"");
+    let first = job(&[
+        "run",
+        "--model",
+        &model,
+        "--context-window",
+        &window,
+        "--format",
+        "json",
+        &first_prompt,
+    ])?;
+    let session = first["session_id"]
+        .as_str()
+        .context("no session id in pith's result")?
+        .to_owned();
     println!("{}\n", first["text"].as_str().unwrap_or_default().trim());
 
+    // 2. Part two: before answering, the history crosses the automatic threshold, so pith
+    //    compacts it through the model and keeps this message verbatim.
+    let second_prompt = format!(
+        "Here is part 2, the review meeting notes.\n\n{}",
+        meeting_notes()
+    );
+    println!("$ pith run --session {session} --context-window {window} \"Here is part 2, the review meeting notes…\"");
+    let second = job(&[
+        "run",
+        "--session",
+        &session,
+        "--context-window",
+        &window,
+        "--format",
+        "json",
+        &second_prompt,
+    ])?;
+    println!("{}\n", second["text"].as_str().unwrap_or_default().trim());
+
+    // 3. A question about part 1, answered from the compacted history.
     let question = "Which storage engine did we choose, and why?";
     println!("$ pith run --session {session} --context-window {window} \"{question}\"");
-    let second = job(&["run", "--session", &session, "--context-window", &window, "--format", "json", question])?;
-    println!("{}\n", second["text"].as_str().unwrap_or_default().trim());
-    let compactions = second["compactions"].as_array().cloned().unwrap_or_default();
+    let third = job(&[
+        "run",
+        "--session",
+        &session,
+        "--context-window",
+        &window,
+        "--format",
+        "json",
+        question,
+    ])?;
+    println!("{}\n", third["text"].as_str().unwrap_or_default().trim());
+
+    let compactions: Vec<Value> = [&first, &second, &third]
+        .iter()
+        .flat_map(|result| {
+            result["compactions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
     if compactions.is_empty() {
-        bail!("the second job did not compact; the demo's window ({window}) is too large for this document");
+        bail!("no automatic compaction happened; the demo's window ({window}) is too large for its documents");
     }
     for compaction in &compactions {
         println!(
-            "automatic compaction: {} → {} tokens (estimated)",
-            compaction["tokens_before"], compaction["tokens_after"]
+            "automatic compaction ({}): {} → {} tokens (estimated)",
+            compaction["trigger"].as_str().unwrap_or("?"),
+            compaction["tokens_before"],
+            compaction["tokens_after"]
         );
     }
 
     println!("\n$ pith replay {session}");
-    let replay = pith_command(&pith, &scratch, &work, base_url).args(["replay", &session]).output()?;
+    let replay = pith_command(&pith, &scratch, &work, base_url)
+        .args(["replay", &session])
+        .output()?;
     print!("{}", String::from_utf8_lossy(&replay.stdout));
     if !replay.status.success() {
-        bail!("pith replay failed: {}", String::from_utf8_lossy(&replay.stderr));
+        bail!(
+            "pith replay failed: {}",
+            String::from_utf8_lossy(&replay.stderr)
+        );
     }
-    println!("\ndemo: the session is in {}", scratch.join("home").display());
+    println!(
+        "\ndemo: the session is in {}",
+        scratch.join("home").display()
+    );
     Ok(())
 }
 
@@ -108,15 +174,52 @@ fn report(output: &Output) -> Result<Value> {
     if !stderr.trim().is_empty() {
         eprint!("{stderr}");
     }
-    let value: Value = serde_json::from_slice(&output.stdout)
-        .with_context(|| format!("pith printed no JSON result (exit {:?})", output.status.code()))?;
+    let value: Value = serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "pith printed no JSON result (exit {:?})",
+            output.status.code()
+        )
+    })?;
     if !output.status.success() {
         bail!("pith failed: {}", value["error"]);
     }
     Ok(value)
 }
 
-/// A deterministic design document of a few thousand tokens.
+/// Meeting notes of about a thousand tokens.
+fn meeting_notes() -> String {
+    let mut notes = String::from("# Review meeting notes\n\n");
+    let items = [
+        (
+            "Alice",
+            "will benchmark the WAL checkpoint interval under the nightly import load",
+        ),
+        (
+            "Bob",
+            "will write the runbook for restoring a snapshot onto a fresh host",
+        ),
+        (
+            "Chen",
+            "will add the kind-string registry to the schema repository",
+        ),
+        (
+            "Dana",
+            "will review the gateway's token lifetime with the security team",
+        ),
+    ];
+    for round in 1..=3 {
+        notes.push_str(&format!("## Action items, pass {round}\n\n"));
+        for (who, what) in items {
+            notes.push_str(&format!(
+                "- {who} {what}, and report back at the next review with measurements, risks and a recommendation.\n"
+            ));
+        }
+        notes.push_str("\nEveryone agreed that decisions recorded in the design document stand unless new measurements contradict them.\n\n");
+    }
+    notes
+}
+
+/// A deterministic design document of about two thousand tokens.
 fn design_document() -> String {
     let mut doc = String::from("# Design: the event store\n\n");
     let decisions = [
@@ -131,9 +234,10 @@ fn design_document() -> String {
         for (i, (title, body)) in decisions.iter().enumerate() {
             doc.push_str(&format!("## {}.{} {title}\n\n{body} ", round + 1, i + 1));
             doc.push_str("The alternatives were discussed at length in the review meeting, including their operational cost, the migration path from the current system, and the failure modes we observed in the previous quarter. ");
-            doc.push_str("Open questions are tracked in the project board and revisited every sprint.\n\n");
+            doc.push_str(
+                "Open questions are tracked in the project board and revisited every sprint.\n\n",
+            );
         }
     }
     doc
 }
-

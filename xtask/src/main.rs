@@ -6,9 +6,9 @@
 
 mod crash;
 mod demo;
-mod local_llm;
 mod eval;
 mod eval_core;
+mod local_llm;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -2,18 +2,12 @@
 //! persist every event, print the result.
 
 use std::io::Write;
-use std::sync::Arc;
 
-use pith_core::{ContextBudget, Encoding, LoopEvent, Message, RequestEstimator, TiktokenCounter};
-use pith_providers::config::{
-    apply_server_window, default_model_spec, resolve_model, Config, WindowSource,
-};
-use pith_providers::project::system_prompt_for;
-use pith_providers::{AgentLoop, LoopError, LoopOptions};
-use pith_session::{
-    project_model_owned, Event, NewSession, Observed, ReadOptions, Session, SessionStore,
-    TurnRecorder,
-};
+use pith_core::{LoopEvent, Message};
+use pith_providers::config::Config;
+use pith_providers::setup::{build_agent_loop, resolve_choice, LoopFlags, ModelChoice};
+use pith_providers::{AgentLoop, LoopError};
+use pith_session::{Event, NewSession, Observed, Session, SessionStore, TurnRecorder};
 use pith_tools::{build_registry, PermissionMode, ToolsConfig};
 use serde_json::Value;
 use tokio::sync::mpsc::unbounded_channel;
@@ -69,7 +63,7 @@ pub async fn run(
     err: &mut dyn Write,
     cancel: CancellationToken,
 ) -> i32 {
-    let mut job = match prepare(&options, env, err).await {
+    let mut job = match prepare(&options, env, err) {
         Ok(job) => job,
         Err(refusal) => {
             let _ = writeln!(err, "pith: {}", refusal.message);
@@ -262,7 +256,7 @@ fn handle_event(
     emit(out, &value);
 }
 
-async fn prepare(
+fn prepare(
     options: &RunOptions,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
     err: &mut dyn Write,
@@ -285,49 +279,32 @@ async fn prepare(
     let context = config.context_config().map_err(usage)?;
     let store = SessionStore::from_env().map_err(usage)?;
 
-    let mut resumed = None;
-    if let Some(query) = &options.session {
-        let session =
-            store
-                .open(query)
-                .map_err(|e| if e.is_usage() { usage(&e) } else { failure(&e) })?;
-        if let Some(quarantine) = session.quarantine() {
-            let _ = writeln!(err, "pith: warning: {}", quarantine.warning());
+    let resumed = match &options.session {
+        Some(query) => {
+            let resumed =
+                store
+                    .resume(query)
+                    .map_err(|e| if e.is_usage() { usage(&e) } else { failure(&e) })?;
+            for warning in &resumed.warnings {
+                let _ = writeln!(err, "pith: warning: {warning}");
+            }
+            Some(resumed)
         }
-        let transcript = session.read(ReadOptions::default()).map_err(failure)?;
-        for warning in transcript.report.warnings() {
-            let _ = writeln!(err, "pith: warning: {warning}");
-        }
-        let recorded_model = transcript.records.iter().find_map(|r| match &r.event {
-            Event::SessionStarted {
-                provider, model, ..
-            } => Some(format!("{provider}/{model}")),
-            _ => None,
-        });
-        resumed = Some((
-            session,
-            project_model_owned(transcript.records),
-            recorded_model,
-        ));
-    }
+        None => None,
+    };
 
-    let spec = options
-        .model
-        .clone()
-        .or_else(|| resumed.as_ref().and_then(|(_, _, m)| m.clone()))
-        .unwrap_or_else(|| default_model_spec(&config, env));
-    let mut resolved = resolve_model(&spec, &config, env).map_err(usage)?;
-    if let Some(window) = options.context_window {
-        resolved.set_context_window(window, WindowSource::CommandLine);
-    }
-    apply_server_window(&mut resolved).await.map_err(usage)?;
+    let choice = ModelChoice {
+        requested: options.model.clone(),
+        recorded: resumed.as_ref().and_then(|r| r.recorded_model.clone()),
+        context_window: options.context_window,
+    };
+    let resolved = resolve_choice(&choice, &config, env).map_err(usage)?;
     for warning in &resolved.warnings {
         let _ = writeln!(err, "pith: {warning}");
     }
-    let adapter = resolved.adapter().map_err(usage)?;
 
     let (session, history, was_resumed) = match resumed {
-        Some((session, history, _)) => (session, history, true),
+        Some(resumed) => (resumed.session, resumed.history, true),
         None => {
             let session = store
                 .create(NewSession {
@@ -344,25 +321,12 @@ async fn prepare(
     tools_config.squash = context.squash.clone();
     let tools = build_registry(tools_config).map_err(usage)?;
 
-    let budget = ContextBudget::with_micro_percent(resolved.context_window, context.micro_percent);
-    let estimator = RequestEstimator::new(Arc::new(TiktokenCounter::new(Encoding::O200kBase)));
-    let loop_options = LoopOptions {
-        auto_compaction: !options.no_auto_compact && config.auto_compact.unwrap_or(true),
+    let flags = LoopFlags {
+        no_auto_compact: options.no_auto_compact,
         max_requests_per_turn: options.max_turns,
-        max_output_tokens: resolved.max_output_tokens,
-        temperature: resolved.temperature,
-        prune: context.prune(),
-        ..LoopOptions::default()
     };
-    let mut agent = AgentLoop::new(
-        adapter,
-        resolved.model.clone(),
-        budget,
-        system_prompt_for(&cwd, config.concise_output),
-        tools,
-        estimator,
-        loop_options,
-    );
+    let mut agent =
+        build_agent_loop(&resolved, &config, &context, &cwd, tools, flags).map_err(usage)?;
     agent.set_history(history);
     Ok(Job {
         agent,

@@ -492,6 +492,36 @@ pub async fn apply_server_window(resolved: &mut ResolvedModel) -> Result<(), Con
     }
 }
 
+/// True for the `local` provider and for OpenAI-compatible models whose window nothing
+/// configured.
+fn needs_server_probe(resolved: &ResolvedModel) -> bool {
+    resolved.provider == "local"
+        || (resolved.kind == ProtocolKind::OpenAiChat
+            && resolved.window_source == WindowSource::Default)
+}
+
+/// [`apply_server_window`] for synchronous callers (front-end start-up): the probe runs
+/// on its own thread and runtime, so it is safe inside or outside a tokio runtime. Does
+/// nothing (and costs nothing) when no probe is needed.
+pub fn apply_server_window_blocking(resolved: &mut ResolvedModel) -> Result<(), ConfigError> {
+    if !needs_server_probe(resolved) {
+        return Ok(());
+    }
+    let mut probed = resolved.clone();
+    let worker = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| ConfigError::Model(format!("cannot start the probe runtime: {e}")))?;
+        runtime.block_on(apply_server_window(&mut probed))?;
+        Ok::<ResolvedModel, ConfigError>(probed)
+    });
+    *resolved = worker
+        .join()
+        .map_err(|_| ConfigError::Model("the server probe panicked".to_owned()))??;
+    Ok(())
+}
+
 /// The model to use when neither `--model` nor `model =` in config names one: the first
 /// hosted provider whose key is set, else the local model.
 pub fn default_model_spec(config: &Config, lookup: &dyn Fn(&str) -> Option<String>) -> String {

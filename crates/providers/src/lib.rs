@@ -18,6 +18,7 @@ pub mod probe;
 pub mod project;
 pub mod request;
 pub mod retry;
+pub mod setup;
 
 pub use adapter::{ChunkStream, ModelRequest, ProviderAdapter, StreamChunk};
 pub use agent_loop::{

@@ -1,2 +1,31 @@
-//! pith-repl: the interactive front-end — line editing, streaming render, the compaction
-//! loader, Esc / Ctrl+C handling, and slash commands.
+//! pith-repl: the interactive front-end — `pith` with no subcommand.
+//!
+//! Layout, one job per module:
+//! - [`app`]: start-up and the prompt loop; its `jobs` (a turn, `/compact`) and `slash`
+//!   (the other commands) submodules; persistence through `pith_session`.
+//! - [`busy`]: the `tokio::select!` loop that runs a turn or `/compact` while reading keys
+//!   in raw mode, drawing the loader and answering permission questions.
+//! - [`keys`] (key → action) and [`state`] (which token a key cancels, loader text,
+//!   queued input): the pure Esc / Ctrl+C contract of seed 002.
+//! - [`render`] (the screen), [`markdown`], [`cards`], [`status`], [`context_view`]:
+//!   what the user sees.
+//! - [`commands`]: slash-command parsing; [`input`]: reedline or piped lines;
+//!   [`approver`]: `--approval ask` questions; [`terminal`]: raw mode and restoring it.
+//!
+//! User documentation: `docs/repl.md`.
+
+pub mod app;
+pub mod approver;
+pub mod busy;
+pub mod cards;
+pub mod commands;
+pub mod context_view;
+pub mod input;
+pub mod keys;
+pub mod markdown;
+pub mod render;
+pub mod state;
+pub mod status;
+pub mod terminal;
+
+pub use app::{run, ReplError, ReplOptions, Start};

@@ -29,6 +29,7 @@ pub mod projection;
 pub mod read;
 pub mod recorder;
 pub mod render;
+pub mod resume;
 pub mod store;
 
 pub use error::{Result, SessionError};
@@ -38,4 +39,5 @@ pub use listing::SessionSummary;
 pub use projection::{project_model, project_model_owned, project_ui, UiEntry};
 pub use read::{read_transcript, ReadOptions, ReadReport, Transcript};
 pub use recorder::{CompactionNote, Observed, TurnRecorder};
+pub use resume::Resumed;
 pub use store::{Durability, NewSession, Quarantine, Session, SessionStore};

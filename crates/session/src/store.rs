@@ -228,16 +228,6 @@ impl SessionStore {
         Session::open_dir(&self.locate(query)?)
     }
 
-    /// Opens a session for writing and reads it back, for `/resume` and `pith run
-    /// --resume`: recovery (torn tail quarantine) runs first, so the transcript returned
-    /// is exactly what later appends continue. Rebuild the model history with
-    /// [`crate::project_model_owned`] and show [`Session::quarantine`] if there is one.
-    pub fn resume(&self, query: &str, options: ReadOptions) -> Result<(Session, Transcript)> {
-        let session = self.open(query)?;
-        let transcript = session.read(options)?;
-        Ok((session, transcript))
-    }
-
     /// Session directories, of one project or of all.
     pub(crate) fn session_dirs(&self, project: Option<&Path>) -> Result<Vec<PathBuf>> {
         let project_dirs = match project {

@@ -1,0 +1,229 @@
+//! Real-server tests against a local llama.cpp server (llama-cpp-python + SmolLM2-135M).
+//!
+//! Gated by `PITH_LOCAL_LLM_URL` (e.g. `http://127.0.0.1:8077/v1`), which `.ci/run` sets
+//! after `cargo xtask local-llm`; without it each test prints why it is skipped. These
+//! tests pin how the real server deviates from the OpenAI documentation (no usage in
+//! streams, `content: null` rejected, tool-call names repeated in every delta).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pith_core::{AutoCompaction, ContextBudget, LoopEvent, Message, ToolCall, ToolRegistry};
+use pith_providers::openai_chat::OpenAiChat;
+use pith_providers::request::Timeouts;
+use pith_providers::setup::default_estimator;
+use pith_providers::{AgentLoop, LoopError, LoopOptions};
+use serde_json::json;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio_util::sync::CancellationToken;
+
+/// llama-cpp-python interrupts a running request when a new one arrives (unless started
+/// with `--interrupt_requests False`), so these tests take turns.
+static SERVER_TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn server() -> Option<String> {
+    match std::env::var("PITH_LOCAL_LLM_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            eprintln!("skipped: PITH_LOCAL_LLM_URL is not set (run `cargo xtask local-llm` and export it)");
+            None
+        }
+    }
+}
+
+fn agent(url: &str, window: u64) -> AgentLoop {
+    let adapter = OpenAiChat::new(url, None).expect("adapter");
+    AgentLoop::new(
+        Arc::new(adapter),
+        "smollm2",
+        ContextBudget::for_window(window),
+        "You are a helpful assistant. Answer briefly.",
+        ToolRegistry::default(),
+        default_estimator(),
+        LoopOptions {
+            max_output_tokens: Some(96),
+            temperature: Some(0.0),
+            timeouts: Timeouts {
+                request: Duration::from_secs(60),
+                idle: Duration::from_secs(60),
+            },
+            ..LoopOptions::default()
+        },
+    )
+}
+
+fn drain(rx: &mut UnboundedReceiver<LoopEvent>) -> Vec<LoopEvent> {
+    let mut events = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        events.push(event);
+    }
+    events
+}
+
+fn text(events: &[LoopEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            LoopEvent::TextDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn streams_text_and_falls_back_to_local_estimates_without_usage() {
+    let Some(url) = server() else { return };
+    let _turn = SERVER_TURN.lock().await;
+    let mut agent = agent(&url, 4096);
+    let (tx, mut rx) = unbounded_channel();
+    let summary = agent
+        .run_turn(Message::user("Say hello."), &tx, &CancellationToken::new())
+        .await
+        .expect("turn completes");
+    let events = drain(&mut rx);
+    let deltas = events
+        .iter()
+        .filter(|e| matches!(e, LoopEvent::TextDelta(_)))
+        .count();
+    assert!(
+        deltas >= 2,
+        "the answer streams in several deltas ({deltas})"
+    );
+    assert!(!text(&events).trim().is_empty());
+    // llama-cpp-python ignores stream_options.include_usage: no usage is reported, so
+    // the estimate is the local count, never a stale anchor.
+    assert_eq!(summary.usage.input_tokens, 0);
+    assert!(!events.iter().any(|e| matches!(e, LoopEvent::Usage(_))));
+    assert!(!agent.estimate().anchored_on_reported_usage);
+}
+
+#[tokio::test]
+async fn a_history_with_a_tool_call_and_its_result_round_trips() {
+    let Some(url) = server() else { return };
+    let _turn = SERVER_TURN.lock().await;
+    let mut agent = agent(&url, 4096);
+    agent.set_history(vec![
+        Message::user("Read notes.txt"),
+        Message::assistant_with_calls(
+            "",
+            vec![ToolCall {
+                id: "call_1".into(),
+                name: "read".into(),
+                arguments: json!({"path": "notes.txt"}),
+            }],
+        ),
+        Message::tool_result("call_1", "The meeting is on Tuesday.", false),
+    ]);
+    let (tx, mut rx) = unbounded_channel();
+    // Before the fix the server rejected `content: null` with an HTTP 500.
+    agent
+        .run_turn(
+            Message::user("When is the meeting?"),
+            &tx,
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("the server accepts the assistant tool call and the tool result");
+    assert!(!text(&drain(&mut rx)).trim().is_empty());
+}
+
+#[tokio::test]
+async fn a_full_history_is_compacted_by_the_real_model() {
+    let Some(url) = server() else { return };
+    let _turn = SERVER_TURN.lock().await;
+    let mut agent = agent(&url, 4096); // input budget 2048, automatic threshold 1843
+    let filler = "The event store keeps raw events for ninety days and daily aggregates forever. "
+        .repeat(32);
+    let mut history = Vec::new();
+    for i in 0..4 {
+        history.push(Message::user(format!("Note {i}: {filler}")));
+        history.push(Message::assistant(format!("Noted {i}.")));
+    }
+    agent.set_history(history);
+    let (tx, mut rx) = unbounded_channel();
+    agent
+        .run_turn(
+            Message::user("How long are raw events kept?"),
+            &tx,
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("the turn completes after compacting");
+    let events = drain(&mut rx);
+    let applied = events.iter().find_map(|e| match e {
+        LoopEvent::AutoCompaction(AutoCompaction::Applied {
+            summary,
+            tokens_before,
+            tokens_after,
+            ..
+        }) => Some((summary.clone(), *tokens_before, *tokens_after)),
+        _ => None,
+    });
+    let (summary, before, after) =
+        applied.unwrap_or_else(|| panic!("no compaction was applied: {events:?}"));
+    assert!(!summary.trim().is_empty(), "the model wrote the summary");
+    assert!(after < before, "{before} -> {after}");
+    assert!(agent.history()[0]
+        .text_content()
+        .starts_with("<compacted_context>"));
+}
+
+#[tokio::test]
+async fn manual_compaction_through_the_real_model() {
+    let Some(url) = server() else { return };
+    let _turn = SERVER_TURN.lock().await;
+    let mut agent = agent(&url, 4096);
+    let (tx, mut rx) = unbounded_channel();
+    let cancel = CancellationToken::new();
+    agent
+        .run_turn(
+            Message::user("My name is Ada and I like SQLite."),
+            &tx,
+            &cancel,
+        )
+        .await
+        .expect("turn");
+    drain(&mut rx);
+    let result = agent
+        .compact(Some("keep the user's name"), &tx, &cancel)
+        .await
+        .expect("manual compaction");
+    assert!(!result.summary.is_empty());
+    assert_eq!(
+        text(&drain(&mut rx)).trim(),
+        result.summary,
+        "the manual summary is streamed visibly"
+    );
+    assert_eq!(agent.history(), &[Message::user(result.summary.clone())]);
+}
+
+#[tokio::test]
+async fn cancelling_mid_stream_stops_promptly() {
+    let Some(url) = server() else { return };
+    let _turn = SERVER_TURN.lock().await;
+    let mut agent = agent(&url, 4096);
+    agent.options_mut().max_output_tokens = Some(1000);
+    let (tx, mut rx) = unbounded_channel();
+    let cancel = CancellationToken::new();
+    let canceller = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        while let Some(event) = rx.recv().await {
+            if matches!(event, LoopEvent::TextDelta(_)) {
+                canceller.cancel();
+            }
+        }
+    });
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(30),
+        agent.run_turn(
+            Message::user("Write a very long story about a lighthouse keeper."),
+            &tx,
+            &cancel,
+        ),
+    )
+    .await
+    .expect("cancellation must not hang");
+    drop(tx);
+    let _ = watcher.await;
+    assert!(matches!(outcome, Err(failure) if matches!(failure.error, LoopError::Cancelled)));
+}

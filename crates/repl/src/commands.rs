@@ -1,0 +1,174 @@
+//! Slash commands: parsing what the user typed at the prompt into a [`Command`]. Pure;
+//! the REPL session carries them out.
+
+/// One line of input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A message for the agent.
+    Prompt(String),
+    /// A slash command.
+    Command(Command),
+    /// A slash command pith does not know, or one used wrongly; the text says why.
+    Invalid(String),
+    /// An empty line.
+    Empty,
+}
+
+/// The slash commands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `/compact [focus]`: summarise the conversation now, optionally steering the summary.
+    Compact {
+        /// What the summary should keep.
+        focus: Option<String>,
+    },
+    /// `/context`: the budget breakdown.
+    Context,
+    /// `/sessions`: this project's sessions.
+    Sessions,
+    /// `/resume ID`: switch to another session.
+    Resume {
+        /// Session id or unique prefix.
+        id: String,
+    },
+    /// `/clear`: start a new session.
+    Clear,
+    /// `/model NAME`: switch model (`provider/model`); without NAME, show the current one.
+    Model {
+        /// The new model.
+        name: Option<String>,
+    },
+    /// `/help`.
+    Help,
+    /// `/exit` (also `/quit`).
+    Exit,
+}
+
+/// Every command with its one-line help, in `/help` order.
+pub const HELP: [(&str, &str); 8] = [
+    (
+        "/compact [focus]",
+        "summarise the conversation now; the focus text steers what the summary keeps",
+    ),
+    (
+        "/context",
+        "show where the context goes: system prompt, tools, messages, free space",
+    ),
+    ("/sessions", "list this project's sessions"),
+    ("/resume ID", "continue another session of this project"),
+    (
+        "/clear",
+        "start a new session (the current one stays saved)",
+    ),
+    (
+        "/model NAME",
+        "switch model, e.g. /model anthropic/claude-sonnet-4-5",
+    ),
+    ("/help", "this list"),
+    (
+        "/exit",
+        "leave pith (Ctrl+D on an empty prompt does the same)",
+    ),
+];
+
+/// Parses one submitted line.
+pub fn parse_input(line: &str) -> Input {
+    let trimmed = line.trim();
+    if trimmed.is_empty() {
+        return Input::Empty;
+    }
+    let Some(command_line) = trimmed.strip_prefix('/') else {
+        return Input::Prompt(line.trim_end().to_owned());
+    };
+    let (name, rest) = match command_line.split_once(char::is_whitespace) {
+        Some((name, rest)) => (name, rest.trim()),
+        None => (command_line, ""),
+    };
+    let argument = (!rest.is_empty()).then(|| rest.to_owned());
+    let command = match name {
+        "compact" => Ok(Command::Compact { focus: argument }),
+        "context" => no_argument(Command::Context, name, &argument),
+        "sessions" => no_argument(Command::Sessions, name, &argument),
+        "clear" => no_argument(Command::Clear, name, &argument),
+        "help" | "?" => no_argument(Command::Help, name, &argument),
+        "exit" | "quit" => no_argument(Command::Exit, name, &argument),
+        "resume" => match argument {
+            Some(id) if !id.contains(char::is_whitespace) => Ok(Command::Resume { id }),
+            Some(_) => Err("/resume takes one session id".to_owned()),
+            None => Err("/resume needs a session id; /sessions lists them".to_owned()),
+        },
+        "model" => match argument {
+            Some(name) if name.contains(char::is_whitespace) => {
+                Err("/model takes one name, provider/model".to_owned())
+            }
+            name => Ok(Command::Model { name }),
+        },
+        _ => Err(format!("unknown command /{name}; /help lists the commands")),
+    };
+    match command {
+        Ok(command) => Input::Command(command),
+        Err(message) => Input::Invalid(message),
+    }
+}
+
+fn no_argument(command: Command, name: &str, argument: &Option<String>) -> Result<Command, String> {
+    match argument {
+        None => Ok(command),
+        Some(_) => Err(format!("/{name} takes no argument")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_keeps_its_focus_text_verbatim() {
+        assert_eq!(
+            parse_input("/compact keep the API changes"),
+            Input::Command(Command::Compact {
+                focus: Some("keep the API changes".into())
+            })
+        );
+        assert_eq!(
+            parse_input("  /compact  "),
+            Input::Command(Command::Compact { focus: None })
+        );
+    }
+
+    #[test]
+    fn plain_text_is_a_prompt_and_blank_lines_are_empty() {
+        assert_eq!(
+            parse_input("fix the bug\nin main.rs\n"),
+            Input::Prompt("fix the bug\nin main.rs".into())
+        );
+        assert_eq!(parse_input("   \n"), Input::Empty);
+    }
+
+    #[test]
+    fn commands_with_arguments_are_checked() {
+        assert_eq!(
+            parse_input("/resume 0193abc"),
+            Input::Command(Command::Resume {
+                id: "0193abc".into()
+            })
+        );
+        assert!(matches!(parse_input("/resume"), Input::Invalid(m) if m.contains("/sessions")));
+        assert_eq!(
+            parse_input("/model openai/gpt-4o"),
+            Input::Command(Command::Model {
+                name: Some("openai/gpt-4o".into())
+            })
+        );
+        assert_eq!(
+            parse_input("/model"),
+            Input::Command(Command::Model { name: None })
+        );
+        assert!(matches!(parse_input("/clear now"), Input::Invalid(_)));
+        assert!(matches!(parse_input("/frobnicate"), Input::Invalid(m) if m.contains("/help")));
+        assert_eq!(parse_input("/quit"), Input::Command(Command::Exit));
+        assert_eq!(parse_input("/context"), Input::Command(Command::Context));
+        assert_eq!(parse_input("/sessions"), Input::Command(Command::Sessions));
+        assert_eq!(parse_input("/help"), Input::Command(Command::Help));
+    }
+}

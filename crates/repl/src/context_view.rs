@@ -1,0 +1,189 @@
+//! `/context`: where the next request's tokens go, as bars with numbers.
+//!
+//! The figures come from `pith_core` only: thresholds from [`ContextBudget`], the system,
+//! tool and total figures from the loop's [`RequestEstimate`], and the per-role split of
+//! the messages from `count_message` with the estimator's own counter. Nothing here
+//! computes a threshold.
+
+use pith_core::tokens::count_message;
+use pith_core::{ContextBudget, Message, RequestEstimate, Role, TokenCounter};
+
+/// Width of a bar in cells.
+pub const BAR_CELLS: usize = 30;
+
+/// The figures `/context` shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextFigures {
+    /// Thresholds.
+    pub budget: ContextBudget,
+    /// The loop's estimate of the next request.
+    pub estimate: RequestEstimate,
+    /// Tokens of user messages.
+    pub user: usize,
+    /// Tokens of assistant messages (tool calls included).
+    pub assistant: usize,
+    /// Tokens of tool results.
+    pub tool_results: usize,
+}
+
+impl ContextFigures {
+    /// Splits `history` by role with `counter`.
+    pub fn new(
+        budget: ContextBudget,
+        estimate: RequestEstimate,
+        history: &[Message],
+        counter: &dyn TokenCounter,
+    ) -> Self {
+        let (mut user, mut assistant, mut tool_results) = (0, 0, 0);
+        for message in history {
+            let tokens = count_message(counter, message);
+            match message.role {
+                Role::User | Role::System => user += tokens,
+                Role::Assistant => assistant += tokens,
+                Role::Tool => tool_results += tokens,
+            }
+        }
+        Self {
+            budget,
+            estimate,
+            user,
+            assistant,
+            tool_results,
+        }
+    }
+
+    /// The report, one line per entry.
+    pub fn lines(&self) -> Vec<String> {
+        let total = self.estimate.total as u64;
+        let budget = &self.budget;
+        let percent = (total * 100)
+            .checked_div(budget.input_budget)
+            .unwrap_or(100);
+        let mut lines = vec![format!(
+            "Context: {} / {} tokens of input budget ({percent}%), window {}",
+            thousands(total),
+            thousands(budget.input_budget),
+            thousands(budget.window),
+        )];
+        let rows = [
+            ("system prompt", self.estimate.system as u64),
+            ("tool definitions", self.estimate.tools as u64),
+            ("user messages", self.user as u64),
+            ("assistant messages", self.assistant as u64),
+            ("tool results", self.tool_results as u64),
+        ];
+        for (label, value) in rows {
+            lines.push(self.row(label, value, '█'));
+        }
+        lines.push(self.row("free to auto-compact", budget.room_to_auto(total), '░'));
+        lines.push(format!(
+            "Automatic compaction at {} tokens (90% of the input budget); micro-compaction at {}.",
+            thousands(budget.auto_threshold),
+            thousands(budget.micro_threshold),
+        ));
+        if self.estimate.anchored_on_reported_usage {
+            lines.push(
+                "The total is anchored on the usage the provider reported; the rows are local counts."
+                    .to_owned(),
+            );
+        }
+        lines
+    }
+
+    fn row(&self, label: &str, value: u64, fill: char) -> String {
+        format!(
+            "  {label:<22}{} {:>9}",
+            bar(value, self.budget.input_budget, fill),
+            thousands(value)
+        )
+    }
+}
+
+/// A bar of [`BAR_CELLS`] cells, `value / scale` of it filled (any non-zero value shows at
+/// least one cell).
+pub fn bar(value: u64, scale: u64, fill: char) -> String {
+    let cells = BAR_CELLS as u64;
+    let filled = if scale == 0 {
+        cells
+    } else {
+        (value.saturating_mul(cells).div_ceil(scale)).min(cells)
+    } as usize;
+    let mut out: String = std::iter::repeat_n(fill, filled).collect();
+    out.extend(std::iter::repeat_n('·', BAR_CELLS - filled));
+    out
+}
+
+/// `12345` → `12,345`.
+pub fn thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pith_core::{Encoding, TiktokenCounter};
+
+    #[test]
+    fn bars_scale_to_the_input_budget() {
+        assert_eq!(bar(0, 100, '█'), "·".repeat(BAR_CELLS));
+        assert_eq!(bar(100, 100, '█'), "█".repeat(BAR_CELLS));
+        assert_eq!(
+            bar(1, 1_000_000, '█').chars().filter(|c| *c == '█').count(),
+            1
+        );
+        assert_eq!(
+            bar(500, 100, '█'),
+            "█".repeat(BAR_CELLS),
+            "overflow is capped"
+        );
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(12), "12");
+    }
+
+    #[test]
+    fn the_report_splits_messages_by_role_and_uses_the_budget_thresholds() {
+        let counter = TiktokenCounter::new(Encoding::O200kBase);
+        let history = vec![
+            Message::user("please read the file"),
+            Message::assistant("reading"),
+            Message::tool_result("c1", "lorem ipsum ".repeat(50), false),
+        ];
+        let budget = ContextBudget::for_window(32_768);
+        let estimate = RequestEstimate {
+            system: 100,
+            tools: 200,
+            messages: 900,
+            total: 1_210,
+            anchored_on_reported_usage: false,
+        };
+        let figures = ContextFigures::new(budget, estimate, &history, &counter);
+        assert!(figures.tool_results > figures.user, "{figures:?}");
+        assert!(figures.user > 0 && figures.assistant > 0);
+        let report = figures.lines().join("\n");
+        assert!(report.contains("1,210 / 28,672"), "{report}");
+        assert!(report.contains("system prompt"), "{report}");
+        assert!(report.contains("tool definitions"), "{report}");
+        assert!(report.contains("tool results"), "{report}");
+        let free = thousands(budget.room_to_auto(1_210));
+        let free_row = report
+            .lines()
+            .find(|line| line.trim_start().starts_with("free to auto-compact"))
+            .expect("a free-space row");
+        assert!(
+            free_row.ends_with(&free),
+            "the free space must be the budget's room to the threshold: {free_row}"
+        );
+        assert!(
+            report.contains(&thousands(budget.auto_threshold)),
+            "{report}"
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! Reading the user's next input: reedline on a terminal (history, multi-line editing),
+//! plain lines from standard input otherwise.
+//!
+//! Multi-line input: Alt+Enter inserts a newline, and a line ending in `\` continues on
+//! the next line (the backslash is removed). History is kept in a file next to the
+//! sessions directory.
+
+use std::borrow::Cow;
+use std::io::{self, BufRead};
+use std::path::PathBuf;
+
+use reedline::{
+    default_emacs_keybindings, EditCommand, Emacs, FileBackedHistory, KeyCode, KeyModifiers,
+    Prompt, PromptEditMode, PromptHistorySearch, Reedline, ReedlineEvent, Signal, ValidationResult,
+    Validator,
+};
+
+/// Lines of history kept.
+pub const HISTORY_LINES: usize = 1_000;
+
+/// What the user did at the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    /// Submitted a line (possibly several lines of text).
+    Line(String),
+    /// Pressed Ctrl+C at the prompt (the line was dropped).
+    Interrupted,
+    /// Ctrl+D on an empty prompt, or the end of standard input.
+    End,
+}
+
+/// Where input comes from.
+pub enum LineSource {
+    /// An interactive line editor.
+    Editor(Box<Reedline>),
+    /// Piped standard input.
+    Piped(io::StdinLock<'static>),
+}
+
+impl LineSource {
+    /// Reedline with history in `history_file` (when it can be opened).
+    pub fn editor(history_file: Option<PathBuf>) -> Self {
+        let mut keybindings = default_emacs_keybindings();
+        keybindings.add_binding(
+            KeyModifiers::ALT,
+            KeyCode::Enter,
+            ReedlineEvent::Edit(vec![EditCommand::InsertNewline]),
+        );
+        let mut editor = Reedline::create()
+            .with_edit_mode(Box::new(Emacs::new(keybindings)))
+            .with_validator(Box::new(ContinuationValidator));
+        if let Some(history) =
+            history_file.and_then(|path| FileBackedHistory::with_file(HISTORY_LINES, path).ok())
+        {
+            editor = editor.with_history(Box::new(history));
+        }
+        Self::Editor(Box::new(editor))
+    }
+
+    /// Lines of standard input.
+    pub fn piped() -> Self {
+        Self::Piped(io::stdin().lock())
+    }
+
+    /// Reads the next entry; `initial` is pre-filled text (what was typed while busy).
+    pub fn read(&mut self, initial: &str) -> io::Result<Entry> {
+        match self {
+            Self::Editor(editor) => {
+                if !initial.is_empty() {
+                    editor.run_edit_commands(&[EditCommand::InsertString(initial.to_owned())]);
+                }
+                match editor.read_line(&PithPrompt).map_err(io::Error::other)? {
+                    Signal::Success(line) => Ok(Entry::Line(join_continuations(&line))),
+                    Signal::CtrlC => Ok(Entry::Interrupted),
+                    Signal::CtrlD => Ok(Entry::End),
+                    _ => Ok(Entry::Interrupted),
+                }
+            }
+            Self::Piped(stdin) => {
+                let mut line = String::new();
+                if stdin.read_line(&mut line)? == 0 {
+                    return Ok(Entry::End);
+                }
+                Ok(Entry::Line(line.trim_end_matches(['\n', '\r']).to_owned()))
+            }
+        }
+    }
+}
+
+/// Removes the `\` + newline of continued lines.
+pub fn join_continuations(text: &str) -> String {
+    text.replace("\\\r\n", "\n").replace("\\\n", "\n")
+}
+
+/// A line ending in `\` is continued.
+struct ContinuationValidator;
+
+impl Validator for ContinuationValidator {
+    fn validate(&self, line: &str) -> ValidationResult {
+        if line.ends_with('\\') {
+            ValidationResult::Incomplete
+        } else {
+            ValidationResult::Complete
+        }
+    }
+}
+
+/// The prompt: `› `, with `· ` on continuation lines.
+struct PithPrompt;
+
+impl Prompt for PithPrompt {
+    fn render_prompt_left(&self) -> Cow<'_, str> {
+        Cow::Borrowed("")
+    }
+
+    fn render_prompt_right(&self) -> Cow<'_, str> {
+        Cow::Borrowed("")
+    }
+
+    fn render_prompt_indicator(&self, _mode: PromptEditMode) -> Cow<'_, str> {
+        Cow::Borrowed("› ")
+    }
+
+    fn render_prompt_multiline_indicator(&self) -> Cow<'_, str> {
+        Cow::Borrowed("· ")
+    }
+
+    fn render_prompt_history_search_indicator(
+        &self,
+        history_search: PromptHistorySearch,
+    ) -> Cow<'_, str> {
+        Cow::Owned(format!("(search: {}) ", history_search.term))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continued_lines_lose_their_backslashes() {
+        assert_eq!(join_continuations("first \\\nsecond"), "first \nsecond");
+        assert_eq!(join_continuations("a\\b"), "a\\b");
+        assert!(matches!(
+            ContinuationValidator.validate("go on \\"),
+            ValidationResult::Incomplete
+        ));
+        assert!(matches!(
+            ContinuationValidator.validate("done"),
+            ValidationResult::Complete
+        ));
+    }
+}

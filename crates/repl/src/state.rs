@@ -1,0 +1,408 @@
+//! The state of a busy REPL — a streaming turn or a manual `/compact` — as a pure state
+//! machine: which token a key cancels, what the loader says, and what the user typed
+//! meanwhile.
+//!
+//! Seed 002 "Interactive REPL behavior": on `Started` the existing loader text becomes
+//! `Compacting...` and the child token is kept; Esc cancels that child only; on
+//! `Cancelled` / `Failed` the normal loader returns and the turn goes on; on `Applied`
+//! the normal loader returns and the user is told `Context compacted automatically`. The
+//! front-end renders what this module decides and persists through the turn recorder;
+//! this module never prints and never touches the session.
+
+use pith_core::AutoCompaction;
+use tokio_util::sync::CancellationToken;
+
+use crate::keys::{ApprovalKey, KeyAction, Situation};
+
+/// What the busy job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Job {
+    /// A user turn through the tool loop.
+    Turn,
+    /// A manual `/compact`.
+    ManualCompaction,
+}
+
+/// The text of the single loader (spinner) line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loader {
+    /// The model is working on the turn.
+    Working,
+    /// A compaction (automatic or manual) is running.
+    Compacting,
+}
+
+impl Loader {
+    /// The words shown next to the spinner.
+    pub fn text(self) -> &'static str {
+        match self {
+            Loader::Working => "Working...",
+            Loader::Compacting => "Compacting...",
+        }
+    }
+}
+
+/// Something to tell the user, on its own line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// An automatic compaction was applied (and persisted by the recorder).
+    CompactedAutomatically {
+        /// Estimated input tokens before.
+        tokens_before: u64,
+        /// Estimated input tokens after.
+        tokens_after: u64,
+    },
+    /// The user cancelled the automatic compaction; the turn continues unchanged.
+    AutoCompactionCancelled,
+    /// The automatic compaction failed; the turn continues unchanged.
+    AutoCompactionFailed(String),
+    /// The user asked to stop the turn.
+    Interrupting,
+    /// The user cancelled `/compact`.
+    ManualCompactionCancelling,
+}
+
+impl Notice {
+    /// The line shown for this notice.
+    pub fn text(&self) -> String {
+        match self {
+            Notice::CompactedAutomatically {
+                tokens_before,
+                tokens_after,
+            } => format!(
+                "Context compacted automatically ({} → {} tokens)",
+                tokens_before, tokens_after
+            ),
+            Notice::AutoCompactionCancelled => {
+                "Compaction cancelled; the turn continues with the full history".to_owned()
+            }
+            Notice::AutoCompactionFailed(reason) => {
+                format!("Compaction failed ({reason}); the turn continues with the full history")
+            }
+            Notice::Interrupting => "Interrupted".to_owned(),
+            Notice::ManualCompactionCancelling => "Cancelling /compact…".to_owned(),
+        }
+    }
+}
+
+/// What the front-end should do after a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reaction {
+    /// Nothing visible changed.
+    None,
+    /// The loader or type-ahead line changed: redraw it.
+    Redraw,
+    /// Show a notice (and redraw).
+    Notice(Notice),
+    /// Send this answer to the waiting permission question.
+    Answer(ApprovalKey),
+}
+
+/// The busy state; see the module docs.
+#[derive(Debug)]
+pub struct BusyState {
+    job: Job,
+    cancel: CancellationToken,
+    compactor: Option<CancellationToken>,
+    approval_pending: bool,
+    type_ahead: String,
+    queued: Vec<String>,
+}
+
+impl BusyState {
+    /// A turn guarded by `cancel` (the parent token).
+    pub fn turn(cancel: CancellationToken) -> Self {
+        Self::new(Job::Turn, cancel)
+    }
+
+    /// A manual compaction guarded by `cancel`.
+    pub fn manual_compaction(cancel: CancellationToken) -> Self {
+        Self::new(Job::ManualCompaction, cancel)
+    }
+
+    fn new(job: Job, cancel: CancellationToken) -> Self {
+        Self {
+            job,
+            cancel,
+            compactor: None,
+            approval_pending: false,
+            type_ahead: String::new(),
+            queued: Vec::new(),
+        }
+    }
+
+    /// The job.
+    pub fn job(&self) -> Job {
+        self.job
+    }
+
+    /// What the key mapping needs to know.
+    pub fn situation(&self) -> Situation {
+        Situation {
+            auto_compaction_running: self.compactor.is_some(),
+            manual_compaction: self.job == Job::ManualCompaction,
+            approval_pending: self.approval_pending,
+        }
+    }
+
+    /// The loader text now.
+    pub fn loader(&self) -> Loader {
+        if self.job == Job::ManualCompaction || self.compactor.is_some() {
+            Loader::Compacting
+        } else {
+            Loader::Working
+        }
+    }
+
+    /// Follows the automatic compaction lifecycle; returns what to tell the user.
+    pub fn on_auto_compaction(&mut self, event: &AutoCompaction) -> Option<Notice> {
+        match event {
+            AutoCompaction::Started { cancel } => {
+                self.compactor = Some(cancel.clone());
+                None
+            }
+            AutoCompaction::Applied {
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                self.compactor = None;
+                Some(Notice::CompactedAutomatically {
+                    tokens_before: *tokens_before,
+                    tokens_after: *tokens_after,
+                })
+            }
+            AutoCompaction::Cancelled => {
+                self.compactor = None;
+                Some(Notice::AutoCompactionCancelled)
+            }
+            AutoCompaction::Failed { reason } => {
+                self.compactor = None;
+                Some(Notice::AutoCompactionFailed(reason.clone()))
+            }
+        }
+    }
+
+    /// A permission question appeared (true) or was answered (false).
+    pub fn set_approval_pending(&mut self, pending: bool) {
+        self.approval_pending = pending;
+    }
+
+    /// Carries out a key's action: cancels the right token, edits the type-ahead line.
+    pub fn apply(&mut self, action: KeyAction) -> Reaction {
+        match action {
+            KeyAction::CancelCompactor => match &self.compactor {
+                Some(child) => {
+                    child.cancel();
+                    Reaction::Redraw
+                }
+                None => Reaction::None,
+            },
+            KeyAction::CancelManualCompaction => {
+                if self.cancel.is_cancelled() {
+                    return Reaction::None;
+                }
+                self.cancel.cancel();
+                Reaction::Notice(Notice::ManualCompactionCancelling)
+            }
+            KeyAction::CancelTurn => {
+                if self.cancel.is_cancelled() {
+                    return Reaction::None;
+                }
+                self.cancel.cancel();
+                Reaction::Notice(Notice::Interrupting)
+            }
+            KeyAction::Answer(answer) => {
+                self.approval_pending = false;
+                Reaction::Answer(answer)
+            }
+            KeyAction::Type(c) => {
+                self.type_ahead.push(c);
+                Reaction::Redraw
+            }
+            KeyAction::Backspace => {
+                if self.type_ahead.pop().is_some() {
+                    Reaction::Redraw
+                } else {
+                    Reaction::None
+                }
+            }
+            KeyAction::QueueLine => {
+                let line = std::mem::take(&mut self.type_ahead);
+                if line.trim().is_empty() {
+                    return Reaction::None;
+                }
+                self.queued.push(line);
+                Reaction::Redraw
+            }
+            KeyAction::Nothing => Reaction::None,
+        }
+    }
+
+    /// The line being typed meanwhile.
+    pub fn type_ahead(&self) -> &str {
+        &self.type_ahead
+    }
+
+    /// Lines queued with Enter meanwhile.
+    pub fn queued(&self) -> &[String] {
+        &self.queued
+    }
+
+    /// Ends the busy state: the queued lines (in order), then the unfinished type-ahead
+    /// line as the next prompt's starting text.
+    pub fn finish(self) -> (Vec<String>, String) {
+        (self.queued, self.type_ahead)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::action_for;
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    fn press(state: &mut BusyState, code: KeyCode, modifiers: KeyModifiers) -> Reaction {
+        let action = action_for(&KeyEvent::new(code, modifiers), state.situation());
+        state.apply(action)
+    }
+
+    fn esc(state: &mut BusyState) -> Reaction {
+        press(state, KeyCode::Esc, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn esc_cancels_only_the_compactor_and_the_turn_keeps_streaming() {
+        let turn = CancellationToken::new();
+        let mut state = BusyState::turn(turn.clone());
+        assert_eq!(state.loader(), Loader::Working);
+        let child = turn.child_token();
+        state.on_auto_compaction(&AutoCompaction::Started {
+            cancel: child.clone(),
+        });
+        assert_eq!(
+            state.loader(),
+            Loader::Compacting,
+            "Started must switch the loader text"
+        );
+        assert_eq!(esc(&mut state), Reaction::Redraw);
+        assert!(child.is_cancelled(), "Esc must cancel the child compactor");
+        assert!(
+            !turn.is_cancelled(),
+            "Esc must leave the parent turn running"
+        );
+
+        let notice = state.on_auto_compaction(&AutoCompaction::Cancelled);
+        assert_eq!(notice, Some(Notice::AutoCompactionCancelled));
+        assert_eq!(
+            state.loader(),
+            Loader::Working,
+            "the normal loader must return"
+        );
+        assert_eq!(
+            esc(&mut state),
+            Reaction::None,
+            "Esc without a compaction does nothing"
+        );
+        assert!(!turn.is_cancelled());
+    }
+
+    #[test]
+    fn an_applied_compaction_restores_the_loader_and_announces_itself() {
+        let turn = CancellationToken::new();
+        let mut state = BusyState::turn(turn.clone());
+        state.on_auto_compaction(&AutoCompaction::Started {
+            cancel: turn.child_token(),
+        });
+        let notice = state.on_auto_compaction(&AutoCompaction::Applied {
+            replacement: Vec::new(),
+            summary: "private".into(),
+            usage: None,
+            tokens_before: 900,
+            tokens_after: 100,
+        });
+        let notice = notice.expect("Applied must be announced");
+        assert_eq!(
+            notice.text(),
+            "Context compacted automatically (900 → 100 tokens)"
+        );
+        assert!(
+            !notice.text().contains("private"),
+            "the summary is never shown"
+        );
+        assert_eq!(state.loader(), Loader::Working);
+    }
+
+    #[test]
+    fn a_failed_compaction_restores_the_loader_and_the_turn_continues() {
+        let turn = CancellationToken::new();
+        let mut state = BusyState::turn(turn.clone());
+        state.on_auto_compaction(&AutoCompaction::Started {
+            cancel: turn.child_token(),
+        });
+        let notice = state.on_auto_compaction(&AutoCompaction::Failed {
+            reason: "empty summary".into(),
+        });
+        assert!(matches!(notice, Some(Notice::AutoCompactionFailed(_))));
+        assert_eq!(state.loader(), Loader::Working);
+        assert!(!turn.is_cancelled());
+    }
+
+    #[test]
+    fn ctrl_c_cancels_the_turn_and_the_compactor_under_it() {
+        let turn = CancellationToken::new();
+        let mut state = BusyState::turn(turn.clone());
+        let child = turn.child_token();
+        state.on_auto_compaction(&AutoCompaction::Started {
+            cancel: child.clone(),
+        });
+        let reaction = press(&mut state, KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(reaction, Reaction::Notice(Notice::Interrupting));
+        assert!(turn.is_cancelled() && child.is_cancelled());
+        let again = press(&mut state, KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(again, Reaction::None, "a second Ctrl+C says nothing new");
+    }
+
+    #[test]
+    fn manual_compaction_shows_compacting_and_esc_cancels_it() {
+        let cancel = CancellationToken::new();
+        let mut state = BusyState::manual_compaction(cancel.clone());
+        assert_eq!(state.loader(), Loader::Compacting);
+        assert_eq!(
+            esc(&mut state),
+            Reaction::Notice(Notice::ManualCompactionCancelling)
+        );
+        assert!(cancel.is_cancelled());
+    }
+
+    #[test]
+    fn input_typed_during_compact_is_queued_in_order() {
+        let mut state = BusyState::manual_compaction(CancellationToken::new());
+        for c in "first".chars() {
+            press(&mut state, KeyCode::Char(c), KeyModifiers::NONE);
+        }
+        press(&mut state, KeyCode::Enter, KeyModifiers::NONE);
+        press(&mut state, KeyCode::Enter, KeyModifiers::NONE);
+        for c in "secx".chars() {
+            press(&mut state, KeyCode::Char(c), KeyModifiers::NONE);
+        }
+        press(&mut state, KeyCode::Backspace, KeyModifiers::NONE);
+        press(&mut state, KeyCode::Char('o'), KeyModifiers::SHIFT);
+        assert_eq!(state.queued(), ["first".to_owned()]);
+        press(&mut state, KeyCode::Enter, KeyModifiers::NONE);
+        press(&mut state, KeyCode::Char('n'), KeyModifiers::NONE);
+        let (queued, unfinished) = state.finish();
+        assert_eq!(queued, vec!["first".to_owned(), "seco".to_owned()]);
+        assert_eq!(unfinished, "n");
+    }
+
+    #[test]
+    fn a_permission_answer_clears_the_question() {
+        let mut state = BusyState::turn(CancellationToken::new());
+        state.set_approval_pending(true);
+        let reaction = press(&mut state, KeyCode::Char('y'), KeyModifiers::NONE);
+        assert_eq!(reaction, Reaction::Answer(ApprovalKey::Once));
+        assert!(!state.situation().approval_pending);
+        assert_eq!(state.type_ahead(), "", "the answer must not be typed ahead");
+    }
+}

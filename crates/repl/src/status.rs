@@ -1,0 +1,73 @@
+//! The status line: model, context use against the input budget, and the distance to the
+//! automatic compaction threshold. Pure text; the thresholds come from [`ContextBudget`].
+
+use pith_core::ContextBudget;
+
+use crate::context_view::thousands;
+
+/// What the status line shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// `provider/model`.
+    pub model: String,
+    /// Estimated (or last reported) input tokens of the next request.
+    pub used: u64,
+    /// The budget in force.
+    pub budget: ContextBudget,
+    /// Whether automatic compaction is on.
+    pub auto_compaction: bool,
+}
+
+impl Status {
+    /// `model · used / input budget tokens (N%) · M to auto-compact`.
+    pub fn text(&self) -> String {
+        let budget = &self.budget;
+        let percent = (self.used * 100)
+            .checked_div(budget.input_budget)
+            .unwrap_or(100);
+        let distance = if !self.auto_compaction {
+            "auto-compact off".to_owned()
+        } else if budget.reaches_auto(self.used) {
+            "auto-compact due".to_owned()
+        } else {
+            format!(
+                "{} to auto-compact",
+                thousands(budget.room_to_auto(self.used))
+            )
+        };
+        format!(
+            "{} · {} / {} tokens ({percent}%) · {distance}",
+            self.model,
+            thousands(self.used),
+            thousands(budget.input_budget)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_shows_use_against_the_budget_and_room_to_the_threshold() {
+        let budget = ContextBudget::for_window(200_000);
+        let mut status = Status {
+            model: "anthropic/claude".into(),
+            used: 19_000,
+            budget,
+            auto_compaction: true,
+        };
+        assert_eq!(
+            status.text(),
+            "anthropic/claude · 19,000 / 190,000 tokens (10%) · 152,000 to auto-compact"
+        );
+        status.used = budget.auto_threshold;
+        assert!(
+            status.text().ends_with("auto-compact due"),
+            "{}",
+            status.text()
+        );
+        status.auto_compaction = false;
+        assert!(status.text().ends_with("auto-compact off"));
+    }
+}

@@ -1,0 +1,40 @@
+//! `pith` with no subcommand: glue between the command line and pith-repl.
+
+use anyhow::Result;
+use pith_repl::{ReplOptions, Start};
+use pith_tools::PermissionMode;
+
+use crate::cli::{ReplApprovalArg, ReplArgs};
+use crate::exit::ExitError;
+
+/// Runs the interactive REPL in the current directory.
+pub fn run(args: ReplArgs) -> Result<()> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| ExitError::usage(format!("cannot read the current directory: {e}")))?;
+    let start = match (args.continue_latest, args.resume) {
+        (_, Some(id)) => Start::Resume(id),
+        (true, None) => Start::Continue,
+        (false, None) => Start::New,
+    };
+    let options = ReplOptions {
+        model: args.model,
+        context_window: args.context_window,
+        approval: args.approval.map(|mode| match mode {
+            ReplApprovalArg::Ask => PermissionMode::Ask,
+            ReplApprovalArg::ReadOnly => PermissionMode::ReadOnly,
+            ReplApprovalArg::AutoEdit => PermissionMode::AutoEdit,
+            ReplApprovalArg::Full => PermissionMode::Full,
+        }),
+        no_auto_compact: args.no_auto_compact,
+        start,
+        cwd,
+    };
+    pith_repl::run(options).map_err(|error| {
+        let code = error.exit_code();
+        ExitError {
+            code,
+            message: error.to_string(),
+        }
+        .into()
+    })
+}

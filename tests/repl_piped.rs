@@ -1,0 +1,191 @@
+//! The REPL without a terminal: `pith` reads one input per line from a pipe, prints plain
+//! text (no escape codes, no loader), and persists like the interactive REPL. Runs the
+//! real binary against pith-testkit.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use pith_testkit::{Script, TestServer, Turn};
+use serde_json::Value;
+
+fn pith(root: &Path, server: &TestServer) -> Command {
+    let project = root.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut command = Command::cargo_bin("pith").unwrap();
+    command
+        .current_dir(&project)
+        .env_clear()
+        .env("PITH_HOME", root.join("home"))
+        .env("HOME", root)
+        .env("XDG_CONFIG_HOME", root.join("config"))
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "dummy-key")
+        .args(["--model", "anthropic/claude-sonnet-4-5"]);
+    command
+}
+
+fn transcripts(root: &Path) -> Vec<Vec<Value>> {
+    let sessions = root.join("home").join("sessions");
+    let mut found = Vec::new();
+    let Ok(projects) = std::fs::read_dir(&sessions) else {
+        return found;
+    };
+    for project in projects {
+        for session in std::fs::read_dir(project.unwrap().path()).unwrap() {
+            let text =
+                std::fs::read_to_string(session.unwrap().path().join("transcript.jsonl")).unwrap();
+            found.push(
+                text.lines()
+                    .map(|line| serde_json::from_str(line).unwrap())
+                    .collect(),
+            );
+        }
+    }
+    found
+}
+
+#[test]
+fn piped_input_runs_turns_and_commands_and_persists_a_manual_compaction() {
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("First **answer**."),
+        Turn::text("## Goal\nPIPED-SUMMARY"),
+        Turn::text("Second answer."),
+    ]))
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let output = pith(root.path(), &server)
+        .write_stdin("hello\n/context\n/compact keep the parser\nand then?\n/frobnicate\n/exit\n")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(output.status.success(), "pith failed: {stdout}");
+    assert!(
+        !stdout.contains('\x1b'),
+        "piped output must have no escape codes: {stdout:?}"
+    );
+    assert!(stdout.contains("First **answer**."), "{stdout}");
+    assert!(
+        stdout.contains("tool definitions"),
+        "/context report missing: {stdout}"
+    );
+    assert!(
+        stdout.contains("PIPED-SUMMARY"),
+        "the manual summary is shown: {stdout}"
+    );
+    assert!(stdout.contains("Context compacted ("), "{stdout}");
+    assert!(stdout.contains("Second answer."), "{stdout}");
+    assert!(stdout.contains("unknown command /frobnicate"), "{stdout}");
+
+    let requests = server.requests();
+    assert!(requests[1].body["messages"]
+        .to_string()
+        .contains("keep the parser"));
+    let transcripts = transcripts(root.path());
+    assert_eq!(transcripts.len(), 1);
+    let kinds: Vec<&str> = transcripts[0]
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "session_started",
+            "user_message",
+            "assistant_turn",
+            "compaction_applied",
+            "user_message",
+            "assistant_turn"
+        ]
+    );
+    assert_eq!(transcripts[0][3]["trigger"], "manual");
+}
+
+#[test]
+fn a_session_left_without_a_message_is_not_kept_and_continue_resumes_the_latest() {
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Remembered."),
+        Turn::text("CONTINUED-ANSWER"),
+    ]))
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    pith(root.path(), &server)
+        .write_stdin("/exit\n")
+        .assert()
+        .success();
+    assert!(
+        transcripts(root.path()).is_empty(),
+        "an unused session must be removed"
+    );
+    pith(root.path(), &server)
+        .write_stdin("remember this\n")
+        .assert()
+        .success();
+    let output = pith(root.path(), &server)
+        .arg("--continue")
+        .write_stdin("what did I say?\n")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains("remember this"),
+        "the resumed conversation is shown: {stdout}"
+    );
+    assert!(stdout.contains("CONTINUED-ANSWER"), "{stdout}");
+    assert_eq!(
+        transcripts(root.path()).len(),
+        1,
+        "--continue reuses the session"
+    );
+    let second = server.requests()[1].body["messages"].to_string();
+    assert!(
+        second.contains("remember this") && second.contains("Remembered."),
+        "the continued request carries the earlier conversation: {second}"
+    );
+}
+
+#[test]
+fn resume_switches_to_another_session_and_shows_its_conversation() {
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Remembered."),
+        Turn::text("RESUMED-ANSWER"),
+    ]))
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    pith(root.path(), &server)
+        .write_stdin("remember this\n")
+        .assert()
+        .success();
+    let sessions = root.path().join("home").join("sessions");
+    let project = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let id = std::fs::read_dir(project)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .into_string()
+        .unwrap();
+    let output = pith(root.path(), &server)
+        .write_stdin(format!("/resume {id}\n/resume {id}\nwhat did I say?\n"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains("remember this"),
+        "the resumed conversation is shown: {stdout}"
+    );
+    assert!(stdout.contains("That is the current session."), "{stdout}");
+    assert!(stdout.contains("RESUMED-ANSWER"), "{stdout}");
+    assert_eq!(
+        transcripts(root.path()).len(),
+        1,
+        "the new session left unused is removed after /resume"
+    );
+    let second = server.requests()[1].body["messages"].to_string();
+    assert!(second.contains("remember this") && second.contains("Remembered."));
+}

@@ -1,0 +1,450 @@
+//! End-to-end tests of the interactive REPL: the real `pith` binary runs inside a tmux
+//! pane against the scripted provider server (pith-testkit); keys go in with
+//! `send-keys`, the screen comes back with `capture-pane`, and the transcript on disk is
+//! checked afterwards. Skipped, with a printed reason, when tmux is not installed.
+//!
+//! The scenarios are issue 8's: (a) Esc during a slow automatic compaction cancels only
+//! the compactor, (b) without Esc the compaction is applied and persisted as a
+//! checkpoint + compaction pair, (c) Ctrl+C stops the turn and the prompt returns,
+//! (d) `/compact keep the API changes` streams a summary and the next request starts
+//! from it. Two more cover `/compact`'s own contract: input typed meanwhile is queued and
+//! runs afterwards, and Esc cancels it with the history unchanged.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use pith_testkit::{Script, TestServer, Turn};
+use serde_json::{json, Value};
+
+/// How long any one screen condition may take to appear (generous: CI machines are slow).
+const WAIT: Duration = Duration::from_secs(60);
+/// Context window given to pith: small, so the scripted usage crosses the threshold.
+const WINDOW: u64 = 20_000;
+
+fn tmux_available() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+/// A tmux server of its own (socket per test) running `pith` in one pane.
+struct Pane {
+    socket: String,
+    root: tempfile::TempDir,
+}
+
+impl Pane {
+    fn start(name: &str, server: &TestServer, extra_args: &[&str]) -> Pane {
+        let root = tempfile::tempdir().unwrap();
+        let project = root.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(project.join("notes.txt"), "api notes\n").unwrap();
+        let socket = format!("pith-e2e-{}-{name}", std::process::id());
+        let mut command = format!(
+            "cd {} && env PITH_HOME={} XDG_CONFIG_HOME={} HOME={} ANTHROPIC_BASE_URL={} \
+             ANTHROPIC_API_KEY=dummy-key TERM=xterm-256color {} --model anthropic/claude-sonnet-4-5 \
+             --context-window {WINDOW}",
+            shell_quote(&project),
+            shell_quote(&root.path().join("home")),
+            shell_quote(&root.path().join("config")),
+            shell_quote(root.path()),
+            server.base_url(),
+            shell_quote(Path::new(env!("CARGO_BIN_EXE_pith"))),
+        );
+        for arg in extra_args {
+            command.push(' ');
+            command.push_str(arg);
+        }
+        // Keep the pane after pith exits so a crash stays readable.
+        command.push_str("; echo PITH-EXITED $?; sleep 600");
+        let status = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "e2e",
+            ])
+            .args(["-x", "150", "-y", "50", &command])
+            .status()
+            .unwrap();
+        assert!(status.success(), "tmux could not start the pane");
+        Pane { socket, root }
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "e2e"])
+    }
+
+    /// Waits until the screen satisfies `ready`; panics with the screen when it does not.
+    fn wait_for(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if ready(&screen) {
+                return screen;
+            }
+            if start.elapsed() > WAIT {
+                panic!("timed out waiting for {what}; the screen shows:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn wait_for_text(&self, text: &str) -> String {
+        self.wait_for(&format!("`{text}` on screen"), |s| s.contains(text))
+    }
+
+    fn wait_for_prompt(&self) -> String {
+        self.wait_for("an empty prompt", at_empty_prompt)
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    fn type_line(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "e2e", "-l", text]);
+        self.keys(&["Enter"]);
+    }
+
+    /// The one session's transcript, as (kind, record) pairs.
+    fn transcript(&self) -> Vec<(String, Value)> {
+        let sessions = self.root.path().join("home").join("sessions");
+        let mut found = Vec::new();
+        for project in std::fs::read_dir(&sessions).unwrap() {
+            for session in std::fs::read_dir(project.unwrap().path()).unwrap() {
+                found.push(session.unwrap().path().join("transcript.jsonl"));
+            }
+        }
+        assert_eq!(found.len(), 1, "expected one session, found {found:?}");
+        std::fs::read_to_string(&found[0])
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let record: Value = serde_json::from_str(line).unwrap();
+                (record["kind"].as_str().unwrap().to_owned(), record)
+            })
+            .collect()
+    }
+
+    fn exit(&self) {
+        self.wait_for_prompt();
+        self.type_line("/exit");
+        self.wait_for_text("PITH-EXITED 0");
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+/// The last non-blank line of the screen is an empty prompt.
+fn at_empty_prompt(screen: &str) -> bool {
+    screen
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .is_some_and(|line| line.trim_end() == "›")
+}
+
+fn shell_quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
+}
+
+fn kinds(transcript: &[(String, Value)]) -> Vec<&str> {
+    transcript.iter().map(|(kind, _)| kind.as_str()).collect()
+}
+
+/// A first answer that calls a tool and reports usage above the automatic threshold, so
+/// the loop compacts before its next request.
+fn turn_over_threshold() -> Turn {
+    Turn::text("Let me look at the notes.")
+        .with_tool_call("read", json!({"path": "notes.txt"}))
+        .with_usage(16_000, 20)
+}
+
+fn long_summary() -> String {
+    let mut summary = String::from("## Goal\nPRIVATE-SUMMARY ");
+    for i in 0..60 {
+        summary.push_str(&format!("detail {i} "));
+    }
+    summary
+}
+
+macro_rules! require_tmux {
+    () => {
+        if !tmux_available() {
+            eprintln!("skipping: tmux is not installed (.ci/run installs it)");
+            return;
+        }
+    };
+}
+
+#[test]
+fn esc_during_a_slow_automatic_compaction_cancels_only_the_compactor() {
+    require_tmux!();
+    let server = TestServer::start(Script::anthropic([
+        turn_over_threshold(),
+        Turn::text(long_summary()).with_chunk_delay_ms(400),
+        Turn::text("PARENT-ANSWER-COMPLETE after reading the notes."),
+    ]))
+    .unwrap();
+    let pane = Pane::start("esc", &server, &[]);
+    pane.wait_for_prompt();
+    pane.type_line("summarise the notes");
+    pane.wait_for_text("Compacting...");
+    pane.keys(&["Escape"]);
+    let screen = pane.wait_for_text("PARENT-ANSWER-COMPLETE");
+    pane.wait_for("the loader to go away", |s| !s.contains("Compacting..."));
+    assert!(
+        screen.contains("Compaction cancelled"),
+        "the cancellation must be announced:\n{screen}"
+    );
+    assert!(
+        !screen.contains("PRIVATE-SUMMARY"),
+        "the private summary must never be rendered:\n{screen}"
+    );
+    pane.wait_for_prompt();
+    pane.exit();
+
+    let transcript = pane.transcript();
+    assert!(
+        !kinds(&transcript).contains(&"compaction_applied"),
+        "a cancelled compaction must not be persisted: {:?}",
+        kinds(&transcript)
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "turn, compaction, continued turn");
+    let last = requests[2].body["messages"].as_array().unwrap();
+    assert!(
+        last.len() >= 3,
+        "the parent request must continue with the full history: {last:?}"
+    );
+}
+
+#[test]
+fn an_automatic_compaction_is_announced_and_persisted_with_its_checkpoint() {
+    require_tmux!();
+    let server = TestServer::start(Script::anthropic([
+        turn_over_threshold(),
+        Turn::text(long_summary()).with_chunk_delay_ms(20),
+        Turn::text("PARENT-ANSWER-COMPLETE after compaction."),
+    ]))
+    .unwrap();
+    let pane = Pane::start("auto", &server, &[]);
+    pane.wait_for_prompt();
+    pane.type_line("summarise the notes");
+    let screen = pane.wait_for_text("PARENT-ANSWER-COMPLETE");
+    assert!(
+        screen.contains("Context compacted automatically"),
+        "the applied compaction must be announced:\n{screen}"
+    );
+    assert!(
+        screen.contains("Let me look at the notes."),
+        "pre-compaction output stays visible:\n{screen}"
+    );
+    assert!(
+        !screen.contains("PRIVATE-SUMMARY"),
+        "the private summary must never be rendered:\n{screen}"
+    );
+    pane.wait_for_prompt();
+    pane.exit();
+
+    let transcript = pane.transcript();
+    let kinds = kinds(&transcript);
+    let at = kinds
+        .iter()
+        .position(|k| *k == "compaction_applied")
+        .unwrap_or_else(|| panic!("no compaction_applied in {kinds:?}"));
+    assert_eq!(
+        kinds[at - 1],
+        "assistant_turn",
+        "the checkpoint must come right before the compaction: {kinds:?}"
+    );
+    assert_eq!(transcript[at].1["trigger"], "auto");
+    assert_eq!(
+        transcript[at].1["seq"].as_u64().unwrap(),
+        transcript[at - 1].1["seq"].as_u64().unwrap() + 1
+    );
+    assert_eq!(kinds.last(), Some(&"assistant_turn"));
+}
+
+#[test]
+fn ctrl_c_stops_the_turn_and_the_prompt_returns() {
+    require_tmux!();
+    let slow: String = (0..200).map(|i| format!("word{i} ")).collect();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text(format!("STREAM-START {slow}")).with_chunk_delay_ms(300),
+        Turn::text("SECOND-ANSWER"),
+    ]))
+    .unwrap();
+    let pane = Pane::start("ctrlc", &server, &[]);
+    pane.wait_for_prompt();
+    pane.type_line("write a long story");
+    pane.wait_for_text("STREAM-START");
+    pane.keys(&["C-c"]);
+    let screen = pane.wait_for_text("Turn stopped");
+    assert!(
+        !screen.contains("PITH-EXITED"),
+        "Ctrl+C must not end pith:\n{screen}"
+    );
+    pane.wait_for_prompt();
+    pane.type_line("and now?");
+    pane.wait_for_text("SECOND-ANSWER");
+    pane.exit();
+
+    let transcript = pane.transcript();
+    let interrupted = transcript
+        .iter()
+        .find(|(kind, _)| kind == "assistant_turn")
+        .map(|(_, record)| record["interrupted"].clone());
+    assert_eq!(
+        interrupted,
+        Some(Value::Bool(true)),
+        "the stopped turn is recorded as interrupted"
+    );
+}
+
+#[test]
+fn manual_compact_streams_the_summary_and_the_next_request_starts_from_it() {
+    require_tmux!();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("I changed the API of the parser."),
+        Turn::text("## Goal\nMANUAL-SUMMARY: the parser API changed.").with_chunk_delay_ms(30),
+        Turn::text("NEXT-ANSWER"),
+    ]))
+    .unwrap();
+    let pane = Pane::start("manual", &server, &[]);
+    pane.wait_for_prompt();
+    pane.type_line("change the parser API");
+    pane.wait_for_text("I changed the API");
+    pane.wait_for_prompt();
+    pane.type_line("/compact keep the API changes");
+    let screen = pane.wait_for_text("Context compacted (");
+    assert!(
+        screen.contains("MANUAL-SUMMARY"),
+        "the manual summary streams visibly:\n{screen}"
+    );
+    pane.wait_for_prompt();
+    pane.type_line("what next?");
+    pane.wait_for_text("NEXT-ANSWER");
+    pane.exit();
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let compaction_request = requests[1].body["messages"].to_string();
+    assert!(
+        compaction_request.contains("keep the API changes"),
+        "the focus text must be in the compaction request"
+    );
+    // Anthropic merges consecutive user messages: the summary and the new question
+    // arrive as one user message, and nothing of the compacted history remains.
+    let next = requests[2].body["messages"].to_string();
+    let summary_at = next
+        .find("MANUAL-SUMMARY")
+        .expect("the next request starts from the summary");
+    let question_at = next.find("what next?").expect("the new question is sent");
+    assert!(
+        summary_at < question_at,
+        "summary first, then the question: {next}"
+    );
+    assert!(
+        !next.contains("I changed the API of the parser."),
+        "the compacted history must not be sent again: {next}"
+    );
+
+    let transcript = pane.transcript();
+    let compactions: Vec<&Value> = transcript
+        .iter()
+        .filter(|(kind, _)| kind == "compaction_applied")
+        .map(|(_, record)| record)
+        .collect();
+    assert_eq!(compactions.len(), 1, "exactly one compaction_applied");
+    assert_eq!(compactions[0]["trigger"], "manual");
+}
+
+#[test]
+fn input_typed_during_compact_is_queued_and_runs_afterwards() {
+    require_tmux!();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("FIRST-ANSWER about the lexer."),
+        Turn::text(format!("## Goal\nQUEUE-SUMMARY {}", "more ".repeat(100)))
+            .with_chunk_delay_ms(200),
+        Turn::text("QUEUED-ANSWER"),
+    ]))
+    .unwrap();
+    let pane = Pane::start("queue", &server, &[]);
+    pane.wait_for_prompt();
+    pane.type_line("look at the lexer");
+    pane.wait_for_text("FIRST-ANSWER");
+    pane.wait_for_prompt();
+    pane.type_line("/compact");
+    pane.wait_for_text("Compacting...");
+    pane.type_line("QUEUED-QUESTION");
+    pane.wait_for_text("1 queued");
+    pane.wait_for_text("Context compacted (");
+    pane.wait_for_text("QUEUED-ANSWER");
+    pane.exit();
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "turn, /compact, the queued question");
+    let queued = requests[2].body["messages"].to_string();
+    assert!(
+        queued.contains("QUEUE-SUMMARY") && queued.contains("QUEUED-QUESTION"),
+        "the queued question runs after the compaction, from the summary: {queued}"
+    );
+}
+
+#[test]
+fn esc_cancels_a_running_compact_and_leaves_the_history_unchanged() {
+    require_tmux!();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("FIRST-ANSWER about the lexer."),
+        Turn::text(format!("## Goal\nCANCELLED-SUMMARY {}", "more ".repeat(80)))
+            .with_chunk_delay_ms(300),
+        Turn::text("AFTER-CANCEL"),
+    ]))
+    .unwrap();
+    let pane = Pane::start("compactesc", &server, &[]);
+    pane.wait_for_prompt();
+    pane.type_line("look at the lexer");
+    pane.wait_for_text("FIRST-ANSWER");
+    pane.wait_for_prompt();
+    pane.type_line("/compact");
+    pane.wait_for_text("CANCELLED-SUMMARY");
+    pane.keys(&["Escape"]);
+    pane.wait_for_text("Compaction cancelled; the history is unchanged");
+    pane.wait_for_prompt();
+    pane.type_line("again");
+    pane.wait_for_text("AFTER-CANCEL");
+    pane.exit();
+
+    let next = server.requests()[2].body["messages"].to_string();
+    assert!(
+        next.contains("FIRST-ANSWER") && !next.contains("CANCELLED-SUMMARY"),
+        "a cancelled /compact must leave the history as it was: {next}"
+    );
+    let transcript = pane.transcript();
+    assert!(!kinds(&transcript).contains(&"compaction_applied"));
+}
