@@ -137,7 +137,23 @@ pub struct Config {
 impl Config {
     /// The typed `[context]` section (squash, prune and micro thresholds), with the
     /// documented defaults for every key not given.
+    /// Misspelt keys are errors that list the known ones (serde cannot reject unknown
+    /// keys of the flattened section itself).
     pub fn context_config(&self) -> Result<pith_core::context::ContextConfig, ConfigError> {
+        let known =
+            toml::Table::try_from(pith_core::context::ContextConfig::default()).map_err(|err| {
+                ConfigError::Invalid {
+                    path: PathBuf::from("[context]"),
+                    message: err.to_string(),
+                }
+            })?;
+        if let Some(unknown) = self.context.keys().find(|key| !known.contains_key(*key)) {
+            let names: Vec<&str> = known.keys().map(String::as_str).collect();
+            return Err(ConfigError::Invalid {
+                path: PathBuf::from("[context]"),
+                message: format!("unknown key `{unknown}`; known keys: {}", names.join(", ")),
+            });
+        }
         toml::Value::Table(self.context.clone())
             .try_into()
             .map_err(|err: toml::de::Error| ConfigError::Invalid {
@@ -652,6 +668,14 @@ mod tests {
         assert_eq!(config.context["floor_bytes"].as_integer(), Some(200));
         assert_eq!(config.context["file_view_cap_bytes"].as_integer(), Some(9));
         let typed = config.context_config().unwrap();
+        let mut typo = config.clone();
+        typo.context
+            .insert("flor_bytes".into(), toml::Value::Integer(1));
+        let err = typo.context_config().unwrap_err().to_string();
+        assert!(
+            err.contains("unknown key `flor_bytes`") && err.contains("floor_bytes"),
+            "{err}"
+        );
         assert_eq!(typed.squash.floor_bytes, 200);
         assert_eq!(typed.prune_protect_tokens, 40_000);
     }

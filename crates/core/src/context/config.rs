@@ -7,7 +7,7 @@
 //! thresholds (micro / auto / overflow) are *not* here: they belong to
 //! [`crate::ContextBudget`].
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::prune::PruneConfig;
 
@@ -31,7 +31,7 @@ use super::prune::PruneConfig;
 /// | `ls_max_entries_per_dir` | 25 | entries kept per directory in `ls -R` output |
 /// | `json_array_keep` | 3 | array elements kept in full before the rest are summarised |
 /// | `json_string_keep_chars` | 80 | a JSON string longer than this that is not identifier-like is elided |
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct SquashConfig {
     /// Outputs at or under this many bytes pass unchanged.
@@ -92,7 +92,7 @@ impl Default for SquashConfig {
 ///
 /// (serde cannot reject unknown keys of a flattened section; the config loader in the
 /// binary is where typos are reported.)
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct ContextConfig {
     /// Capture-time squash thresholds (keys directly under `[context]`).
