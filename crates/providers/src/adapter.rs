@@ -73,6 +73,63 @@ pub trait ProviderAdapter: Send + Sync {
     async fn start(&self, request: &ModelRequest) -> Result<ChunkStream, ProviderError>;
 }
 
+/// One upstream wire event decoded: the chunks it yields and whether the response is
+/// complete.
+pub(crate) struct Decoded {
+    pub chunks: Vec<StreamChunk>,
+    pub done: bool,
+}
+
+/// Turns an upstream of wire events into a [`ChunkStream`] — the one streaming state
+/// machine every adapter shares. `decode(Some(event))` is called per event;
+/// `decode(None)` once if the upstream ends before a decoded event said `done` (it returns
+/// the final chunks, or the error of a stream that ended early). An event that yields no
+/// chunk becomes [`StreamChunk::Progress`], so the loop's idle timeout measures silence
+/// on the wire. After an error or `done`, the stream ends.
+pub(crate) fn decode_stream<S, E, D>(upstream: S, decode: D) -> ChunkStream
+where
+    S: Stream<Item = Result<E, ProviderError>> + Send + Unpin + 'static,
+    E: Send + 'static,
+    D: FnMut(Option<E>) -> Result<Decoded, ProviderError> + Send + 'static,
+{
+    use futures::StreamExt;
+    let state = (upstream, decode, Vec::<StreamChunk>::new(), false);
+    Box::pin(futures::stream::unfold(
+        state,
+        |(mut upstream, mut decode, mut pending, mut finished)| async move {
+            loop {
+                if let Some(chunk) = pending.pop() {
+                    return Some((Ok(chunk), (upstream, decode, pending, finished)));
+                }
+                if finished {
+                    return None;
+                }
+                let (outcome, ended) = match upstream.next().await {
+                    Some(Ok(event)) => (decode(Some(event)), false),
+                    Some(Err(error)) => (Err(error), true),
+                    None => (decode(None), true),
+                };
+                match outcome {
+                    Ok(decoded) => {
+                        finished = decoded.done || ended;
+                        if decoded.chunks.is_empty() && !finished {
+                            return Some((
+                                Ok(StreamChunk::Progress),
+                                (upstream, decode, pending, finished),
+                            ));
+                        }
+                        pending = decoded.chunks.into_iter().rev().collect();
+                    }
+                    Err(error) => {
+                        finished = true;
+                        return Some((Err(error), (upstream, decode, pending, finished)));
+                    }
+                }
+            }
+        },
+    ))
+}
+
 /// Parses tool-call arguments text; invalid JSON is kept as a JSON string so nothing the
 /// model wrote is lost and the tool reports a clear argument error.
 pub fn parse_arguments(text: &str) -> serde_json::Value {

@@ -14,7 +14,10 @@ use pith_core::{Message, Part, Role, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::adapter::{parse_arguments, ChunkStream, ModelRequest, ProviderAdapter, StreamChunk};
+use crate::adapter::{
+    decode_stream, parse_arguments, ChunkStream, Decoded, ModelRequest, ProviderAdapter,
+    StreamChunk,
+};
 use crate::error::ProviderError;
 use crate::http::{http_client, HttpFailure};
 
@@ -366,46 +369,19 @@ impl ProviderAdapter for Anthropic {
             return Err(HttpFailure::read(response).await.into_provider_error());
         }
         let events = response.bytes_stream().eventsource();
-        let state = (events, Parser::default(), Vec::<StreamChunk>::new(), false);
-        let stream = futures::stream::unfold(
-            state,
-            |(mut events, mut parser, mut pending, mut finished)| async move {
-                loop {
-                    if let Some(chunk) = pending.pop() {
-                        return Some((Ok(chunk), (events, parser, pending, finished)));
-                    }
-                    if finished {
-                        return None;
-                    }
-                    let outcome = match events.next().await {
-                        Some(Ok(event)) => parser.event(&event.data),
-                        Some(Err(err)) => Err(ProviderError::Stream(format!(
-                            "the response stream broke: {err}"
-                        ))),
-                        None => Err(ProviderError::Stream(
-                            "the stream ended before message_stop".to_owned(),
-                        )),
-                    };
-                    match outcome {
-                        Ok(chunks) => {
-                            finished = parser.done;
-                            if chunks.is_empty() && !finished {
-                                return Some((
-                                    Ok(StreamChunk::Progress),
-                                    (events, parser, pending, finished),
-                                ));
-                            }
-                            pending = chunks.into_iter().rev().collect();
-                        }
-                        Err(error) => {
-                            finished = true;
-                            return Some((Err(error), (events, parser, pending, finished)));
-                        }
-                    }
-                }
-            },
-        );
-        Ok(Box::pin(stream))
+        let events = events.map(|event| {
+            event.map_err(|err| ProviderError::Stream(format!("the response stream broke: {err}")))
+        });
+        let mut parser = Parser::default();
+        Ok(decode_stream(events, move |event| match event {
+            Some(event) => parser.event(&event.data).map(|chunks| Decoded {
+                chunks,
+                done: parser.done,
+            }),
+            None => Err(ProviderError::Stream(
+                "the stream ended before message_stop".to_owned(),
+            )),
+        }))
     }
 }
 

@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::adapter::{
-    arguments_text, parse_arguments, ChunkStream, ModelRequest, ProviderAdapter, StreamChunk,
+    arguments_text, decode_stream, parse_arguments, ChunkStream, Decoded, ModelRequest,
+    ProviderAdapter, StreamChunk,
 };
 use crate::error::ProviderError;
 use crate::http::{map_openai_error, openai_client};
@@ -327,66 +328,28 @@ impl ProviderAdapter for OpenAiChat {
             .create_stream_byot::<Value, Chunk>(body)
             .await
             .map_err(map_openai_error)?;
-        let state = (
-            upstream,
-            Assembler::default(),
-            Vec::<StreamChunk>::new(),
-            false,
-        );
-        let stream = futures::stream::unfold(
-            state,
-            |(mut upstream, mut assembler, mut pending, mut finished)| async move {
-                loop {
-                    if let Some(chunk) = pending.pop() {
-                        return Some((Ok(chunk), (upstream, assembler, pending, finished)));
-                    }
-                    if finished {
-                        return None;
-                    }
-                    match upstream.next().await {
-                        Some(Ok(chunk)) => match absorb(chunk, &mut assembler) {
-                            Ok(chunks) if chunks.is_empty() => {
-                                return Some((
-                                    Ok(StreamChunk::Progress),
-                                    (upstream, assembler, pending, finished),
-                                ));
-                            }
-                            Ok(chunks) => pending = chunks.into_iter().rev().collect(),
-                            Err(error) => {
-                                finished = true;
-                                return Some((
-                                    Err(error),
-                                    (upstream, assembler, pending, finished),
-                                ));
-                            }
-                        },
-                        Some(Err(error)) => {
-                            finished = true;
-                            return Some((
-                                Err(map_openai_error(error)),
-                                (upstream, assembler, pending, finished),
-                            ));
-                        }
-                        None => {
-                            finished = true;
-                            if assembler.finish_reason.is_none()
-                                && assembler.calls.is_empty()
-                                && assembler.usage.is_none()
-                            {
-                                return Some((
-                                    Err(ProviderError::Stream(
-                                        "the stream ended without a finish reason".to_owned(),
-                                    )),
-                                    (upstream, assembler, pending, finished),
-                                ));
-                            }
-                            pending = assembler.finish().into_iter().rev().collect();
-                        }
-                    }
-                }
-            },
-        );
-        Ok(Box::pin(stream))
+        let upstream = upstream.map(|chunk| chunk.map_err(map_openai_error));
+        let mut assembler = Assembler::default();
+        Ok(decode_stream(upstream, move |chunk| match chunk {
+            Some(chunk) => absorb(chunk, &mut assembler).map(|chunks| Decoded {
+                chunks,
+                done: false,
+            }),
+            // OpenAI-compatible streams end with `[DONE]`, which async-openai consumes: the
+            // end of the upstream is the end of the response, unless nothing said so.
+            None if assembler.finish_reason.is_none()
+                && assembler.calls.is_empty()
+                && assembler.usage.is_none() =>
+            {
+                Err(ProviderError::Stream(
+                    "the stream ended without a finish reason".to_owned(),
+                ))
+            }
+            None => Ok(Decoded {
+                chunks: assembler.finish(),
+                done: true,
+            }),
+        }))
     }
 }
 

@@ -11,7 +11,8 @@ use pith_core::{Part, Role, ToolCall, Usage};
 use serde_json::{json, Value};
 
 use crate::adapter::{
-    arguments_text, parse_arguments, ChunkStream, ModelRequest, ProviderAdapter, StreamChunk,
+    arguments_text, decode_stream, parse_arguments, ChunkStream, Decoded, ModelRequest,
+    ProviderAdapter, StreamChunk,
 };
 use crate::error::ProviderError;
 use crate::http::{map_openai_error, openai_client};
@@ -221,49 +222,17 @@ impl ProviderAdapter for OpenAiResponses {
             .create_stream_byot::<Value, Value>(request_body(request))
             .await
             .map_err(map_openai_error)?;
-        let state = (
-            upstream,
-            Parser::default(),
-            Vec::<StreamChunk>::new(),
-            false,
-        );
-        let stream = futures::stream::unfold(
-            state,
-            |(mut upstream, mut parser, mut pending, mut finished)| async move {
-                loop {
-                    if let Some(chunk) = pending.pop() {
-                        return Some((Ok(chunk), (upstream, parser, pending, finished)));
-                    }
-                    if finished {
-                        return None;
-                    }
-                    let outcome = match upstream.next().await {
-                        Some(Ok(event)) => parser.event(&event),
-                        Some(Err(error)) => Err(map_openai_error(error)),
-                        None => Err(ProviderError::Stream(
-                            "the stream ended before response.completed".to_owned(),
-                        )),
-                    };
-                    match outcome {
-                        Ok(chunks) => {
-                            finished = parser.done;
-                            if chunks.is_empty() && !finished {
-                                return Some((
-                                    Ok(StreamChunk::Progress),
-                                    (upstream, parser, pending, finished),
-                                ));
-                            }
-                            pending = chunks.into_iter().rev().collect();
-                        }
-                        Err(error) => {
-                            finished = true;
-                            return Some((Err(error), (upstream, parser, pending, finished)));
-                        }
-                    }
-                }
-            },
-        );
-        Ok(Box::pin(stream))
+        let upstream = upstream.map(|event| event.map_err(map_openai_error));
+        let mut parser = Parser::default();
+        Ok(decode_stream(upstream, move |event| match event {
+            Some(event) => parser.event(&event).map(|chunks| Decoded {
+                chunks,
+                done: parser.done,
+            }),
+            None => Err(ProviderError::Stream(
+                "the stream ended before response.completed".to_owned(),
+            )),
+        }))
     }
 }
 
