@@ -187,6 +187,11 @@ impl Screen {
         self.end_text();
         let header = format!("? {} wants to {}", request.tool, request.summary);
         self.final_line(|screen| screen.styled(&header, Style::Question));
+        // The diff of a write or an edit, so the change is reviewed before it is allowed.
+        for line in request.details.as_deref().unwrap_or_default().lines() {
+            let line = format!("    {line}");
+            self.final_line(|screen| screen.styled(&line, Style::Plain));
+        }
         let options = if self.interactive {
             format!(
                 "  [y] yes   [a] yes, and allow {} this session   [n] no (Esc)",
@@ -410,6 +415,22 @@ mod tests {
         fn text(&self) -> String {
             String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
         }
+    }
+
+    #[test]
+    fn a_permission_question_shows_the_diff_to_review() {
+        let capture = Capture::default();
+        let mut screen = Screen::new(Box::new(capture.clone()), false);
+        screen.question(&PermissionRequest {
+            tool: "edit".into(),
+            summary: "edit src/lib.rs".into(),
+            session_scope: "edits".into(),
+            details: Some("-old line\n+new line".into()),
+        });
+        drop(screen);
+        let text = capture.text();
+        assert!(text.contains("? edit wants to edit src/lib.rs"), "{text}");
+        assert!(text.contains("    -old line\n    +new line\n"), "{text}");
     }
 
     #[test]
