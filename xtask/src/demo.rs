@@ -44,7 +44,9 @@ fn demo(root: &Path, base_url: &str) -> Result<()> {
     if !status.success() {
         bail!("building pith failed");
     }
-    let pith = root.join("target").join("debug").join("pith");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), std::path::PathBuf::from);
+    let pith = target.join("debug").join("pith");
     let scratch = root.join(".cache").join("demo");
     let _ = std::fs::remove_dir_all(&scratch);
     let work = scratch.join("work");
