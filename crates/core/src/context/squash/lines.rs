@@ -151,19 +151,18 @@ pub(crate) fn shorten(line: &str, max_chars: usize) -> Option<String> {
     ))
 }
 
-/// Marks runs of consecutive lines that are equal under `key` in `plan.run`, so that a
+/// Marks runs of consecutive lines that `same` considers equal in `plan.run`, so that a
 /// kept first line stands for the whole run. Returns the run start for every line.
-pub(crate) fn mark_runs<'a, K: PartialEq>(
-    lines: &[&'a str],
+pub(crate) fn mark_runs(
+    lines: &[&str],
     plan: &mut KeepPlan,
-    key: impl Fn(&'a str) -> K,
+    same: impl Fn(&str, &str) -> bool,
 ) -> Vec<usize> {
     let mut run_start = vec![0usize; lines.len()];
     let mut i = 0;
     while i < lines.len() {
-        let k = key(lines[i]);
         let mut j = i + 1;
-        while j < lines.len() && key(lines[j]) == k {
+        while j < lines.len() && same(lines[i], lines[j]) {
             j += 1;
         }
         plan.run[i] = u32::try_from(j - i).unwrap_or(u32::MAX);
@@ -200,7 +199,7 @@ mod tests {
     fn runs_render_once_with_a_count() {
         let refs = vec!["a", "err: timeout", "err: timeout", "err: timeout", "b"];
         let mut plan = KeepPlan::none(refs.len());
-        mark_runs(&refs, &mut plan, |l| l.to_owned());
+        mark_runs(&refs, &mut plan, |a, b| a == b);
         plan.keep = vec![true; 5];
         let r = render(&refs, &plan);
         assert_eq!(r.text, "a\nerr: timeout (×3)\nb");

@@ -17,7 +17,7 @@ use super::lines::{mark_runs, render, shorten, KeepPlan};
 use super::{mark_matching_lines, Outcome, SquashConfig};
 
 static WARN_LINE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)\bwarn(ing)?s?\b").expect("constant pattern compiles"));
+    LazyLock::new(|| Regex::new(r"(?i-u)\bwarn(ing)?s?\b").expect("constant pattern compiles"));
 static SUMMARY_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?i)(\b\d+ (passed|failed|errors?|warnings?|tests?)\b|\b(summary|finished|total)\b)",
@@ -25,7 +25,7 @@ static SUMMARY_LINE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("constant pattern compiles")
 });
 static EXTRA_ERROR: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(\bpanicked\b|\bfail\b|^E\s|\berr\b|\bcritical\b)")
+    Regex::new(r"(?im-u)(\b(panicked|fail|err|critical)\b|^E\s)")
         .expect("constant pattern compiles")
 });
 
@@ -47,53 +47,44 @@ fn is_debug(line: &str) -> bool {
     head.contains("debug") || head.contains("trace")
 }
 
-/// Replaces digit runs and hex runs by `#` so that lines differing only in counters,
-/// timestamps or addresses compare equal.
-pub(crate) fn mask_numbers(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut in_num = false;
+/// Splits a line into its masked tokens: digit runs (and hex digits following them)
+/// become one `#`, so lines differing only in counters, timestamps or addresses compare
+/// equal. Yields bytes; `None` marks a masked number.
+fn masked(line: &str) -> impl Iterator<Item = Option<u8>> + '_ {
     let bytes = line.as_bytes();
     let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b.is_ascii_digit() || (in_num && b.is_ascii_hexdigit()) {
-            if !in_num {
-                out.push('#');
-                in_num = true;
+    std::iter::from_fn(move || {
+        let b = *bytes.get(i)?;
+        if b.is_ascii_digit() {
+            while i < bytes.len() && bytes[i].is_ascii_hexdigit() {
+                i += 1;
             }
-            i += 1;
-            continue;
+            return Some(None);
         }
-        in_num = false;
-        // push the full UTF-8 char
-        let ch_len = utf8_len(b);
-        let end = (i + ch_len).min(bytes.len());
-        out.push_str(line.get(i..end).unwrap_or(""));
-        i = end;
-    }
-    out
+        i += 1;
+        Some(Some(b))
+    })
 }
 
-fn utf8_len(first: u8) -> usize {
-    match first {
-        0x00..=0x7f => 1,
-        0xc0..=0xdf => 2,
-        0xe0..=0xef => 3,
-        _ => 4,
-    }
+/// True when two lines are identical once numbers are masked (no allocation).
+pub(crate) fn same_masked(a: &str, b: &str) -> bool {
+    a == b || masked(a).eq(masked(b))
 }
 
 /// Squashes a log-shaped output.
-pub(crate) fn squash(lines: &[&str], errors: &[bool], config: &SquashConfig) -> Outcome {
+pub(crate) fn squash(
+    text: &str,
+    lines: &[&str],
+    errors: &[bool],
+    config: &SquashConfig,
+) -> Outcome {
     let n = lines.len();
-    let text_for_scan = lines.join("\n");
-    let scan_lines: Vec<&str> = text_for_scan.split('\n').collect();
-    let warns = mark_matching_lines(&text_for_scan, &scan_lines, &WARN_LINE);
-    let summaries = mark_matching_lines(&text_for_scan, &scan_lines, &SUMMARY_LINE);
-    let extra = mark_matching_lines(&text_for_scan, &scan_lines, &EXTRA_ERROR);
+    let warns = mark_matching_lines(text, lines, &WARN_LINE);
+    let summaries = mark_matching_lines(text, lines, &SUMMARY_LINE);
+    let extra = mark_matching_lines(text, lines, &EXTRA_ERROR);
 
     let mut plan = KeepPlan::none(n);
-    let run_start = mark_runs(lines, &mut plan, mask_numbers);
+    let run_start = mark_runs(lines, &mut plan, same_masked);
 
     let score = |i: usize, level: f32| -> f32 {
         level
@@ -164,11 +155,11 @@ mod tests {
 
     #[test]
     fn masking_makes_counters_and_timestamps_equal() {
-        assert_eq!(
-            mask_numbers("12:00:01 retry 3 at 0x7ffe12"),
-            mask_numbers("12:00:09 retry 4 at 0x7ffe99")
-        );
-        assert_ne!(mask_numbers("retry a"), mask_numbers("retry b"));
-        assert_eq!(mask_numbers("héllo 12"), "héllo #");
+        assert!(same_masked(
+            "12:00:01 retry 3 at 0x7ffe12",
+            "12:00:09 retry 4 at 0x7ffe99"
+        ));
+        assert!(!same_masked("retry a", "retry b"));
+        assert!(same_masked("héllo 12", "héllo 7"));
     }
 }

@@ -36,6 +36,10 @@ pub use super::config::SquashConfig;
 pub use detect::{command_family, CommandFamily, Family};
 pub use marker::{omitted_marker, parse_omitted, spill_marker, with_spill_marker};
 
+/// Squashing must save at least this many bytes (about what the spill marker line
+/// costs), otherwise the output passes unchanged.
+pub const MIN_SAVING_BYTES: usize = 100;
+
 /// What squash did to one output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SquashStats {
@@ -67,7 +71,7 @@ pub struct Squashed {
 
 /// The error-line pattern: the same definition the eval's error-line probe uses.
 pub(crate) static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(error|exception|traceback|failed|failure|fatal|panic)\b")
+    Regex::new(r"(?i-u)\b(error|exception|traceback|failed|failure|fatal|panic)\b")
         .expect("constant pattern compiles")
 });
 
@@ -130,10 +134,14 @@ pub fn apply(
         Family::FileView => file_view::squash(&lines, config),
         Family::Json => match json::squash(output, config) {
             Some(text) => Outcome::whole(text),
-            None => generic::squash(&lines, &errors, config),
+            None => {
+                // Parses only shallowly (e.g. deeper than serde_json's recursion limit).
+                family = Family::Generic;
+                generic::squash(&lines, &errors, config)
+            }
         },
         Family::TestRunner => test_runner::squash(output, &lines, &errors, config),
-        Family::Log => log::squash(&lines, &errors, config),
+        Family::Log => log::squash(output, &lines, &errors, config),
         Family::Grep => search::squash_grep(&lines, config),
         Family::PathList => search::squash_paths(output, &lines, config),
         Family::Ls => search::squash_ls(&lines, config),
@@ -150,7 +158,8 @@ pub fn apply(
             "kept + omitted must equal the original line count"
         );
     }
-    if squashed.text.len() >= output.len() || squashed.text == output {
+    // A squash that saves less than the spill marker costs is not worth a spill.
+    if squashed.text.len() + MIN_SAVING_BYTES >= output.len() || squashed.text == output {
         return unchanged(output, family);
     }
     Squashed {

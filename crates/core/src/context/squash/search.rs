@@ -42,6 +42,17 @@ fn classify<'a>(line: &'a str, current: &str) -> (GrepLine, &'a str) {
     if line == "--" {
         return (GrepLine::Separator, "");
     }
+    // `grep: x.pyc: binary file matches` (GNU grep ≥ 3.5) and `Binary file x matches`.
+    if let Some(path) = line
+        .strip_prefix("grep: ")
+        .and_then(|r| r.strip_suffix(": binary file matches"))
+        .or_else(|| {
+            line.strip_prefix("Binary file ")
+                .and_then(|r| r.strip_suffix(" matches"))
+        })
+    {
+        return (GrepLine::Match, path);
+    }
     if let Some(path) = grep_path_prefix(line) {
         if !current.is_empty() || path.contains('/') || path.contains('.') {
             return (GrepLine::Match, path);
@@ -146,6 +157,9 @@ pub(crate) fn squash_grep(lines: &[&str], config: &SquashConfig) -> Outcome {
     for i in 0..n {
         if !plan.keep[i] {
             continue;
+        }
+        if kinds[i] == GrepLine::Match && !files[i].is_empty() && !lines[i].starts_with(files[i]) {
+            continue; // `grep: x: binary file matches`: short, and all path
         }
         if kinds[i] == GrepLine::Match && !files[i].is_empty() {
             let prefix_len = match_prefix_len(lines[i], files[i]);

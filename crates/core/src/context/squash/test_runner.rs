@@ -106,7 +106,7 @@ pub(crate) fn squash(
     let frame = mark_matching_lines(text, lines, &FRAME);
 
     let mut plan = KeepPlan::none(n);
-    let run_start = mark_runs(lines, &mut plan, |l| l);
+    let run_start = mark_runs(lines, &mut plan, |a, b| a == b);
     let mut mandatory = vec![false; n];
     for i in 0..n {
         if errors[i] || failing[i] || summary[i] || assertion[i] {

@@ -1,0 +1,86 @@
+//! The eval's retention checks on the vendored corpus sample: squash must keep every
+//! failing test identifier, ≥ 95% of error lines and ≥ 95% of grep / find paths while
+//! saving the share of tokens. A regression in any squasher fails here.
+//!
+//! The probes are the exact code of `cargo xtask eval` (`xtask/src/eval_core.rs`,
+//! included by path), so the test and the eval table can never disagree.
+
+#[allow(dead_code)]
+#[path = "../../../xtask/src/eval_core.rs"]
+mod eval_core;
+
+use std::path::Path;
+
+use pith_core::context::squash::SquashConfig;
+use pith_core::{Encoding, TiktokenCounter};
+
+fn sample_report() -> eval_core::Report {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpus-sample");
+    let mut samples = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the vendored sample exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "vendored sample is missing sessions");
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let (mut s, malformed) = eval_core::samples_from_session(&text);
+        assert_eq!(malformed, 0, "{} has malformed lines", file.display());
+        samples.append(&mut s);
+    }
+    let counter = TiktokenCounter::new(Encoding::O200kBase);
+    eval_core::evaluate(&samples, &SquashConfig::default(), &counter)
+}
+
+#[test]
+fn squash_meets_the_retention_and_savings_targets_on_real_sessions() {
+    let report = sample_report();
+    let table = eval_core::markdown_table(&report);
+    let tests = &report.families["test runners"];
+    assert!(tests.outputs >= 30, "sample too small:\n{table}");
+    assert!(
+        tests.failing_ids.total > 0,
+        "no failing ids in sample:\n{table}"
+    );
+    assert_eq!(
+        tests.failing_ids.kept, tests.failing_ids.total,
+        "every failing test identifier must be kept:\n{table}"
+    );
+    assert!(
+        tests.error_lines.percent() >= 95.0,
+        "error lines kept below 95%:\n{table}"
+    );
+    assert!(
+        tests.saved_percent() >= 70.0,
+        "test-runner savings below 70%:\n{table}"
+    );
+    let search = &report.families["grep/find"];
+    assert!(search.paths.total > 0, "no paths in sample:\n{table}");
+    assert!(
+        search.paths.percent() >= 95.0,
+        "grep/find paths kept below 95%:\n{table}"
+    );
+    assert!(
+        search.saved_percent() >= GREP_FIND_SAVED_FLOOR,
+        "grep/find savings regressed:\n{table}"
+    );
+    let views = &report.families["file views"];
+    assert_eq!(
+        views.tokens_before, views.tokens_after,
+        "file views under the cap must stay byte-exact:\n{table}"
+    );
+}
+
+/// Regression floor for grep/find savings on this sample (measured 23.9%). The issue's
+/// 50% target is NOT met: `find` path lists are kept whole because every distinct path
+/// must stay verbatim, and this sample is dominated by them; see the full-corpus table
+/// in docs/context-pipeline.md.
+const GREP_FIND_SAVED_FLOOR: f64 = 20.0;
+
+#[test]
+fn print_sample_table() {
+    // Not an assertion: shows the figures in `cargo test -- --nocapture` output.
+    println!("{}", eval_core::markdown_table(&sample_report()));
+}
