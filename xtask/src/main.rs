@@ -4,9 +4,11 @@
 //! Further tasks (eval, bench, crash, local-llm, demo, simulate) are added by the issues
 //! that deliver them.
 
+mod corpus;
 mod crash;
 mod eval;
 mod eval_core;
+mod simulate;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -43,6 +45,37 @@ enum Task {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Replay real sessions through context policies at a window; compare cost and compactions.
+    Simulate {
+        /// Directory of sessions in the neutral JSONL format.
+        #[arg(long, default_value = "../shared/corpus/sessions")]
+        sessions: PathBuf,
+        /// Context window in tokens (repeat for several).
+        #[arg(long = "window", required = true)]
+        windows: Vec<u64>,
+        /// Policy: keen, zesdex, tiered or tiered:micro=P,protect=T,minimum=T,turns=N
+        /// (repeat; default keen, zesdex, tiered).
+        #[arg(long = "policy")]
+        policies: Vec<String>,
+        /// Tokens of the deterministic stand-in for an LLM summary.
+        #[arg(long, default_value_t = 2000)]
+        summary_tokens: usize,
+        /// Input price in $ per million tokens.
+        #[arg(long, default_value_t = 3.0)]
+        input_price: f64,
+        /// Cached input price as a fraction of the input price.
+        #[arg(long, default_value_t = 0.10)]
+        cache_read: f64,
+        /// Cache write price as a multiple of the input price.
+        #[arg(long, default_value_t = 1.25)]
+        cache_write: f64,
+        /// Output price as a multiple of the input price.
+        #[arg(long, default_value_t = 5.0)]
+        output_price: f64,
+        /// Also write the rows as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
 }
 
 fn main() -> Result<()> {
@@ -50,7 +83,53 @@ fn main() -> Result<()> {
         Task::Ci => ci(),
         Task::Crash { trials, seed } => crash::run(trials, seed),
         Task::Eval { sessions, json } => eval::run(&sessions, json.as_ref()),
+        Task::Simulate {
+            sessions,
+            windows,
+            policies,
+            summary_tokens,
+            input_price,
+            cache_read,
+            cache_write,
+            output_price,
+            json,
+        } => {
+            if rerun_in_release()? {
+                return Ok(());
+            }
+            let policies = if policies.is_empty() {
+                vec!["keen".into(), "zesdex".into(), "tiered".into()]
+            } else {
+                policies
+            };
+            let options = simulate::SimOptions {
+                windows,
+                policies,
+                summary_tokens,
+                prices: simulate::ledger::Prices {
+                    input_per_million: input_price,
+                    cache_read,
+                    cache_write,
+                    output: output_price,
+                },
+            };
+            simulate::run(&sessions, &options, json.as_ref())
+        }
     }
+}
+
+/// Heavy tasks (bench, simulate) run in a release build of xtask: the tokenizer and the
+/// squashers are about ten times slower unoptimised. Returns true when the task was
+/// re-run in release (set `PITH_XTASK_DEBUG=1` to stay in the debug build).
+fn rerun_in_release() -> Result<bool> {
+    if !cfg!(debug_assertions) || std::env::var_os("PITH_XTASK_DEBUG").is_some() {
+        return Ok(false);
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut cargo_args = vec!["run", "--release", "--quiet", "--package", "xtask", "--"];
+    cargo_args.extend(args.iter().map(String::as_str));
+    cargo(&cargo_args)?;
+    Ok(true)
 }
 
 fn ci() -> Result<()> {
