@@ -1,9 +1,10 @@
 //! `cargo xtask` — developer automation for pith.
 //!
 //! `cargo xtask ci` runs exactly what `.ci/run` runs (fmt, clippy, the test suite).
-//! Further tasks (eval, bench, crash, local-llm, demo, simulate) are added by the issues
+//! `bench` and `simulate` re-run themselves in a release build. Further tasks are added by the issues
 //! that deliver them.
 
+mod bench;
 mod corpus;
 mod crash;
 mod eval;
@@ -27,6 +28,18 @@ struct Cli {
 enum Task {
     /// Run the CI checks: cargo fmt --check, clippy -D warnings, the whole test suite.
     Ci,
+    /// Measure pith side by side with the alternatives and write docs/benchmarks.md.
+    Bench {
+        /// Fewer runs and shorter criterion measurements (a couple of minutes).
+        #[arg(long)]
+        quick: bool,
+        /// Directory of corpus sessions (the vendored sample is used when missing).
+        #[arg(long, default_value = "../shared/corpus/sessions")]
+        sessions: PathBuf,
+        /// The report to write.
+        #[arg(long, default_value = "docs/benchmarks.md")]
+        output: PathBuf,
+    },
     /// SIGKILL a session writer at random instants and check every transcript.
     Crash {
         /// Number of kill trials.
@@ -81,6 +94,20 @@ enum Task {
 fn main() -> Result<()> {
     match Cli::parse().task {
         Task::Ci => ci(),
+        Task::Bench {
+            quick,
+            sessions,
+            output,
+        } => {
+            if rerun_in_release()? {
+                return Ok(());
+            }
+            bench::run(&bench::BenchOptions {
+                quick,
+                sessions,
+                output,
+            })
+        }
         Task::Crash { trials, seed } => crash::run(trials, seed),
         Task::Eval { sessions, json } => eval::run(&sessions, json.as_ref()),
         Task::Simulate {
