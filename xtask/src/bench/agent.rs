@@ -1,5 +1,5 @@
-//! The agent end to end: loop overhead per tool turn (the real `AgentLoop` against the
-//! testkit server at zero latency), peak RSS of a 500-turn `pith run`, and start-up
+//! The agent end to end: loop overhead per tool turn (the real `AgentLoop` with the Anthropic adapter
+//! against the testkit server at zero latency), peak RSS of a 500-turn `pith run`, and start-up
 //! (`pith --version`, and `pith run` until its first request reaches the server).
 
 use std::path::{Path, PathBuf};
@@ -13,13 +13,19 @@ use pith_core::{
     ContextBudget, Encoding, Message, RequestEstimator, TiktokenCounter, Tool, ToolContext,
     ToolError, ToolOutput, ToolRegistry,
 };
-use pith_providers::openai_chat::OpenAiChat;
+use pith_providers::anthropic::Anthropic;
 use pith_providers::{AgentLoop, LoopOptions};
 use pith_testkit::{Script, TestServer, Turn};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::stats::Spread;
+
+/// The model `pith run` is pointed at (the testkit answers whatever the model).
+/// Anthropic rather than OpenAI: the OpenAI adapters of this build panic when they are the
+/// first HTTP client of the process (reqwest is built before the rustls provider is
+/// installed), which the integrator was told about.
+const MODEL: &str = "anthropic/claude-sonnet-4-5";
 
 /// A trivial read-only tool: returns its `text` argument.
 struct Echo;
@@ -49,16 +55,16 @@ impl Tool for Echo {
 }
 
 /// Seconds for one user turn of `tool_turns` tool turns (plus the final answer) through
-/// the real loop, OpenAI Chat adapter, against a fresh testkit server.
+/// the real loop, Anthropic adapter, against a fresh testkit server.
 async fn one_loop_run(tool_turns: usize) -> Result<f64> {
-    let script = Script::openai_chat(
+    let script = Script::anthropic(
         (0..tool_turns)
             .map(|i| Turn::tool_call("echo", json!({"text": format!("result {i}")})))
             .chain([Turn::text("done")]),
     );
     let server = TestServer::start(script).map_err(|e| anyhow!("testkit: {e}"))?;
     let adapter = Arc::new(
-        OpenAiChat::new(&server.base_url(), Some("sk-bench"))
+        Anthropic::new(&server.base_url(), Some("sk-ant-bench"))
             .map_err(|e| anyhow!("adapter: {e}"))?,
     );
     let mut agent = AgentLoop::new(
@@ -117,8 +123,8 @@ fn pith(binary: &Path, home: &Path, server: Option<&TestServer>) -> Command {
         .current_dir(home.join("work"));
     if let Some(server) = server {
         command
-            .env("OPENAI_API_KEY", "sk-bench-key")
-            .env("OPENAI_BASE_URL", server.base_url());
+            .env("ANTHROPIC_API_KEY", "sk-ant-bench-key")
+            .env("ANTHROPIC_BASE_URL", server.base_url());
     }
     command
 }
@@ -155,7 +161,7 @@ fn wait_with_peak_rss(child: std::process::Child) -> Result<(i32, u64)> {
 /// peak RSS in MiB).
 pub fn long_run(binary: &Path, tool_turns: usize) -> Result<(f64, f64)> {
     let home = sandbox()?;
-    let script = Script::openai_chat(
+    let script = Script::anthropic(
         (0..tool_turns)
             .map(|_| Turn::tool_call("ls", json!({"path": "."})))
             .chain([Turn::text("done")]),
@@ -167,7 +173,7 @@ pub fn long_run(binary: &Path, tool_turns: usize) -> Result<(f64, f64)> {
         .args([
             "run",
             "--model",
-            "openai/gpt-5",
+            MODEL,
             "--format",
             "json",
             "list the files",
@@ -220,11 +226,11 @@ pub fn run_startup(binary: &Path, runs: usize) -> Result<Spread> {
     let mut ms = Vec::new();
     for _ in 0..runs {
         let home = sandbox()?;
-        let server = TestServer::start(Script::openai_chat([Turn::text("ok")]))
+        let server = TestServer::start(Script::anthropic([Turn::text("ok")]))
             .map_err(|e| anyhow!("testkit: {e}"))?;
         let start = Instant::now();
         let mut child = pith(binary, home.path(), Some(&server))
-            .args(["run", "--model", "openai/gpt-5", "hello"])
+            .args(["run", "--model", MODEL, "hello"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -348,7 +348,7 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
     let _ = writeln!(w, "| figure | value |\n|---|---:|");
     let _ = writeln!(
         w,
-        "| loop overhead per tool turn (`AgentLoop`, OpenAI Chat adapter, testkit at zero latency, trivial tool, {} turns per run) | {} ms ({:.0} turns/s) |",
+        "| loop overhead per tool turn (`AgentLoop`, Anthropic adapter, testkit at zero latency, trivial tool, {} turns per run) | {} ms ({:.0} turns/s) |",
         m.loop_turns,
         m.loop_ms.show(3),
         1e3 / m.loop_ms.median
