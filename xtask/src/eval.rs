@@ -12,6 +12,33 @@ use pith_core::{Encoding, TiktokenCounter};
 
 use crate::eval_core::{evaluate, markdown_table, samples_from_session};
 
+/// The shared corpus: `../shared/corpus/sessions` relative to the workspace root, or
+/// one level further up (for worktrees under `wt/`).
+pub fn default_sessions_dir() -> Result<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let candidates = [
+        root.join("../shared/corpus/sessions"),
+        root.join("../../shared/corpus/sessions"),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.is_dir())
+        .cloned()
+        .with_context(|| {
+            format!(
+                "no shared corpus found (looked at {}); pass --sessions DIR",
+                candidates
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+}
+
 /// Runs the evaluation and prints the table (and writes JSON when asked).
 pub fn run(sessions: &Path, json: Option<&PathBuf>) -> Result<()> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(sessions)

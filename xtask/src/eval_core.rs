@@ -237,6 +237,24 @@ pub struct Report {
 pub const EXAMPLE_SPILL_PATH: &str =
     "/home/user/.local/share/pith/sessions/project/0193a1b2c3d4/spill/call_0042.txt";
 
+/// Runs every squasher once so that one-time regex compilation is not timed.
+fn warm_up(config: &SquashConfig) {
+    let filler = "line of output\n".repeat(200);
+    for (command, text) in [
+        (
+            "pytest",
+            format!("{filler}FAILED a.py::t - boom\n= 1 failed in 1s =\n"),
+        ),
+        ("make", format!("{filler}error: a\nerror: b\nwarning: c\n")),
+        ("grep -rn x .", "src/a.rs:1:x\n".repeat(200)),
+        ("find .", "./src/a.rs\n".repeat(200)),
+        ("ls -R", filler.clone()),
+        ("python x.py", filler.clone()),
+    ] {
+        squash::apply("bash", Some(command), Some(1), &text, config);
+    }
+}
+
 /// Squashes every sample above the floor and scores it.
 pub fn evaluate(
     samples: &[ToolSample],
@@ -244,6 +262,7 @@ pub fn evaluate(
     counter: &dyn TokenCounter,
 ) -> Report {
     let mut report = Report::default();
+    warm_up(config);
     for sample in samples {
         if sample.content.len() <= config.floor_bytes {
             continue;

@@ -33,9 +33,10 @@ enum Task {
         /// Fewer runs and shorter criterion measurements (a couple of minutes).
         #[arg(long)]
         quick: bool,
-        /// Directory of corpus sessions (the vendored sample is used when missing).
-        #[arg(long, default_value = "../shared/corpus/sessions")]
-        sessions: PathBuf,
+        /// Directory of corpus sessions (default: the shared corpus, as for `eval`; the
+        /// vendored sample when there is none).
+        #[arg(long)]
+        sessions: Option<PathBuf>,
         /// The report to write.
         #[arg(long, default_value = "docs/benchmarks.md")]
         output: PathBuf,
@@ -51,18 +52,20 @@ enum Task {
     },
     /// Squash every tool result of real sessions and report savings and retention.
     Eval {
-        /// Directory of sessions in the neutral JSONL format.
-        #[arg(long, default_value = "../shared/corpus/sessions")]
-        sessions: PathBuf,
+        /// Directory of sessions in the neutral JSONL format (default: the shared corpus,
+        /// `../shared/corpus/sessions` next to the repository or to its worktree parent).
+        #[arg(long)]
+        sessions: Option<PathBuf>,
         /// Also write the report as JSON to this file.
         #[arg(long)]
         json: Option<PathBuf>,
     },
     /// Replay real sessions through context policies at a window; compare cost and compactions.
     Simulate {
-        /// Directory of sessions in the neutral JSONL format.
-        #[arg(long, default_value = "../shared/corpus/sessions")]
-        sessions: PathBuf,
+        /// Directory of sessions in the neutral JSONL format (default: the shared corpus,
+        /// as for `eval`).
+        #[arg(long)]
+        sessions: Option<PathBuf>,
         /// Context window in tokens (repeat for several).
         #[arg(long = "window", required = true)]
         windows: Vec<u64>,
@@ -109,7 +112,13 @@ fn main() -> Result<()> {
             })
         }
         Task::Crash { trials, seed } => crash::run(trials, seed),
-        Task::Eval { sessions, json } => eval::run(&sessions, json.as_ref()),
+        Task::Eval { sessions, json } => {
+            let sessions = match sessions {
+                Some(dir) => dir,
+                None => eval::default_sessions_dir()?,
+            };
+            eval::run(&sessions, json.as_ref())
+        }
         Task::Simulate {
             sessions,
             windows,
@@ -139,6 +148,10 @@ fn main() -> Result<()> {
                     cache_write,
                     output: output_price,
                 },
+            };
+            let sessions = match sessions {
+                Some(dir) => dir,
+                None => eval::default_sessions_dir()?,
             };
             simulate::run(&sessions, &options, json.as_ref())
         }

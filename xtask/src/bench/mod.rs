@@ -32,8 +32,8 @@ use crate::simulate::{self, ledger::Prices, PolicyRow, SimOptions};
 pub struct BenchOptions {
     /// Fewer runs and shorter criterion measurements.
     pub quick: bool,
-    /// Corpus sessions (falls back to the vendored sample when missing).
-    pub sessions: PathBuf,
+    /// Corpus sessions (default: the shared corpus; the vendored sample when missing).
+    pub sessions: Option<PathBuf>,
     /// Where the report goes.
     pub output: PathBuf,
 }
@@ -117,7 +117,7 @@ pub fn run(options: &BenchOptions) -> Result<()> {
         criterion_results.extend(criterion::read_group(&target, group)?);
     }
 
-    let (sessions, corpus_dir) = load_corpus(&options.sessions, &root)?;
+    let (sessions, corpus_dir) = load_corpus(options.sessions.as_deref(), &root)?;
     let corpus = format!(
         "{} sessions from `{}`",
         sessions.len(),
@@ -180,17 +180,22 @@ pub fn run(options: &BenchOptions) -> Result<()> {
     Ok(())
 }
 
-fn load_corpus(dir: &Path, root: &Path) -> Result<(Vec<CorpusSession>, PathBuf)> {
-    let dir = if dir.is_dir() {
-        dir.to_path_buf()
-    } else {
-        let sample = root.join("crates/core/tests/data/corpus-sample");
-        eprintln!(
-            "bench: {} not found; using the vendored sample {}",
-            dir.display(),
-            sample.display()
-        );
-        sample
+fn load_corpus(dir: Option<&Path>, root: &Path) -> Result<(Vec<CorpusSession>, PathBuf)> {
+    let shared = match dir {
+        Some(dir) => Some(dir.to_path_buf()),
+        None => crate::eval::default_sessions_dir().ok(),
+    };
+    let dir = match shared {
+        Some(dir) if dir.is_dir() => dir,
+        other => {
+            let sample = root.join("crates/core/tests/data/corpus-sample");
+            eprintln!(
+                "bench: no corpus at {}; using the vendored sample {}",
+                other.map_or("the default places".to_owned(), |d| d.display().to_string()),
+                sample.display()
+            );
+            sample
+        }
     };
     Ok((read_sessions(&dir)?, dir))
 }

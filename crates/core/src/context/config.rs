@@ -25,7 +25,7 @@ use super::prune::PruneConfig;
 /// | `context_lines` | 2 | lines of context kept around each kept log line |
 /// | `test_context_budget_bytes` | 300 | extra context a test-runner output may keep beyond its mandatory lines |
 /// | `grep_max_matches_per_file` | 5 | matches kept per file in grep output |
-/// | `grep_max_matches_total` | 40 | matches kept over all files (each file keeps at least one) |
+/// | `grep_max_matches_total` | 12 | matches kept over all files (each file keeps at least one) |
 /// | `match_line_max_chars` | 160 | a kept grep match longer than this is cut (with a marker in the line) |
 /// | `path_list_cap_bytes` | 16 000 | path lists (`find`, glob) are kept whole up to this size |
 /// | `ls_max_entries_per_dir` | 25 | entries kept per directory in `ls -R` output |

@@ -283,21 +283,19 @@ pub fn command_family(command: &str) -> CommandFamily {
     }
 }
 
-/// Content signatures of test-runner output.
+/// Content signatures of test-runner output, searched in one pass.
+static TEST_SIGNATURES: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(concat!(
+        r"test session starts|short test summary info|tests finished:",
+        r"|\nRan \d+ tests? in |\ntest result: |\n--- FAIL: |\nFAIL: test|\nERROR: test",
+        r"|\nTest Suites: |\n=== RUN "
+    ))
+    .expect("constant pattern compiles")
+});
+
+/// True when the content carries a test runner's signature.
 pub(crate) fn looks_like_test_output(text: &str) -> bool {
-    const SIGNATURES: &[&str] = &[
-        "test session starts",
-        "short test summary info",
-        "\nRan ",
-        "\ntest result: ",
-        "\n--- FAIL: ",
-        "\nFAIL: test",
-        "\nERROR: test",
-        "tests finished:",
-        "\nTest Suites: ",
-        "\n=== RUN ",
-    ];
-    SIGNATURES.iter().any(|s| text.contains(s))
+    TEST_SIGNATURES.is_match(text)
 }
 
 /// True for a line shaped like grep output with a file name: `path:12:text`,

@@ -16,7 +16,7 @@ pub(crate) fn squash(lines: &[&str], errors: &[bool], config: &SquashConfig) -> 
     let budget = config.generic_budget_bytes.max(200);
     let n = lines.len();
     let mut plan = KeepPlan::none(n);
-    let run_start = mark_runs(lines, &mut plan, |a, b| a == b);
+    let run_start = mark_runs(lines, &mut plan, |a, b| lines[a] == lines[b]);
     let line_cap = budget / 4;
     let mut used = 0usize;
     let take = |i: usize, plan: &mut KeepPlan, used: &mut usize| {

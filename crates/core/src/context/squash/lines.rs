@@ -151,18 +151,19 @@ pub(crate) fn shorten(line: &str, max_chars: usize) -> Option<String> {
     ))
 }
 
-/// Marks runs of consecutive lines that `same` considers equal in `plan.run`, so that a
-/// kept first line stands for the whole run. Returns the run start for every line.
+/// Marks runs of consecutive lines that `same(i, j)` (line indices) considers equal in
+/// `plan.run`, so that a kept first line stands for the whole run. Returns the run start
+/// for every line.
 pub(crate) fn mark_runs(
     lines: &[&str],
     plan: &mut KeepPlan,
-    same: impl Fn(&str, &str) -> bool,
+    same: impl Fn(usize, usize) -> bool,
 ) -> Vec<usize> {
     let mut run_start = vec![0usize; lines.len()];
     let mut i = 0;
     while i < lines.len() {
         let mut j = i + 1;
-        while j < lines.len() && same(lines[i], lines[j]) {
+        while j < lines.len() && same(i, j) {
             j += 1;
         }
         plan.run[i] = u32::try_from(j - i).unwrap_or(u32::MAX);
@@ -199,7 +200,7 @@ mod tests {
     fn runs_render_once_with_a_count() {
         let refs = vec!["a", "err: timeout", "err: timeout", "err: timeout", "b"];
         let mut plan = KeepPlan::none(refs.len());
-        mark_runs(&refs, &mut plan, |a, b| a == b);
+        mark_runs(&refs, &mut plan, |a, b| refs[a] == refs[b]);
         plan.keep = vec![true; 5];
         let r = render(&refs, &plan);
         assert_eq!(r.text, "a\nerr: timeout (×3)\nb");

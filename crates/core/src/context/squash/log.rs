@@ -14,20 +14,61 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::lines::{mark_runs, render, shorten, KeepPlan};
-use super::{mark_matching_lines, Outcome, SquashConfig};
+use super::{Outcome, SquashConfig};
 
-static WARN_LINE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i-u)\bwarn(ing)?s?\b").expect("constant pattern compiles"));
-static SUMMARY_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i)(\b\d+ (passed|failed|errors?|warnings?|tests?)\b|\b(summary|finished|total)\b)",
-    )
+/// Every keyword the log classifier looks at, found in one pass over the output.
+static LOG_WORDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?im-u)^E\s|\b(?:errors?|exception|traceback|failed|failure|fatal|panic|panicked",
+        r"|fail|err|critical|warn|warns|warning|warnings|passed|tests?|summary|finished|total)\b"
+    ))
     .expect("constant pattern compiles")
 });
-static EXTRA_ERROR: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?im-u)(\b(panicked|fail|err|critical)\b|^E\s)")
-        .expect("constant pattern compiles")
-});
+
+/// Per-line flags of the log classifier.
+struct LineMarks {
+    error: Vec<bool>,
+    warn: Vec<bool>,
+    summary: Vec<bool>,
+}
+
+/// Classifies every line from one scan of [`LOG_WORDS`]; lines are slices of `text`.
+fn classify_lines(text: &str, lines: &[&str]) -> LineMarks {
+    let n = lines.len();
+    let mut marks = LineMarks {
+        error: vec![false; n],
+        warn: vec![false; n],
+        summary: vec![false; n],
+    };
+    let base = text.as_ptr() as usize;
+    let mut line = 0usize;
+    for m in LOG_WORDS.find_iter(text) {
+        while line + 1 < n && lines[line + 1].as_ptr() as usize - base <= m.start() {
+            line += 1;
+        }
+        if line >= n {
+            break;
+        }
+        let word = m.as_str().to_ascii_lowercase();
+        let after_count = {
+            let before = &text.as_bytes()[..m.start()];
+            before.ends_with(b" ") && before.len() >= 2 && before[before.len() - 2].is_ascii_digit()
+        };
+        match word.as_str() {
+            "warn" | "warns" | "warning" | "warnings" => {
+                marks.warn[line] = true;
+                marks.summary[line] |= after_count;
+            }
+            "summary" | "finished" | "total" => marks.summary[line] = true,
+            "passed" | "test" | "tests" => marks.summary[line] |= after_count,
+            _ => {
+                marks.error[line] = true;
+                marks.summary[line] |= after_count;
+            }
+        }
+    }
+    marks
+}
 
 const TAIL_LINES: usize = 3;
 const LINE_CAP_CHARS: usize = 600;
@@ -47,28 +88,57 @@ fn is_debug(line: &str) -> bool {
     head.contains("debug") || head.contains("trace")
 }
 
-/// Splits a line into its masked tokens: digit runs (and hex digits following them)
-/// become one `#`, so lines differing only in counters, timestamps or addresses compare
-/// equal. Yields bytes; `None` marks a masked number.
-fn masked(line: &str) -> impl Iterator<Item = Option<u8>> + '_ {
+/// A hash of the line with every number masked (see [`same_masked`]); lines equal under
+/// masking have equal hashes, so runs are found by comparing integers.
+pub(crate) fn masked_hash(line: &str) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
     let bytes = line.as_bytes();
+    let mut h: u64 = 0;
     let mut i = 0;
-    std::iter::from_fn(move || {
-        let b = *bytes.get(i)?;
-        if b.is_ascii_digit() {
+    while i < bytes.len() {
+        let b = bytes[i];
+        let token = if b.is_ascii_digit() {
             while i < bytes.len() && bytes[i].is_ascii_hexdigit() {
                 i += 1;
             }
-            return Some(None);
-        }
-        i += 1;
-        Some(Some(b))
-    })
+            u64::from(b'#') | 0x100
+        } else {
+            i += 1;
+            u64::from(b)
+        };
+        h = (h.rotate_left(5) ^ token).wrapping_mul(K);
+    }
+    h
 }
 
-/// True when two lines are identical once numbers are masked (no allocation).
+/// True when two lines are identical once numbers are masked: a digit run (with the hex
+/// digits that follow it, e.g. `0x7ffe12`, `12:00:01`) compares equal to any other.
+/// Allocation-free; this runs on every pair of neighbouring lines.
+#[cfg(test)]
 pub(crate) fn same_masked(a: &str, b: &str) -> bool {
-    a == b || masked(a).eq(masked(b))
+    if a == b {
+        return true;
+    }
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let (mut i, mut j) = (0, 0);
+    loop {
+        match (a.get(i), b.get(j)) {
+            (None, None) => return true,
+            (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
+                while i < a.len() && a[i].is_ascii_hexdigit() {
+                    i += 1;
+                }
+                while j < b.len() && b[j].is_ascii_hexdigit() {
+                    j += 1;
+                }
+            }
+            (Some(x), Some(y)) if x == y => {
+                i += 1;
+                j += 1;
+            }
+            _ => return false,
+        }
+    }
 }
 
 /// Squashes a log-shaped output.
@@ -79,12 +149,16 @@ pub(crate) fn squash(
     config: &SquashConfig,
 ) -> Outcome {
     let n = lines.len();
-    let warns = mark_matching_lines(text, lines, &WARN_LINE);
-    let summaries = mark_matching_lines(text, lines, &SUMMARY_LINE);
-    let extra = mark_matching_lines(text, lines, &EXTRA_ERROR);
+    let LineMarks {
+        error: extra,
+        warn: warns,
+        summary: summaries,
+    } = classify_lines(text, lines);
 
     let mut plan = KeepPlan::none(n);
-    let run_start = mark_runs(lines, &mut plan, same_masked);
+    let masked: Vec<u64> = lines.iter().map(|l| masked_hash(l)).collect();
+    // 64-bit hashes of the masked lines: a false match has probability 2^-64 per pair.
+    let run_start = mark_runs(lines, &mut plan, |a, b| masked[a] == masked[b]);
 
     let score = |i: usize, level: f32| -> f32 {
         level
@@ -161,5 +235,10 @@ mod tests {
         ));
         assert!(!same_masked("retry a", "retry b"));
         assert!(same_masked("héllo 12", "héllo 7"));
+        assert_eq!(
+            masked_hash("12:00:01 retry 3 at 0x7ffe12"),
+            masked_hash("12:00:09 retry 4 at 0x7ffe99")
+        );
+        assert_ne!(masked_hash("retry a"), masked_hash("retry b"));
     }
 }

@@ -121,6 +121,11 @@ pub fn apply(
     if output.len() <= config.floor_bytes {
         return unchanged(output, Family::Small);
     }
+    if output.len() <= config.file_view_cap_bytes
+        && command.is_some_and(|c| command_family(c) == CommandFamily::FileView)
+    {
+        return unchanged(output, Family::FileView);
+    }
     let lines = lines::split_lines(output);
     let errors = mark_matching_lines(output, &lines, &ERROR_LINE);
     let error_count = errors.iter().filter(|e| **e).count();

@@ -106,7 +106,7 @@ pub(crate) fn squash(
     let frame = mark_matching_lines(text, lines, &FRAME);
 
     let mut plan = KeepPlan::none(n);
-    let run_start = mark_runs(lines, &mut plan, |a, b| a == b);
+    let run_start = mark_runs(lines, &mut plan, |a, b| lines[a] == lines[b]);
     let mut mandatory = vec![false; n];
     for i in 0..n {
         if errors[i] || failing[i] || summary[i] || assertion[i] {
@@ -127,7 +127,7 @@ pub(crate) fn squash(
     keep_assertion_blocks(lines, errors, &mut mandatory);
     // pytest location right after an `E` block.
     for i in 1..n {
-        if LOCATION.is_match(lines[i]) && (1..=3).any(|d| i >= d && lines[i - d].starts_with('E')) {
+        if (1..=3).any(|d| i >= d && lines[i - d].starts_with('E')) && LOCATION.is_match(lines[i]) {
             mandatory[i] = true;
         }
     }
