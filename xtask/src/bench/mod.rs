@@ -48,10 +48,9 @@ pub struct Measurements {
     pub squash: Vec<squash::SquashRow>,
     /// Criterion results by group.
     pub criterion: Vec<criterion::CriterionResult>,
-    /// ms per tool turn of the in-process loop.
-    pub loop_ms: stats::Spread,
-    /// Tool turns per loop run.
-    pub loop_turns: usize,
+    /// (tool turns per run, ms per tool turn) of the in-process loop, short and long
+    /// sessions: a request carries the whole history, so the per-turn cost grows with it.
+    pub loop_ms: Vec<(usize, stats::Spread)>,
     /// (ms per tool turn, peak RSS MiB) of the long `pith run`.
     pub long_run: (f64, f64),
     /// Tool turns of the long run.
@@ -138,8 +137,10 @@ pub fn run(options: &BenchOptions) -> Result<()> {
     let squash = squash::measure(&samples, runs, &counter);
 
     eprintln!("bench: agent loop, long run, start-up");
-    let loop_turns = if options.quick { 100 } else { 300 };
-    let loop_ms = agent::loop_overhead(loop_turns, runs)?;
+    let mut loop_ms = Vec::new();
+    for turns in [100, 300] {
+        loop_ms.push((turns, agent::loop_overhead(turns, runs)?));
+    }
     let binary = agent::pith_binary(&target);
     let long_run_turns = 500;
     let long_run = agent::long_run(&binary, long_run_turns)?;
@@ -163,7 +164,6 @@ pub fn run(options: &BenchOptions) -> Result<()> {
         squash,
         criterion: criterion_results,
         loop_ms,
-        loop_turns,
         long_run,
         long_run_turns,
         version_ms,
@@ -205,6 +205,6 @@ fn display_relative(path: &Path, root: &Path) -> String {
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     match absolute.strip_prefix(&root) {
         Ok(relative) => relative.display().to_string(),
-        Err(_) => path.display().to_string(),
+        Err(_) => absolute.display().to_string(),
     }
 }
