@@ -107,3 +107,41 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn criterion_samples_become_seconds_per_iteration_with_their_throughput() {
+        let target = tempfile::tempdir().unwrap();
+        let new = target.path().join("criterion/replay/decode_10mb/new");
+        std::fs::create_dir_all(&new).unwrap();
+        std::fs::write(
+            new.join("sample.json"),
+            r#"{"sampling_mode":"Flat","iters":[1.0,2.0,4.0],"times":[3e7,4e7,1.2e8]}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            new.join("benchmark.json"),
+            r#"{"throughput":{"Bytes":10000000}}"#,
+        )
+        .unwrap();
+        // criterion's previous run lives in `base`: it must not be read as a result.
+        let base = target.path().join("criterion/replay/decode_10mb/base");
+        std::fs::create_dir_all(&base).unwrap();
+        std::fs::write(base.join("sample.json"), r#"{"iters":[1.0],"times":[1.0]}"#).unwrap();
+
+        let results = read_group(target.path(), "replay").unwrap();
+        assert_eq!(results.len(), 1, "{results:?}");
+        let r = &results[0];
+        assert_eq!(r.id, "replay/decode_10mb");
+        assert_eq!(r.bytes, Some(10_000_000));
+        // 30 ms, 20 ms and 30 ms per iteration.
+        assert!((r.seconds.min - 0.02).abs() < 1e-12);
+        assert!((r.seconds.median - 0.03).abs() < 1e-12);
+        assert!(read_group(target.path(), "missing_group")
+            .unwrap()
+            .is_empty());
+    }
+}

@@ -409,3 +409,90 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::tokens::{CountFigure, TokenSection};
+
+    fn spread(v: f64) -> Spread {
+        Spread::of(&[v]).unwrap()
+    }
+
+    fn measurements(loop_ms: f64) -> Measurements {
+        let counted = |label: &str, mb: f64| CountFigure {
+            label: label.to_owned(),
+            tokens: 10,
+            mb_per_s: spread(mb),
+        };
+        Measurements {
+            corpus: "2 sessions".into(),
+            tokens: TokenSection {
+                documents: 2,
+                bytes: 100,
+                figures: vec![
+                    counted("pith TiktokenCounter, 1 thread", 40.0),
+                    counted("python tiktoken encode_ordinary_batch, 2 threads", 20.0),
+                ],
+                python_missing: None,
+                python_version: Some("0.14.0".into()),
+            },
+            squash: Vec::new(),
+            criterion: vec![CriterionResult {
+                id: "estimate_200k_tokens/cached_one_new_message".into(),
+                seconds: spread(0.0002),
+                bytes: None,
+            }],
+            loop_ms: vec![(100, spread(loop_ms))],
+            long_run: (4.0, 100.0),
+            long_run_turns: 500,
+            version_ms: spread(2.0),
+            first_request_ms: spread(150.0),
+            simulation: Vec::new(),
+            simulated_sessions: 2,
+        }
+    }
+
+    fn header() -> Header {
+        Header {
+            date: "2026-11-29 12:00 UTC".into(),
+            commit: "abc".into(),
+            machine: "test".into(),
+            rustc: "rustc".into(),
+            quick: true,
+        }
+    }
+
+    #[test]
+    fn targets_are_judged_from_the_medians() {
+        let text = render(&header(), &measurements(3.0), "");
+        assert!(
+            text.contains("| token count ≥ 1.7× Python tiktoken's best, same counts | 2.00×"),
+            "{text}"
+        );
+        assert!(text.contains("| per-request estimate on 200k tokens < 1 ms | 0.200 ms | met |"));
+        assert!(
+            text.contains(
+                "| loop overhead < 2 ms per tool turn | 3.000 ms over 100 turns | **not met** |"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_hand_written_part_survives_a_regeneration() {
+        let first = render(&header(), &measurements(1.0), "");
+        assert!(first.contains("(No hand-written analysis yet.)"));
+        let edited = first.replace(
+            "(No hand-written analysis yet.)",
+            "## Why\nThe defaults come from the simulator.",
+        );
+        let second = render(&header(), &measurements(1.5), &edited);
+        assert!(second.contains("## Why\nThe defaults come from the simulator."));
+        assert!(
+            second.contains("1.500 ms over 100 turns"),
+            "figures are refreshed"
+        );
+        assert_eq!(second.matches(HAND_WRITTEN_MARKER).count(), 1);
+    }
+}
