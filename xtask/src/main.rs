@@ -1,14 +1,17 @@
 //! `cargo xtask` — developer automation for pith.
 //!
 //! `cargo xtask ci` runs exactly what `.ci/run` runs (fmt, clippy, the test suite).
-//! Further tasks (eval, bench, crash, local-llm, demo, simulate) are added by the issues
+//! `bench` and `simulate` re-run themselves in a release build. Further tasks are added by the issues
 //! that deliver them.
 
+mod bench;
+mod corpus;
 mod crash;
 mod demo;
 mod eval;
 mod eval_core;
 mod local_llm;
+mod simulate;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -42,6 +45,19 @@ enum Task {
     Demo,
     /// Run the CI checks: cargo fmt --check, clippy -D warnings, the whole test suite.
     Ci,
+    /// Measure pith side by side with the alternatives and write docs/benchmarks.md.
+    Bench {
+        /// Fewer runs and shorter criterion measurements (a couple of minutes).
+        #[arg(long)]
+        quick: bool,
+        /// Directory of corpus sessions (default: the shared corpus, as for `eval`; the
+        /// vendored sample when there is none).
+        #[arg(long)]
+        sessions: Option<PathBuf>,
+        /// The report to write.
+        #[arg(long, default_value = "docs/benchmarks.md")]
+        output: PathBuf,
+    },
     /// SIGKILL a session writer at random instants and check every transcript.
     Crash {
         /// Number of kill trials.
@@ -61,6 +77,38 @@ enum Task {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Replay real sessions through context policies at a window; compare cost and compactions.
+    Simulate {
+        /// Directory of sessions in the neutral JSONL format (default: the shared corpus,
+        /// as for `eval`).
+        #[arg(long)]
+        sessions: Option<PathBuf>,
+        /// Context window in tokens (repeat for several).
+        #[arg(long = "window", required = true)]
+        windows: Vec<u64>,
+        /// Policy: keen, zesdex, tiered or tiered:micro=P,protect=T,minimum=T,turns=N
+        /// (repeat; default keen, zesdex, tiered).
+        #[arg(long = "policy")]
+        policies: Vec<String>,
+        /// Tokens of the deterministic stand-in for an LLM summary.
+        #[arg(long, default_value_t = 2000)]
+        summary_tokens: usize,
+        /// Input price in $ per million tokens.
+        #[arg(long, default_value_t = 3.0)]
+        input_price: f64,
+        /// Cached input price as a fraction of the input price.
+        #[arg(long, default_value_t = 0.10)]
+        cache_read: f64,
+        /// Cache write price as a multiple of the input price.
+        #[arg(long, default_value_t = 1.25)]
+        cache_write: f64,
+        /// Output price as a multiple of the input price.
+        #[arg(long, default_value_t = 5.0)]
+        output_price: f64,
+        /// Also write the rows as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
 }
 
 fn main() -> Result<()> {
@@ -68,6 +116,20 @@ fn main() -> Result<()> {
         Task::Ci => ci(),
         Task::LocalLlm { port, ctx, stop } => local_llm::run(port, ctx, stop),
         Task::Demo => demo::run(),
+        Task::Bench {
+            quick,
+            sessions,
+            output,
+        } => {
+            if rerun_in_release()? {
+                return Ok(());
+            }
+            bench::run(&bench::BenchOptions {
+                quick,
+                sessions,
+                output,
+            })
+        }
         Task::Crash { trials, seed } => crash::run(trials, seed),
         Task::Eval { sessions, json } => {
             let sessions = match sessions {
@@ -76,7 +138,57 @@ fn main() -> Result<()> {
             };
             eval::run(&sessions, json.as_ref())
         }
+        Task::Simulate {
+            sessions,
+            windows,
+            policies,
+            summary_tokens,
+            input_price,
+            cache_read,
+            cache_write,
+            output_price,
+            json,
+        } => {
+            if rerun_in_release()? {
+                return Ok(());
+            }
+            let policies = if policies.is_empty() {
+                vec!["keen".into(), "zesdex".into(), "tiered".into()]
+            } else {
+                policies
+            };
+            let options = simulate::SimOptions {
+                windows,
+                policies,
+                summary_tokens,
+                prices: simulate::ledger::Prices {
+                    input_per_million: input_price,
+                    cache_read,
+                    cache_write,
+                    output: output_price,
+                },
+            };
+            let sessions = match sessions {
+                Some(dir) => dir,
+                None => eval::default_sessions_dir()?,
+            };
+            simulate::run(&sessions, &options, json.as_ref())
+        }
     }
+}
+
+/// Heavy tasks (bench, simulate) run in a release build of xtask: the tokenizer and the
+/// squashers are about ten times slower unoptimised. Returns true when the task was
+/// re-run in release (set `PITH_XTASK_DEBUG=1` to stay in the debug build).
+fn rerun_in_release() -> Result<bool> {
+    if !cfg!(debug_assertions) || std::env::var_os("PITH_XTASK_DEBUG").is_some() {
+        return Ok(false);
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut cargo_args = vec!["run", "--release", "--quiet", "--package", "xtask", "--"];
+    cargo_args.extend(args.iter().map(String::as_str));
+    cargo(&cargo_args)?;
+    Ok(true)
 }
 
 fn ci() -> Result<()> {

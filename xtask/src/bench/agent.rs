@@ -1,0 +1,253 @@
+//! The agent end to end: loop overhead per tool turn (the real `AgentLoop` with the Anthropic adapter
+//! against the testkit server at zero latency), peak RSS of a 500-turn `pith run`, and start-up
+//! (`pith --version`, and `pith run` until its first request reaches the server).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use async_trait::async_trait;
+use pith_core::{
+    ContextBudget, Encoding, Message, RequestEstimator, TiktokenCounter, Tool, ToolContext,
+    ToolError, ToolOutput, ToolRegistry,
+};
+use pith_providers::anthropic::Anthropic;
+use pith_providers::{AgentLoop, LoopOptions};
+use pith_testkit::{Script, TestServer, Turn};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::stats::Spread;
+
+/// The model `pith run` is pointed at (the testkit answers whatever the model).
+/// Anthropic rather than OpenAI: the OpenAI adapters of this build panic when they are the
+/// first HTTP client of the process (reqwest is built before the rustls provider is
+/// installed), which the integrator was told about.
+const MODEL: &str = "anthropic/claude-sonnet-4-5";
+
+/// A trivial read-only tool: returns its `text` argument.
+struct Echo;
+
+#[async_trait]
+impl Tool for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn description(&self) -> &str {
+        "Echo the text argument"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    async fn run(&self, arguments: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::ok(
+            arguments
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        ))
+    }
+}
+
+/// Seconds for one user turn of `tool_turns` tool turns (plus the final answer) through
+/// the real loop, Anthropic adapter, against a fresh testkit server.
+async fn one_loop_run(tool_turns: usize) -> Result<f64> {
+    let script = Script::anthropic(
+        (0..tool_turns)
+            .map(|i| Turn::tool_call("echo", json!({"text": format!("result {i}")})))
+            .chain([Turn::text("done")]),
+    );
+    let server = TestServer::start(script).map_err(|e| anyhow!("testkit: {e}"))?;
+    let adapter = Arc::new(
+        Anthropic::new(&server.base_url(), Some("sk-ant-bench"))
+            .map_err(|e| anyhow!("adapter: {e}"))?,
+    );
+    let mut agent = AgentLoop::new(
+        adapter,
+        "bench-model",
+        ContextBudget::for_window(200_000),
+        "You are a benchmark.",
+        ToolRegistry::new(vec![Arc::new(Echo)]),
+        RequestEstimator::new(Arc::new(TiktokenCounter::new(Encoding::O200kBase))),
+        LoopOptions::default(),
+    );
+    let (events, mut drain) = tokio::sync::mpsc::unbounded_channel();
+    let drainer = tokio::spawn(async move { while drain.recv().await.is_some() {} });
+    let start = Instant::now();
+    let summary = agent
+        .run_turn(Message::user("go"), &events, &CancellationToken::new())
+        .await
+        .map_err(|f| anyhow!("loop failed: {}", f.error))?;
+    let seconds = start.elapsed().as_secs_f64();
+    drop(events);
+    let _ = drainer.await;
+    if summary.tool_calls as usize != tool_turns {
+        bail!(
+            "ran {} tool calls, expected {tool_turns}",
+            summary.tool_calls
+        );
+    }
+    Ok(seconds)
+}
+
+/// Milliseconds per tool turn over `runs` runs of `tool_turns` turns.
+pub fn loop_overhead(tool_turns: usize, runs: usize) -> Result<Spread> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("building a tokio runtime")?;
+    let mut per_turn_ms = Vec::new();
+    // One warm-up run (tokenizer load, connection pool).
+    runtime.block_on(one_loop_run(5))?;
+    for _ in 0..runs {
+        let seconds = runtime.block_on(one_loop_run(tool_turns))?;
+        per_turn_ms.push(seconds * 1e3 / (tool_turns as f64 + 1.0));
+    }
+    Spread::of(&per_turn_ms).context("no loop runs")
+}
+
+/// A hermetic `pith` command: its own home, config and sessions, keys for `server`.
+fn pith(binary: &Path, home: &Path, server: Option<&TestServer>) -> Command {
+    let mut command = Command::new(binary);
+    command
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("PITH_HOME", home.join("pith-home"))
+        .current_dir(home.join("work"));
+    if let Some(server) = server {
+        command
+            .env("ANTHROPIC_API_KEY", "sk-ant-bench-key")
+            .env("ANTHROPIC_BASE_URL", server.base_url());
+    }
+    command
+}
+
+fn sandbox() -> Result<tempfile::TempDir> {
+    let dir = tempfile::tempdir().context("creating a temp dir")?;
+    for sub in ["work", "config", "pith-home"] {
+        std::fs::create_dir_all(dir.path().join(sub))?;
+    }
+    std::fs::write(dir.path().join("work/notes.txt"), "remember the milk\n")?;
+    Ok(dir)
+}
+
+/// Waits for `child` and returns (exit status, peak RSS in KiB) via `wait4`.
+fn wait_with_peak_rss(child: std::process::Child) -> Result<(i32, u64)> {
+    let pid = libc::pid_t::try_from(child.id()).context("pid out of range")?;
+    let mut status: libc::c_int = 0;
+    // SAFETY: zeroed rusage is a valid value; wait4 writes into both out-pointers.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: pid is our own un-waited child; the pointers are valid for the call.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    if waited != pid {
+        bail!("wait4 failed: {}", std::io::Error::last_os_error());
+    }
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    Ok((code, u64::try_from(usage.ru_maxrss).unwrap_or(0)))
+}
+
+/// A 500-turn `pith run` (the `ls` tool, read-only approval): (seconds per tool turn,
+/// peak RSS in MiB).
+pub fn long_run(binary: &Path, tool_turns: usize) -> Result<(f64, f64)> {
+    let home = sandbox()?;
+    let script = Script::anthropic(
+        (0..tool_turns)
+            .map(|_| Turn::tool_call("ls", json!({"path": "."})))
+            .chain([Turn::text("done")]),
+    );
+    let server = TestServer::start(script).map_err(|e| anyhow!("testkit: {e}"))?;
+    let stderr_path = home.path().join("stderr.txt");
+    let start = Instant::now();
+    let child = pith(binary, home.path(), Some(&server))
+        .args([
+            "run",
+            "--model",
+            MODEL,
+            "--format",
+            "json",
+            "list the files",
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path)?)
+        .spawn()
+        .with_context(|| format!("starting {}", binary.display()))?;
+    let (code, rss_kib) = wait_with_peak_rss(child)?;
+    let seconds = start.elapsed().as_secs_f64();
+    if code != 0 {
+        bail!(
+            "pith run exited with {code}: {}",
+            std::fs::read_to_string(&stderr_path).unwrap_or_default()
+        );
+    }
+    if server.request_count() < tool_turns + 1 {
+        bail!(
+            "pith run sent {} requests, expected {}",
+            server.request_count(),
+            tool_turns + 1
+        );
+    }
+    Ok((
+        seconds * 1e3 / (tool_turns as f64 + 1.0),
+        rss_kib as f64 / 1024.0,
+    ))
+}
+
+/// `pith --version` wall time, ms.
+pub fn version_startup(binary: &Path, runs: usize) -> Result<Spread> {
+    let home = sandbox()?;
+    let mut ms = Vec::new();
+    for _ in 0..runs {
+        let start = Instant::now();
+        let out = pith(binary, home.path(), None)
+            .arg("--version")
+            .output()
+            .context("running pith --version")?;
+        ms.push(start.elapsed().as_secs_f64() * 1e3);
+        if !out.status.success() {
+            bail!("pith --version failed");
+        }
+    }
+    Spread::of(&ms).context("no runs")
+}
+
+/// `pith run` from spawn until its first request reaches the testkit server, ms.
+pub fn run_startup(binary: &Path, runs: usize) -> Result<Spread> {
+    let mut ms = Vec::new();
+    for _ in 0..runs {
+        let home = sandbox()?;
+        let server = TestServer::start(Script::anthropic([Turn::text("ok")]))
+            .map_err(|e| anyhow!("testkit: {e}"))?;
+        let start = Instant::now();
+        let mut child = pith(binary, home.path(), Some(&server))
+            .args(["run", "--model", MODEL, "hello"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting pith run")?;
+        let arrived = server.wait_for_requests_blocking(1, Duration::from_secs(30));
+        let elapsed = start.elapsed().as_secs_f64() * 1e3;
+        let status = child.wait().context("waiting for pith run")?;
+        arrived.map_err(|e| anyhow!("pith run sent no request: {e}"))?;
+        if !status.success() {
+            bail!("pith run failed ({status})");
+        }
+        ms.push(elapsed);
+    }
+    Spread::of(&ms).context("no runs")
+}
+
+/// The release `pith` binary under `target`.
+pub fn pith_binary(target: &Path) -> PathBuf {
+    target.join("release/pith")
+}

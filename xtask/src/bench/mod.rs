@@ -1,0 +1,210 @@
+//! `cargo xtask bench [--quick]`: measures pith side by side with the alternatives and
+//! writes `docs/benchmarks.md`.
+//!
+//! - [`tokens`] — pith's counter vs Python tiktoken on the corpus text;
+//! - [`squash`] — squash per family vs a head+tail truncation baseline;
+//! - [`agent`] — loop overhead per tool turn, peak RSS of a 500-turn run, start-up;
+//! - [`criterion`] — runs and reads the crates' criterion benches (estimate, squash,
+//!   session store);
+//! - [`report`] — the markdown.
+//!
+//! Every figure is min / median / max over runs of the same build in the same
+//! invocation; ratios compare medians measured in that invocation.
+
+pub mod agent;
+pub mod criterion;
+pub mod report;
+pub mod squash;
+pub mod stats;
+pub mod tokens;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use pith_core::{Encoding, TiktokenCounter};
+
+use crate::corpus::{read_sessions, CorpusSession};
+use crate::eval_core::samples_from_session;
+use crate::simulate::{self, ledger::Prices, PolicyRow, SimOptions};
+
+/// Options of `cargo xtask bench`.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Fewer runs and shorter criterion measurements.
+    pub quick: bool,
+    /// Corpus sessions (default: the shared corpus; the vendored sample when missing).
+    pub sessions: Option<PathBuf>,
+    /// Where the report goes.
+    pub output: PathBuf,
+}
+
+/// Everything measured, for the report.
+pub struct Measurements {
+    /// Corpus used and its size.
+    pub corpus: String,
+    /// Token counting.
+    pub tokens: tokens::TokenSection,
+    /// Squash per family.
+    pub squash: Vec<squash::SquashRow>,
+    /// Criterion results by group.
+    pub criterion: Vec<criterion::CriterionResult>,
+    /// (tool turns per run, ms per tool turn) of the in-process loop, short and long
+    /// sessions: a request carries the whole history, so the per-turn cost grows with it.
+    pub loop_ms: Vec<(usize, stats::Spread)>,
+    /// (ms per tool turn, peak RSS MiB) of the long `pith run`.
+    pub long_run: (f64, f64),
+    /// Tool turns of the long run.
+    pub long_run_turns: usize,
+    /// `pith --version`, ms.
+    pub version_ms: stats::Spread,
+    /// `pith run` to first request, ms.
+    pub first_request_ms: stats::Spread,
+    /// Simulator rows.
+    pub simulation: Vec<PolicyRow>,
+    /// Sessions simulated.
+    pub simulated_sessions: usize,
+}
+
+/// Policies the report compares: the three of the issue and the variants behind pith's
+/// defaults.
+pub const SIMULATED_POLICIES: &[&str] = &[
+    "keen",
+    "zesdex",
+    "tiered",
+    "tiered:micro=60",
+    "tiered:turns=1",
+];
+
+/// Runs everything and writes the report.
+pub fn run(options: &BenchOptions) -> Result<()> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("xtask has a parent directory")?
+        .to_path_buf();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let cache = root.join(".cache");
+    let runs = if options.quick { 3 } else { 7 };
+
+    eprintln!("bench: building the release pith binary");
+    crate::cargo(&[
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        "pith",
+        "--bin",
+        "pith",
+    ])?;
+    for (package, bench) in [
+        ("pith-core", "estimate"),
+        ("pith-core", "squash"),
+        ("pith-session", "store"),
+    ] {
+        eprintln!("bench: cargo bench -p {package} --bench {bench}");
+        criterion::run_bench(package, bench, options.quick)?;
+    }
+    let mut criterion_results = Vec::new();
+    for group in [
+        "estimate_200k_tokens",
+        "squash",
+        "append",
+        "append_batch",
+        "replay",
+    ] {
+        criterion_results.extend(criterion::read_group(&target, group)?);
+    }
+
+    let (sessions, corpus_dir) = load_corpus(options.sessions.as_deref(), &root)?;
+    let corpus = format!(
+        "{} sessions from `{}`",
+        sessions.len(),
+        display_relative(&corpus_dir, &root)
+    );
+    eprintln!("bench: token counting on {corpus}");
+    let docs = tokens::documents(&sessions);
+    let tokens = tokens::measure(&docs, runs, &cache)?;
+
+    eprintln!("bench: squash per family");
+    let counter = TiktokenCounter::new(Encoding::O200kBase);
+    let mut samples = Vec::new();
+    for file in crate::corpus::session_files(&corpus_dir)? {
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        samples.extend(samples_from_session(&text).0);
+    }
+    let squash = squash::measure(&samples, runs, &counter);
+
+    eprintln!("bench: agent loop, long run, start-up");
+    let mut loop_ms = Vec::new();
+    for turns in [100, 300] {
+        loop_ms.push((turns, agent::loop_overhead(turns, runs)?));
+    }
+    let binary = agent::pith_binary(&target);
+    let long_run_turns = 500;
+    let long_run = agent::long_run(&binary, long_run_turns)?;
+    let version_ms = agent::version_startup(&binary, if options.quick { 10 } else { 30 })?;
+    let first_request_ms = agent::run_startup(&binary, runs)?;
+
+    eprintln!("bench: simulator");
+    let simulation = simulate::simulate(
+        &sessions,
+        &SimOptions {
+            windows: vec![32_768, 128_000],
+            policies: SIMULATED_POLICIES.iter().map(|p| (*p).to_owned()).collect(),
+            summary_tokens: 2_000,
+            prices: Prices::default(),
+        },
+    )?;
+
+    let measurements = Measurements {
+        corpus,
+        tokens,
+        squash,
+        criterion: criterion_results,
+        loop_ms,
+        long_run,
+        long_run_turns,
+        version_ms,
+        first_request_ms,
+        simulated_sessions: sessions.len(),
+        simulation,
+    };
+    let header = report::Header::collect(&root, options.quick);
+    let previous = std::fs::read_to_string(&options.output).unwrap_or_default();
+    let text = report::render(&header, &measurements, &previous);
+    std::fs::write(&options.output, text)
+        .with_context(|| format!("writing {}", options.output.display()))?;
+    eprintln!("bench: wrote {}", options.output.display());
+    Ok(())
+}
+
+fn load_corpus(dir: Option<&Path>, root: &Path) -> Result<(Vec<CorpusSession>, PathBuf)> {
+    let shared = match dir {
+        Some(dir) => Some(dir.to_path_buf()),
+        None => crate::eval::default_sessions_dir().ok(),
+    };
+    let dir = match shared {
+        Some(dir) if dir.is_dir() => dir,
+        other => {
+            let sample = root.join("crates/core/tests/data/corpus-sample");
+            eprintln!(
+                "bench: no corpus at {}; using the vendored sample {}",
+                other.map_or("the default places".to_owned(), |d| d.display().to_string()),
+                sample.display()
+            );
+            sample
+        }
+    };
+    Ok((read_sessions(&dir)?, dir))
+}
+
+fn display_relative(path: &Path, root: &Path) -> String {
+    let absolute = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    match absolute.strip_prefix(&root) {
+        Ok(relative) => relative.display().to_string(),
+        Err(_) => absolute.display().to_string(),
+    }
+}
