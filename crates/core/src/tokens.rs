@@ -104,12 +104,49 @@ impl std::fmt::Debug for TiktokenCounter {
     }
 }
 
+/// Inputs at least this large are counted on two threads (split at a safe boundary).
+pub const PARALLEL_COUNT_MIN_BYTES: usize = 1 << 20;
+
+impl TiktokenCounter {
+    /// Counts `text`, splitting it in two at a safe boundary and counting the halves on two
+    /// threads when it has at least `min_bytes`.
+    fn count_split(&self, text: &str, min_bytes: usize) -> usize {
+        if text.len() < min_bytes {
+            return self.bpe.encode_ordinary(text).len();
+        }
+        let Some(split) = safe_split(text) else {
+            return self.bpe.encode_ordinary(text).len();
+        };
+        let (head, tail) = text.split_at(split);
+        std::thread::scope(|scope| {
+            let tail_count = scope.spawn(|| self.bpe.encode_ordinary(tail).len());
+            let head_count = self.bpe.encode_ordinary(head).len();
+            match tail_count.join() {
+                Ok(count) => head_count + count,
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        })
+    }
+}
+
+/// A split point near the middle of `text` that no token can straddle: just after a
+/// newline that is followed by an ASCII letter. Both o200k and cl100k pre-tokenize so
+/// that a piece never contains a newline followed by a letter (letter pieces may start
+/// with one non-letter character, but never `\r` or `\n`; whitespace pieces end before a
+/// letter), and BPE merges only within a piece, so the counts of the halves add up
+/// exactly to the count of the whole.
+fn safe_split(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let middle = bytes.len() / 2;
+    (middle.max(1)..bytes.len()).find(|&i| bytes[i - 1] == b'\n' && bytes[i].is_ascii_alphabetic())
+}
+
 impl TokenCounter for TiktokenCounter {
     fn count(&self, text: &str) -> usize {
         if text.is_empty() {
             return 0;
         }
-        self.bpe.encode_ordinary(text).len()
+        self.count_split(text, PARALLEL_COUNT_MIN_BYTES)
     }
 }
 
@@ -420,6 +457,32 @@ mod tests {
         let o = o200k().count(text);
         let c = TiktokenCounter::new(Encoding::Cl100kBase).count(text);
         assert_ne!(o, c);
+    }
+
+    #[test]
+    fn counting_halves_on_two_threads_gives_exactly_the_whole_count() {
+        let text = "fn main() {\n    println!(\"héllo\");\n}\nerror[E0308]: mismatched types\n  --> src/lib.rs:3:5\n\n\nDone. Ünïcode\r\nnext line's text\n"
+            .repeat(40);
+        for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            let counter = TiktokenCounter::new(encoding);
+            let whole = counter.bpe.encode_ordinary(&text).len();
+            assert!(safe_split(&text).is_some());
+            assert_eq!(counter.count_split(&text, 0), whole, "{encoding:?}");
+        }
+        assert_eq!(safe_split("no newline followed by a letter\n\n  "), None);
+        // Additivity holds at every such boundary, not only the one picked.
+        let sample = "a\nb\n\nc  \nd\r\ne's\n'f\n1\ng:\nh\n";
+        let counter = TiktokenCounter::new(Encoding::O200kBase);
+        let whole = counter.bpe.encode_ordinary(sample).len();
+        let bytes = sample.as_bytes();
+        for i in 1..bytes.len() {
+            if bytes[i - 1] == b'\n' && bytes[i].is_ascii_alphabetic() {
+                let (a, b) = sample.split_at(i);
+                let parts =
+                    counter.bpe.encode_ordinary(a).len() + counter.bpe.encode_ordinary(b).len();
+                assert_eq!(parts, whole, "split at {i}");
+            }
+        }
     }
 
     #[test]
