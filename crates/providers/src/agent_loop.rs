@@ -447,16 +447,19 @@ impl AgentLoop {
         let counter = self.estimator.counter();
         let (pruned, _) =
             prune_old_tool_outputs(&deduplicated, counter.as_ref(), &self.options.prune);
-        let before: usize = self
+        // Dedup and prune keep the message count and change only some contents: tokenize
+        // just the messages that changed, not the whole history twice.
+        let reclaimed: usize = self
             .history
             .iter()
-            .map(|m| count_message(counter.as_ref(), m))
+            .zip(&pruned)
+            .filter(|(old, new)| old != new)
+            .map(|(old, new)| {
+                count_message(counter.as_ref(), old)
+                    .saturating_sub(count_message(counter.as_ref(), new))
+            })
             .sum();
-        let after: usize = pruned
-            .iter()
-            .map(|m| count_message(counter.as_ref(), m))
-            .sum();
-        (pruned, before.saturating_sub(after) as u64)
+        (pruned, reclaimed as u64)
     }
 
     /// The private automatic compaction (seed 002 "Private compaction request").
