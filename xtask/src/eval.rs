@@ -40,7 +40,7 @@ pub fn default_sessions_dir() -> Result<PathBuf> {
 }
 
 /// Runs the evaluation and prints the table (and writes JSON when asked).
-pub fn run(sessions: &Path, json: Option<&PathBuf>) -> Result<()> {
+pub fn run(sessions: &Path, json: Option<&PathBuf>, list: Option<&str>) -> Result<()> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(sessions)
         .with_context(|| format!("reading session directory {}", sessions.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -72,6 +72,21 @@ pub fn run(sessions: &Path, json: Option<&PathBuf>) -> Result<()> {
         SquashConfig::default().floor_bytes
     );
     print!("{}", markdown_table(&report));
+    if let Some(family) = list {
+        let mut rows: Vec<_> = report.outputs.iter().filter(|r| r.family == family).collect();
+        rows.sort_by_key(|r| std::cmp::Reverse(r.tokens_after));
+        println!("\n| tokens before | tokens after | paths kept | command |\n|---:|---:|---:|---|");
+        for r in rows {
+            println!(
+                "| {} | {} | {}/{} | `{}` |",
+                r.tokens_before,
+                r.tokens_after,
+                r.paths_kept,
+                r.paths_total,
+                r.command.replace('\n', " ").chars().take(110).collect::<String>()
+            );
+        }
+    }
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(&report).context("serialising the report")?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;

@@ -224,11 +224,30 @@ impl FamilyReport {
     }
 }
 
+/// Figures of one output, for finding where a family's tokens go.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OutputRow {
+    /// [`eval_family`] name.
+    pub family: String,
+    /// The bash command.
+    pub command: String,
+    /// o200k tokens of the raw output.
+    pub tokens_before: u64,
+    /// o200k tokens of what the model sees.
+    pub tokens_after: u64,
+    /// Distinct paths in the raw output (grep/find only).
+    pub paths_total: u64,
+    /// Of those, present verbatim in what the model sees.
+    pub paths_kept: u64,
+}
+
 /// The whole evaluation.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     /// Per family, keyed by [`eval_family`] name.
     pub families: BTreeMap<String, FamilyReport>,
+    /// Every output above the floor, in corpus order.
+    pub outputs: Vec<OutputRow>,
     /// All families together.
     pub overall: FamilyReport,
 }
@@ -287,17 +306,32 @@ pub fn evaluate(
         entry.squashed += u64::from(squashed.dropped_anything);
         entry.bytes_before += sample.content.len() as u64;
         entry.bytes_after += seen.len() as u64;
-        entry.tokens_before += counter.count(&sample.content) as u64;
-        entry.tokens_after += counter.count(&seen) as u64;
+        let tokens_before = counter.count(&sample.content) as u64;
+        let tokens_after = counter.count(&seen) as u64;
+        entry.tokens_before += tokens_before;
+        entry.tokens_after += tokens_after;
         entry.squash_seconds += seconds;
+        let mut row = OutputRow {
+            family: family.to_owned(),
+            command: sample.command.clone(),
+            tokens_before,
+            tokens_after,
+            ..OutputRow::default()
+        };
         match family {
             "test runners" => {
                 entry.failing_ids.add(&failing_ids(&sample.content), &seen);
                 entry.error_lines.add(&error_lines(&sample.content), &seen);
             }
-            "grep/find" => entry.paths.add(&paths(&sample.content), &seen),
+            "grep/find" => {
+                let before = entry.paths;
+                entry.paths.add(&paths(&sample.content), &seen);
+                row.paths_total = entry.paths.total - before.total;
+                row.paths_kept = entry.paths.kept - before.kept;
+            }
             _ => {}
         }
+        report.outputs.push(row);
     }
     let mut overall = FamilyReport::default();
     for family in report.families.values() {

@@ -76,6 +76,9 @@ enum Task {
         /// Also write the report as JSON to this file.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Also list this family's outputs (e.g. `grep/find`), most tokens left first.
+        #[arg(long)]
+        list: Option<String>,
     },
     /// Replay real sessions through context policies at a window; compare cost and compactions.
     Simulate {
@@ -131,12 +134,16 @@ fn main() -> Result<()> {
             })
         }
         Task::Crash { trials, seed } => crash::run(trials, seed),
-        Task::Eval { sessions, json } => {
+        Task::Eval {
+            sessions,
+            json,
+            list,
+        } => {
             let sessions = match sessions {
                 Some(dir) => dir,
                 None => eval::default_sessions_dir()?,
             };
-            eval::run(&sessions, json.as_ref())
+            eval::run(&sessions, json.as_ref(), list.as_deref())
         }
         Task::Simulate {
             sessions,
