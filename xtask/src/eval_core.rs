@@ -252,9 +252,9 @@ pub struct Report {
     pub overall: FamilyReport,
 }
 
-/// A spill path of realistic length, so that the marker's cost is counted.
-pub const EXAMPLE_SPILL_PATH: &str =
-    "/home/user/.local/share/pith/sessions/project/0193a1b2c3d4/spill/call_0042.txt";
+/// A spill reference as the tools write it (`$PITH_SPILL_DIR/<n>.txt`), so that the
+/// marker's cost is counted as the model pays it.
+pub const EXAMPLE_SPILL_PATH: &str = "$PITH_SPILL_DIR/17.txt";
 
 /// Runs every squasher once so that one-time regex compilation is not timed.
 fn warm_up(config: &SquashConfig) {

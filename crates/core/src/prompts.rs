@@ -77,7 +77,8 @@ ls) instead of guessing. Quote exact paths, identifiers and error text.
 with `bash` (build, tests, linters) when that is possible.
 - Large tool outputs are compressed before you see them. Gaps are marked \
 `[N lines omitted]`; when a result ends with `[full output: PATH]`, the complete output \
-is in that file and you can `read` it.
+is in that file and you can `read` it (`$PITH_SPILL_DIR` in PATH works as written, in `read` \
+and in `bash`).
 - Long conversations are compacted: earlier messages may be replaced by a summary. Trust \
 the summary and the retained latest user message; re-read files when you need exact \
 content.

@@ -73,11 +73,11 @@ fn squash_meets_the_retention_and_savings_targets_on_real_sessions() {
     );
 }
 
-/// Regression floor for grep/find savings on this sample (measured 23.9%). The issue's
-/// 50% target is NOT met: `find` path lists are kept whole because every distinct path
-/// must stay verbatim, and this sample is dominated by them; see the full-corpus table
-/// in docs/context-pipeline.md.
-const GREP_FIND_SAVED_FLOOR: f64 = 20.0;
+/// Regression floor for grep/find savings on this sample (measured 29.8%). The sample is
+/// dominated by `find` path lists, which are kept whole (every distinct path stays
+/// verbatim); the 50% target is checked on the full corpus (`cargo xtask eval`,
+/// table in docs/context-pipeline.md: 50.0%).
+const GREP_FIND_SAVED_FLOOR: f64 = 27.0;
 
 #[test]
 fn print_sample_table() {

@@ -7,26 +7,36 @@
 //! the file, so the model can `read` it back: nothing is lost. The squash rules and the
 //! marker format live in core; this module owns only the files.
 //!
-//! Spill files are created `0600` in a `0700` directory, named after the call id (made
-//! file-name safe) and the tool, never overwriting an existing file.
+//! Spill files are created `0600` in a `0700` directory and numbered `1.txt`, `2.txt`, …
+//! per session, never overwriting an existing file. The number keeps the spill marker
+//! short: the model pays for the path in every squashed result (a call-id name cost ~25
+//! tokens more), and the transcript already links each call to its spill file.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::squash;
+use crate::workspace::SPILL_DIR_VAR;
 
 /// The session's spill directory.
 #[derive(Debug, Clone)]
 pub struct SpillDir {
     dir: PathBuf,
+    /// The next number to try; shared by clones so parallel calls rarely collide.
+    next: Arc<AtomicU64>,
 }
 
 impl SpillDir {
     /// Spill files go to `dir` (created `0700` on first use).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self {
+            dir: dir.into(),
+            next: Arc::new(AtomicU64::new(0)),
+        }
     }
 
     /// The directory.
@@ -34,20 +44,22 @@ impl SpillDir {
         &self.dir
     }
 
-    /// Creates a new, empty, `0600` spill file for `call_id`'s `tool` output.
-    pub fn create(&self, call_id: &str, tool: &str) -> io::Result<(PathBuf, File)> {
+    /// Creates a new, empty, `0600` spill file with the next free number.
+    pub fn create(&self) -> io::Result<(PathBuf, File)> {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&self.dir)?;
-        let stem = format!("{}.{}", file_safe(call_id), file_safe(tool));
-        for attempt in 0..1000u32 {
-            let name = if attempt == 0 {
-                format!("{stem}.txt")
-            } else {
-                format!("{stem}-{attempt}.txt")
-            };
-            let path = self.dir.join(name);
+        if self.next.load(Ordering::Relaxed) == 0 {
+            // A resumed session continues after the files it already has.
+            let existing = std::fs::read_dir(&self.dir)?.count() as u64;
+            let _ =
+                self.next
+                    .compare_exchange(0, existing + 1, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        for _ in 0..10_000u32 {
+            let number = self.next.fetch_add(1, Ordering::Relaxed);
+            let path = self.dir.join(format!("{number}.txt"));
             match OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -61,37 +73,28 @@ impl SpillDir {
         }
         Err(io::Error::new(
             io::ErrorKind::AlreadyExists,
-            format!("too many spill files named {stem}-N.txt"),
+            format!("no free spill file name in {}", self.dir.display()),
         ))
     }
 
+    /// How a spill marker names `path`: `$PITH_SPILL_DIR/<name>` for a file directly in
+    /// this directory (the tools resolve the variable, the bash tool exports it), else the
+    /// path itself.
+    pub fn reference(&self, path: &Path) -> String {
+        match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) if parent == self.dir => {
+                format!("${SPILL_DIR_VAR}/{}", name.to_string_lossy())
+            }
+            _ => path.display().to_string(),
+        }
+    }
+
     /// Writes `bytes` to a new spill file and returns its path.
-    pub fn write(&self, call_id: &str, tool: &str, bytes: &[u8]) -> io::Result<PathBuf> {
-        let (path, mut file) = self.create(call_id, tool)?;
+    pub fn write(&self, bytes: &[u8]) -> io::Result<PathBuf> {
+        let (path, mut file) = self.create()?;
         file.write_all(bytes)?;
         file.flush()?;
         Ok(path)
-    }
-}
-
-/// Keeps `[A-Za-z0-9_-]`, replaces the rest, and bounds the length, so a hostile call id
-/// cannot produce `../` or an over-long file name.
-fn file_safe(raw: &str) -> String {
-    let cleaned: String = raw
-        .chars()
-        .take(64)
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if cleaned.is_empty() {
-        "call".to_owned()
-    } else {
-        cleaned
     }
 }
 
@@ -168,7 +171,7 @@ impl Capture {
                 let squashed = self.squash(&raw, raw.text);
                 let spilled = squashed
                     .dropped_anything
-                    .then(|| self.spill.write(call_id, raw.tool, raw.text.as_bytes()));
+                    .then(|| self.spill.write(raw.text.as_bytes()));
                 (squashed.text, spilled)
             }
             Some(overflow) => {
@@ -192,7 +195,10 @@ impl Capture {
         }
         match spilled {
             None => text,
-            Some(Ok(path)) => squash::with_spill_marker(&text, &path.display().to_string()),
+            Some(Ok(path)) => {
+                tracing::debug!(call_id, path = %path.display(), "raw tool output spilled");
+                squash::with_spill_marker(&text, &self.spill.reference(&path))
+            }
             Some(Err(err)) => {
                 if !text.ends_with('\n') {
                     text.push('\n');
@@ -213,12 +219,27 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn spill_files_are_private_unique_and_safely_named() {
+    fn spill_files_are_private_unique_and_numbered() {
         let dir = tempfile::tempdir().unwrap();
         let spill = SpillDir::new(dir.path().join("spill"));
-        let first = spill.write("../../etc/passwd", "bash", b"one").unwrap();
-        let second = spill.write("../../etc/passwd", "bash", b"two").unwrap();
-        assert_ne!(first, second, "a repeated call id must not overwrite");
+        let first = spill.write(b"one").unwrap();
+        let second = spill.clone().write(b"two").unwrap();
+        assert_ne!(first, second, "a second spill must not overwrite the first");
+        assert_eq!(first.file_name().unwrap(), "1.txt");
+        assert_eq!(second.file_name().unwrap(), "2.txt");
+        // A resumed session (a new SpillDir on the same directory) continues the numbering.
+        let third = SpillDir::new(dir.path().join("spill"))
+            .write(b"three")
+            .unwrap();
+        assert_eq!(third.file_name().unwrap(), "3.txt");
+        // A name taken behind our back is skipped, not overwritten.
+        std::fs::write(dir.path().join("spill/4.txt"), b"foreign").unwrap();
+        let fifth = spill.write(b"five").unwrap();
+        assert_eq!(fifth.file_name().unwrap(), "5.txt");
+        assert_eq!(
+            std::fs::read(dir.path().join("spill/4.txt")).unwrap(),
+            b"foreign"
+        );
         for path in [&first, &second] {
             assert_eq!(path.parent().unwrap(), dir.path().join("spill"));
             let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
@@ -231,6 +252,9 @@ mod tests {
             & 0o777;
         assert_eq!(dir_mode, 0o700);
         assert_eq!(std::fs::read(&first).unwrap(), b"one");
+        assert_eq!(spill.reference(&first), "$PITH_SPILL_DIR/1.txt");
+        let elsewhere = dir.path().join("elsewhere.txt");
+        assert_eq!(spill.reference(&elsewhere), elsewhere.display().to_string());
     }
 
     #[test]
@@ -288,7 +312,13 @@ mod tests {
             .strip_prefix("[full output: ")
             .and_then(|l| l.strip_suffix(']'))
             .expect("the spill marker is the last line");
-        assert_eq!(std::fs::read_to_string(path).unwrap(), raw);
+        let name = path
+            .strip_prefix("$PITH_SPILL_DIR/")
+            .expect("files in the spill dir are named through the variable");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("s").join(name)).unwrap(),
+            raw
+        );
         assert!(text.len() < raw.len());
     }
 }

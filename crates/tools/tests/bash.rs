@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{process_is_dead, read_pid, spill_path, Fixture};
+use common::{process_is_dead, read_pid, Fixture};
 use pith_tools::bash::process::{run_command, CommandSpec, Termination};
 use pith_tools::{Limits, PermissionMode};
 use serde_json::json;
@@ -96,7 +96,9 @@ async fn yes_without_end_is_stopped_by_the_timeout_with_bounded_memory_and_a_spi
         "the gap must be marked: {}",
         result.content
     );
-    let spill = spill_path(&result.content).expect("the result ends naming the spill file");
+    let spill = fx
+        .spill_path(&result.content)
+        .expect("the result ends naming the spill file");
     assert!(spill.starts_with(fx.spill_dir()), "{spill:?}");
     let size = std::fs::metadata(&spill).unwrap().len();
     assert_eq!(
@@ -130,6 +132,7 @@ async fn runaway_output_is_held_in_memory_only_up_to_the_cap() {
             Ok((opener_path, file))
         }),
         env_remove: Vec::new(),
+        env_set: Vec::new(),
     };
     let outcome = run_command(spec, &CancellationToken::new()).await.unwrap();
     assert_eq!(outcome.termination, Termination::Exited(0));
@@ -266,7 +269,9 @@ async fn background_processes_holding_the_output_are_ended_after_the_drain_windo
 async fn large_output_is_squashed_and_the_raw_output_spilled() {
     let fx = full();
     let result = fx.call("bash", json!({"command": "seq 1 20000"})).await;
-    let spill = spill_path(&result.content).expect("a squashed result names its spill file");
+    let spill = fx
+        .spill_path(&result.content)
+        .expect("a squashed result names its spill file");
     let raw = std::fs::read_to_string(&spill).unwrap();
     let expected: String = (1..=20000).map(|i| format!("{i}\n")).collect();
     assert_eq!(raw, expected, "the spill file holds the exact raw output");
@@ -276,9 +281,31 @@ async fn large_output_is_squashed_and_the_raw_output_spilled() {
         result.content.len()
     );
     assert!(
-        result.content.contains("\n[exit code: 0]\n[full output: "),
+        result
+            .content
+            .contains("\n[exit code: 0]\n[full output: $PITH_SPILL_DIR/1.txt]"),
         "status first, spill marker last: {}",
         result.content
+    );
+    // The model can use the marker's path as written, with read and with bash.
+    let read = fx
+        .call(
+            "read",
+            json!({"path": "$PITH_SPILL_DIR/1.txt", "offset": 19999}),
+        )
+        .await;
+    assert!(!read.is_error, "{}", read.content);
+    assert!(read.content.contains("19999\t19999\n"), "{}", read.content);
+    let counted = fx
+        .call(
+            "bash",
+            json!({"command": "wc -l < \"$PITH_SPILL_DIR/1.txt\""}),
+        )
+        .await;
+    assert!(
+        counted.content.starts_with("20000\n"),
+        "{}",
+        counted.content
     );
 }
 
@@ -364,6 +391,7 @@ async fn secret_looking_variables_are_not_passed_to_commands() {
         spill_cap: 4096,
         spill_opener: Box::new(|| Err(std::io::Error::other("no spill expected"))),
         env_remove: vec!["HOME".into()],
+        env_set: Vec::new(),
     };
     let outcome = run_command(spec, &CancellationToken::new()).await.unwrap();
     assert_eq!(outcome.output.head, b"home=unset\n");
@@ -383,7 +411,7 @@ async fn a_huge_single_line_without_newline_stays_bounded() {
         "{} bytes shown",
         result.content.len()
     );
-    let spill = spill_path(&result.content).expect("spill named");
+    let spill = fx.spill_path(&result.content).expect("spill named");
     assert_eq!(std::fs::metadata(spill).unwrap().len(), 3_000_000);
     assert!(
         result.content.contains("[exit code: 0]"),

@@ -298,13 +298,13 @@ async fn spill_files_are_readable_in_every_mode() {
     for mode in pith_tools::PermissionMode::ALL {
         let fx = Fixture::new(mode);
         std::fs::create_dir_all(fx.spill_dir()).unwrap();
-        let spilled = fx.spill_dir().join("call_1.bash.txt");
+        let spilled = fx.spill_dir().join("1.txt");
         std::fs::write(&spilled, "raw output\n").unwrap();
-        let result = fx
-            .call("read", json!({"path": spilled.to_str().unwrap()}))
-            .await;
-        assert!(!result.is_error, "{mode}: {}", result.content);
-        assert_eq!(result.content, "     1\traw output\n");
+        for path in [spilled.to_str().unwrap(), "$PITH_SPILL_DIR/1.txt"] {
+            let result = fx.call("read", json!({ "path": path })).await;
+            assert!(!result.is_error, "{mode} {path}: {}", result.content);
+            assert_eq!(result.content, "     1\traw output\n");
+        }
     }
 }
 

@@ -19,6 +19,7 @@ use self::process::{run_command, CommandSpec, Termination};
 use crate::capture::{Overflow, RawOutput};
 use crate::config::ToolEnv;
 use crate::permission::Action;
+use crate::workspace::SPILL_DIR_VAR;
 
 /// `bash {command, timeout_ms?}`.
 pub struct BashTool {
@@ -48,7 +49,7 @@ impl Tool for BashTool {
         "Run a shell command with `bash -c` in the workspace root. stdout and stderr are \
          returned interleaved, followed by the exit code. stdin is empty (no interactive \
          programs). Long outputs are shortened and the full output saved to a file named \
-         at the end. The command and every process it started are ended at the timeout \
+         at the end (`$PITH_SPILL_DIR/N.txt`; the variable is set for commands). The command and every process it started are ended at the timeout \
          (default 120000 ms)."
     }
 
@@ -116,7 +117,7 @@ impl Tool for BashTool {
             .await?;
 
         let spill = self.env.capture.spill_dir().clone();
-        let call_id = ctx.call_id.clone();
+        let spill_path = spill.path().as_os_str().to_owned();
         let spec = CommandSpec {
             command: args.command.clone(),
             cwd: self.env.workspace.root().to_path_buf(),
@@ -125,11 +126,13 @@ impl Tool for BashTool {
             drain_after_exit: limits.bash_drain_after_exit,
             memory_cap: limits.bash_memory_cap_bytes,
             spill_cap: limits.spill_cap_bytes,
-            spill_opener: Box::new(move || spill.create(&call_id, "bash")),
+            spill_opener: Box::new(move || spill.create()),
             env_remove: secret_env_names(
                 std::env::vars_os().map(|(name, _)| name.to_string_lossy().into_owned()),
                 &self.env.bash_env_exclude,
             ),
+            // Spill markers name files as `$PITH_SPILL_DIR/N.txt`.
+            env_set: vec![(SPILL_DIR_VAR.to_owned(), spill_path)],
         };
         let outcome = run_command(spec, &ctx.cancel)
             .await

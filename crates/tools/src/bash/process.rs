@@ -44,6 +44,8 @@ pub struct CommandSpec {
     pub spill_opener: SpillOpener,
     /// Environment variables removed from the inherited environment (secrets).
     pub env_remove: Vec<String>,
+    /// Environment variables set for the command (after the removals).
+    pub env_set: Vec<(String, std::ffi::OsString)>,
 }
 
 /// How the command ended.
@@ -143,6 +145,9 @@ pub async fn run_command(
         .kill_on_drop(true);
     for name in &spec.env_remove {
         command.env_remove(name);
+    }
+    for (name, value) in &spec.env_set {
+        command.env(name, value);
     }
     let mut child = command.spawn()?;
     // The parent's copies of the write end must be closed, or EOF never comes.

@@ -102,12 +102,25 @@ impl Fixture {
     }
 }
 
-/// The path named by a `[full output: <path>]` marker, if the text has one.
-pub fn spill_path(text: &str) -> Option<PathBuf> {
+/// The reference named by a `[full output: <reference>]` marker, if the text has one.
+pub fn spill_reference(text: &str) -> Option<String> {
     text.lines()
         .rev()
         .find_map(|line| line.strip_prefix("[full output: ")?.strip_suffix(']'))
-        .map(PathBuf::from)
+        .map(str::to_owned)
+}
+
+impl Fixture {
+    /// The file a spill marker in `text` names, with `$PITH_SPILL_DIR` resolved against
+    /// this fixture's spill directory (and required: markers never name absolute paths
+    /// for files in it).
+    pub fn spill_path(&self, text: &str) -> Option<PathBuf> {
+        let reference = spill_reference(text)?;
+        let name = reference
+            .strip_prefix("$PITH_SPILL_DIR/")
+            .unwrap_or_else(|| panic!("marker does not use $PITH_SPILL_DIR: {reference}"));
+        Some(self.spill_dir().join(name))
+    }
 }
 
 /// An approver that answers from a script and records every question.

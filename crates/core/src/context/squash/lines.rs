@@ -26,6 +26,9 @@ pub(crate) struct KeepPlan {
     pub run: Vec<u32>,
     /// Replacement text for a kept line that was shortened (index, new text).
     pub shortened: Vec<(usize, String)>,
+    /// For a kept line whose run was joined into its (shortened) text, true: the run is
+    /// shown by that text alone, without the `(×N)` suffix of identical lines.
+    pub joined: Vec<bool>,
 }
 
 impl KeepPlan {
@@ -35,6 +38,7 @@ impl KeepPlan {
             keep: vec![false; len],
             run: vec![1; len],
             shortened: Vec::new(),
+            joined: vec![false; len],
         }
     }
 
@@ -92,7 +96,7 @@ pub(crate) fn render(lines: &[&str], plan: &KeepPlan) -> Rendered {
                 _ => lines[i],
             };
             let run = (plan.run[i].max(1) as usize).min(n - i);
-            if run > 1 {
+            if run > 1 && !plan.joined[i] {
                 push(&mut out, &format!("{text} (×{run})"), &mut lines_after);
             } else {
                 push(&mut out, text, &mut lines_after);

@@ -8,7 +8,9 @@
 //! right after a file's kept lines states how many of that file's lines were cut. Long
 //! match lines are shortened (to half of `match_line_max_chars` when files keep a single
 //! match), and a match text already shown for another file is replaced by
-//! `…[N chars omitted]` after its `path:line:` prefix. Path lists are kept whole up to `path_list_cap_bytes`,
+//! `…[N chars omitted]` after its `path:line:` prefix; runs of such lines, and runs of
+//! binary-file matches, are joined into one line naming every file (see `join_runs`).
+//! Path lists are kept whole up to `path_list_cap_bytes`,
 //! then capped per directory; listings keep each directory header and its first
 //! `ls_max_entries_per_dir` entries.
 
@@ -180,7 +182,99 @@ pub(crate) fn squash_grep(lines: &[&str], config: &SquashConfig) -> Outcome {
             plan.shortened.push((i, short));
         }
     }
+    join_runs(lines, &kinds, &files, &mut plan);
     render(lines, &plan).into()
+}
+
+/// What a kept grep line shows after its file name, for joining runs of files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shown<'a> {
+    /// `grep: x: binary file matches` / `Binary file x matches`.
+    Binary,
+    /// A match whose text was already shown for another file (only its prefix remains).
+    Repeated(&'a str),
+    /// Anything else: never joined.
+    Own,
+}
+
+/// Joins runs of consecutive kept lines that say the same thing about different files
+/// into one line naming every file verbatim: binary-file matches become
+/// `grep: binary file matches in N files: a, b, …` and matches whose text was already
+/// shown become `a:3, b:7, …: …[same text as above]` — the per-line boilerplate goes,
+/// every path stays.
+fn join_runs(lines: &[&str], kinds: &[GrepLine], files: &[&str], plan: &mut KeepPlan) {
+    let shown: Vec<Shown<'_>> = (0..lines.len())
+        .map(|i| {
+            if !plan.keep[i] || kinds[i] != GrepLine::Match || files[i].is_empty() {
+                return Shown::Own;
+            }
+            if !lines[i].starts_with(files[i]) {
+                return Shown::Binary;
+            }
+            let prefix_len = match_prefix_len(lines[i], files[i]);
+            let text = lines[i][prefix_len..].trim();
+            match plan.shortened.iter().find(|(j, _)| *j == i) {
+                Some((_, short)) if short.len() < prefix_len + text.len() / 2 + 1 => {
+                    let whole = format!(
+                        "{}{}",
+                        &lines[i][..prefix_len],
+                        chars_omitted_suffix(lines[i][prefix_len..].chars().count())
+                    );
+                    if *short == whole {
+                        Shown::Repeated(text)
+                    } else {
+                        Shown::Own
+                    }
+                }
+                _ => Shown::Own,
+            }
+        })
+        .collect();
+    let mut joined: Vec<(usize, String)> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if shown[i] == Shown::Own {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        while j < lines.len() && shown[j] == shown[i] {
+            j += 1;
+        }
+        if j - i >= 2 {
+            let text = match shown[i] {
+                Shown::Binary => format!(
+                    "grep: binary file matches in {} files: {}",
+                    j - i,
+                    files[i..j].join(", ")
+                ),
+                _ => {
+                    let names: Vec<&str> = (i..j)
+                        .map(|k| {
+                            let prefix_len = match_prefix_len(lines[k], files[k]);
+                            lines[k][..prefix_len].trim_end_matches(':')
+                        })
+                        .collect();
+                    format!("{}: …[same text as above]", names.join(", "))
+                }
+            };
+            plan.run[i] = u32::try_from(j - i).unwrap_or(u32::MAX);
+            plan.joined[i] = true;
+            joined.push((i, text));
+        }
+        i = j;
+    }
+    if joined.is_empty() {
+        return;
+    }
+    let covered = |k: usize| {
+        joined
+            .iter()
+            .any(|(start, _)| k >= *start && k < *start + plan.run[*start] as usize)
+    };
+    plan.shortened.retain(|(k, _)| !covered(*k));
+    plan.shortened.extend(joined);
+    plan.shortened.sort_by_key(|(k, _)| *k);
 }
 
 /// Length of `path:` or `path:12:` at the start of a match line.
@@ -291,6 +385,72 @@ mod tests {
             out.text.starts_with("a.py-1-x\na.py:2:match\na.py-3-y"),
             "{}",
             out.text
+        );
+    }
+
+    fn accounted(lines: &[&str]) -> (String, usize) {
+        let out = squash_grep(lines, &SquashConfig::default());
+        let represented = out.represented.expect("grep squash is line based");
+        assert_eq!(
+            represented + out.omitted,
+            lines.len(),
+            "kept + omitted = original lines:\n{}",
+            out.text
+        );
+        (out.text, out.omitted)
+    }
+
+    #[test]
+    fn runs_of_binary_matches_join_into_one_line_naming_every_file() {
+        let mut owned: Vec<String> = (0..30)
+            .map(|i| {
+                format!("grep: pkg/m{i}/__pycache__/mod{i}.cpython-39.pyc: binary file matches")
+            })
+            .collect();
+        owned.insert(10, "pkg/src/real.py:    x = infinite_integer()".into());
+        let lines: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let (text, omitted) = accounted(&lines);
+        assert_eq!(omitted, 0);
+        for i in 0..30 {
+            assert!(text.contains(&format!("pkg/m{i}/__pycache__/mod{i}.cpython-39.pyc")));
+        }
+        let shown: Vec<&str> = text.lines().collect();
+        assert_eq!(shown.len(), 3, "{text}");
+        assert!(shown[0].starts_with("grep: binary file matches in 10 files: pkg/m0/"));
+        assert_eq!(shown[1], "pkg/src/real.py:    x = infinite_integer()");
+        assert!(shown[2].starts_with("grep: binary file matches in 20 files: pkg/m10/"));
+        assert!(shown[2].contains(".pyc, pkg/m11/"), "{text}");
+        // A lone binary match stays as grep printed it.
+        let (text, _) = accounted(&["a.py:x = 1", "grep: b.pyc: binary file matches", "c.py:y"]);
+        assert!(
+            text.contains("\ngrep: b.pyc: binary file matches\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn files_repeating_an_already_shown_match_join_with_their_line_numbers() {
+        let text_line = "msgid \"The %s extension is required by needs_extensions settings\"";
+        let mut owned = vec![format!("locale/ko/sphinx.po:12:{text_line}")];
+        for (i, lang) in ["de", "fr", "it"].iter().enumerate() {
+            owned.push(format!("locale/{lang}/sphinx.po:{}:{text_line}", 20 + i));
+        }
+        owned.push("locale/pt/sphinx.po:9:msgid \"something else entirely here\"".into());
+        let lines: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let (text, _) = accounted(&lines);
+        let shown: Vec<&str> = text.lines().collect();
+        assert_eq!(shown.len(), 3, "{text}");
+        assert!(
+            shown[0].starts_with("locale/ko/sphinx.po:12:msgid"),
+            "{text}"
+        );
+        assert_eq!(
+            shown[1],
+            "locale/de/sphinx.po:20, locale/fr/sphinx.po:21, locale/it/sphinx.po:22: …[same text as above]"
+        );
+        assert!(
+            shown[2].starts_with("locale/pt/sphinx.po:9:msgid"),
+            "{text}"
         );
     }
 }
