@@ -57,6 +57,10 @@ enum Task {
         /// The report to write.
         #[arg(long, default_value = "docs/benchmarks.md")]
         output: PathBuf,
+        /// Only measure the agent loop (per-turn overhead, the 500-turn `pith run`) and
+        /// print it; the report is not written. For iterating on the loop's cost.
+        #[arg(long)]
+        loop_only: bool,
     },
     /// SIGKILL a session writer at random instants and check every transcript.
     Crash {
@@ -123,9 +127,13 @@ fn main() -> Result<()> {
             quick,
             sessions,
             output,
+            loop_only,
         } => {
             if rerun_in_release()? {
                 return Ok(());
+            }
+            if loop_only {
+                return bench::run_loop_only(quick);
             }
             bench::run(&bench::BenchOptions {
                 quick,

@@ -10,9 +10,9 @@
 use async_trait::async_trait;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use pith_core::{Message, Part, Role, ToolCall, Usage};
+use pith_core::{ToolCall, Usage};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::adapter::{
     decode_stream, parse_arguments, ChunkStream, Decoded, ModelRequest, ProviderAdapter,
@@ -48,118 +48,242 @@ impl Anthropic {
     }
 }
 
-/// Builds the request body. Public for tests and the prompt-cache parity checks.
+/// The request body as JSON bytes, serialised straight from the request's messages
+/// (borrowed, no intermediate `serde_json::Value` tree): every request carries the whole
+/// history, so this runs once per tool turn over everything said so far.
+pub fn encode_body(request: &ModelRequest) -> Vec<u8> {
+    let body = wire::body(request);
+    // Plain data with string keys: serialising into a Vec cannot fail.
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
+/// The request body as a JSON value (tests and the prompt-cache parity checks).
 pub fn request_body(request: &ModelRequest) -> Value {
-    let mut system_text = request.system.clone();
-    let mut messages: Vec<Value> = Vec::new();
-    for message in &request.messages {
-        let (role, blocks) = match message.role {
-            Role::System => {
-                if !system_text.is_empty() {
-                    system_text.push_str("\n\n");
+    serde_json::from_slice(&encode_body(request)).unwrap_or(Value::Null)
+}
+
+/// The borrowed wire types of a request and the conversion that fills them.
+///
+/// Conversion rules: system messages inside the conversation join the system prompt;
+/// tool results travel first in a user message, then its text; consecutive messages of
+/// the same role merge; a conversation that does not start with the user gets a
+/// `(conversation continues)` user message; cache breakpoints go on the system prompt,
+/// the last tool definition and the last block of the last message.
+mod wire {
+    use std::borrow::Cow;
+
+    use pith_core::{Message, Part, Role};
+    use serde::Serialize;
+    use serde_json::Value;
+
+    use super::DEFAULT_MAX_TOKENS;
+    use crate::adapter::ModelRequest;
+
+    #[derive(Serialize)]
+    pub struct Body<'a> {
+        model: &'a str,
+        max_tokens: u32,
+        messages: Vec<WireMessage<'a>>,
+        stream: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        system: Option<[SystemBlock<'a>; 1]>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<WireTool<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        temperature: Option<f64>,
+    }
+
+    #[derive(Serialize)]
+    struct SystemBlock<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        text: Cow<'a, str>,
+        cache_control: CacheControl,
+    }
+
+    #[derive(Serialize, Clone, Copy)]
+    struct CacheControl {
+        #[serde(rename = "type")]
+        kind: &'static str,
+    }
+
+    const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
+    #[derive(Serialize)]
+    struct WireTool<'a> {
+        name: &'a str,
+        description: &'a str,
+        input_schema: &'a Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    }
+
+    #[derive(Serialize)]
+    struct WireMessage<'a> {
+        role: &'static str,
+        content: Vec<Block<'a>>,
+    }
+
+    #[derive(Serialize)]
+    #[serde(tag = "type", rename_all = "snake_case")]
+    enum Block<'a> {
+        Text {
+            text: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            cache_control: Option<CacheControl>,
+        },
+        ToolUse {
+            id: &'a str,
+            name: &'a str,
+            input: Input<'a>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            cache_control: Option<CacheControl>,
+        },
+        ToolResult {
+            tool_use_id: &'a str,
+            content: &'a str,
+            is_error: bool,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            cache_control: Option<CacheControl>,
+        },
+    }
+
+    impl Block<'_> {
+        fn mark_cache_breakpoint(&mut self) {
+            match self {
+                Block::Text { cache_control, .. }
+                | Block::ToolUse { cache_control, .. }
+                | Block::ToolResult { cache_control, .. } => *cache_control = Some(EPHEMERAL),
+            }
+        }
+    }
+
+    /// A tool call's `input`: the arguments object, or non-object arguments wrapped.
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum Input<'a> {
+        Object(&'a Value),
+        Raw { raw_arguments: &'a Value },
+    }
+
+    pub fn body(request: &ModelRequest) -> Body<'_> {
+        let mut system_text = Cow::Borrowed(request.system.as_str());
+        let mut messages: Vec<WireMessage<'_>> = Vec::new();
+        for message in &request.messages {
+            let (role, blocks) = match message.role {
+                Role::System => {
+                    let text = system_text.to_mut();
+                    if !text.is_empty() {
+                        text.push_str("\n\n");
+                    }
+                    text.push_str(&message.text_content());
+                    continue;
                 }
-                system_text.push_str(&message.text_content());
+                Role::User | Role::Tool => ("user", user_blocks(message)),
+                Role::Assistant => ("assistant", assistant_blocks(message)),
+            };
+            if blocks.is_empty() {
                 continue;
             }
-            Role::User => ("user", user_blocks(message)),
-            Role::Tool => ("user", user_blocks(message)),
-            Role::Assistant => ("assistant", assistant_blocks(message)),
-        };
-        if blocks.is_empty() {
-            continue;
-        }
-        match messages.last_mut() {
-            Some(last) if last["role"] == role => {
-                if let Some(content) = last["content"].as_array_mut() {
-                    content.extend(blocks);
-                }
+            match messages.last_mut() {
+                Some(last) if last.role == role => last.content.extend(blocks),
+                _ => messages.push(WireMessage {
+                    role,
+                    content: blocks,
+                }),
             }
-            _ => messages.push(json!({"role": role, "content": blocks})),
         }
-    }
-    if messages.first().is_some_and(|m| m["role"] != "user") {
-        messages.insert(0, json!({"role": "user", "content": [{"type": "text", "text": "(conversation continues)"}]}));
-    }
-    // Cache breakpoint on the last block of the last message.
-    if let Some(block) = messages
-        .last_mut()
-        .and_then(|m| m["content"].as_array_mut())
-        .and_then(|blocks| blocks.last_mut())
-    {
-        block["cache_control"] = json!({"type": "ephemeral"});
-    }
-    let mut body = json!({
-        "model": request.model,
-        "max_tokens": request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        "messages": messages,
-        "stream": true,
-    });
-    if !system_text.is_empty() {
-        body["system"] =
-            json!([{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}]);
-    }
-    if !request.tools.is_empty() {
+        if messages.first().is_some_and(|m| m.role != "user") {
+            messages.insert(
+                0,
+                WireMessage {
+                    role: "user",
+                    content: vec![Block::Text {
+                        text: "(conversation continues)",
+                        cache_control: None,
+                    }],
+                },
+            );
+        }
+        if let Some(block) = messages.last_mut().and_then(|m| m.content.last_mut()) {
+            block.mark_cache_breakpoint();
+        }
         let count = request.tools.len();
-        body["tools"] = Value::Array(
-            request
+        Body {
+            model: &request.model,
+            max_tokens: request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            messages,
+            stream: true,
+            system: (!system_text.is_empty()).then_some([SystemBlock {
+                kind: "text",
+                text: system_text,
+                cache_control: EPHEMERAL,
+            }]),
+            tools: request
                 .tools
                 .iter()
                 .enumerate()
-                .map(|(i, t)| {
-                    let mut tool = json!({"name": t.name, "description": t.description, "input_schema": t.parameters});
-                    if i + 1 == count {
-                        tool["cache_control"] = json!({"type": "ephemeral"});
-                    }
-                    tool
+                .map(|(i, t)| WireTool {
+                    name: &t.name,
+                    description: &t.description,
+                    input_schema: &t.parameters,
+                    cache_control: (i + 1 == count).then_some(EPHEMERAL),
                 })
                 .collect(),
-        );
-    }
-    if let Some(temperature) = request.temperature {
-        body["temperature"] = json!(temperature);
-    }
-    body
-}
-
-fn user_blocks(message: &Message) -> Vec<Value> {
-    let mut results = Vec::new();
-    let mut texts = Vec::new();
-    for part in &message.parts {
-        match part {
-            Part::Text { text } if !text.is_empty() => texts.push(json!({"type": "text", "text": text})),
-            Part::ToolResult(result) => results.push(json!({
-                "type": "tool_result",
-                "tool_use_id": result.call_id,
-                "content": if result.content.is_empty() { "(no output)" } else { result.content.as_str() },
-                "is_error": result.is_error,
-            })),
-            _ => {}
+            temperature: request.temperature.map(f64::from),
         }
     }
-    results.extend(texts);
-    results
-}
 
-fn assistant_blocks(message: &Message) -> Vec<Value> {
-    let mut blocks = Vec::new();
-    for part in &message.parts {
-        match part {
-            Part::Text { text } if !text.is_empty() => {
-                blocks.push(json!({"type": "text", "text": text}))
+    fn user_blocks(message: &Message) -> Vec<Block<'_>> {
+        let mut results = Vec::new();
+        let mut texts = Vec::new();
+        for part in &message.parts {
+            match part {
+                Part::Text { text } if !text.is_empty() => texts.push(Block::Text {
+                    text,
+                    cache_control: None,
+                }),
+                Part::ToolResult(result) => results.push(Block::ToolResult {
+                    tool_use_id: &result.call_id,
+                    content: if result.content.is_empty() {
+                        "(no output)"
+                    } else {
+                        &result.content
+                    },
+                    is_error: result.is_error,
+                    cache_control: None,
+                }),
+                _ => {}
             }
-            Part::ToolCall(call) => {
-                let input = match &call.arguments {
-                    Value::Object(_) => call.arguments.clone(),
-                    other => json!({"raw_arguments": other}),
-                };
-                blocks.push(
-                    json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}),
-                );
-            }
-            _ => {}
         }
+        results.extend(texts);
+        results
     }
-    blocks
+
+    fn assistant_blocks(message: &Message) -> Vec<Block<'_>> {
+        let mut blocks = Vec::new();
+        for part in &message.parts {
+            match part {
+                Part::Text { text } if !text.is_empty() => blocks.push(Block::Text {
+                    text,
+                    cache_control: None,
+                }),
+                Part::ToolCall(call) => blocks.push(Block::ToolUse {
+                    id: &call.id,
+                    name: &call.name,
+                    input: match &call.arguments {
+                        Value::Object(_) => Input::Object(&call.arguments),
+                        other => Input::Raw {
+                            raw_arguments: other,
+                        },
+                    },
+                    cache_control: None,
+                }),
+                _ => {}
+            }
+        }
+        blocks
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -357,7 +481,7 @@ impl ProviderAdapter for Anthropic {
             .post(&self.url)
             .header("anthropic-version", ANTHROPIC_VERSION)
             .header("content-type", "application/json")
-            .json(&request_body(request));
+            .body(encode_body(request));
         if let Some(key) = &self.api_key {
             builder = builder.header("x-api-key", key);
         }
@@ -388,7 +512,8 @@ impl ProviderAdapter for Anthropic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pith_core::ToolDefinition;
+    use pith_core::{Message, ToolDefinition};
+    use serde_json::json;
 
     fn parse(events: &[&str]) -> Result<Vec<StreamChunk>, ProviderError> {
         let mut parser = Parser::default();
@@ -468,6 +593,198 @@ mod tests {
             "{err:?}"
         );
         assert!(err.is_retryable());
+    }
+
+    mod reference {
+        use super::super::DEFAULT_MAX_TOKENS;
+        use crate::adapter::ModelRequest;
+        use pith_core::{Message, Part, Role};
+        use serde_json::{json, Value};
+
+        /// The previous `Value`-tree builder, kept as the reference the typed encoder must match.
+        pub fn reference_body(request: &ModelRequest) -> Value {
+            let mut system_text = request.system.clone();
+            let mut messages: Vec<Value> = Vec::new();
+            for message in &request.messages {
+                let (role, blocks) = match message.role {
+                    Role::System => {
+                        if !system_text.is_empty() {
+                            system_text.push_str("\n\n");
+                        }
+                        system_text.push_str(&message.text_content());
+                        continue;
+                    }
+                    Role::User => ("user", user_blocks(message)),
+                    Role::Tool => ("user", user_blocks(message)),
+                    Role::Assistant => ("assistant", assistant_blocks(message)),
+                };
+                if blocks.is_empty() {
+                    continue;
+                }
+                match messages.last_mut() {
+                    Some(last) if last["role"] == role => {
+                        if let Some(content) = last["content"].as_array_mut() {
+                            content.extend(blocks);
+                        }
+                    }
+                    _ => messages.push(json!({"role": role, "content": blocks})),
+                }
+            }
+            if messages.first().is_some_and(|m| m["role"] != "user") {
+                messages.insert(0, json!({"role": "user", "content": [{"type": "text", "text": "(conversation continues)"}]}));
+            }
+            // Cache breakpoint on the last block of the last message.
+            if let Some(block) = messages
+                .last_mut()
+                .and_then(|m| m["content"].as_array_mut())
+                .and_then(|blocks| blocks.last_mut())
+            {
+                block["cache_control"] = json!({"type": "ephemeral"});
+            }
+            let mut body = json!({
+                "model": request.model,
+                "max_tokens": request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+                "messages": messages,
+                "stream": true,
+            });
+            if !system_text.is_empty() {
+                body["system"] = json!([{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}]);
+            }
+            if !request.tools.is_empty() {
+                let count = request.tools.len();
+                body["tools"] = Value::Array(
+                    request
+                        .tools
+                        .iter()
+                        .enumerate()
+                        .map(|(i, t)| {
+                            let mut tool = json!({"name": t.name, "description": t.description, "input_schema": t.parameters});
+                            if i + 1 == count {
+                                tool["cache_control"] = json!({"type": "ephemeral"});
+                            }
+                            tool
+                        })
+                        .collect(),
+                );
+            }
+            if let Some(temperature) = request.temperature {
+                body["temperature"] = json!(temperature);
+            }
+            body
+        }
+
+        fn user_blocks(message: &Message) -> Vec<Value> {
+            let mut results = Vec::new();
+            let mut texts = Vec::new();
+            for part in &message.parts {
+                match part {
+                    Part::Text { text } if !text.is_empty() => texts.push(json!({"type": "text", "text": text})),
+                    Part::ToolResult(result) => results.push(json!({
+                        "type": "tool_result",
+                        "tool_use_id": result.call_id,
+                        "content": if result.content.is_empty() { "(no output)" } else { result.content.as_str() },
+                        "is_error": result.is_error,
+                    })),
+                    _ => {}
+                }
+            }
+            results.extend(texts);
+            results
+        }
+
+        fn assistant_blocks(message: &Message) -> Vec<Value> {
+            let mut blocks = Vec::new();
+            for part in &message.parts {
+                match part {
+                    Part::Text { text } if !text.is_empty() => {
+                        blocks.push(json!({"type": "text", "text": text}))
+                    }
+                    Part::ToolCall(call) => {
+                        let input = match &call.arguments {
+                            Value::Object(_) => call.arguments.clone(),
+                            other => json!({"raw_arguments": other}),
+                        };
+                        blocks.push(
+                            json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}),
+                        );
+                    }
+                    _ => {}
+                }
+            }
+            blocks
+        }
+    }
+
+    #[test]
+    fn typed_encoder_matches_the_value_tree_reference() {
+        let call = |id: &str, arguments: Value| ToolCall {
+            id: id.into(),
+            name: "bash".into(),
+            arguments,
+        };
+        let conversations: Vec<Vec<Message>> = vec![
+            vec![],
+            vec![Message::user("hi \"quoted\" \u{1F600}\n\ttab")],
+            vec![
+                Message::assistant("starts with the assistant"),
+                Message::user("then the user"),
+            ],
+            vec![
+                Message::system("extra system text"),
+                Message::user("go"),
+                Message::assistant_with_calls(
+                    "",
+                    vec![
+                        call(
+                            "c1",
+                            json!({"command": "ls", "n": 1.5, "z": null, "a": [1, "x"]}),
+                        ),
+                        call("c2", json!("not an object")),
+                    ],
+                ),
+                Message::tool_result("c1", "", false),
+                Message::tool_result("c2", "boom", true),
+                Message::user("and then"),
+                Message::user("twice"),
+                Message::assistant(""),
+            ],
+        ];
+        for (i, messages) in conversations.into_iter().enumerate() {
+            for (tools, system, temperature, max) in [
+                (vec![], "", None, None),
+                (
+                    vec![
+                        ToolDefinition {
+                            name: "bash".into(),
+                            description: "Run".into(),
+                            parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+                        },
+                        ToolDefinition {
+                            name: "read".into(),
+                            description: "Read".into(),
+                            parameters: json!({}),
+                        },
+                    ],
+                    "sys",
+                    Some(0.7f32),
+                    Some(1024),
+                ),
+            ] {
+                let request = ModelRequest {
+                    model: "m".into(),
+                    system: system.into(),
+                    messages: messages.clone(),
+                    tools,
+                    max_output_tokens: max,
+                    temperature,
+                };
+                assert_eq!(
+                    request_body(&request),
+                    reference::reference_body(&request),
+                    "conversation {i}"
+                );
+            }
+        }
     }
 
     #[test]

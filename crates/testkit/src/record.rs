@@ -1,13 +1,19 @@
 //! The request log: every request the server received, with secrets redacted, in arrival
 //! order; waiting for the N-th request (async and blocking); and the optional append-only
 //! record file (one JSON body per line, flushed per request).
+//!
+//! Bodies are kept as the bytes received and parsed into [`RecordedRequest::body`] only
+//! when a test reads the log (once per request): an agent's every request carries its
+//! whole history, and building a JSON tree of each one on arrival made the server, not
+//! the client, the cost of long benchmark sessions.
 
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use serde_json::Value;
 
 use crate::error::TestkitError;
@@ -55,6 +61,71 @@ impl RecordedRequest {
     }
 }
 
+/// A request as stored on arrival: the body still raw.
+#[derive(Debug)]
+pub(crate) struct StoredRequest {
+    /// HTTP method.
+    pub method: String,
+    /// Request path without the query.
+    pub path: String,
+    /// Headers, secrets redacted.
+    pub headers: Vec<(String, String)>,
+    /// The body as received.
+    pub body: Bytes,
+    /// The body parsed, on first read.
+    parsed: OnceLock<Value>,
+}
+
+impl StoredRequest {
+    /// A stored request with its raw body.
+    pub(crate) fn new(
+        method: String,
+        path: String,
+        headers: Vec<(String, String)>,
+        body: Bytes,
+    ) -> StoredRequest {
+        StoredRequest {
+            method,
+            path,
+            headers,
+            body,
+            parsed: OnceLock::new(),
+        }
+    }
+
+    /// The body as JSON; a body that is not JSON becomes a JSON string of its text.
+    fn body_value(&self) -> &Value {
+        self.parsed.get_or_init(|| {
+            serde_json::from_slice(&self.body)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&self.body).into_owned()))
+        })
+    }
+
+    fn recorded(&self) -> RecordedRequest {
+        RecordedRequest {
+            method: self.method.clone(),
+            path: self.path.clone(),
+            headers: self.headers.clone(),
+            body: self.body_value().clone(),
+        }
+    }
+
+    /// The body as one line of the record file: the bytes received when they are one
+    /// line of valid JSON, else the parsed value re-serialised.
+    fn record_line(&self) -> String {
+        let one_line = !self.body.contains(&b'\n');
+        match std::str::from_utf8(&self.body) {
+            Ok(text)
+                if one_line
+                    && serde_json::from_slice::<serde::de::IgnoredAny>(&self.body).is_ok() =>
+            {
+                format!("{text}\n")
+            }
+            _ => format!("{}\n", self.body_value()),
+        }
+    }
+}
+
 /// The value recorded for header `name`: [`REDACTED`] for secrets, else the value.
 pub(crate) fn recorded_header_value(name: &str, value: &[u8]) -> String {
     if SECRET_HEADERS
@@ -69,7 +140,7 @@ pub(crate) fn recorded_header_value(name: &str, value: &[u8]) -> String {
 
 /// The shared log of received requests.
 pub(crate) struct RequestLog {
-    requests: Mutex<Vec<RecordedRequest>>,
+    requests: Mutex<Vec<StoredRequest>>,
     arrived: Condvar,
     count: tokio::sync::watch::Sender<usize>,
     record_file: Option<Mutex<File>>,
@@ -99,7 +170,7 @@ impl RequestLog {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<RecordedRequest>> {
+    fn lock(&self) -> MutexGuard<'_, Vec<StoredRequest>> {
         // A panic while holding the lock cannot leave the Vec half-updated (push only).
         self.requests
             .lock()
@@ -107,10 +178,10 @@ impl RequestLog {
     }
 
     /// Appends a request (and its body line to the record file), then wakes waiters.
-    pub(crate) fn append(&self, request: RecordedRequest) {
+    pub(crate) fn append(&self, request: StoredRequest) {
         if let Some(file) = &self.record_file {
             let mut file = file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            let line = format!("{}\n", request.body);
+            let line = request.record_line();
             if let Err(error) = file.write_all(line.as_bytes()).and_then(|()| file.flush()) {
                 // The HTTP answer must still go out; a test reading the file will notice.
                 eprintln!("pith-testkit: could not append to the record file: {error}");
@@ -125,9 +196,9 @@ impl RequestLog {
         self.count.send_replace(count);
     }
 
-    /// A copy of every request so far.
+    /// A copy of every request so far, bodies parsed.
     pub(crate) fn snapshot(&self) -> Vec<RecordedRequest> {
-        self.lock().clone()
+        self.lock().iter().map(StoredRequest::recorded).collect()
     }
 
     /// How many requests arrived so far.
@@ -176,7 +247,7 @@ impl RequestLog {
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .0;
         }
-        Ok(requests.clone())
+        Ok(requests.iter().map(StoredRequest::recorded).collect())
     }
 }
 
@@ -185,13 +256,43 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn request(n: u64) -> RecordedRequest {
-        RecordedRequest {
-            method: "POST".into(),
-            path: "/v1/messages".into(),
-            headers: vec![("x-api-key".into(), REDACTED.into())],
-            body: json!({"n": n}),
-        }
+    fn request(n: u64) -> StoredRequest {
+        StoredRequest::new(
+            "POST".into(),
+            "/v1/messages".into(),
+            vec![("x-api-key".into(), REDACTED.into())],
+            Bytes::from(json!({"n": n}).to_string()),
+        )
+    }
+
+    #[test]
+    fn bodies_are_parsed_when_read_and_non_json_is_kept_as_text() {
+        let log = RequestLog::new(None).unwrap();
+        log.append(request(7));
+        log.append(StoredRequest::new(
+            "POST".into(),
+            "/v1/messages".into(),
+            Vec::new(),
+            Bytes::from_static(b"not json\n"),
+        ));
+        let requests = log.snapshot();
+        assert_eq!(requests[0].body, json!({"n": 7}));
+        assert_eq!(requests[1].body, json!("not json\n"));
+        assert_eq!(log.snapshot(), requests, "a second read gives the same");
+    }
+
+    #[test]
+    fn a_multi_line_body_is_recorded_on_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("record.jsonl");
+        let log = RequestLog::new(Some(&path)).unwrap();
+        log.append(StoredRequest::new(
+            "POST".into(),
+            "/v1/messages".into(),
+            Vec::new(),
+            Bytes::from_static(b"{\n  \"a\": 1\n}"),
+        ));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 
 use crate::answer::{self, Answer, AnswerBody, RequestFacts};
 use crate::error::TestkitError;
-use crate::record::{recorded_header_value, RecordedRequest, RequestLog};
+use crate::record::{recorded_header_value, RecordedRequest, RequestLog, StoredRequest};
 use crate::script::{Protocol, Script};
 use crate::wire::{ErrorKind, DEFAULT_MODEL};
 
@@ -303,17 +303,14 @@ async fn serve_request(
             )
         })
         .collect();
-    let parsed = serde_json::from_slice::<Value>(&bytes);
-    state.log.append(RecordedRequest {
-        method: parts.method.to_string(),
-        path: parts.uri.path().to_owned(),
+    let facts = serde_json::from_slice::<WireFacts>(&bytes);
+    state.log.append(StoredRequest::new(
+        parts.method.to_string(),
+        parts.uri.path().to_owned(),
         headers,
-        body: match &parsed {
-            Ok(body) => body.clone(),
-            Err(_) => Value::String(String::from_utf8_lossy(&bytes).into_owned()),
-        },
-    });
-    let answer = choose_answer(&state, &parts.method, parts.uri.path(), parsed);
+        bytes,
+    ));
+    let answer = choose_answer(&state, &parts.method, parts.uri.path(), facts);
     Ok(respond(answer).await)
 }
 
@@ -337,7 +334,7 @@ fn choose_answer(
     state: &ServerState,
     method: &Method,
     path: &str,
-    body: Result<Value, serde_json::Error>,
+    body: Result<WireFacts, serde_json::Error>,
 ) -> Answer {
     let protocol = state.protocol;
     let expected_path = protocol.endpoint_path();
@@ -379,16 +376,81 @@ fn choose_answer(
         return answer::error(protocol, &kind, None);
     };
     let facts = RequestFacts {
-        model: body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or(DEFAULT_MODEL)
-            .to_owned(),
-        streaming: body.get("stream").and_then(Value::as_bool) == Some(true),
+        model: match body.model {
+            Some(Value::String(model)) => model,
+            _ => DEFAULT_MODEL.to_owned(),
+        },
+        streaming: body.stream == Some(Value::Bool(true)),
         include_usage: body
-            .pointer("/stream_options/include_usage")
+            .stream_options
+            .as_ref()
+            .and_then(|options| options.get("include_usage"))
             .and_then(Value::as_bool)
             == Some(true),
     };
     answer::for_turn(protocol, turn, index + 1, tool_call_ids, &facts)
+}
+
+/// The few fields of a request body the answer depends on; everything else is skipped
+/// without being built (the body is any JSON value; a non-object has none of them).
+#[derive(Debug, Default)]
+struct WireFacts {
+    model: Option<Value>,
+    stream: Option<Value>,
+    stream_options: Option<Value>,
+}
+
+impl<'de> serde::Deserialize<'de> for WireFacts {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = WireFacts;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<WireFacts, A::Error> {
+                let mut facts = WireFacts::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "model" => facts.model = Some(map.next_value()?),
+                        "stream" => facts.stream = Some(map.next_value()?),
+                        "stream_options" => facts.stream_options = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(facts)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<WireFacts, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(WireFacts::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<WireFacts, E> {
+                Ok(WireFacts::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<WireFacts, E> {
+                Ok(WireFacts::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<WireFacts, E> {
+                Ok(WireFacts::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<WireFacts, E> {
+                Ok(WireFacts::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<WireFacts, E> {
+                Ok(WireFacts::default())
+            }
+            fn visit_unit<E>(self) -> Result<WireFacts, E> {
+                Ok(WireFacts::default())
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }

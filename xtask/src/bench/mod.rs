@@ -75,6 +75,37 @@ pub const SIMULATED_POLICIES: &[&str] = &[
     "tiered:turns=1",
 ];
 
+/// `--loop-only`: the agent-loop figures alone, printed.
+pub fn run_loop_only(quick: bool) -> Result<()> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("xtask has a parent directory")?
+        .to_path_buf();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let runs = if quick { 3 } else { 7 };
+    crate::cargo(&[
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        "pith",
+        "--bin",
+        "pith",
+    ])?;
+    for turns in [100, 300, 500] {
+        let spread = agent::loop_overhead(turns, runs)?;
+        println!(
+            "loop overhead, {turns}-turn session: median {:.3} ms per tool turn (min {:.3}, max {:.3})",
+            spread.median, spread.min, spread.max
+        );
+    }
+    let (per_turn_ms, rss_mib) = agent::long_run(&agent::pith_binary(&target), 500)?;
+    println!("pith run, 500 turns: {per_turn_ms:.3} ms per tool turn, peak RSS {rss_mib:.1} MiB");
+    Ok(())
+}
+
 /// Runs everything and writes the report.
 pub fn run(options: &BenchOptions) -> Result<()> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
