@@ -139,6 +139,20 @@ pub fn parse_arguments(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_owned()))
 }
 
+/// A message's text parts joined, as [`pith_core::Message::text_content`], but borrowed when there is
+/// at most one: request encoders call this for every message of every request.
+pub(crate) fn text_of(message: &pith_core::Message) -> std::borrow::Cow<'_, str> {
+    let mut texts = message.parts.iter().filter_map(|part| match part {
+        pith_core::Part::Text { text } => Some(text.as_str()),
+        _ => None,
+    });
+    match (texts.next(), texts.next()) {
+        (None, _) => std::borrow::Cow::Borrowed(""),
+        (Some(only), None) => std::borrow::Cow::Borrowed(only),
+        (Some(_), Some(_)) => std::borrow::Cow::Owned(message.text_content()),
+    }
+}
+
 /// Serialises tool-call arguments for a wire format that carries them as a string.
 pub fn arguments_text(arguments: &serde_json::Value) -> String {
     match arguments {
@@ -148,9 +162,99 @@ pub fn arguments_text(arguments: &serde_json::Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use pith_core::{Message, Part, ToolCall, ToolDefinition, ToolResult};
     use serde_json::json;
+
+    /// Requests covering every conversion rule of the adapters' encoders: empty history,
+    /// escapes and unicode, an assistant first, system text inside the history, tool
+    /// calls with object and non-object arguments, empty and failed results, several
+    /// text parts in one message, text in a tool message, consecutive same-role
+    /// messages; each with and without system prompt, tools, temperature and output cap.
+    pub(crate) fn varied_requests() -> Vec<ModelRequest> {
+        let call = |id: &str, arguments: serde_json::Value| ToolCall {
+            id: id.into(),
+            name: "bash".into(),
+            arguments,
+        };
+        let mut two_texts = Message::user("first part, ");
+        two_texts.parts.push(Part::Text {
+            text: "second part".into(),
+        });
+        let mut tool_with_text = Message::tool_result("c3", "three", false);
+        tool_with_text.parts.push(Part::Text {
+            text: "a note in the tool message".into(),
+        });
+        tool_with_text.parts.push(Part::ToolResult(ToolResult {
+            call_id: "c4".into(),
+            content: "four".into(),
+            is_error: false,
+        }));
+        let conversations: Vec<Vec<Message>> = vec![
+            vec![],
+            vec![Message::user("hi \"quoted\" \u{1F600}\n\ttab \\ </script>")],
+            vec![
+                Message::assistant("starts with the assistant"),
+                Message::user("then the user"),
+            ],
+            vec![
+                Message::system("extra system text"),
+                two_texts,
+                Message::assistant_with_calls(
+                    "",
+                    vec![
+                        call(
+                            "c1",
+                            json!({"command": "ls", "n": 1.5, "z": null, "a": [1, "x"]}),
+                        ),
+                        call("c2", json!("not an object")),
+                    ],
+                ),
+                Message::tool_result("c1", "", false),
+                Message::tool_result("c2", "boom", true),
+                Message::assistant_with_calls(
+                    "more",
+                    vec![call("c3", json!({})), call("c4", json!(7))],
+                ),
+                tool_with_text,
+                Message::user("and then"),
+                Message::user("twice"),
+                Message::assistant(""),
+            ],
+        ];
+        let mut requests = Vec::new();
+        for messages in conversations {
+            requests.push(ModelRequest {
+                model: "m".into(),
+                system: String::new(),
+                messages: messages.clone(),
+                tools: Vec::new(),
+                max_output_tokens: None,
+                temperature: None,
+            });
+            requests.push(ModelRequest {
+                model: "m".into(),
+                system: "sys\nprompt".into(),
+                messages,
+                tools: vec![
+                    ToolDefinition {
+                        name: "bash".into(),
+                        description: "Run".into(),
+                        parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+                    },
+                    ToolDefinition {
+                        name: "read".into(),
+                        description: "Read".into(),
+                        parameters: json!({}),
+                    },
+                ],
+                max_output_tokens: Some(1024),
+                temperature: Some(0.7),
+            });
+        }
+        requests
+    }
 
     #[test]
     fn arguments_round_trip_and_invalid_json_is_kept() {

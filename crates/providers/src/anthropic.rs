@@ -717,73 +717,12 @@ mod tests {
 
     #[test]
     fn typed_encoder_matches_the_value_tree_reference() {
-        let call = |id: &str, arguments: Value| ToolCall {
-            id: id.into(),
-            name: "bash".into(),
-            arguments,
-        };
-        let conversations: Vec<Vec<Message>> = vec![
-            vec![],
-            vec![Message::user("hi \"quoted\" \u{1F600}\n\ttab")],
-            vec![
-                Message::assistant("starts with the assistant"),
-                Message::user("then the user"),
-            ],
-            vec![
-                Message::system("extra system text"),
-                Message::user("go"),
-                Message::assistant_with_calls(
-                    "",
-                    vec![
-                        call(
-                            "c1",
-                            json!({"command": "ls", "n": 1.5, "z": null, "a": [1, "x"]}),
-                        ),
-                        call("c2", json!("not an object")),
-                    ],
-                ),
-                Message::tool_result("c1", "", false),
-                Message::tool_result("c2", "boom", true),
-                Message::user("and then"),
-                Message::user("twice"),
-                Message::assistant(""),
-            ],
-        ];
-        for (i, messages) in conversations.into_iter().enumerate() {
-            for (tools, system, temperature, max) in [
-                (vec![], "", None, None),
-                (
-                    vec![
-                        ToolDefinition {
-                            name: "bash".into(),
-                            description: "Run".into(),
-                            parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
-                        },
-                        ToolDefinition {
-                            name: "read".into(),
-                            description: "Read".into(),
-                            parameters: json!({}),
-                        },
-                    ],
-                    "sys",
-                    Some(0.7f32),
-                    Some(1024),
-                ),
-            ] {
-                let request = ModelRequest {
-                    model: "m".into(),
-                    system: system.into(),
-                    messages: messages.clone(),
-                    tools,
-                    max_output_tokens: max,
-                    temperature,
-                };
-                assert_eq!(
-                    request_body(&request),
-                    reference::reference_body(&request),
-                    "conversation {i}"
-                );
-            }
+        for request in crate::adapter::tests::varied_requests() {
+            assert_eq!(
+                request_body(&request),
+                reference::reference_body(&request),
+                "{request:?}"
+            );
         }
     }
 

@@ -10,13 +10,13 @@
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use pith_core::{Message, Part, Role, ToolCall, Usage};
+use pith_core::{ToolCall, Usage};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::adapter::{
-    arguments_text, decode_stream, parse_arguments, ChunkStream, Decoded, ModelRequest,
-    ProviderAdapter, StreamChunk,
+    decode_stream, parse_arguments, ChunkStream, Decoded, ModelRequest, ProviderAdapter,
+    StreamChunk,
 };
 use crate::error::ProviderError;
 use crate::http::{map_openai_error, openai_client};
@@ -41,71 +41,167 @@ impl OpenAiChat {
     }
 }
 
-/// Builds the request body. Public for tests and the prompt-cache parity checks.
-pub fn request_body(request: &ModelRequest) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
-    }
-    for message in &request.messages {
-        push_message(&mut messages, message);
-    }
-    let mut body = json!({
-        "model": request.model,
-        "messages": messages,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
-    if !request.tools.is_empty() {
-        body["tools"] = Value::Array(
-            request
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.parameters
-                    }})
-                })
-                .collect(),
-        );
-    }
-    if let Some(max) = request.max_output_tokens {
-        body["max_tokens"] = json!(max);
-    }
-    if let Some(temperature) = request.temperature {
-        body["temperature"] = json!(temperature);
-    }
-    body
+/// The request body, borrowed from the request (no intermediate `serde_json::Value`
+/// tree): every request carries the whole history, so this runs once per tool turn over
+/// everything said so far. Serialised by async-openai's client.
+pub fn wire_body(request: &ModelRequest) -> wire::Body<'_> {
+    wire::body(request)
 }
 
-fn push_message(out: &mut Vec<Value>, message: &Message) {
-    match message.role {
-        Role::System => out.push(json!({"role": "system", "content": message.text_content()})),
-        Role::User => out.push(json!({"role": "user", "content": message.text_content()})),
-        Role::Assistant => {
-            let calls: Vec<Value> = message
-                .tool_calls()
-                .map(|c| {
-                    json!({"id": c.id, "type": "function", "function": {
-                        "name": c.name, "arguments": arguments_text(&c.arguments)
-                    }})
-                })
-                .collect();
-            let text = message.text_content();
-            let mut value = json!({"role": "assistant", "content": text});
-            if !calls.is_empty() {
-                value["tool_calls"] = Value::Array(calls);
-            }
-            out.push(value);
+/// The request body as a JSON value (tests and the prompt-cache parity checks).
+pub fn request_body(request: &ModelRequest) -> Value {
+    serde_json::to_value(wire::body(request)).unwrap_or(Value::Null)
+}
+
+/// The borrowed wire types of a Chat Completions request and the conversion that fills
+/// them: the system prompt first; user and system messages as text; assistant messages
+/// with their tool calls (content `""`, never null: llama-cpp-python rejects null); each
+/// tool result as its own `tool` message, any text of a tool message as a user message.
+pub mod wire {
+    use std::borrow::Cow;
+
+    use pith_core::{Message, Part, Role};
+    use serde::Serialize;
+    use serde_json::Value;
+
+    use crate::adapter::{arguments_text, text_of, ModelRequest};
+
+    /// The request body.
+    #[derive(Debug, Serialize)]
+    pub struct Body<'a> {
+        model: &'a str,
+        messages: Vec<WireMessage<'a>>,
+        stream: bool,
+        stream_options: StreamOptions,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<WireTool<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        max_tokens: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        temperature: Option<f64>,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct StreamOptions {
+        include_usage: bool,
+    }
+
+    #[derive(Debug, Serialize)]
+    #[serde(tag = "role", rename_all = "lowercase")]
+    enum WireMessage<'a> {
+        System {
+            content: Cow<'a, str>,
+        },
+        User {
+            content: Cow<'a, str>,
+        },
+        Assistant {
+            content: Cow<'a, str>,
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            tool_calls: Vec<WireCall<'a>>,
+        },
+        Tool {
+            tool_call_id: &'a str,
+            content: &'a str,
+        },
+    }
+
+    #[derive(Debug, Serialize)]
+    struct WireCall<'a> {
+        id: &'a str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+        function: WireFunctionCall<'a>,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct WireFunctionCall<'a> {
+        name: &'a str,
+        arguments: String,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct WireTool<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        function: WireFunction<'a>,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct WireFunction<'a> {
+        name: &'a str,
+        description: &'a str,
+        parameters: &'a Value,
+    }
+
+    pub(super) fn body(request: &ModelRequest) -> Body<'_> {
+        let mut messages = Vec::with_capacity(request.messages.len() + 1);
+        if !request.system.is_empty() {
+            messages.push(WireMessage::System {
+                content: Cow::Borrowed(&request.system),
+            });
         }
-        Role::Tool => {
-            for part in &message.parts {
-                match part {
-                    Part::ToolResult(result) => out.push(json!({
-                        "role": "tool", "tool_call_id": result.call_id, "content": result.content
-                    })),
-                    Part::Text { text } => out.push(json!({"role": "user", "content": text})),
-                    Part::ToolCall(_) => {}
+        for message in &request.messages {
+            push_message(&mut messages, message);
+        }
+        Body {
+            model: &request.model,
+            messages,
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+            tools: request
+                .tools
+                .iter()
+                .map(|t| WireTool {
+                    kind: "function",
+                    function: WireFunction {
+                        name: &t.name,
+                        description: &t.description,
+                        parameters: &t.parameters,
+                    },
+                })
+                .collect(),
+            max_tokens: request.max_output_tokens,
+            temperature: request.temperature.map(f64::from),
+        }
+    }
+
+    fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message) {
+        match message.role {
+            Role::System => out.push(WireMessage::System {
+                content: text_of(message),
+            }),
+            Role::User => out.push(WireMessage::User {
+                content: text_of(message),
+            }),
+            Role::Assistant => out.push(WireMessage::Assistant {
+                content: text_of(message),
+                tool_calls: message
+                    .tool_calls()
+                    .map(|c| WireCall {
+                        id: &c.id,
+                        kind: "function",
+                        function: WireFunctionCall {
+                            name: &c.name,
+                            arguments: arguments_text(&c.arguments),
+                        },
+                    })
+                    .collect(),
+            }),
+            Role::Tool => {
+                for part in &message.parts {
+                    match part {
+                        Part::ToolResult(result) => out.push(WireMessage::Tool {
+                            tool_call_id: &result.call_id,
+                            content: &result.content,
+                        }),
+                        Part::Text { text } => out.push(WireMessage::User {
+                            content: Cow::Borrowed(text),
+                        }),
+                        Part::ToolCall(_) => {}
+                    }
                 }
             }
         }
@@ -321,11 +417,11 @@ impl ProviderAdapter for OpenAiChat {
     }
 
     async fn start(&self, request: &ModelRequest) -> Result<ChunkStream, ProviderError> {
-        let body = request_body(request);
+        let body = wire_body(request);
         let upstream = self
             .client
             .chat()
-            .create_stream_byot::<Value, Chunk>(body)
+            .create_stream_byot::<wire::Body<'_>, Chunk>(body)
             .await
             .map_err(map_openai_error)?;
         let upstream = upstream.map(|chunk| chunk.map_err(map_openai_error));
@@ -356,7 +452,8 @@ impl ProviderAdapter for OpenAiChat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pith_core::ToolDefinition;
+    use pith_core::{Message, ToolDefinition};
+    use serde_json::json;
 
     fn parse_all(lines: &[&str]) -> Result<Vec<StreamChunk>, ProviderError> {
         let mut assembler = Assembler::default();
@@ -367,6 +464,96 @@ mod tests {
         }
         out.extend(assembler.finish());
         Ok(out)
+    }
+
+    mod reference {
+        use crate::adapter::{arguments_text, ModelRequest};
+        use pith_core::{Message, Part, Role};
+        use serde_json::{json, Value};
+
+        /// The previous `Value`-tree builder, kept as the reference the typed encoder must match.
+        pub fn reference_body(request: &ModelRequest) -> Value {
+            let mut messages = Vec::with_capacity(request.messages.len() + 1);
+            if !request.system.is_empty() {
+                messages.push(json!({"role": "system", "content": request.system}));
+            }
+            for message in &request.messages {
+                push_message(&mut messages, message);
+            }
+            let mut body = json!({
+                "model": request.model,
+                "messages": messages,
+                "stream": true,
+                "stream_options": {"include_usage": true},
+            });
+            if !request.tools.is_empty() {
+                body["tools"] = Value::Array(
+                    request
+                        .tools
+                        .iter()
+                        .map(|t| {
+                            json!({"type": "function", "function": {
+                                "name": t.name, "description": t.description, "parameters": t.parameters
+                            }})
+                        })
+                        .collect(),
+                );
+            }
+            if let Some(max) = request.max_output_tokens {
+                body["max_tokens"] = json!(max);
+            }
+            if let Some(temperature) = request.temperature {
+                body["temperature"] = json!(temperature);
+            }
+            body
+        }
+
+        fn push_message(out: &mut Vec<Value>, message: &Message) {
+            match message.role {
+                Role::System => {
+                    out.push(json!({"role": "system", "content": message.text_content()}))
+                }
+                Role::User => out.push(json!({"role": "user", "content": message.text_content()})),
+                Role::Assistant => {
+                    let calls: Vec<Value> = message
+                        .tool_calls()
+                        .map(|c| {
+                            json!({"id": c.id, "type": "function", "function": {
+                                "name": c.name, "arguments": arguments_text(&c.arguments)
+                            }})
+                        })
+                        .collect();
+                    let text = message.text_content();
+                    let mut value = json!({"role": "assistant", "content": text});
+                    if !calls.is_empty() {
+                        value["tool_calls"] = Value::Array(calls);
+                    }
+                    out.push(value);
+                }
+                Role::Tool => {
+                    for part in &message.parts {
+                        match part {
+                            Part::ToolResult(result) => out.push(json!({
+                                "role": "tool", "tool_call_id": result.call_id, "content": result.content
+                            })),
+                            Part::Text { text } => out.push(json!({"role": "user", "content": text})),
+                            Part::ToolCall(_) => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn typed_encoder_matches_the_value_tree_reference() {
+        for request in crate::adapter::tests::varied_requests() {
+            assert_eq!(
+                request_body(&request),
+                reference::reference_body(&request),
+                "{request:?}"
+            );
+        }
     }
 
     #[test]

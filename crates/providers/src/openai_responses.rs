@@ -7,12 +7,12 @@
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use pith_core::{Part, Role, ToolCall, Usage};
-use serde_json::{json, Value};
+use pith_core::{ToolCall, Usage};
+use serde_json::Value;
 
 use crate::adapter::{
-    arguments_text, decode_stream, parse_arguments, ChunkStream, Decoded, ModelRequest,
-    ProviderAdapter, StreamChunk,
+    decode_stream, parse_arguments, ChunkStream, Decoded, ModelRequest, ProviderAdapter,
+    StreamChunk,
 };
 use crate::error::ProviderError;
 use crate::http::{map_openai_error, openai_client};
@@ -37,60 +37,150 @@ impl OpenAiResponses {
     }
 }
 
-/// Builds the request body. Public for tests and the prompt-cache parity checks.
+/// The request body, borrowed from the request (no intermediate `serde_json::Value`
+/// tree): every request carries the whole history, so this runs once per tool turn over
+/// everything said so far. Serialised by async-openai's client.
+pub fn wire_body(request: &ModelRequest) -> wire::Body<'_> {
+    wire::body(request)
+}
+
+/// The request body as a JSON value (tests and the prompt-cache parity checks).
 pub fn request_body(request: &ModelRequest) -> Value {
-    let mut input = Vec::new();
-    for message in &request.messages {
-        match message.role {
-            Role::System => input.push(json!({"type": "message", "role": "system", "content": [{"type": "input_text", "text": message.text_content()}]})),
-            Role::User => input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": message.text_content()}]})),
-            Role::Assistant => {
-                let text = message.text_content();
-                if !text.is_empty() {
-                    input.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}));
+    serde_json::to_value(wire::body(request)).unwrap_or(Value::Null)
+}
+
+/// The borrowed wire types of a Responses request and the conversion that fills them:
+/// the system prompt as `instructions`; user and system messages as `input_text`
+/// messages; assistant text (when not empty) as an `output_text` message followed by one
+/// `function_call` item per call; each tool result as a `function_call_output` item, any
+/// text of a tool message as a user message. `store: false`: pith sends the whole history.
+pub mod wire {
+    use std::borrow::Cow;
+
+    use pith_core::{Part, Role};
+    use serde::Serialize;
+    use serde_json::Value;
+
+    use crate::adapter::{arguments_text, text_of, ModelRequest};
+
+    /// The request body.
+    #[derive(Debug, Serialize)]
+    pub struct Body<'a> {
+        model: &'a str,
+        input: Vec<Item<'a>>,
+        stream: bool,
+        store: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        instructions: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<WireTool<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        max_output_tokens: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        temperature: Option<f64>,
+    }
+
+    #[derive(Debug, Serialize)]
+    #[serde(tag = "type", rename_all = "snake_case")]
+    enum Item<'a> {
+        Message {
+            role: &'static str,
+            content: [Content<'a>; 1],
+        },
+        FunctionCall {
+            call_id: &'a str,
+            name: &'a str,
+            arguments: String,
+        },
+        FunctionCallOutput {
+            call_id: &'a str,
+            output: &'a str,
+        },
+    }
+
+    #[derive(Debug, Serialize)]
+    #[serde(tag = "type", rename_all = "snake_case")]
+    enum Content<'a> {
+        InputText { text: Cow<'a, str> },
+        OutputText { text: Cow<'a, str> },
+    }
+
+    #[derive(Debug, Serialize)]
+    struct WireTool<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        name: &'a str,
+        description: &'a str,
+        parameters: &'a Value,
+        strict: bool,
+    }
+
+    fn input_message<'a>(role: &'static str, text: Cow<'a, str>) -> Item<'a> {
+        Item::Message {
+            role,
+            content: [Content::InputText { text }],
+        }
+    }
+
+    pub(super) fn body(request: &ModelRequest) -> Body<'_> {
+        let mut input = Vec::with_capacity(request.messages.len());
+        for message in &request.messages {
+            match message.role {
+                Role::System => input.push(input_message("system", text_of(message))),
+                Role::User => input.push(input_message("user", text_of(message))),
+                Role::Assistant => {
+                    let text = text_of(message);
+                    if !text.is_empty() {
+                        input.push(Item::Message {
+                            role: "assistant",
+                            content: [Content::OutputText { text }],
+                        });
+                    }
+                    for call in message.tool_calls() {
+                        input.push(Item::FunctionCall {
+                            call_id: &call.id,
+                            name: &call.name,
+                            arguments: arguments_text(&call.arguments),
+                        });
+                    }
                 }
-                for call in message.tool_calls() {
-                    input.push(json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments_text(&call.arguments)}));
-                }
-            }
-            Role::Tool => {
-                for part in &message.parts {
-                    match part {
-                        Part::ToolResult(result) => {
-                            input.push(json!({"type": "function_call_output", "call_id": result.call_id, "output": result.content}))
+                Role::Tool => {
+                    for part in &message.parts {
+                        match part {
+                            Part::ToolResult(result) => input.push(Item::FunctionCallOutput {
+                                call_id: &result.call_id,
+                                output: &result.content,
+                            }),
+                            Part::Text { text } => {
+                                input.push(input_message("user", Cow::Borrowed(text)))
+                            }
+                            Part::ToolCall(_) => {}
                         }
-                        Part::Text { text } => input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})),
-                        Part::ToolCall(_) => {}
                     }
                 }
             }
         }
-    }
-    let mut body = json!({
-        "model": request.model,
-        "input": input,
-        "stream": true,
-        "store": false,
-    });
-    if !request.system.is_empty() {
-        body["instructions"] = json!(request.system);
-    }
-    if !request.tools.is_empty() {
-        body["tools"] = Value::Array(
-            request
+        Body {
+            model: &request.model,
+            input,
+            stream: true,
+            store: false,
+            instructions: (!request.system.is_empty()).then_some(request.system.as_str()),
+            tools: request
                 .tools
                 .iter()
-                .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters, "strict": false}))
+                .map(|t| WireTool {
+                    kind: "function",
+                    name: &t.name,
+                    description: &t.description,
+                    parameters: &t.parameters,
+                    strict: false,
+                })
                 .collect(),
-        );
+            max_output_tokens: request.max_output_tokens,
+            temperature: request.temperature.map(f64::from),
+        }
     }
-    if let Some(max) = request.max_output_tokens {
-        body["max_output_tokens"] = json!(max);
-    }
-    if let Some(temperature) = request.temperature {
-        body["temperature"] = json!(temperature);
-    }
-    body
 }
 
 /// Per-response parsing state.
@@ -219,7 +309,7 @@ impl ProviderAdapter for OpenAiResponses {
         let upstream = self
             .client
             .responses()
-            .create_stream_byot::<Value, Value>(request_body(request))
+            .create_stream_byot::<wire::Body<'_>, Value>(wire_body(request))
             .await
             .map_err(map_openai_error)?;
         let upstream = upstream.map(|event| event.map_err(map_openai_error));
@@ -240,6 +330,7 @@ impl ProviderAdapter for OpenAiResponses {
 mod tests {
     use super::*;
     use pith_core::{Message, ToolDefinition};
+    use serde_json::json;
 
     fn parse(events: &[&str]) -> Result<Vec<StreamChunk>, ProviderError> {
         let mut parser = Parser::default();
@@ -252,6 +343,79 @@ mod tests {
 
     /// Event sequence as documented in OpenAI's Responses streaming reference (function
     /// call example), abridged to the fields pith reads.
+    mod reference {
+        use crate::adapter::{arguments_text, ModelRequest};
+        use pith_core::{Part, Role};
+        use serde_json::{json, Value};
+
+        /// The previous `Value`-tree builder, kept as the reference the typed encoder must match.
+        pub fn reference_body(request: &ModelRequest) -> Value {
+            let mut input = Vec::new();
+            for message in &request.messages {
+                match message.role {
+                    Role::System => input.push(json!({"type": "message", "role": "system", "content": [{"type": "input_text", "text": message.text_content()}]})),
+                    Role::User => input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": message.text_content()}]})),
+                    Role::Assistant => {
+                        let text = message.text_content();
+                        if !text.is_empty() {
+                            input.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}));
+                        }
+                        for call in message.tool_calls() {
+                            input.push(json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments_text(&call.arguments)}));
+                        }
+                    }
+                    Role::Tool => {
+                        for part in &message.parts {
+                            match part {
+                                Part::ToolResult(result) => {
+                                    input.push(json!({"type": "function_call_output", "call_id": result.call_id, "output": result.content}))
+                                }
+                                Part::Text { text } => input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})),
+                                Part::ToolCall(_) => {}
+                            }
+                        }
+                    }
+                }
+            }
+            let mut body = json!({
+                "model": request.model,
+                "input": input,
+                "stream": true,
+                "store": false,
+            });
+            if !request.system.is_empty() {
+                body["instructions"] = json!(request.system);
+            }
+            if !request.tools.is_empty() {
+                body["tools"] = Value::Array(
+                    request
+                        .tools
+                        .iter()
+                        .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters, "strict": false}))
+                        .collect(),
+                );
+            }
+            if let Some(max) = request.max_output_tokens {
+                body["max_output_tokens"] = json!(max);
+            }
+            if let Some(temperature) = request.temperature {
+                body["temperature"] = json!(temperature);
+            }
+            body
+        }
+    }
+
+    #[test]
+    fn typed_encoder_matches_the_value_tree_reference() {
+        for request in crate::adapter::tests::varied_requests() {
+            assert_eq!(
+                request_body(&request),
+                reference::reference_body(&request),
+                "{request:?}"
+            );
+        }
+    }
+
     #[test]
     fn parses_the_documented_function_call_stream() {
         let events = [

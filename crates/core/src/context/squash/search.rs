@@ -175,8 +175,12 @@ pub(crate) fn squash_grep(lines: &[&str], config: &SquashConfig) -> Outcome {
                 continue;
             }
             let budget = line_max.max(prefix_len + 30);
-            if let Some(short) = shorten(lines[i], budget) {
-                plan.shortened.push((i, short));
+            if lines[i].chars().count() > budget {
+                // A line that is cut anyway spends its budget on text, not indentation.
+                let compact = format!("{}{}", &lines[i][..prefix_len], text.trim_start());
+                if let Some(short) = shorten(&compact, budget) {
+                    plan.shortened.push((i, short));
+                }
             }
         } else if let Some(short) = shorten(lines[i], config.match_line_max_chars) {
             plan.shortened.push((i, short));
