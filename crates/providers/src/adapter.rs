@@ -13,6 +13,8 @@
 
 use std::pin::Pin;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use futures::Stream;
 use pith_core::{Message, ToolCall, ToolDefinition, Usage};
@@ -27,8 +29,9 @@ pub struct ModelRequest {
     /// The system prompt; empty for none.
     pub system: String,
     /// The conversation, oldest first. System messages inside it (rare) are sent as
-    /// system content where the protocol allows it.
-    pub messages: Vec<Message>,
+    /// system content where the protocol allows it. Shared with the loop's history (which
+    /// is copied on write): a request costs no copy of the conversation.
+    pub messages: Arc<Vec<Message>>,
     /// Tools the model may call.
     pub tools: Vec<ToolDefinition>,
     /// Cap on output tokens, when the model needs one (Anthropic requires it).
@@ -228,7 +231,7 @@ pub(crate) mod tests {
             requests.push(ModelRequest {
                 model: "m".into(),
                 system: String::new(),
-                messages: messages.clone(),
+                messages: Arc::new(messages.clone()),
                 tools: Vec::new(),
                 max_output_tokens: None,
                 temperature: None,
@@ -236,7 +239,7 @@ pub(crate) mod tests {
             requests.push(ModelRequest {
                 model: "m".into(),
                 system: "sys\nprompt".into(),
-                messages,
+                messages: Arc::new(messages),
                 tools: vec![
                     ToolDefinition {
                         name: "bash".into(),

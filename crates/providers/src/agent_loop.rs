@@ -133,7 +133,9 @@ pub struct AgentLoop {
     budget: ContextBudget,
     system_prompt: String,
     tools: ToolRegistry,
-    history: Vec<Message>,
+    /// Shared with the request in flight (copy on write: pushing clones only while a
+    /// request still holds it, which it never does between requests).
+    history: Arc<Vec<Message>>,
     estimator: RequestEstimator,
     options: LoopOptions,
     policy: PolicyState,
@@ -167,7 +169,7 @@ impl AgentLoop {
             budget,
             system_prompt: system_prompt.into(),
             tools,
-            history: Vec::new(),
+            history: Arc::new(Vec::new()),
             estimator,
             options,
             policy: PolicyState::default(),
@@ -182,7 +184,7 @@ impl AgentLoop {
     /// Replaces the conversation (resuming a session, `/clear`). System messages are
     /// dropped: the loop adds its own system prompt to every request.
     pub fn set_history(&mut self, history: Vec<Message>) {
-        self.history = pith_core::summary::strip_system(&history);
+        self.history = Arc::new(pith_core::summary::strip_system(&history));
         self.estimator.clear_usage();
         self.policy = PolicyState::default();
     }
@@ -226,7 +228,7 @@ impl AgentLoop {
 
     fn request(
         &self,
-        messages: Vec<Message>,
+        messages: Arc<Vec<Message>>,
         tools: Vec<pith_core::ToolDefinition>,
     ) -> ModelRequest {
         ModelRequest {
@@ -248,7 +250,7 @@ impl AgentLoop {
     ) -> Result<TurnSummary, TurnFailure> {
         let mut summary = TurnSummary::default();
         let last_user_text = user_message.text_content();
-        self.history.push(user_message);
+        Arc::make_mut(&mut self.history).push(user_message);
         self.policy.record_new_tool_turn();
 
         // Beyond the seed: a history that already crosses the threshold when the user
@@ -282,7 +284,7 @@ impl AgentLoop {
             let estimate = self
                 .estimator
                 .estimate(&self.system_prompt, &self.history, &tools);
-            let mut messages = self.history.clone();
+            let mut messages = Arc::clone(&self.history);
             if self.budget.overflows(estimate.total as u64) {
                 let fitted = overflow::fit_to_budget(
                     self.estimator.counter().as_ref(),
@@ -292,11 +294,11 @@ impl AgentLoop {
                     self.budget.input_budget,
                 );
                 let _ = events.send(LoopEvent::Notice(fitted.notice()));
-                messages = fitted.messages;
+                messages = Arc::new(fitted.messages);
             }
             let request = self.request(messages, tools);
             summary.requests += 1;
-            let response = match send_with_retries(
+            let sent = send_with_retries(
                 self.adapter.as_ref(),
                 &request,
                 &self.options.retry,
@@ -304,8 +306,10 @@ impl AgentLoop {
                 Visibility::Visible(events),
                 cancel,
             )
-            .await
-            {
+            .await;
+            // The request shares the history: release it so appending does not copy it.
+            drop(request);
+            let response = match sent {
                 Ok(response) => response,
                 Err(failure) => {
                     // Keep what the user already saw, never an orphan tool call.
@@ -374,7 +378,7 @@ impl AgentLoop {
 
     fn push(&mut self, message: Message, events: &UnboundedSender<LoopEvent>) {
         let _ = events.send(LoopEvent::MessageAppended(message.clone()));
-        self.history.push(message);
+        Arc::make_mut(&mut self.history).push(message);
     }
 
     /// Runs the compaction policy before a request: micro-compaction (dedup + prune),
@@ -409,7 +413,7 @@ impl AgentLoop {
                     let Some((replacement, reclaimed)) = micro else {
                         return Ok(());
                     };
-                    self.history = replacement.clone();
+                    self.history = Arc::new(replacement.clone());
                     let tokens_after = self.estimate().total as u64;
                     let freed = estimate
                         .saturating_sub(tokens_after)
@@ -479,13 +483,13 @@ impl AgentLoop {
         }));
         let tools = self.tools.definitions();
         let request = self.request(
-            compaction::auto_request_messages(
+            Arc::new(compaction::auto_request_messages(
                 self.estimator.counter().as_ref(),
                 &self.system_prompt,
                 &self.history,
                 &tools,
                 self.budget.input_budget,
-            ),
+            )),
             tools,
         );
         let outcome = compaction::run_private(
@@ -507,7 +511,7 @@ impl AgentLoop {
                     &text,
                     last_user_text,
                 );
-                self.history = pith_core::summary::strip_system(&replacement);
+                self.history = Arc::new(pith_core::summary::strip_system(&replacement));
                 let tokens_after = self.estimate().total as u64;
                 let _ = events.send(LoopEvent::AutoCompaction(AutoCompaction::Applied {
                     replacement,
@@ -564,9 +568,9 @@ impl AgentLoop {
         }
         let tokens_before = self.estimate().total as u64;
         let tools = self.tools.definitions();
-        let mut messages = self.history.clone();
+        let mut messages = self.history.to_vec();
         messages.push(Message::user(pith_core::summary::manual_prompt(focus)));
-        let request = self.request(messages, tools);
+        let request = self.request(Arc::new(messages), tools);
         let outcome = compaction::run_visible(
             self.adapter.as_ref(),
             request,
@@ -579,7 +583,7 @@ impl AgentLoop {
         match outcome {
             PrivateOutcome::Summary { summary, usage } => {
                 let replacement = pith_core::summary::build_manual_replacement(&summary);
-                self.history = replacement.clone();
+                self.history = Arc::new(replacement.clone());
                 self.policy = PolicyState::default();
                 let tokens_after = self.estimate().total as u64;
                 Ok(ManualCompaction {

@@ -169,7 +169,7 @@ mod wire {
     pub fn body(request: &ModelRequest) -> Body<'_> {
         let mut system_text = Cow::Borrowed(request.system.as_str());
         let mut messages: Vec<WireMessage<'_>> = Vec::new();
-        for message in &request.messages {
+        for message in request.messages.iter() {
             let (role, blocks) = match message.role {
                 Role::System => {
                     let text = system_text.to_mut();
@@ -605,7 +605,7 @@ mod tests {
         pub fn reference_body(request: &ModelRequest) -> Value {
             let mut system_text = request.system.clone();
             let mut messages: Vec<Value> = Vec::new();
-            for message in &request.messages {
+            for message in request.messages.iter() {
                 let (role, blocks) = match message.role {
                     Role::System => {
                         if !system_text.is_empty() {
@@ -731,7 +731,7 @@ mod tests {
         let request = ModelRequest {
             model: "claude-sonnet-4-5".into(),
             system: "sys".into(),
-            messages: vec![
+            messages: std::sync::Arc::new(vec![
                 Message::user("read it"),
                 Message::assistant_with_calls(
                     "ok",
@@ -743,7 +743,7 @@ mod tests {
                 ),
                 Message::tool_result("t1", "content", false),
                 Message::user("and summarise"),
-            ],
+            ]),
             tools: vec![ToolDefinition {
                 name: "read".into(),
                 description: "Read".into(),

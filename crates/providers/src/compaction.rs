@@ -161,12 +161,12 @@ async fn run(
         if cancel.is_cancelled() {
             return PrivateOutcome::Cancelled { usage };
         }
-        request.messages.push(Message::assistant_with_calls(
+        std::sync::Arc::make_mut(&mut request.messages).push(Message::assistant_with_calls(
             response.text,
             response.tool_calls,
         ));
         for result in results {
-            request.messages.push(Message {
+            std::sync::Arc::make_mut(&mut request.messages).push(Message {
                 role: pith_core::Role::Tool,
                 parts: vec![pith_core::Part::ToolResult(result)],
             });

@@ -141,7 +141,7 @@ pub mod wire {
                 content: Cow::Borrowed(&request.system),
             });
         }
-        for message in &request.messages {
+        for message in request.messages.iter() {
             push_message(&mut messages, message);
         }
         Body {
@@ -477,7 +477,7 @@ mod tests {
             if !request.system.is_empty() {
                 messages.push(json!({"role": "system", "content": request.system}));
             }
-            for message in &request.messages {
+            for message in request.messages.iter() {
                 push_message(&mut messages, message);
             }
             let mut body = json!({
@@ -561,7 +561,7 @@ mod tests {
         let request = ModelRequest {
             model: "gpt-4o".into(),
             system: "sys".into(),
-            messages: vec![
+            messages: std::sync::Arc::new(vec![
                 Message::user("hi"),
                 Message::assistant_with_calls(
                     "",
@@ -572,7 +572,7 @@ mod tests {
                     }],
                 ),
                 Message::tool_result("c1", "text", false),
-            ],
+            ]),
             tools: vec![ToolDefinition {
                 name: "read".into(),
                 description: "Read".into(),

@@ -124,7 +124,7 @@ pub mod wire {
 
     pub(super) fn body(request: &ModelRequest) -> Body<'_> {
         let mut input = Vec::with_capacity(request.messages.len());
-        for message in &request.messages {
+        for message in request.messages.iter() {
             match message.role {
                 Role::System => input.push(input_message("system", text_of(message))),
                 Role::User => input.push(input_message("user", text_of(message))),
@@ -351,7 +351,7 @@ mod tests {
         /// The previous `Value`-tree builder, kept as the reference the typed encoder must match.
         pub fn reference_body(request: &ModelRequest) -> Value {
             let mut input = Vec::new();
-            for message in &request.messages {
+            for message in request.messages.iter() {
                 match message.role {
                     Role::System => input.push(json!({"type": "message", "role": "system", "content": [{"type": "input_text", "text": message.text_content()}]})),
                     Role::User => input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": message.text_content()}]})),
@@ -470,7 +470,7 @@ mod tests {
         let request = ModelRequest {
             model: "gpt-5".into(),
             system: "sys".into(),
-            messages: vec![
+            messages: std::sync::Arc::new(vec![
                 Message::user("hi"),
                 Message::assistant_with_calls(
                     "",
@@ -481,7 +481,7 @@ mod tests {
                     }],
                 ),
                 Message::tool_result("call_1", "a.rs", false),
-            ],
+            ]),
             tools: vec![ToolDefinition {
                 name: "ls".into(),
                 description: "List".into(),

@@ -62,7 +62,10 @@ struct Harness {
 }
 
 fn harness(replies: Vec<Reply>, window: u64) -> Harness {
-    let adapter = MockAdapter::new(replies);
+    harness_with(MockAdapter::new(replies), window)
+}
+
+fn harness_with(adapter: MockAdapter, window: u64) -> Harness {
     let tool = Arc::new(ReadTool {
         runs: AtomicUsize::new(0),
     });
@@ -127,6 +130,35 @@ fn text_of(events: &[LoopEvent]) -> String {
 }
 
 const SUMMARY: &str = "## Goal\nFix the parser.\n## Key Instructions\nKeep the API.";
+
+#[tokio::test]
+async fn requests_share_the_history_instead_of_copying_it() {
+    // Every request carries the whole history; the loop hands it over shared and appends
+    // in place, so a long session does not copy its conversation once per tool turn.
+    let replies = (0..5)
+        .map(|i| Reply::tool_call(&format!("c{i}"), "read", json!({"path": "a.rs"}), 1_000, 10))
+        .chain([Reply::text("Done.")])
+        .collect();
+    let mut h = harness_with(MockAdapter::recording_addresses(replies), 200_000);
+    let (tx, _rx) = unbounded_channel();
+    let summary = h
+        .agent
+        .run_turn(Message::user("go"), &tx, &CancellationToken::new())
+        .await
+        .expect("turn completes");
+    assert_eq!(summary.requests, 6);
+    let addresses = h.adapter.addresses();
+    assert_eq!(addresses.len(), 6);
+    assert!(
+        addresses.iter().all(|a| *a == addresses[0]),
+        "the history was copied between requests: {addresses:?}"
+    );
+    assert_eq!(
+        h.agent.history().len(),
+        12,
+        "user, 5 × (call, result), answer"
+    );
+}
 
 #[tokio::test]
 async fn crossing_the_threshold_compacts_once_and_the_turn_continues_from_the_replacement() {

@@ -78,6 +78,10 @@ impl Reply {
 struct State {
     replies: VecDeque<Reply>,
     requests: Vec<ModelRequest>,
+    /// When set, requests are not kept (a kept request would hold the history), only
+    /// the address of each request's message list.
+    addresses_only: bool,
+    addresses: Vec<usize>,
 }
 
 /// The scripted adapter. Clone it to keep a handle on the recorded requests.
@@ -91,13 +95,27 @@ impl MockAdapter {
         Self {
             state: Arc::new(Mutex::new(State {
                 replies: replies.into(),
-                requests: Vec::new(),
+                ..State::default()
             })),
         }
     }
 
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.state.lock().unwrap().requests.clone()
+    }
+
+    /// An adapter that records only where each request's message list lives.
+    #[allow(dead_code)]
+    pub fn recording_addresses(replies: Vec<Reply>) -> Self {
+        let adapter = Self::new(replies);
+        adapter.state.lock().unwrap().addresses_only = true;
+        adapter
+    }
+
+    /// The addresses recorded by [`MockAdapter::recording_addresses`].
+    #[allow(dead_code)]
+    pub fn addresses(&self) -> Vec<usize> {
+        self.state.lock().unwrap().addresses.clone()
     }
 }
 
@@ -110,7 +128,12 @@ impl ProviderAdapter for MockAdapter {
     async fn start(&self, request: &ModelRequest) -> Result<ChunkStream, ProviderError> {
         let reply = {
             let mut state = self.state.lock().unwrap();
-            state.requests.push(request.clone());
+            if state.addresses_only {
+                let address = Arc::as_ptr(&request.messages) as usize;
+                state.addresses.push(address);
+            } else {
+                state.requests.push(request.clone());
+            }
             state.replies.pop_front()
         };
         match reply {
