@@ -319,6 +319,61 @@ fn hostile_tool_calls_are_refused_and_recorded_without_touching_anything() {
 }
 
 #[test]
+fn the_model_reads_a_spilled_output_back_through_the_markers_path() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("").with_tool_call("bash", json!({"command": "seq 1 6000"})),
+        Turn::text("").with_tool_call(
+            "read",
+            json!({"path": "$PITH_SPILL_DIR/1.txt", "offset": 5999, "limit": 2}),
+        ),
+        Turn::text("").with_tool_call(
+            "bash",
+            json!({"command": "tail -n 1 \"$PITH_SPILL_DIR/1.txt\""}),
+        ),
+        Turn::text("Read it."),
+    ]))
+    .unwrap();
+    let output = sandbox.run(
+        &server,
+        &["--model", MODEL, "--approval", "full", "count to 6000"],
+    );
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let records = records(&sandbox.only_transcript());
+    let turn = records
+        .iter()
+        .rev()
+        .find(|r| r["kind"] == "assistant_turn")
+        .unwrap();
+    let results: Vec<&str> = turn["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["parts"][0]["content"].as_str())
+        .collect();
+    assert_eq!(results.len(), 3);
+    assert!(
+        results[0].ends_with("[full output: $PITH_SPILL_DIR/1.txt]"),
+        "the squashed output names its spill file: {}",
+        results[0]
+    );
+    assert!(
+        !results[0].contains("\n3000\n"),
+        "the middle was squashed away"
+    );
+    assert_eq!(
+        results[1], "  5999\t5999\n  6000\t6000\n",
+        "read resolves the variable"
+    );
+    assert!(
+        results[2].starts_with("6000\n"),
+        "bash exports it: {}",
+        results[2]
+    );
+}
+
+#[test]
 fn read_only_is_the_default_approval() {
     let sandbox = Sandbox::new();
     let server = TestServer::start(Script::anthropic([
