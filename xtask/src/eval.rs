@@ -73,7 +73,11 @@ pub fn run(sessions: &Path, json: Option<&PathBuf>, list: Option<&str>) -> Resul
     );
     print!("{}", markdown_table(&report));
     if let Some(family) = list {
-        let mut rows: Vec<_> = report.outputs.iter().filter(|r| r.family == family).collect();
+        let mut rows: Vec<_> = report
+            .outputs
+            .iter()
+            .filter(|r| r.family == family)
+            .collect();
         rows.sort_by_key(|r| std::cmp::Reverse(r.tokens_after));
         println!("\n| tokens before | tokens after | paths kept | command |\n|---:|---:|---:|---|");
         for r in rows {
@@ -83,7 +87,11 @@ pub fn run(sessions: &Path, json: Option<&PathBuf>, list: Option<&str>) -> Resul
                 r.tokens_after,
                 r.paths_kept,
                 r.paths_total,
-                r.command.replace('\n', " ").chars().take(110).collect::<String>()
+                r.command
+                    .replace('\n', " ")
+                    .chars()
+                    .take(110)
+                    .collect::<String>()
             );
         }
     }
