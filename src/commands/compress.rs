@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use pith_core::context::squash::{self, SquashConfig};
-use pith_core::{Encoding, TiktokenCounter, TokenCounter};
+use pith_core::{BpeCounter, Encoding, TokenCounter};
 
 use crate::cli::CompressArgs;
 use crate::commands::tokens::read_input;
@@ -40,7 +40,7 @@ pub fn run(args: CompressArgs) -> Result<()> {
     } else {
         squashed.text
     };
-    let counter = TiktokenCounter::new(Encoding::O200kBase);
+    let counter = BpeCounter::new(Encoding::O200kBase);
     let tokens_before = counter.count(&input);
     let tokens_after = counter.count(&text);
     let mut stdout = std::io::stdout().lock();

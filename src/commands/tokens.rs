@@ -4,7 +4,7 @@ use std::io::Read;
 use std::path::Path;
 
 use anyhow::Result;
-use pith_core::{TiktokenCounter, TokenCounter};
+use pith_core::{BpeCounter, TokenCounter};
 
 use crate::cli::TokensArgs;
 use crate::exit::ExitError;
@@ -21,7 +21,7 @@ pub fn run(args: TokensArgs) -> Result<()> {
             String::from_utf8_lossy(err.as_bytes()).into_owned()
         }
     };
-    let counter = TiktokenCounter::new(args.encoding.into());
+    let counter = BpeCounter::new(args.encoding.into());
     println!("{}", counter.count(&text));
     Ok(())
 }

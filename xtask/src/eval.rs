@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use pith_core::context::squash::SquashConfig;
-use pith_core::{Encoding, TiktokenCounter};
+use pith_core::{BpeCounter, Encoding};
 
 use crate::eval_core::{evaluate, markdown_table, samples_from_session};
 
@@ -62,7 +62,7 @@ pub fn run(sessions: &Path, json: Option<&PathBuf>, list: Option<&str>) -> Resul
     if malformed > 0 {
         eprintln!("eval: skipped {malformed} malformed lines");
     }
-    let counter = TiktokenCounter::new(Encoding::O200kBase);
+    let counter = BpeCounter::new(Encoding::O200kBase);
     let report = evaluate(&samples, &SquashConfig::default(), &counter);
     println!(
         "{} sessions, {} tool results, {} above the {}-byte floor\n",

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, Criterion};
 use pith_core::message::{Message, ToolCall};
 use pith_core::tokens::estimate_request;
-use pith_core::{Encoding, RequestEstimator, TiktokenCounter, TokenCounter, ToolDefinition};
+use pith_core::{BpeCounter, Encoding, RequestEstimator, TokenCounter, ToolDefinition};
 
 const SYSTEM: &str = "You are pith, a coding agent. Work in small verified steps.";
 
@@ -49,7 +49,7 @@ fn history(counter: &dyn TokenCounter) -> Vec<Message> {
 }
 
 fn bench_estimate(c: &mut Criterion) {
-    let counter = Arc::new(TiktokenCounter::new(Encoding::O200kBase));
+    let counter = Arc::new(BpeCounter::new(Encoding::O200kBase));
     let tools = vec![ToolDefinition {
         name: "grep".into(),
         description: "Search file contents".into(),

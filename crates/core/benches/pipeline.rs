@@ -6,7 +6,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion};
 use pith_core::context::{dedup, prune};
 use pith_core::message::{Message, ToolCall};
-use pith_core::{Encoding, TiktokenCounter, TokenCounter};
+use pith_core::{BpeCounter, Encoding, TokenCounter};
 
 /// About 200k o200k tokens: 200 turns of ~1k-token tool results, a quarter of them
 /// repeated reads of the same files.
@@ -47,7 +47,7 @@ fn history(counter: &dyn TokenCounter) -> Vec<Message> {
 }
 
 fn bench_pipeline(c: &mut Criterion) {
-    let counter = TiktokenCounter::new(Encoding::O200kBase);
+    let counter = BpeCounter::new(Encoding::O200kBase);
     let h = history(&counter);
     let mut group = c.benchmark_group("micro_compaction_200k_tokens");
     group.sample_size(10);

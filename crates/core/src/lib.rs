@@ -19,5 +19,5 @@ pub mod tool;
 pub use budget::ContextBudget;
 pub use events::{AutoCompaction, LoopEvent, Usage};
 pub use message::{Message, Part, Role, ToolCall, ToolResult};
-pub use tokens::{Encoding, RequestEstimate, RequestEstimator, TiktokenCounter, TokenCounter};
+pub use tokens::{BpeCounter, Encoding, RequestEstimate, RequestEstimator, TokenCounter};
 pub use tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolRegistry};

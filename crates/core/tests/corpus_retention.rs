@@ -12,7 +12,7 @@ mod eval_core;
 use std::path::Path;
 
 use pith_core::context::squash::SquashConfig;
-use pith_core::{Encoding, TiktokenCounter};
+use pith_core::{BpeCounter, Encoding};
 
 fn sample_report() -> eval_core::Report {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpus-sample");
@@ -30,7 +30,7 @@ fn sample_report() -> eval_core::Report {
         assert_eq!(malformed, 0, "{} has malformed lines", file.display());
         samples.append(&mut s);
     }
-    let counter = TiktokenCounter::new(Encoding::O200kBase);
+    let counter = BpeCounter::new(Encoding::O200kBase);
     eval_core::evaluate(&samples, &SquashConfig::default(), &counter)
 }
 

@@ -252,10 +252,10 @@ fn ceil_char(text: &str, mut index: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pith_core::{Encoding, TiktokenCounter, ToolCall};
+    use pith_core::{BpeCounter, Encoding, ToolCall};
 
-    fn counter() -> TiktokenCounter {
-        TiktokenCounter::new(Encoding::O200kBase)
+    fn counter() -> BpeCounter {
+        BpeCounter::new(Encoding::O200kBase)
     }
 
     fn big_output(lines: usize) -> String {

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use pith_core::context::ContextConfig;
-use pith_core::{ContextBudget, Encoding, RequestEstimator, TiktokenCounter, ToolRegistry};
+use pith_core::{BpeCounter, ContextBudget, Encoding, RequestEstimator, ToolRegistry};
 
 use crate::agent_loop::{AgentLoop, LoopOptions};
 use crate::config::{
@@ -61,7 +61,7 @@ pub struct LoopFlags {
 
 /// The token estimator every loop uses (o200k BPE: the estimate's single encoding).
 pub fn default_estimator() -> RequestEstimator {
-    RequestEstimator::new(Arc::new(TiktokenCounter::new(Encoding::O200kBase)))
+    RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase)))
 }
 
 /// Builds the loop for `resolved` in workspace `cwd` with `tools`: budget from the

@@ -12,8 +12,8 @@ use mock_adapter::{MockAdapter, Reply};
 use pith_core::prompts::TOOLS_DISABLED_DURING_COMPACTION;
 use pith_core::summary::{auto_prompt, manual_prompt};
 use pith_core::{
-    AutoCompaction, ContextBudget, Encoding, LoopEvent, Message, RequestEstimator, Role,
-    TiktokenCounter, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
+    AutoCompaction, BpeCounter, ContextBudget, Encoding, LoopEvent, Message, RequestEstimator,
+    Role, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
 };
 use pith_providers::request::Timeouts;
 use pith_providers::retry::RetryPolicy;
@@ -88,7 +88,7 @@ fn harness_with(adapter: MockAdapter, window: u64) -> Harness {
         ContextBudget::for_window(window),
         SYSTEM,
         registry,
-        RequestEstimator::new(Arc::new(TiktokenCounter::new(Encoding::O200kBase))),
+        RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
         options,
     );
     Harness {
@@ -633,7 +633,7 @@ async fn an_oversized_request_is_fitted_instead_of_sent_to_fail() {
         .iter()
         .any(|e| matches!(e, LoopEvent::Notice(n) if n.contains("too large"))));
     let sent = &h.adapter.requests()[0];
-    let counter = TiktokenCounter::new(Encoding::O200kBase);
+    let counter = BpeCounter::new(Encoding::O200kBase);
     let estimate =
         pith_core::tokens::estimate_request(&counter, &sent.system, &sent.messages, &sent.tools);
     assert!(estimate.total as u64 <= ContextBudget::for_window(8_192).input_budget);

@@ -129,7 +129,7 @@ pub fn thousands(value: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pith_core::{Encoding, TiktokenCounter};
+    use pith_core::{BpeCounter, Encoding};
 
     #[test]
     fn bars_scale_to_the_input_budget() {
@@ -150,7 +150,7 @@ mod tests {
 
     #[test]
     fn the_report_splits_messages_by_role_and_uses_the_budget_thresholds() {
-        let counter = TiktokenCounter::new(Encoding::O200kBase);
+        let counter = BpeCounter::new(Encoding::O200kBase);
         let history = vec![
             Message::user("please read the file"),
             Message::assistant("reading"),

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use async_trait::async_trait;
 use pith_core::{
-    ContextBudget, Encoding, Message, RequestEstimator, TiktokenCounter, Tool, ToolContext,
-    ToolError, ToolOutput, ToolRegistry,
+    BpeCounter, ContextBudget, Encoding, Message, RequestEstimator, Tool, ToolContext, ToolError,
+    ToolOutput, ToolRegistry,
 };
 use pith_providers::anthropic::Anthropic;
 use pith_providers::{AgentLoop, LoopOptions};
@@ -73,7 +73,7 @@ async fn one_loop_run(tool_turns: usize) -> Result<f64> {
         ContextBudget::for_window(200_000),
         "You are a benchmark.",
         ToolRegistry::new(vec![Arc::new(Echo)]),
-        RequestEstimator::new(Arc::new(TiktokenCounter::new(Encoding::O200kBase))),
+        RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
         LoopOptions::default(),
     );
     let (events, mut drain) = tokio::sync::mpsc::unbounded_channel();

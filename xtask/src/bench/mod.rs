@@ -21,7 +21,7 @@ pub mod tokens;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use pith_core::{Encoding, TiktokenCounter};
+use pith_core::{BpeCounter, Encoding};
 
 use crate::corpus::{read_sessions, CorpusSession};
 use crate::eval_core::samples_from_session;
@@ -158,7 +158,7 @@ pub fn run(options: &BenchOptions) -> Result<()> {
     let tokens = tokens::measure(&docs, runs, &cache)?;
 
     eprintln!("bench: squash per family");
-    let counter = TiktokenCounter::new(Encoding::O200kBase);
+    let counter = BpeCounter::new(Encoding::O200kBase);
     let mut samples = Vec::new();
     for file in crate::corpus::session_files(&corpus_dir)? {
         let text = std::fs::read_to_string(&file)

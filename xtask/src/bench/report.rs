@@ -144,7 +144,7 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
     // Targets.
     let _ = writeln!(w, "## Targets\n");
     let _ = writeln!(w, "| target | measured (median) | |\n|---|---|---|");
-    let pith1 = best_median(m, "pith TiktokenCounter, 1 thread");
+    let pith1 = best_median(m, super::tokens::PITH_ONE_THREAD);
     let python = best_median(m, "python");
     match (&pith1, &python) {
         (Some((_, p)), Some((label, py))) => {
@@ -243,7 +243,7 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
     let _ = writeln!(w, "\n## Token counting (o200k_base)\n");
     let _ = writeln!(
         w,
-        "Input: every message and tool output of the corpus as separate documents ({} documents, {:.1} MB). Python: tiktoken {} in a venv under `.cache/py`, BPE files from tiktoken-rs's assets. The bench fails if any count differs.\n",
+        "Input: every message and tool output of the corpus as separate documents ({} documents, {:.1} MB). pith: `BpeCounter` (bpe-openai). Python: tiktoken {} in a venv under `.cache/py`, BPE files from bpe-openai's data (byte-identical to OpenAI's). The bench fails if any count differs.\n",
         m.tokens.documents,
         m.tokens.bytes as f64 / 1e6,
         m.tokens.python_version.as_deref().unwrap_or("(not run)")
@@ -431,7 +431,7 @@ mod tests {
                 documents: 2,
                 bytes: 100,
                 figures: vec![
-                    counted("pith TiktokenCounter, 1 thread", 40.0),
+                    counted(crate::bench::tokens::PITH_ONE_THREAD, 40.0),
                     counted("python tiktoken encode_ordinary_batch, 2 threads", 20.0),
                 ],
                 python_missing: None,

@@ -1,10 +1,12 @@
 """Python tiktoken on the documents pith counted: used by `cargo xtask bench`.
 
-argv: DOCS_JSON RUNS ASSETS_DIR CACHE_DIR. Installs tiktoken-rs's BPE files as
-tiktoken's cache (tiktoken would download them otherwise), then times
+argv: DOCS_JSON RUNS ASSETS_DIR CACHE_DIR. Installs the BPE files of ASSETS_DIR
+(`NAME.tiktoken`, or gzipped `NAME.tiktoken.gz` as bpe-openai ships them) as tiktoken's
+cache (tiktoken would download them otherwise; it checks their hash), then times
 encode_ordinary (loop) and encode_ordinary_batch with 1 and 2 threads on o200k_base.
 Prints one JSON object: {mode: {"count": N, "seconds": [..]}}.
 """
+import gzip
 import hashlib
 import json
 import os
@@ -18,7 +20,12 @@ for name in ("o200k_base", "cl100k_base"):
     url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
     target = os.path.join(cache, hashlib.sha1(url.encode()).hexdigest())
     if not os.path.exists(target):
-        shutil.copyfile(os.path.join(assets, f"{name}.tiktoken"), target)
+        plain = os.path.join(assets, f"{name}.tiktoken")
+        if os.path.exists(plain):
+            shutil.copyfile(plain, target)
+        else:
+            with gzip.open(plain + ".gz", "rb") as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
 os.environ["TIKTOKEN_CACHE_DIR"] = cache
 
 import tiktoken  # noqa: E402  (after the cache is in place)

@@ -1,19 +1,23 @@
 //! Token counting side by side: pith's counter and Python `tiktoken` on the same
 //! documents (every message of the corpus sessions), same counts asserted.
 //!
-//! Python runs in a venv under `.cache/py` (created with pip on first use); tiktoken's
-//! BPE files come from tiktoken-rs's embedded assets, copied into its cache directory,
-//! so nothing is downloaded at run time.
+//! pith's side is [`BpeCounter`] (bpe-openai). Python runs in a venv under `.cache/py`
+//! (created with pip on first use); tiktoken's BPE files are the ones bpe-openai ships
+//! (`data/*.tiktoken.gz` in the cargo registry, byte-identical to OpenAI's), unpacked into
+//! its cache directory, so nothing is downloaded at run time.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use pith_core::{Encoding, TiktokenCounter, TokenCounter};
+use pith_core::{BpeCounter, Encoding, TokenCounter};
 
 use super::stats::Spread;
 use crate::corpus::CorpusSession;
+
+/// The label of pith's single-thread figure, the one the 1.7× target is read from.
+pub const PITH_ONE_THREAD: &str = "pith BpeCounter (bpe-openai), 1 thread";
 
 /// One counting mode: tokens counted and throughput over runs.
 #[derive(Debug, Clone)]
@@ -55,14 +59,14 @@ pub fn documents(sessions: &[CorpusSession]) -> Vec<String> {
     docs
 }
 
-fn count_all(counter: &TiktokenCounter, docs: &[String]) -> u64 {
+fn count_all(counter: &BpeCounter, docs: &[String]) -> u64 {
     docs.iter().map(|d| counter.count(d) as u64).sum()
 }
 
 /// Measures pith (1 thread, and the documents split over 2 threads) and Python.
 pub fn measure(docs: &[String], runs: usize, cache: &Path) -> Result<TokenSection> {
     let bytes: u64 = docs.iter().map(|d| d.len() as u64).sum();
-    let counter = TiktokenCounter::new(Encoding::O200kBase);
+    let counter = BpeCounter::new(Encoding::O200kBase);
     let mb = bytes as f64 / 1e6;
     let mut figures = Vec::new();
 
@@ -73,12 +77,7 @@ pub fn measure(docs: &[String], runs: usize, cache: &Path) -> Result<TokenSectio
         tokens = count_all(&counter, docs);
         seconds.push(start.elapsed().as_secs_f64());
     }
-    figures.push(figure(
-        "pith TiktokenCounter, 1 thread",
-        tokens,
-        mb,
-        &seconds,
-    )?);
+    figures.push(figure(PITH_ONE_THREAD, tokens, mb, &seconds)?);
 
     let (first, second) = split_by_bytes(docs);
     let mut seconds = Vec::new();
@@ -92,7 +91,7 @@ pub fn measure(docs: &[String], runs: usize, cache: &Path) -> Result<TokenSectio
         seconds.push(start.elapsed().as_secs_f64());
     }
     figures.push(figure(
-        "pith TiktokenCounter, documents split over 2 threads",
+        "pith BpeCounter (bpe-openai), documents split over 2 threads",
         tokens2,
         mb,
         &seconds,
@@ -182,7 +181,7 @@ fn python(docs: &[String], runs: usize, cache: &Path) -> Result<PythonFigures> {
     let script = cache.join("bench/tiktoken_bench.py");
     std::fs::write(&script, include_str!("tiktoken_bench.py"))
         .with_context(|| format!("writing {}", script.display()))?;
-    let assets = tiktoken_rs_assets()?;
+    let assets = bpe_openai_data()?;
     let output = Command::new(&py)
         .arg(&script)
         .arg(&docs_path)
@@ -213,8 +212,8 @@ fn python(docs: &[String], runs: usize, cache: &Path) -> Result<PythonFigures> {
     Ok((figures, version))
 }
 
-/// tiktoken-rs's `assets/` in the cargo registry.
-fn tiktoken_rs_assets() -> Result<PathBuf> {
+/// bpe-openai's `data/` (the gzipped `.tiktoken` vocabularies) in the cargo registry.
+fn bpe_openai_data() -> Result<PathBuf> {
     let cargo_home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
@@ -227,14 +226,14 @@ fn tiktoken_rs_assets() -> Result<PathBuf> {
         };
         for entry in entries.flatten() {
             let path = entry.path();
-            let is_tiktoken = path
+            let is_bpe_openai = path
                 .file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("tiktoken-rs-"));
-            if is_tiktoken && path.join("assets/o200k_base.tiktoken").is_file() {
-                return Ok(path.join("assets"));
+                .is_some_and(|n| n.starts_with("bpe-openai-"));
+            if is_bpe_openai && path.join("data/o200k_base.tiktoken.gz").is_file() {
+                return Ok(path.join("data"));
             }
         }
     }
-    bail!("tiktoken-rs assets not found under {}", src.display())
+    bail!("bpe-openai's data/ not found under {}", src.display())
 }

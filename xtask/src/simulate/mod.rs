@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use pith_core::{Encoding, TiktokenCounter};
+use pith_core::{BpeCounter, Encoding};
 use serde::Serialize;
 
 use crate::corpus::{read_sessions, CorpusSession};
@@ -94,7 +94,7 @@ pub fn simulate(sessions: &[CorpusSession], options: &SimOptions) -> Result<Vec<
         .iter()
         .map(|name| Policy::parse(name).map(|p| (name.clone(), p)))
         .collect::<Result<_>>()?;
-    let counter = Arc::new(TiktokenCounter::new(Encoding::O200kBase));
+    let counter = Arc::new(BpeCounter::new(Encoding::O200kBase));
     let mut rows = Vec::new();
     for &window in &options.windows {
         let params = SimParams::new(

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pith_core::{ContextBudget, Encoding, TiktokenCounter};
+use pith_core::{BpeCounter, ContextBudget, Encoding};
 
 use super::ledger::Prices;
 use super::policy::Policy;
@@ -18,7 +18,7 @@ fn params(window: u64) -> SimParams {
         window,
         500,
         Prices::default(),
-        Arc::new(TiktokenCounter::new(Encoding::O200kBase)),
+        Arc::new(BpeCounter::new(Encoding::O200kBase)),
     )
 }
 

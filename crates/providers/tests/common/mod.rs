@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use pith_core::{
-    AutoCompaction, ContextBudget, Encoding, LoopEvent, Message, RequestEstimator, TiktokenCounter,
+    AutoCompaction, BpeCounter, ContextBudget, Encoding, LoopEvent, Message, RequestEstimator,
     Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
 };
 use pith_providers::anthropic::Anthropic;
@@ -150,7 +150,7 @@ pub fn harness_with(
         ContextBudget::for_window(window),
         SYSTEM,
         ToolRegistry::new(vec![tool.clone()]),
-        RequestEstimator::new(Arc::new(TiktokenCounter::new(Encoding::O200kBase))),
+        RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
         options,
     );
     Harness {
