@@ -138,27 +138,44 @@ fn sandbox() -> Result<tempfile::TempDir> {
     Ok(dir)
 }
 
-/// Waits for `child` and returns (exit status, peak RSS in KiB) via `wait4`.
-fn wait_with_peak_rss(child: std::process::Child) -> Result<(i32, u64)> {
-    let pid = libc::pid_t::try_from(child.id()).context("pid out of range")?;
-    let mut status: libc::c_int = 0;
-    // SAFETY: zeroed rusage is a valid value; wait4 writes into both out-pointers.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: pid is our own un-waited child; the pointers are valid for the call.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    if waited != pid {
-        bail!("wait4 failed: {}", std::io::Error::last_os_error());
-    }
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
+/// Waits for `child` and returns (exit status, peak RSS in KiB).
+///
+/// The peak is the child's own `VmHWM` from `/proc/<pid>/status`, polled every 5 ms until
+/// it exits (the high-water mark only grows, so the last reading is the peak, short of
+/// growth in its last few milliseconds). Not `wait4`'s `ru_maxrss`: the child is spawned
+/// with `vfork` semantics, and Linux carries the parent's high-water mark into the child's
+/// `maxrss` at `exec`, so that figure was xtask's own memory (corpus, criterion results)
+/// whenever xtask was the larger process.
+fn wait_with_peak_rss(mut child: std::process::Child) -> Result<(i32, u64)> {
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0u64;
+    let status = loop {
+        if let Some(peak) = std::fs::read_to_string(&status_path)
+            .ok()
+            .as_deref()
+            .and_then(vm_hwm_kib)
+        {
+            peak_kib = peak_kib.max(peak);
+        }
+        if let Some(status) = child.try_wait().context("waiting for the child")? {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(5));
     };
-    Ok((code, u64::try_from(usage.ru_maxrss).unwrap_or(0)))
+    Ok((status.code().unwrap_or(-1), peak_kib))
 }
 
-/// A 500-turn `pith run` (the `ls` tool, read-only approval): (seconds per tool turn,
-/// peak RSS in MiB).
+/// The `VmHWM:` value (KiB) of a `/proc/<pid>/status` text.
+fn vm_hwm_kib(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().strip_suffix("kB"))
+        .and_then(|kib| kib.trim().parse().ok())
+}
+
+/// A 500-turn `pith run` (the `ls` tool, read-only approval): (milliseconds per tool
+/// turn, peak RSS in MiB).
 pub fn long_run(binary: &Path, tool_turns: usize) -> Result<(f64, f64)> {
     let home = sandbox()?;
     let script = Script::anthropic(
@@ -250,4 +267,31 @@ pub fn run_startup(binary: &Path, runs: usize) -> Result<Spread> {
 /// The release `pith` binary under `target`.
 pub fn pith_binary(target: &Path) -> PathBuf {
     target.join("release/pith")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_high_water_mark_is_read_from_proc_status() {
+        let status = "Name:\tpith\nVmPeak:\t  200000 kB\nVmHWM:\t   81234 kB\nVmRSS:\t 80000 kB\n";
+        assert_eq!(vm_hwm_kib(status), Some(81_234));
+        assert_eq!(vm_hwm_kib("Name:\tzombie\nState:\tZ (zombie)\n"), None);
+    }
+
+    #[test]
+    fn a_child_is_measured_by_its_own_memory_not_the_parents() {
+        // This test process holds 300 MiB; a child spawned from it reports its own peak.
+        let ballast = vec![1u8; 300 << 20];
+        let child = Command::new("sleep").arg("0.2").spawn().unwrap();
+        let (code, peak_kib) = wait_with_peak_rss(child).unwrap();
+        assert_eq!(code, 0);
+        assert!(peak_kib > 0, "no reading");
+        assert!(
+            peak_kib < 100 << 10,
+            "{peak_kib} KiB is the parent's memory"
+        );
+        drop(ballast);
+    }
 }
