@@ -264,6 +264,24 @@ fn the_prompt_can_come_from_stdin_and_the_key_never_reaches_the_transcript() {
     assert_eq!(server.requests()[0].header("x-api-key"), Some("<redacted>"));
 }
 
+/// The tool results (first part of each tool message) of the transcript's last
+/// assistant turn.
+fn last_turn_tool_results(sandbox: &Sandbox) -> Vec<Value> {
+    let records = records(&sandbox.only_transcript());
+    let turn = records
+        .iter()
+        .rev()
+        .find(|r| r["kind"] == "assistant_turn")
+        .expect("the transcript has an assistant turn");
+    turn["messages"]
+        .as_array()
+        .expect("an assistant turn has messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["parts"][0].clone())
+        .collect()
+}
+
 #[test]
 fn hostile_tool_calls_are_refused_and_recorded_without_touching_anything() {
     let sandbox = Sandbox::new();
@@ -290,19 +308,7 @@ fn hostile_tool_calls_are_refused_and_recorded_without_touching_anything() {
         "a write escaped the workspace"
     );
     assert!(!std::path::Path::new("/tmp/pith-e2e-absolute.txt").exists());
-    let records = records(&sandbox.only_transcript());
-    let turn = records
-        .iter()
-        .rev()
-        .find(|r| r["kind"] == "assistant_turn")
-        .unwrap();
-    let results: Vec<&Value> = turn["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| &m["parts"][0])
-        .collect();
+    let results = last_turn_tool_results(&sandbox);
     assert_eq!(results.len(), 3);
     assert_eq!(results[0]["is_error"], json!(true));
     assert_eq!(results[1]["is_error"], json!(true));
@@ -339,18 +345,9 @@ fn the_model_reads_a_spilled_output_back_through_the_markers_path() {
         &["--model", MODEL, "--approval", "full", "count to 6000"],
     );
     assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
-    let records = records(&sandbox.only_transcript());
-    let turn = records
+    let results: Vec<String> = last_turn_tool_results(&sandbox)
         .iter()
-        .rev()
-        .find(|r| r["kind"] == "assistant_turn")
-        .unwrap();
-    let results: Vec<&str> = turn["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .filter_map(|m| m["parts"][0]["content"].as_str())
+        .map(|r| r["content"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert_eq!(results.len(), 3);
     assert!(

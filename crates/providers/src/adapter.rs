@@ -170,6 +170,17 @@ pub(crate) mod tests {
     use pith_core::{Message, Part, ToolCall, ToolDefinition, ToolResult};
     use serde_json::json;
 
+    /// Asserts that an adapter's typed encoder gives the same JSON as its previous
+    /// `Value`-tree builder on every one of [`varied_requests`].
+    pub(crate) fn assert_encoder_matches_reference(
+        encoded: impl Fn(&ModelRequest) -> serde_json::Value,
+        reference: impl Fn(&ModelRequest) -> serde_json::Value,
+    ) {
+        for request in varied_requests() {
+            assert_eq!(encoded(&request), reference(&request), "{request:?}");
+        }
+    }
+
     /// Requests covering every conversion rule of the adapters' encoders: empty history,
     /// escapes and unicode, an assistant first, system text inside the history, tool
     /// calls with object and non-object arguments, empty and failed results, several

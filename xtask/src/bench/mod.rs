@@ -75,8 +75,8 @@ pub const SIMULATED_POLICIES: &[&str] = &[
     "tiered:turns=1",
 ];
 
-/// `--loop-only`: the agent-loop figures alone, printed.
-pub fn run_loop_only(quick: bool) -> Result<()> {
+/// The workspace root and the cargo target directory (`CARGO_TARGET_DIR` when set).
+fn workspace_dirs() -> Result<(PathBuf, PathBuf)> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .context("xtask has a parent directory")?
@@ -84,7 +84,11 @@ pub fn run_loop_only(quick: bool) -> Result<()> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    let runs = if quick { 3 } else { 7 };
+    Ok((root, target))
+}
+
+/// Builds the release `pith` binary the start-up and long-run figures run.
+fn build_release_pith() -> Result<()> {
     crate::cargo(&[
         "build",
         "--release",
@@ -93,7 +97,14 @@ pub fn run_loop_only(quick: bool) -> Result<()> {
         "pith",
         "--bin",
         "pith",
-    ])?;
+    ])
+}
+
+/// `--loop-only`: the agent-loop figures alone, printed.
+pub fn run_loop_only(quick: bool) -> Result<()> {
+    let (_, target) = workspace_dirs()?;
+    let runs = if quick { 3 } else { 7 };
+    build_release_pith()?;
     for turns in [100, 300, 500] {
         let spread = agent::loop_overhead(turns, runs)?;
         println!(
@@ -108,26 +119,12 @@ pub fn run_loop_only(quick: bool) -> Result<()> {
 
 /// Runs everything and writes the report.
 pub fn run(options: &BenchOptions) -> Result<()> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("xtask has a parent directory")?
-        .to_path_buf();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let (root, target) = workspace_dirs()?;
     let cache = root.join(".cache");
     let runs = if options.quick { 3 } else { 7 };
 
     eprintln!("bench: building the release pith binary");
-    crate::cargo(&[
-        "build",
-        "--release",
-        "--quiet",
-        "-p",
-        "pith",
-        "--bin",
-        "pith",
-    ])?;
+    build_release_pith()?;
     for (package, bench) in [
         ("pith-core", "estimate"),
         ("pith-core", "squash"),

@@ -207,6 +207,12 @@ enum Shown<'a> {
 /// shown become `a:3, b:7, …: …[same text as above]` — the per-line boilerplate goes,
 /// every path stays.
 fn join_runs(lines: &[&str], kinds: &[GrepLine], files: &[&str], plan: &mut KeepPlan) {
+    let mut short_at: Vec<Option<&str>> = vec![None; lines.len()];
+    for (k, short) in &plan.shortened {
+        if let Some(slot) = short_at.get_mut(*k) {
+            *slot = Some(short.as_str());
+        }
+    }
     let shown: Vec<Shown<'_>> = (0..lines.len())
         .map(|i| {
             if !plan.keep[i] || kinds[i] != GrepLine::Match || files[i].is_empty() {
@@ -217,14 +223,14 @@ fn join_runs(lines: &[&str], kinds: &[GrepLine], files: &[&str], plan: &mut Keep
             }
             let prefix_len = match_prefix_len(lines[i], files[i]);
             let text = lines[i][prefix_len..].trim();
-            match plan.shortened.iter().find(|(j, _)| *j == i) {
-                Some((_, short)) if short.len() < prefix_len + text.len() / 2 + 1 => {
+            match short_at[i] {
+                Some(short) if short.len() < prefix_len + text.len() / 2 + 1 => {
                     let whole = format!(
                         "{}{}",
                         &lines[i][..prefix_len],
                         chars_omitted_suffix(lines[i][prefix_len..].chars().count())
                     );
-                    if *short == whole {
+                    if short == whole {
                         Shown::Repeated(text)
                     } else {
                         Shown::Own
@@ -271,12 +277,13 @@ fn join_runs(lines: &[&str], kinds: &[GrepLine], files: &[&str], plan: &mut Keep
     if joined.is_empty() {
         return;
     }
-    let covered = |k: usize| {
-        joined
-            .iter()
-            .any(|(start, _)| k >= *start && k < *start + plan.run[*start] as usize)
-    };
-    plan.shortened.retain(|(k, _)| !covered(*k));
+    let mut covered = vec![false; lines.len()];
+    for (start, _) in &joined {
+        let end = (*start + plan.run[*start] as usize).min(lines.len());
+        covered[*start..end].fill(true);
+    }
+    plan.shortened
+        .retain(|(k, _)| !covered.get(*k).copied().unwrap_or(false));
     plan.shortened.extend(joined);
     plan.shortened.sort_by_key(|(k, _)| *k);
 }
