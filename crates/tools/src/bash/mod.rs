@@ -49,8 +49,9 @@ impl Tool for BashTool {
         "Run a shell command with `bash -c` in the workspace root. stdout and stderr are \
          returned interleaved, followed by the exit code. stdin is empty (no interactive \
          programs). Long outputs are shortened and the full output saved to a file named \
-         at the end (`$PITH_SPILL_DIR/N.txt`; the variable is set for commands). The command and every process it started are ended at the timeout \
-         (default 120000 ms)."
+         at the end (`$PITH_SPILL_DIR/N.txt`; the variable is set for commands). The \
+         command and every process it started are ended at the timeout (default 120000 \
+         ms)."
     }
 
     fn parameters(&self) -> serde_json::Value {
