@@ -1,12 +1,11 @@
-//! Configuration of the tool set and the registry builder: what a front-end or the
-//! headless runner fills in once per session, validated once, and the shared environment
-//! ([`ToolEnv`]) every tool runs against.
+//! Configuration of the tool set: what a front-end or the headless runner fills in once
+//! per session ([`ToolsConfig`]), validated once into the shared environment
+//! ([`ToolEnv`]) every tool runs against. The tools themselves are assembled in
+//! `toolset`, so this module imports none of them.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-
-use pith_core::ToolRegistry;
 
 use crate::capture::{Capture, SpillDir};
 use crate::permission::{Approver, PermissionMode, PermissionPolicy};
@@ -224,49 +223,4 @@ impl ToolEnv {
             bash_env_exclude: config.bash_env_exclude,
         })
     }
-}
-
-/// A session's tools plus the handles a front-end keeps.
-#[derive(Debug, Clone)]
-pub struct Toolset {
-    env: Arc<ToolEnv>,
-    registry: ToolRegistry,
-}
-
-impl Toolset {
-    /// Builds the seven tools over `config`.
-    pub fn new(config: ToolsConfig) -> Result<Self, ToolsConfigError> {
-        let env = Arc::new(ToolEnv::new(config)?);
-        let registry = ToolRegistry::new(vec![
-            Arc::new(crate::read::ReadTool::new(env.clone())),
-            Arc::new(crate::grep::GrepTool::new(env.clone())),
-            Arc::new(crate::glob::GlobTool::new(env.clone())),
-            Arc::new(crate::ls::LsTool::new(env.clone())),
-            Arc::new(crate::write::WriteTool::new(env.clone())),
-            Arc::new(crate::edit::EditTool::new(env.clone())),
-            Arc::new(crate::bash::BashTool::new(env.clone())),
-        ]);
-        Ok(Self { env, registry })
-    }
-
-    /// The registry the tool loop executes calls through (read, grep, glob, ls, write,
-    /// edit, bash — in that advertisement order).
-    pub fn registry(&self) -> ToolRegistry {
-        self.registry.clone()
-    }
-
-    /// The permission policy, e.g. to switch modes during the session.
-    pub fn permissions(&self) -> Arc<PermissionPolicy> {
-        self.env.permissions.clone()
-    }
-
-    /// The shared environment.
-    pub fn env(&self) -> &Arc<ToolEnv> {
-        &self.env
-    }
-}
-
-/// Builds the registry of the seven tools for one session.
-pub fn build_registry(config: ToolsConfig) -> Result<ToolRegistry, ToolsConfigError> {
-    Ok(Toolset::new(config)?.registry())
 }

@@ -21,14 +21,16 @@ pub mod ls;
 pub mod permission;
 pub mod read;
 pub mod squash;
+pub mod toolset;
 mod walk;
 pub mod workspace;
 pub mod write;
 
-pub use config::{build_registry, Limits, ToolEnv, ToolsConfig, ToolsConfigError, Toolset};
+pub use config::{Limits, ToolEnv, ToolsConfig, ToolsConfigError};
 pub use permission::{
     Action, Approval, Approver, PermissionMode, PermissionPolicy, PermissionRequest,
 };
+pub use toolset::{build_registry, Toolset};
 
 use pith_core::ToolError;
 use serde::de::DeserializeOwned;

@@ -1,0 +1,53 @@
+//! The session's tool set: the seven built-in tools assembled over one [`ToolEnv`].
+
+use std::sync::Arc;
+
+use pith_core::ToolRegistry;
+
+use crate::config::{ToolEnv, ToolsConfig, ToolsConfigError};
+use crate::permission::PermissionPolicy;
+
+/// A session's tools plus the handles a front-end keeps.
+#[derive(Debug, Clone)]
+pub struct Toolset {
+    env: Arc<ToolEnv>,
+    registry: ToolRegistry,
+}
+
+impl Toolset {
+    /// Builds the seven tools over `config`.
+    pub fn new(config: ToolsConfig) -> Result<Self, ToolsConfigError> {
+        let env = Arc::new(ToolEnv::new(config)?);
+        let registry = ToolRegistry::new(vec![
+            Arc::new(crate::read::ReadTool::new(env.clone())),
+            Arc::new(crate::grep::GrepTool::new(env.clone())),
+            Arc::new(crate::glob::GlobTool::new(env.clone())),
+            Arc::new(crate::ls::LsTool::new(env.clone())),
+            Arc::new(crate::write::WriteTool::new(env.clone())),
+            Arc::new(crate::edit::EditTool::new(env.clone())),
+            Arc::new(crate::bash::BashTool::new(env.clone())),
+        ]);
+        Ok(Self { env, registry })
+    }
+
+    /// The registry the tool loop executes calls through (read, grep, glob, ls, write,
+    /// edit, bash — in that advertisement order).
+    pub fn registry(&self) -> ToolRegistry {
+        self.registry.clone()
+    }
+
+    /// The permission policy, e.g. to switch modes during the session.
+    pub fn permissions(&self) -> Arc<PermissionPolicy> {
+        self.env.permissions.clone()
+    }
+
+    /// The shared environment.
+    pub fn env(&self) -> &Arc<ToolEnv> {
+        &self.env
+    }
+}
+
+/// Builds the registry of the seven tools for one session.
+pub fn build_registry(config: ToolsConfig) -> Result<ToolRegistry, ToolsConfigError> {
+    Ok(Toolset::new(config)?.registry())
+}
