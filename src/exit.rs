@@ -1,14 +1,14 @@
-//! Exit codes and error reporting shared by every command.
-//!
-//! 0 success, 1 agent or provider error, 2 usage or configuration error, 130 interrupted.
+//! Error reporting shared by every command; the exit codes are `pith_agent::ExitCode`.
 
 use std::fmt;
+
+use pith_agent::ExitCode;
 
 /// An error that carries the process exit code it should end with.
 #[derive(Debug)]
 pub struct ExitError {
     /// Process exit code.
-    pub code: i32,
+    pub code: ExitCode,
     /// Message printed on stderr after `pith: `.
     pub message: String,
 }
@@ -17,7 +17,7 @@ impl ExitError {
     /// A usage or configuration error (exit 2).
     pub fn usage(message: impl Into<String>) -> Self {
         Self {
-            code: 2,
+            code: ExitCode::Usage,
             message: message.into(),
         }
     }
@@ -34,11 +34,13 @@ impl std::error::Error for ExitError {}
 /// Prints the error (if any) on stderr and returns the exit code.
 pub fn report(outcome: anyhow::Result<()>) -> i32 {
     match outcome {
-        Ok(()) => 0,
+        Ok(()) => ExitCode::Ok.code(),
         Err(err) => {
-            let code = err.downcast_ref::<ExitError>().map_or(1, |e| e.code);
+            let code = err
+                .downcast_ref::<ExitError>()
+                .map_or(ExitCode::Failure, |e| e.code);
             eprintln!("pith: {err:#}");
-            code
+            code.code()
         }
     }
 }

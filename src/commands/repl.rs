@@ -1,7 +1,7 @@
 //! `pith` with no subcommand: glue between the command line and pith-repl.
 
 use anyhow::Result;
-use pith_repl::{ReplOptions, Start};
+use pith_agent::{Overrides, SessionChoice};
 use pith_tools::PermissionMode;
 
 use crate::cli::{ReplApprovalArg, ReplArgs};
@@ -11,12 +11,12 @@ use crate::exit::ExitError;
 pub fn run(args: ReplArgs) -> Result<()> {
     let cwd = std::env::current_dir()
         .map_err(|e| ExitError::usage(format!("cannot read the current directory: {e}")))?;
-    let start = match (args.continue_latest, args.resume) {
-        (_, Some(id)) => Start::Resume(id),
-        (true, None) => Start::Continue,
-        (false, None) => Start::New,
+    let session = match (args.continue_latest, args.resume) {
+        (_, Some(id)) => SessionChoice::Resume(id),
+        (true, None) => SessionChoice::Latest,
+        (false, None) => SessionChoice::New,
     };
-    let options = ReplOptions {
+    let overrides = Overrides {
         model: args.model,
         context_window: args.context_window,
         approval: args.approval.map(|mode| match mode {
@@ -26,13 +26,13 @@ pub fn run(args: ReplArgs) -> Result<()> {
             ReplApprovalArg::Full => PermissionMode::Full,
         }),
         no_auto_compact: args.no_auto_compact,
-        start,
+        max_turns: None,
+        session,
         cwd,
     };
-    pith_repl::run(options).map_err(|error| {
-        let code = error.exit_code();
+    pith_repl::run(overrides).map_err(|error| {
         ExitError {
-            code,
+            code: error.exit_code(),
             message: error.to_string(),
         }
         .into()

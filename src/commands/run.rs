@@ -4,7 +4,8 @@
 use std::io::Read;
 
 use anyhow::Result;
-use pith_headless::{OutputFormat, RunOptions};
+use pith_agent::{Frontend, Overrides, SessionChoice};
+use pith_headless::{Job, OutputFormat};
 use pith_tools::PermissionMode;
 use tokio_util::sync::CancellationToken;
 
@@ -34,23 +35,28 @@ pub fn run(args: RunArgs) -> Result<()> {
         None => std::env::current_dir()
             .map_err(|e| ExitError::usage(format!("cannot read the current directory: {e}")))?,
     };
-    let options = RunOptions {
+    let job = Job {
         prompt,
-        model: args.model,
-        session: args.session,
         format: match args.format {
             FormatArg::Text => OutputFormat::Text,
             FormatArg::Json => OutputFormat::Json,
             FormatArg::StreamJson => OutputFormat::StreamJson,
         },
-        approval: match args.approval {
+    };
+    let overrides = Overrides {
+        model: args.model,
+        context_window: args.context_window,
+        approval: Some(match args.approval {
             ApprovalArg::ReadOnly => PermissionMode::ReadOnly,
             ApprovalArg::AutoEdit => PermissionMode::AutoEdit,
             ApprovalArg::Full => PermissionMode::Full,
-        },
-        max_turns: args.max_turns,
-        context_window: args.context_window,
+        }),
         no_auto_compact: args.no_auto_compact,
+        max_turns: args.max_turns,
+        session: match args.session {
+            Some(query) => SessionChoice::Resume(query),
+            None => SessionChoice::New,
+        },
         cwd,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -64,14 +70,21 @@ pub fn run(args: RunArgs) -> Result<()> {
             wait_for_termination().await;
             on_signal.cancel();
         });
-        let env = |name: &str| std::env::var(name).ok();
-        let mut out = std::io::stdout().lock();
+        let mut out = std::io::stdout();
         let mut err = std::io::stderr();
-        pith_headless::run(options, &env, &mut out, &mut err, cancel).await
+        pith_headless::run(
+            job,
+            overrides,
+            Frontend::process_env(),
+            &mut out,
+            &mut err,
+            cancel,
+        )
+        .await
     });
     // Background tasks (e.g. a stuck HTTP read) must not keep the process alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
-    std::process::exit(code);
+    std::process::exit(code.code());
 }
 
 /// Resolves on SIGINT or SIGTERM.

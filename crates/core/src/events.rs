@@ -130,6 +130,39 @@ pub enum LoopEvent {
     },
 }
 
+/// Where the events of a turn go: a front-end's renderer, a channel, a test's list.
+///
+/// The loop calls [`EventSink::emit`] synchronously, in the order things happen, from the
+/// task that runs the turn; an implementation must not block for long (the REPL forwards
+/// into a channel, `pith run` writes a line). Events are never assistant content.
+pub trait EventSink: Send {
+    /// Receives one event.
+    fn emit(&mut self, event: LoopEvent);
+}
+
+/// Forwards into a channel; a dropped receiver means nobody is watching, and the turn
+/// still completes.
+impl EventSink for tokio::sync::mpsc::UnboundedSender<LoopEvent> {
+    fn emit(&mut self, event: LoopEvent) {
+        let _ = self.send(event);
+    }
+}
+
+/// Collects events in order (tests, batch consumers).
+impl EventSink for Vec<LoopEvent> {
+    fn emit(&mut self, event: LoopEvent) {
+        self.push(event);
+    }
+}
+
+/// Discards every event.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Discard;
+
+impl EventSink for Discard {
+    fn emit(&mut self, _event: LoopEvent) {}
+}
+
 /// The cancellation token of an automatic compaction inside the turn guarded by `turn`.
 ///
 /// Always a child token: see [`AutoCompaction::Started`].

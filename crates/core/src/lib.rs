@@ -9,15 +9,20 @@
 pub mod budget;
 pub mod context;
 pub mod events;
+pub mod format;
 pub mod message;
 pub mod prompts;
+pub mod rewrite;
 pub mod summary;
 pub mod system_prompt;
 pub mod tokens;
 pub mod tool;
 
 pub use budget::ContextBudget;
-pub use events::{AutoCompaction, LoopEvent, Usage};
+pub use events::{AutoCompaction, Discard, EventSink, LoopEvent, Usage};
 pub use message::{Message, Part, Role, ToolCall, ToolResult};
+pub use rewrite::{
+    Compaction, CompactionTrigger, HistoryRewrite, InMemory, PersistError, TurnSink,
+};
 pub use tokens::{BpeCounter, Encoding, RequestEstimate, RequestEstimator, TokenCounter};
 pub use tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolRegistry};

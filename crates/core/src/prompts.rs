@@ -47,6 +47,13 @@ continues right after it:
 - Do not restate the latest user message: it is kept verbatim next to your summary.
 - Start directly with the first section heading. No preamble, no closing remarks.";
 
+/// First line of the deterministic summary used when the model could not write one (it
+/// kept calling tools past the allowed rounds).
+pub const FALLBACK_SUMMARY_HEADER: &str = "\
+[No model summary: the model kept calling tools instead of writing one, so pith compacted \
+without it. The user's earlier messages follow, newest first; re-read files and re-run \
+commands for anything else you need.]";
+
 /// Prefix of the optional focus text a user gives to `/compact`.
 pub const MANUAL_FOCUS_PREFIX: &str = "The user asked this summary to focus on:";
 

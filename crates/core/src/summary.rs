@@ -7,12 +7,13 @@
 
 use thiserror::Error;
 
-use crate::message::{Message, Role};
+use crate::message::{Message, Part, Role};
 use crate::prompts::{
     AUTO_COMPACTION_REQUIREMENTS, CLOSING_LINE, COMPACTED_CONTEXT_CLOSE, COMPACTED_CONTEXT_OPEN,
-    COMPACTION_GUIDANCE, LAST_USER_MESSAGE_CLOSE, LAST_USER_MESSAGE_OPEN, MANUAL_FOCUS_PREFIX,
-    SUMMARY_SECTIONS,
+    COMPACTION_GUIDANCE, FALLBACK_SUMMARY_HEADER, LAST_USER_MESSAGE_CLOSE, LAST_USER_MESSAGE_OPEN,
+    MANUAL_FOCUS_PREFIX, SUMMARY_SECTIONS,
 };
+use crate::tokens::TokenCounter;
 
 /// The five section headings, in order.
 pub const SECTION_HEADINGS: [&str; 5] = [
@@ -102,6 +103,68 @@ pub fn strip_system(replacement: &[Message]) -> Vec<Message> {
         .collect()
 }
 
+/// The summary pith writes itself when the model could not (it kept calling tools past
+/// the allowed rounds): [`FALLBACK_SUMMARY_HEADER`], then the user's text messages of
+/// `history` except the last one (which every replacement keeps verbatim), newest first,
+/// within `max_tokens`. A message that does not fit whole keeps its head and tail around
+/// `[N tokens omitted]`; messages left out entirely are counted in a last line, never
+/// dropped silently.
+pub fn fallback_summary(
+    history: &[Message],
+    counter: &dyn TokenCounter,
+    max_tokens: usize,
+) -> String {
+    let mut user_texts: Vec<String> = history
+        .iter()
+        .filter(|m| m.role == Role::User && m.parts.iter().any(|p| matches!(p, Part::Text { .. })))
+        .map(Message::text_content)
+        .collect();
+    user_texts.pop();
+    let mut out = String::from(FALLBACK_SUMMARY_HEADER);
+    let mut left = max_tokens.saturating_sub(counter.count(&out));
+    let mut omitted = 0;
+    for (index, text) in user_texts.iter().rev().enumerate() {
+        let tokens = counter.count(text) + 4;
+        let entry = if tokens <= left {
+            text.clone()
+        } else if left >= 64 {
+            head_tail_tokens(counter, text, left - 16)
+        } else {
+            omitted = user_texts.len() - index;
+            break;
+        };
+        left = left.saturating_sub(counter.count(&entry) + 4);
+        out.push_str("\n\n---\n");
+        out.push_str(&entry);
+    }
+    if omitted > 0 {
+        out.push_str(&format!("\n\n[{omitted} older user message(s) omitted]"));
+    }
+    out
+}
+
+/// `text` cut to about `max_tokens`: its head and tail around one `[N tokens omitted]`
+/// marker. Text that fits is returned whole.
+pub fn head_tail_tokens(counter: &dyn TokenCounter, text: &str, max_tokens: usize) -> String {
+    let total = counter.count(text);
+    if total <= max_tokens {
+        return text.to_owned();
+    }
+    // Characters per token of this text, to place the cut; then trim until it fits.
+    let chars: Vec<char> = text.chars().collect();
+    let mut keep_chars = (chars.len() * max_tokens / total.max(1)).max(2);
+    loop {
+        let head: String = chars[..keep_chars / 2].iter().collect();
+        let tail: String = chars[chars.len() - keep_chars / 2..].iter().collect();
+        let kept = counter.count(&head) + counter.count(&tail);
+        let marker = format!("\n[{} tokens omitted]\n", total.saturating_sub(kept));
+        if kept + counter.count(&marker) <= max_tokens || keep_chars <= 2 {
+            return format!("{head}{marker}{tail}");
+        }
+        keep_chars = keep_chars * 9 / 10;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +239,46 @@ mod tests {
             TOOLS_DISABLED_DURING_COMPACTION,
             "Tool calls are disabled during compaction; use the history."
         );
+    }
+
+    #[test]
+    fn the_fallback_summary_keeps_earlier_user_messages_newest_first_within_its_budget() {
+        let counter = crate::BpeCounter::new(crate::Encoding::O200kBase);
+        let history = vec![
+            Message::user("first: never touch the public API"),
+            Message::assistant("ok"),
+            Message::user("second: run cargo test before you commit"),
+            Message::tool_result("c", "output", false),
+            Message::user("the latest request"),
+        ];
+        let summary = fallback_summary(&history, &counter, 1_000);
+        assert!(summary.starts_with(FALLBACK_SUMMARY_HEADER));
+        let second = summary.find("second: run cargo test").unwrap();
+        let first = summary.find("first: never touch").unwrap();
+        assert!(second < first, "newest first: {summary}");
+        assert!(!summary.contains("the latest request"), "kept separately");
+
+        let long = Message::user(format!("start {} end", "word ".repeat(2_000)));
+        let history = vec![long, Message::user("older one"), Message::user("latest")];
+        let summary = fallback_summary(&history, &counter, 300);
+        assert!(
+            counter.count(&summary) <= 300,
+            "{}",
+            counter.count(&summary)
+        );
+        assert!(summary.contains("older one"));
+        let history = vec![
+            Message::user(format!("start {} end", "word ".repeat(2_000))),
+            Message::user("latest"),
+        ];
+        let summary = fallback_summary(&history, &counter, 300);
+        assert!(
+            summary.contains("tokens omitted]")
+                && summary.contains("start")
+                && summary.contains("end"),
+            "{summary}"
+        );
+        let tiny = fallback_summary(&history, &counter, 70);
+        assert!(tiny.contains("[1 older user message(s) omitted]"), "{tiny}");
     }
 }

@@ -1,7 +1,9 @@
 //! The machine-readable result and stream events of a headless job (docs/headless.md).
 
-use pith_core::{Message, ToolCall, ToolResult, Usage};
-use pith_session::CompactionNote;
+use pith_agent::CompactionNote;
+use pith_core::{
+    AutoCompaction, CompactionTrigger, LoopEvent, Message, Role, ToolCall, ToolResult, Usage,
+};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -25,8 +27,8 @@ impl From<&CompactionNote> for CompactionReport {
             "micro"
         } else {
             match note.trigger {
-                pith_session::CompactionTrigger::Auto => "auto",
-                pith_session::CompactionTrigger::Manual => "manual",
+                CompactionTrigger::Auto => "auto",
+                CompactionTrigger::Manual => "manual",
             }
         };
         Self {
@@ -88,5 +90,42 @@ pub fn tool_result(call: &ToolCall, result: &ToolResult) -> Value {
         "is_error": result.is_error,
         "bytes": result.content.len(),
         "preview": preview,
+    })
+}
+
+/// The stream-json line for one loop event, or `None` for events stream-json does not
+/// carry (deltas, usage, request starts).
+pub fn stream_event(event: &LoopEvent) -> Option<Value> {
+    Some(match event {
+        LoopEvent::MessageAppended(message) if message.role == Role::Assistant => {
+            assistant_message(message)
+        }
+        LoopEvent::ToolCallFinished { call, result } => tool_result(call, result),
+        LoopEvent::AutoCompaction(AutoCompaction::Started { .. }) => {
+            json!({"type": "compaction_started"})
+        }
+        LoopEvent::AutoCompaction(AutoCompaction::Applied {
+            tokens_before,
+            tokens_after,
+            ..
+        }) => {
+            json!({"type": "compaction", "trigger": "auto", "tokens_before": tokens_before, "tokens_after": tokens_after})
+        }
+        LoopEvent::MicroCompaction(step) => {
+            json!({"type": "compaction", "trigger": "micro", "tokens_before": step.tokens_before, "tokens_after": step.tokens_after})
+        }
+        LoopEvent::AutoCompaction(AutoCompaction::Cancelled) => {
+            json!({"type": "compaction_cancelled"})
+        }
+        LoopEvent::AutoCompaction(AutoCompaction::Failed { reason }) => {
+            json!({"type": "compaction_failed", "reason": reason})
+        }
+        LoopEvent::Retrying {
+            attempt,
+            delay_ms,
+            reason,
+        } => json!({"type": "retry", "attempt": attempt, "delay_ms": delay_ms, "reason": reason}),
+        LoopEvent::Notice(text) => json!({"type": "notice", "text": text}),
+        _ => return None,
     })
 }

@@ -1,27 +1,27 @@
-//! pith-providers: the generic tool-loop driver (with automatic and manual compaction)
-//! and one adapter per wire protocol (OpenAI Chat Completions, OpenAI Responses,
-//! Anthropic Messages), plus configuration and the model catalog. Providers never print:
-//! everything a front-end shows arrives as a [`pith_core::LoopEvent`].
+//! pith-providers: the generic tool loop and the wire protocols it talks through.
+//!
+//! Three parts, one folder each:
+//! - [`tool_loop`]: the loop every provider runs — turns, tool calls, the compaction
+//!   decision and its actions (micro, automatic and manual compaction, overflow
+//!   fitting), sending requests with retries and timeouts. It emits
+//!   `auto_compaction_started/applied/cancelled/failed` with the child cancellation token
+//!   and hands every history rewrite to its owner to persist before applying it.
+//! - [`wire`]: the [`ProviderAdapter`] contract, the one HTTP layer every adapter sends
+//!   through, the error classification, and the three protocol adapters (OpenAI Chat
+//!   Completions, OpenAI Responses, Anthropic Messages), each an `encode` and a `decode`
+//!   module behind the same outer shape.
+//! - [`models`]: what a model is — configuration files, the catalog of windows, caps and
+//!   prices, the server window probe, and the project's instruction files for the system
+//!   prompt.
+//!
+//! Providers never print and never write files: everything a front-end shows arrives as
+//! a [`pith_core::LoopEvent`], and persistence is the [`pith_core::TurnSink`]'s job.
 
-pub mod adapter;
-pub mod agent_loop;
-pub mod anthropic;
-pub mod catalog;
-pub mod compaction;
-pub mod config;
-pub mod error;
-pub mod http;
-pub mod openai_chat;
-pub mod openai_responses;
-pub mod overflow;
-pub mod probe;
-pub mod project;
-pub mod request;
-pub mod retry;
-pub mod setup;
+pub mod models;
+pub mod tool_loop;
+pub mod wire;
 
-pub use adapter::{ChunkStream, ModelRequest, ProviderAdapter, StreamChunk};
-pub use agent_loop::{
+pub use tool_loop::{
     AgentLoop, LoopError, LoopOptions, ManualCompaction, TurnFailure, TurnSummary,
 };
-pub use error::ProviderError;
+pub use wire::{ChunkStream, ModelRequest, ProviderAdapter, ProviderError, StreamChunk};

@@ -11,12 +11,13 @@ use async_trait::async_trait;
 use mock_adapter::{MockAdapter, Reply};
 use pith_core::prompts::TOOLS_DISABLED_DURING_COMPACTION;
 use pith_core::summary::{auto_prompt, manual_prompt};
+use pith_core::InMemory;
 use pith_core::{
     AutoCompaction, BpeCounter, ContextBudget, Encoding, LoopEvent, Message, RequestEstimator,
     Role, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
 };
-use pith_providers::request::Timeouts;
-use pith_providers::retry::RetryPolicy;
+use pith_providers::tool_loop::request::Timeouts;
+use pith_providers::tool_loop::retry::RetryPolicy;
 use pith_providers::{AgentLoop, LoopError, LoopOptions, ProviderError};
 use serde_json::json;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
@@ -143,7 +144,11 @@ async fn requests_share_the_history_instead_of_copying_it() {
     let (tx, _rx) = unbounded_channel();
     let summary = h
         .agent
-        .run_turn(Message::user("go"), &tx, &CancellationToken::new())
+        .run_turn(
+            Message::user("go"),
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
         .await
         .expect("turn completes");
     assert_eq!(summary.requests, 6);
@@ -175,7 +180,7 @@ async fn crossing_the_threshold_compacts_once_and_the_turn_continues_from_the_re
         .agent
         .run_turn(
             Message::user("fix the parser"),
-            &tx,
+            &mut InMemory::new(tx.clone()),
             &CancellationToken::new(),
         )
         .await;
@@ -224,7 +229,11 @@ async fn crossing_the_threshold_compacts_once_and_the_turn_continues_from_the_re
         _ => None,
     });
     let (replacement, before, after_tokens) = applied.unwrap();
-    assert_eq!(replacement[0], Message::system(SYSTEM));
+    assert_eq!(
+        replacement,
+        after.messages[..],
+        "the event carries the installed (system-free) replacement"
+    );
     assert!(
         before >= 171_000 && after_tokens < 1_000,
         "{before} -> {after_tokens}"
@@ -261,7 +270,10 @@ async fn cancelling_the_child_token_keeps_history_and_the_parent_finishes() {
         }
         seen
     });
-    let outcome = h.agent.run_turn(Message::user("go"), &tx, &turn).await;
+    let outcome = h
+        .agent
+        .run_turn(Message::user("go"), &mut InMemory::new(tx.clone()), &turn)
+        .await;
     drop(tx);
     let events = watcher.await.unwrap();
     outcome.expect("the parent turn still completes");
@@ -303,7 +315,10 @@ async fn cancelling_the_turn_stops_the_compactor_and_the_turn() {
         }
         (child, seen)
     });
-    let outcome = h.agent.run_turn(Message::user("go"), &tx, &turn).await;
+    let outcome = h
+        .agent
+        .run_turn(Message::user("go"), &mut InMemory::new(tx.clone()), &turn)
+        .await;
     drop(tx);
     let (child, events) = watcher.await.unwrap();
     let child = child.expect("compaction started");
@@ -341,7 +356,11 @@ async fn a_failed_summary_leaves_history_and_waits_for_a_new_tool_turn() {
     );
     let (tx, mut rx) = unbounded_channel();
     h.agent
-        .run_turn(Message::user("go"), &tx, &CancellationToken::new())
+        .run_turn(
+            Message::user("go"),
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
         .await
         .expect("turn completes");
     let events = drain(&mut rx);
@@ -385,7 +404,11 @@ async fn tool_calls_during_compaction_are_refused_and_nothing_runs() {
     );
     let (tx, mut rx) = unbounded_channel();
     h.agent
-        .run_turn(Message::user("go"), &tx, &CancellationToken::new())
+        .run_turn(
+            Message::user("go"),
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
         .await
         .unwrap();
     let events = drain(&mut rx);
@@ -424,7 +447,11 @@ async fn a_context_length_error_is_typed_and_never_starts_a_compaction() {
     let (tx, mut rx) = unbounded_channel();
     let failure = h
         .agent
-        .run_turn(Message::user("go"), &tx, &CancellationToken::new())
+        .run_turn(
+            Message::user("go"),
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
         .await
         .unwrap_err();
     assert!(matches!(
@@ -451,7 +478,7 @@ async fn a_full_history_is_compacted_before_the_first_request_of_a_user_turn() {
     h.agent
         .run_turn(
             Message::user("next question"),
-            &tx,
+            &mut InMemory::new(tx.clone()),
             &CancellationToken::new(),
         )
         .await
@@ -482,7 +509,11 @@ async fn auto_compaction_can_be_disabled() {
     h.agent.options_mut().auto_compaction = false;
     let (tx, mut rx) = unbounded_channel();
     h.agent
-        .run_turn(Message::user("go"), &tx, &CancellationToken::new())
+        .run_turn(
+            Message::user("go"),
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
         .await
         .unwrap();
     assert!(compaction_events(&drain(&mut rx)).is_empty());
@@ -495,13 +526,17 @@ async fn manual_compaction_streams_the_summary_and_replaces_history() {
     let (tx, mut rx) = unbounded_channel();
     let cancel = CancellationToken::new();
     h.agent
-        .run_turn(Message::user("hi"), &tx, &cancel)
+        .run_turn(Message::user("hi"), &mut InMemory::new(tx.clone()), &cancel)
         .await
         .unwrap();
     drain(&mut rx);
     let result = h
         .agent
-        .compact(Some("keep the API changes"), &tx, &cancel)
+        .compact(
+            Some("keep the API changes"),
+            &mut InMemory::new(tx.clone()),
+            &cancel,
+        )
         .await
         .unwrap();
     assert_eq!(result.summary, SUMMARY);
@@ -535,11 +570,15 @@ async fn a_failed_manual_compaction_leaves_history_unchanged() {
     let (tx, _rx) = unbounded_channel();
     let cancel = CancellationToken::new();
     h.agent
-        .run_turn(Message::user("hi"), &tx, &cancel)
+        .run_turn(Message::user("hi"), &mut InMemory::new(tx.clone()), &cancel)
         .await
         .unwrap();
     let before = h.agent.history().to_vec();
-    let err = h.agent.compact(None, &tx, &cancel).await.unwrap_err();
+    let err = h
+        .agent
+        .compact(None, &mut InMemory::new(tx.clone()), &cancel)
+        .await
+        .unwrap_err();
     assert!(matches!(err, LoopError::Compaction(_)));
     assert_eq!(h.agent.history(), &before[..]);
 }
@@ -558,7 +597,11 @@ async fn transient_errors_are_retried_with_a_notice() {
     );
     let (tx, mut rx) = unbounded_channel();
     h.agent
-        .run_turn(Message::user("go"), &tx, &CancellationToken::new())
+        .run_turn(
+            Message::user("go"),
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
         .await
         .unwrap();
     let events = drain(&mut rx);
@@ -590,7 +633,11 @@ async fn retries_give_up_with_the_last_error() {
     let (tx, _rx) = unbounded_channel();
     let failure = h
         .agent
-        .run_turn(Message::user("go"), &tx, &CancellationToken::new())
+        .run_turn(
+            Message::user("go"),
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
         .await
         .unwrap_err();
     assert!(matches!(
@@ -624,7 +671,7 @@ async fn an_oversized_request_is_fitted_instead_of_sent_to_fail() {
     h.agent
         .run_turn(
             Message::user("what failed?"),
-            &tx,
+            &mut InMemory::new(tx.clone()),
             &CancellationToken::new(),
         )
         .await
@@ -680,7 +727,11 @@ async fn crossing_the_micro_threshold_prunes_old_tool_output_without_an_llm_call
 
     let (tx, mut rx) = unbounded_channel();
     h.agent
-        .run_turn(Message::user("second task"), &tx, &CancellationToken::new())
+        .run_turn(
+            Message::user("second task"),
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
         .await
         .unwrap();
     let events = drain(&mut rx);

@@ -5,8 +5,8 @@
 //! only after that call, so `pith --model openai/...` panicked on start. This binary holds
 //! one test so nothing else installs the provider first.
 
-use pith_providers::openai_chat::OpenAiChat;
-use pith_providers::openai_responses::OpenAiResponses;
+use pith_providers::wire::openai_chat::OpenAiChat;
+use pith_providers::wire::openai_responses::OpenAiResponses;
 
 #[test]
 fn an_openai_adapter_can_be_the_first_http_client_of_the_process() {

@@ -8,10 +8,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use pith_core::InMemory;
 use pith_core::{AutoCompaction, ContextBudget, LoopEvent, Message, ToolCall, ToolRegistry};
-use pith_providers::openai_chat::OpenAiChat;
-use pith_providers::request::Timeouts;
-use pith_providers::setup::default_estimator;
+use pith_core::{BpeCounter, Encoding, RequestEstimator};
+use pith_providers::tool_loop::request::Timeouts;
+use pith_providers::wire::openai_chat::OpenAiChat;
 use pith_providers::{AgentLoop, LoopError, LoopOptions};
 use serde_json::json;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
@@ -39,7 +40,7 @@ fn agent(url: &str, window: u64) -> AgentLoop {
         ContextBudget::for_window(window),
         "You are a helpful assistant. Answer briefly.",
         ToolRegistry::default(),
-        default_estimator(),
+        RequestEstimator::new(std::sync::Arc::new(BpeCounter::new(Encoding::O200kBase))),
         LoopOptions {
             max_output_tokens: Some(96),
             temperature: Some(0.0),
@@ -77,7 +78,11 @@ async fn streams_text_and_falls_back_to_local_estimates_without_usage() {
     let mut agent = agent(&url, 4096);
     let (tx, mut rx) = unbounded_channel();
     let summary = agent
-        .run_turn(Message::user("Say hello."), &tx, &CancellationToken::new())
+        .run_turn(
+            Message::user("Say hello."),
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
         .await
         .expect("turn completes");
     let events = drain(&mut rx);
@@ -119,7 +124,7 @@ async fn a_history_with_a_tool_call_and_its_result_round_trips() {
     agent
         .run_turn(
             Message::user("When is the meeting?"),
-            &tx,
+            &mut InMemory::new(tx.clone()),
             &CancellationToken::new(),
         )
         .await
@@ -144,7 +149,7 @@ async fn a_full_history_is_compacted_by_the_real_model() {
     agent
         .run_turn(
             Message::user("How long are raw events kept?"),
-            &tx,
+            &mut InMemory::new(tx.clone()),
             &CancellationToken::new(),
         )
         .await
@@ -178,14 +183,18 @@ async fn manual_compaction_through_the_real_model() {
     agent
         .run_turn(
             Message::user("My name is Ada and I like SQLite."),
-            &tx,
+            &mut InMemory::new(tx.clone()),
             &cancel,
         )
         .await
         .expect("turn");
     drain(&mut rx);
     let result = agent
-        .compact(Some("keep the user's name"), &tx, &cancel)
+        .compact(
+            Some("keep the user's name"),
+            &mut InMemory::new(tx.clone()),
+            &cancel,
+        )
         .await
         .expect("manual compaction");
     assert!(!result.summary.is_empty());
@@ -217,7 +226,7 @@ async fn cancelling_mid_stream_stops_promptly() {
         Duration::from_secs(30),
         agent.run_turn(
             Message::user("Write a very long story about a lighthouse keeper."),
-            &tx,
+            &mut InMemory::new(tx.clone()),
             &cancel,
         ),
     )

@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 use common::*;
 use pith_core::prompts::TOOLS_DISABLED_DURING_COMPACTION;
 use pith_core::summary::manual_prompt;
+use pith_core::InMemory;
 use pith_core::{LoopEvent, Message, Usage};
 use pith_providers::LoopError;
 use pith_testkit::{Protocol, Turn, REDACTED};
@@ -184,7 +185,11 @@ async fn manual_compaction_streams_the_summary_and_leaves_one_user_message(proto
     let (tx, mut rx) = unbounded_channel();
     let result = h
         .agent
-        .compact(Some(focus), &tx, &CancellationToken::new())
+        .compact(
+            Some(focus),
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
         .await
         .expect("the manual compaction succeeds");
     let events = drain(&mut rx);
@@ -245,7 +250,11 @@ async fn manual_compaction_refuses_tool_calls_visibly_and_keeps_the_final_text(p
     let (tx, mut rx) = unbounded_channel();
     let result = h
         .agent
-        .compact(None, &tx, &CancellationToken::new())
+        .compact(
+            None,
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
         .await
         .expect("the compaction succeeds after the refusal");
     assert_eq!(
@@ -273,7 +282,11 @@ async fn a_failed_manual_compaction_leaves_history_unchanged(protocol: Protocol)
     let (tx, _rx) = unbounded_channel();
     let error = h
         .agent
-        .compact(None, &tx, &CancellationToken::new())
+        .compact(
+            None,
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
         .await
         .expect_err("an empty summary is rejected");
     assert!(
@@ -308,7 +321,8 @@ async fn a_cancelled_manual_compaction_leaves_history_unchanged(protocol: Protoc
     });
     let outcome = tokio::time::timeout(
         std::time::Duration::from_secs(5),
-        h.agent.compact(None, &tx, &cancel),
+        h.agent
+            .compact(None, &mut InMemory::new(tx.clone()), &cancel),
     )
     .await
     .expect("the cancellation is honoured at once");

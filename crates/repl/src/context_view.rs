@@ -5,6 +5,7 @@
 //! the messages from `count_message` with the estimator's own counter. Nothing here
 //! computes a threshold.
 
+use pith_core::format::thousands;
 use pith_core::tokens::count_message;
 use pith_core::{ContextBudget, Message, RequestEstimate, Role, TokenCounter};
 
@@ -110,19 +111,6 @@ pub fn bar(value: u64, scale: u64, fill: char) -> String {
     } as usize;
     let mut out: String = std::iter::repeat_n(fill, filled).collect();
     out.extend(std::iter::repeat_n('·', BAR_CELLS - filled));
-    out
-}
-
-/// `12345` → `12,345`.
-pub fn thousands(value: u64) -> String {
-    let digits = value.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
     out
 }
 

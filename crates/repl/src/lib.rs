@@ -2,7 +2,8 @@
 //!
 //! Layout, one job per module:
 //! - [`app`]: start-up and the prompt loop; its `jobs` (a turn, `/compact`) and `slash`
-//!   (the other commands) submodules; persistence through `pith_session`.
+//!   (the other commands) submodules. Everything goes through one
+//!   `pith_agent::Conversation`, which records and persists; the REPL only renders.
 //! - [`busy`]: the `tokio::select!` loop that runs a turn or `/compact` while reading keys
 //!   in raw mode, drawing the loader and answering permission questions.
 //! - [`keys`] (key → action) and [`state`] (which token a key cancels, loader text,
@@ -28,4 +29,4 @@ pub mod state;
 pub mod status;
 pub mod terminal;
 
-pub use app::{run, ReplError, ReplOptions, Start};
+pub use app::{run, ReplError};

@@ -1,9 +1,9 @@
 //! The status line: model, context use against the input budget, and the distance to the
 //! automatic compaction threshold. Pure text; the thresholds come from [`ContextBudget`].
 
+use pith_agent::Conversation;
+use pith_core::format::thousands;
 use pith_core::ContextBudget;
-
-use crate::context_view::thousands;
 
 /// What the status line shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +19,17 @@ pub struct Status {
 }
 
 impl Status {
+    /// The status of `conversation`, with nothing used yet (the caller fills `used` from
+    /// the estimate or the reported usage).
+    pub fn of(conversation: &Conversation) -> Self {
+        Self {
+            model: conversation.model_spec(),
+            used: 0,
+            budget: conversation.budget(),
+            auto_compaction: conversation.auto_compaction(),
+        }
+    }
+
     /// `model · used / input budget tokens (N%) · M to auto-compact`.
     pub fn text(&self) -> String {
         let budget = &self.budget;

@@ -19,16 +19,7 @@ use crate::items::TranscriptItem;
 /// The schema version this pith writes and reads.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// What started a compaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CompactionTrigger {
-    /// The user ran `/compact`.
-    #[serde(rename = "manual")]
-    Manual,
-    /// The tool loop crossed the automatic threshold.
-    #[serde(rename = "auto")]
-    Auto,
-}
+pub use pith_core::CompactionTrigger;
 
 /// One event of a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

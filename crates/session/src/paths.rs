@@ -18,36 +18,50 @@ pub const LOCK_FILE: &str = "lock";
 /// Directory holding raw tool outputs inside a session directory.
 pub const SPILL_DIR: &str = "spill";
 
-/// The sessions root from explicit variable values (testable without touching the
-/// process environment).
-pub fn sessions_root_from(
+/// pith's data directory from explicit variable values (testable without touching the
+/// process environment): `$PITH_HOME`, else `$XDG_DATA_HOME/pith` (when absolute), else
+/// `~/.local/share/pith`. Sessions live in its `sessions/`, logs in its `logs/`.
+pub fn data_dir_from(
     pith_home: Option<&OsStr>,
     xdg_data_home: Option<&OsStr>,
     home: Option<&OsStr>,
 ) -> Result<PathBuf> {
     if let Some(pith_home) = pith_home.filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(pith_home).join("sessions"));
+        return Ok(PathBuf::from(pith_home));
     }
     if let Some(xdg) = xdg_data_home.map(Path::new).filter(|p| p.is_absolute()) {
-        return Ok(xdg.join("pith").join("sessions"));
+        return Ok(xdg.join("pith"));
     }
     match home.filter(|v| !v.is_empty()) {
         Some(home) => Ok(PathBuf::from(home)
             .join(".local")
             .join("share")
-            .join("pith")
-            .join("sessions")),
+            .join("pith")),
         None => Err(SessionError::NoDataDir),
     }
 }
 
-/// The sessions root from the process environment.
-pub fn sessions_root() -> Result<PathBuf> {
-    sessions_root_from(
+/// pith's data directory from the process environment (see [`data_dir_from`]).
+pub fn data_dir() -> Result<PathBuf> {
+    data_dir_from(
         std::env::var_os("PITH_HOME").as_deref(),
         std::env::var_os("XDG_DATA_HOME").as_deref(),
         std::env::var_os("HOME").as_deref(),
     )
+}
+
+/// The sessions root from explicit variable values: `sessions/` of [`data_dir_from`].
+pub fn sessions_root_from(
+    pith_home: Option<&OsStr>,
+    xdg_data_home: Option<&OsStr>,
+    home: Option<&OsStr>,
+) -> Result<PathBuf> {
+    Ok(data_dir_from(pith_home, xdg_data_home, home)?.join("sessions"))
+}
+
+/// The sessions root from the process environment.
+pub fn sessions_root() -> Result<PathBuf> {
+    Ok(data_dir()?.join("sessions"))
 }
 
 /// The directory name for a project: `<readable name>-<8 hex digits of the path hash>`.

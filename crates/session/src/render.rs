@@ -7,6 +7,7 @@
 
 use std::io::{self, Write};
 
+use pith_core::format::thousands;
 use pith_core::{Message, Part, Role, Usage};
 use serde::Serialize;
 
@@ -301,19 +302,6 @@ fn usage_text(usage: &Usage) -> String {
         thousands(usage.cached_input_tokens),
         thousands(usage.output_tokens)
     )
-}
-
-/// `182344` → `182,344`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

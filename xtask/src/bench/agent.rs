@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use async_trait::async_trait;
 use pith_core::{
-    BpeCounter, ContextBudget, Encoding, Message, RequestEstimator, Tool, ToolContext, ToolError,
-    ToolOutput, ToolRegistry,
+    BpeCounter, ContextBudget, Encoding, InMemory, Message, RequestEstimator, Tool, ToolContext,
+    ToolError, ToolOutput, ToolRegistry,
 };
-use pith_providers::anthropic::Anthropic;
+use pith_providers::wire::anthropic::Anthropic;
 use pith_providers::{AgentLoop, LoopOptions};
 use pith_testkit::{Script, TestServer, Turn};
 use serde_json::{json, Value};
@@ -80,7 +80,11 @@ async fn one_loop_run(tool_turns: usize) -> Result<f64> {
     let drainer = tokio::spawn(async move { while drain.recv().await.is_some() {} });
     let start = Instant::now();
     let summary = agent
-        .run_turn(Message::user("go"), &events, &CancellationToken::new())
+        .run_turn(
+            Message::user("go"),
+            &mut InMemory::new(events.clone()),
+            &CancellationToken::new(),
+        )
         .await
         .map_err(|f| anyhow!("loop failed: {}", f.error))?;
     let seconds = start.elapsed().as_secs_f64();

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use pith_core::context::squash::{self, command_family, CommandFamily, SquashConfig};
-use pith_core::context::{collapse, decide, prune_old_tool_outputs, Action, PolicyState};
+use pith_core::context::{collapse, decide, prune_old_tool_outputs, Action, Facts, PolicyMemory};
 use pith_core::message::{Message, Part, Role};
 use pith_core::summary::{auto_prompt, build_auto_replacement, strip_system};
 use pith_core::tokens::{count_message, estimate_request};
@@ -253,40 +253,38 @@ impl<'a> Replay<'a> {
         (pruned, before.saturating_sub(after) as u64)
     }
 
-    /// `AgentLoop::before_request`, step for step, on the simulated history.
-    fn tiered_step(&mut self, policy: &Policy, state: &mut PolicyState) {
+    /// The loop's per-request decision (`AgentLoop::prepare_turn_request`), step for step,
+    /// on the simulated history: decide, act, decide again until there is nothing to do.
+    fn tiered_step(&mut self, policy: &Policy, memory: &mut PolicyMemory) {
         let Policy::Tiered { prune, .. } = policy else {
             return;
         };
-        for _ in 0..2 {
+        let (mut micro_allowed, mut llm_allowed) = (true, true);
+        loop {
             let estimate = self.estimate();
-            state.llm_allowed = true;
-            state.micro_minimum = prune.minimum;
-            let micro = if state.new_history_since_attempt && self.budget.reaches_micro(estimate) {
-                Some(self.micro_candidate(policy))
-            } else {
-                None
+            let micro = (micro_allowed
+                && memory.new_history_since_attempt
+                && self.budget.reaches_micro(estimate))
+            .then(|| self.micro_candidate(policy));
+            let facts = Facts {
+                estimate,
+                micro_reclaimable: micro.as_ref().map_or(0, |(_, reclaimed)| *reclaimed),
+                micro_minimum: prune.minimum,
+                llm_allowed,
             };
-            state.micro_reclaimable = micro.as_ref().map_or(0, |(_, reclaimed)| *reclaimed);
-            match decide(estimate, &self.budget, state) {
-                Action::None | Action::OverflowFallback => return,
-                Action::Micro => {
-                    let Some((replacement, reclaimed)) = micro else {
-                        return;
-                    };
+            match (decide(&facts, &self.budget, memory), micro) {
+                (Action::Micro, Some((replacement, _))) => {
+                    micro_allowed = false;
                     self.set_history(replacement);
                     self.outcome.micro_compactions += 1;
-                    let after = self.estimate();
-                    let freed = estimate.saturating_sub(after).max(reclaimed.min(estimate));
-                    state.record_attempt(freed, &self.budget);
-                    state.new_history_since_attempt = self.budget.reaches_auto(after);
                 }
-                Action::Llm => {
+                (Action::Llm, _) => {
+                    llm_allowed = false;
                     self.llm_compaction();
                     let after = self.estimate();
-                    state.record_attempt(estimate.saturating_sub(after), &self.budget);
-                    return;
+                    memory.record_attempt(estimate.saturating_sub(after), after, &self.budget);
                 }
+                _ => return,
             }
         }
     }
@@ -350,7 +348,7 @@ pub fn replay(session: &CorpusSession, policy: &Policy, params: &SimParams) -> S
     };
     let squash_config = SquashConfig::default();
     let mut replay = Replay::new(params, &session.system, budget);
-    let mut state = PolicyState::default();
+    let mut memory = PolicyMemory::default();
     let mut keen_new_history = true;
     let mut shaped = false;
     for message in &session.messages {
@@ -358,7 +356,7 @@ pub fn replay(session: &CorpusSession, policy: &Policy, params: &SimParams) -> S
             Role::User | Role::System => {
                 replay.last_user_text = message.text_content();
                 replay.push(message.clone());
-                state.record_new_tool_turn();
+                memory.record_new_history();
                 keen_new_history = true;
             }
             Role::Tool => {
@@ -382,14 +380,14 @@ pub fn replay(session: &CorpusSession, policy: &Policy, params: &SimParams) -> S
                     }
                 }
                 replay.push(message);
-                state.record_new_tool_turn();
+                memory.record_new_history();
                 keen_new_history = true;
             }
             Role::Assistant => {
                 match policy {
                     Policy::Keen => replay.keen_step(&mut keen_new_history),
                     Policy::Zesdex => replay.zesdex_step(&mut shaped),
-                    Policy::Tiered { .. } => replay.tiered_step(policy, &mut state),
+                    Policy::Tiered { .. } => replay.tiered_step(policy, &mut memory),
                 }
                 let estimate = replay.estimate();
                 replay.outcome.peak_context = replay.outcome.peak_context.max(estimate);

@@ -19,6 +19,6 @@ pub mod squash;
 
 pub use config::{ContextConfig, SquashConfig};
 pub use dedup::{collapse, DedupStats, DUPLICATE_PLACEHOLDER};
-pub use policy::{decide, Action, PolicyState};
+pub use policy::{decide, Action, Facts, PolicyMemory};
 pub use prune::{prune_old_tool_outputs, PruneConfig, PRUNE_PLACEHOLDER};
 pub use squash::{apply as squash_output, SquashStats, Squashed};

@@ -10,15 +10,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use pith_core::InMemory;
 use pith_core::{
     AutoCompaction, BpeCounter, ContextBudget, Encoding, LoopEvent, Message, RequestEstimator,
     Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
 };
-use pith_providers::anthropic::Anthropic;
-use pith_providers::openai_chat::OpenAiChat;
-use pith_providers::openai_responses::OpenAiResponses;
-use pith_providers::request::Timeouts;
-use pith_providers::retry::RetryPolicy;
+use pith_providers::tool_loop::request::Timeouts;
+use pith_providers::tool_loop::retry::RetryPolicy;
+use pith_providers::wire::anthropic::Anthropic;
+use pith_providers::wire::openai_chat::OpenAiChat;
+use pith_providers::wire::openai_responses::OpenAiResponses;
 use pith_providers::{AgentLoop, LoopOptions, ProviderAdapter, TurnFailure, TurnSummary};
 use pith_testkit::{Protocol, RecordedRequest, Script, TestServer, Turn};
 use serde_json::{json, Value};
@@ -191,7 +192,11 @@ impl Harness {
     ) -> Result<TurnSummary, TurnFailure> {
         tokio::time::timeout(
             Duration::from_secs(20),
-            self.agent.run_turn(Message::user(user), events, cancel),
+            self.agent.run_turn(
+                Message::user(user),
+                &mut InMemory::new(events.clone()),
+                cancel,
+            ),
         )
         .await
         .unwrap_or_else(|_| panic!("{:?}: the turn hung for 20 s", self.protocol))

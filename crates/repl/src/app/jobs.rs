@@ -1,77 +1,58 @@
 //! Running jobs: a user turn and a manual `/compact`, and how their loop events are
-//! shown and persisted.
+//! shown. Persistence is the conversation's; this module only renders.
 
-use super::*;
+use pith_core::{AutoCompaction, LoopEvent, Role};
+use pith_providers::LoopError;
+use tokio::sync::mpsc::unbounded_channel;
+use tokio_util::sync::CancellationToken;
+
+use super::App;
+use crate::busy::{drive, BusyIo};
+use crate::render::{Screen, Tone};
+use crate::state::BusyState;
+use crate::status::Status;
 
 impl App {
     pub(super) async fn turn(&mut self, text: String) {
-        let Some(conversation) = self.conversation.as_mut() else {
-            return;
-        };
-        let user = Message::user(text);
-        if let Err(error) = conversation.session.append(Event::UserMessage {
-            message: user.clone(),
-        }) {
-            self.screen.message(
-                Tone::Error,
-                &format!("cannot record the message, so it was not sent: {error}"),
-            );
-            return;
-        }
-        conversation.unused = false;
         let cancel = CancellationToken::new();
         let mut busy = BusyState::turn(cancel.clone());
-        let mut recorder = TurnRecorder::new();
-        let (tx, mut rx) = unbounded_channel();
-        let Conversation { agent, session, .. } = conversation;
+        let (mut events, mut received) = unbounded_channel();
         self.screen.start_answer();
         let outcome = drive(
-            agent.run_turn(user, &tx, &cancel),
+            self.conversation.run_turn(&text, &mut events, &cancel),
             &mut busy,
-            &mut rx,
+            &mut received,
             BusyIo {
                 screen: &mut self.screen,
                 approvals: &mut self.approvals,
                 status: &mut self.status,
             },
-            |event, busy, screen, status| {
-                on_turn_event(event, busy, screen, status, &mut recorder, session)
-            },
+            on_turn_event,
         )
         .await;
-        let error = outcome.err().map(|failure| failure.error);
-        let interrupted = matches!(error, Some(LoopError::Cancelled));
-        if let Err(e) = recorder.finish(session, interrupted, error.as_ref().map(|e| e.to_string()))
-        {
-            self.screen.message(
-                Tone::Error,
-                &format!("cannot record the end of the turn: {e}"),
-            );
-        }
-        match error {
+        match &outcome.error {
             None => {}
-            Some(LoopError::Cancelled) => self
+            Some(pith_agent::TurnError::Loop(LoopError::Cancelled)) => self
                 .screen
                 .message(Tone::Dim, "Turn stopped; what was shown is saved."),
             Some(other) => self.screen.message(Tone::Error, &format!("error: {other}")),
+        }
+        if let Some(record_error) = &outcome.record_error {
+            self.screen.message(Tone::Error, record_error);
         }
         self.finish_busy(busy);
     }
 
     pub(super) async fn compact(&mut self, focus: Option<String>) {
-        let Some(conversation) = self.conversation.as_mut() else {
-            return;
-        };
-        let snapshot = conversation.agent.history().to_vec();
         let cancel = CancellationToken::new();
         let mut busy = BusyState::manual_compaction(cancel.clone());
-        let (tx, mut rx) = unbounded_channel();
-        let Conversation { agent, session, .. } = conversation;
+        let (mut events, mut received) = unbounded_channel();
         self.screen.start_answer();
         let outcome = drive(
-            agent.compact(focus.as_deref(), &tx, &cancel),
+            self.conversation
+                .compact(focus.as_deref(), &mut events, &cancel),
             &mut busy,
-            &mut rx,
+            &mut received,
             BusyIo {
                 screen: &mut self.screen,
                 approvals: &mut self.approvals,
@@ -81,34 +62,13 @@ impl App {
         )
         .await;
         match outcome {
-            Ok(done) => {
-                let record = Event::CompactionApplied {
-                    trigger: CompactionTrigger::Manual,
-                    messages: done.replacement.clone(),
-                    summary: done.summary.clone(),
-                    tokens_before: done.tokens_before,
-                    tokens_after: done.tokens_after,
-                    usage: Some(done.usage),
-                };
-                match session.append(record) {
-                    Ok(_) => self.screen.message(
-                        Tone::Info,
-                        &format!(
-                            "Context compacted ({} → {} tokens)",
-                            done.tokens_before, done.tokens_after
-                        ),
-                    ),
-                    Err(error) => {
-                        agent.set_history(snapshot);
-                        self.screen.message(
-                            Tone::Error,
-                            &format!(
-                                "cannot save the compaction ({error}); the history is unchanged"
-                            ),
-                        );
-                    }
-                }
-            }
+            Ok(done) => self.screen.message(
+                Tone::Info,
+                &format!(
+                    "Context compacted ({} → {} tokens)",
+                    done.tokens_before, done.tokens_after
+                ),
+            ),
             Err(LoopError::Cancelled) => self
                 .screen
                 .message(Tone::Info, "Compaction cancelled; the history is unchanged"),
@@ -128,24 +88,8 @@ impl App {
     }
 }
 
-/// Handles one event of a turn: persistence first (the recorder), then the screen.
-fn on_turn_event(
-    event: LoopEvent,
-    busy: &mut BusyState,
-    screen: &mut Screen,
-    status: &mut Status,
-    recorder: &mut TurnRecorder,
-    session: &mut Session,
-) {
-    if let LoopEvent::AutoCompaction(pith_core::AutoCompaction::Applied { .. }) = &event {
-        // Flush what is visible before the checkpoint that records it.
-        screen.end_text();
-    }
-    match recorder.observe(&event, session) {
-        Ok(Observed::Compacted(note)) => status.used = note.tokens_after,
-        Ok(Observed::Nothing) => {}
-        Err(error) => screen.message(Tone::Error, &format!("cannot save the compaction: {error}")),
-    }
+/// Shows one event of a turn.
+fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, status: &mut Status) {
     match event {
         LoopEvent::TextDelta(text) => screen.text(&text),
         LoopEvent::ToolCallStarted(call) => screen.tool_started(&call),
@@ -158,17 +102,26 @@ fn on_turn_event(
         }
         LoopEvent::Usage(usage) => status.used = usage.input_tokens + usage.output_tokens,
         LoopEvent::AutoCompaction(lifecycle) => {
+            if let AutoCompaction::Applied { tokens_after, .. } = &lifecycle {
+                // The text before the boundary is complete; the status follows the
+                // replacement.
+                screen.end_text();
+                status.used = *tokens_after;
+            }
             if let Some(notice) = busy.on_auto_compaction(&lifecycle) {
                 screen.message(Tone::Info, &notice.text());
             }
         }
-        LoopEvent::MicroCompaction(step) => screen.message(
-            Tone::Dim,
-            &format!(
-                "Old tool outputs cleared ({} → {} tokens)",
-                step.tokens_before, step.tokens_after
-            ),
-        ),
+        LoopEvent::MicroCompaction(step) => {
+            status.used = step.tokens_after;
+            screen.message(
+                Tone::Dim,
+                &format!(
+                    "Old tool outputs cleared ({} → {} tokens)",
+                    step.tokens_before, step.tokens_after
+                ),
+            )
+        }
         LoopEvent::Notice(text) => screen.message(Tone::Dim, &text),
         LoopEvent::Retrying {
             attempt,
@@ -184,7 +137,7 @@ fn on_turn_event(
     }
 }
 
-/// Handles one event of a manual compaction: the summary streams visibly; rejected tool
+/// Shows one event of a manual compaction: the summary streams visibly; rejected tool
 /// calls show as cards.
 fn on_compact_event(event: LoopEvent, _: &mut BusyState, screen: &mut Screen, _: &mut Status) {
     match event {
@@ -207,10 +160,9 @@ fn on_compact_event(event: LoopEvent, _: &mut BusyState, screen: &mut Screen, _:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pith_core::AutoCompaction;
-    use pith_session::ReadOptions;
-    use std::io::Write;
-    use std::sync::Mutex;
+    use pith_core::Message;
+    use std::io::{self, Write};
+    use std::sync::{Arc, Mutex};
 
     #[derive(Clone, Default)]
     struct Capture(Arc<Mutex<Vec<u8>>>);
@@ -226,17 +178,7 @@ mod tests {
     }
 
     #[test]
-    fn an_applied_automatic_compaction_is_flushed_persisted_and_announced_without_its_summary() {
-        let root = tempfile::tempdir().unwrap();
-        let store = SessionStore::at(root.path().join("sessions"));
-        let mut session = store
-            .create(NewSession {
-                cwd: root.path().to_path_buf(),
-                provider: "test".into(),
-                model: "m".into(),
-            })
-            .unwrap();
-        session.append(Event::user_text("go")).unwrap();
+    fn an_applied_automatic_compaction_is_flushed_and_announced_without_its_summary() {
         let capture = Capture::default();
         let mut screen = Screen::new(Box::new(capture.clone()), false);
         let turn = CancellationToken::new();
@@ -247,7 +189,6 @@ mod tests {
             budget: pith_core::ContextBudget::for_window(20_000),
             auto_compaction: true,
         };
-        let mut recorder = TurnRecorder::new();
         let events = vec![
             LoopEvent::TextDelta("Before".into()),
             LoopEvent::MessageAppended(Message::assistant("Before")),
@@ -255,10 +196,9 @@ mod tests {
                 cancel: turn.child_token(),
             }),
             LoopEvent::AutoCompaction(AutoCompaction::Applied {
-                replacement: vec![
-                    Message::system("sys"),
-                    Message::user("<compacted_context>SECRET</compacted_context>"),
-                ],
+                replacement: vec![Message::user(
+                    "<compacted_context>SECRET</compacted_context>",
+                )],
                 summary: "SECRET".into(),
                 usage: None,
                 tokens_before: 15_000,
@@ -267,14 +207,7 @@ mod tests {
             LoopEvent::TextDelta("After".into()),
         ];
         for event in events {
-            on_turn_event(
-                event,
-                &mut busy,
-                &mut screen,
-                &mut status,
-                &mut recorder,
-                &mut session,
-            );
+            on_turn_event(event, &mut busy, &mut screen, &mut status);
         }
         drop(screen);
         let shown = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
@@ -283,21 +216,5 @@ mod tests {
             "Before\nContext compacted automatically (15000 → 900 tokens)\nAfter\n"
         );
         assert_eq!(status.used, 900, "the status follows the replacement");
-        let kinds: Vec<String> = session
-            .read(ReadOptions::default())
-            .unwrap()
-            .records
-            .iter()
-            .map(|r| r.event.kind().to_owned())
-            .collect();
-        assert_eq!(
-            kinds,
-            [
-                "session_started",
-                "user_message",
-                "assistant_turn",
-                "compaction_applied"
-            ]
-        );
     }
 }

@@ -1,6 +1,11 @@
 //! The slash commands other than `/compact` (which is a job, see `jobs`).
 
-use super::*;
+use pith_session::render;
+
+use super::App;
+use crate::commands::HELP;
+use crate::context_view::ContextFigures;
+use crate::render::Tone;
 
 impl App {
     pub(super) fn help(&mut self) {
@@ -17,21 +22,18 @@ impl App {
     }
 
     pub(super) fn context_report(&mut self) {
-        let Some(conversation) = self.conversation.as_mut() else {
-            return;
-        };
-        let estimate = conversation.agent.estimate();
+        let estimate = self.conversation.estimate();
         let figures = ContextFigures::new(
-            conversation.agent.budget(),
+            self.conversation.budget(),
             estimate,
-            conversation.agent.history(),
-            self.counter.as_ref(),
+            self.conversation.history(),
+            self.conversation.counter().as_ref(),
         );
         self.screen.block(&figures.lines().join("\n"));
     }
 
     pub(super) fn sessions(&mut self) {
-        let sessions = match self.store.list_sessions(Some(&self.cwd)) {
+        let sessions = match self.conversation.project_sessions() {
             Ok(sessions) => sessions,
             Err(e) => {
                 self.screen
@@ -43,74 +45,30 @@ impl App {
         if render::sessions_table(&sessions, &mut table).is_ok() {
             self.screen.block(&String::from_utf8_lossy(&table));
         }
-        if let Some(conversation) = &self.conversation {
-            let current = format!("current: {}", conversation.session.id());
-            self.screen.message(Tone::Dim, &current);
-        }
+        let current = format!("current: {}", self.conversation.session_id());
+        self.screen.message(Tone::Dim, &current);
     }
 
     pub(super) fn resume(&mut self, query: &str) {
-        let target = match self.store.locate(query) {
-            Ok(dir) => dir,
-            Err(e) => {
-                self.screen.message(Tone::Error, &e.to_string());
-                return;
+        match self.conversation.resume(query) {
+            Ok(opened) => {
+                for notice in &opened.notices {
+                    self.screen.message(Tone::Error, notice);
+                }
+                if let Some(records) = &opened.resumed {
+                    self.show_replay(records);
+                }
+                self.refresh_status();
+                self.banner();
             }
-        };
-        if let Some(conversation) = &self.conversation {
-            if same_dir(&target, conversation.session.dir()) {
-                self.screen
-                    .message(Tone::Dim, "That is the current session.");
-                return;
-            }
+            Err(e) => self.screen.message(Tone::Error, &e.to_string()),
         }
-        let resumed = match self.store.resume(&target.display().to_string()) {
-            Ok(resumed) => resumed,
-            Err(e) => {
-                self.screen.message(Tone::Error, &e.to_string());
-                return;
-            }
-        };
-        let choice = ModelChoice {
-            requested: None,
-            recorded: resumed.recorded_model.clone(),
-            context_window: self.window_override,
-        };
-        let resolved = match resolve_choice(&choice, &self.config, &env) {
-            Ok(resolved) => resolved,
-            Err(e) => {
-                self.screen.message(Tone::Error, &e.to_string());
-                return;
-            }
-        };
-        let agent = match self.build_agent(&resumed.session, &resolved, resumed.history) {
-            Ok(agent) => agent,
-            Err(e) => {
-                self.screen.message(Tone::Error, &e.to_string());
-                return;
-            }
-        };
-        for warning in &resumed.warnings {
-            self.screen
-                .message(Tone::Error, &format!("warning: {warning}"));
-        }
-        self.show_replay(&resumed.records);
-        self.install(Conversation {
-            agent,
-            session: resumed.session,
-            resolved,
-            unused: false,
-        });
-        self.banner();
     }
 
     pub(super) fn clear(&mut self) {
-        let Some(resolved) = self.conversation.as_ref().map(|c| c.resolved.clone()) else {
-            return;
-        };
-        match self.new_conversation(resolved) {
-            Ok(conversation) => {
-                self.install(conversation);
+        match self.conversation.clear() {
+            Ok(()) => {
+                self.refresh_status();
                 self.screen.message(Tone::Info, "New session.");
                 self.banner();
             }
@@ -124,30 +82,10 @@ impl App {
             self.screen.message(Tone::Info, &text);
             return;
         };
-        let choice = ModelChoice {
-            requested: Some(name),
-            recorded: None,
-            context_window: self.window_override,
-        };
-        let resolved = match resolve_choice(&choice, &self.config, &env) {
-            Ok(resolved) => resolved,
-            Err(e) => {
-                self.screen.message(Tone::Error, &e.to_string());
-                return;
-            }
-        };
-        let Some(conversation) = self.conversation.as_ref() else {
-            return;
-        };
-        let history = conversation.agent.history().to_vec();
-        match self.build_agent(&conversation.session, &resolved, history) {
-            Ok(agent) => {
-                for warning in &resolved.warnings {
-                    self.screen.message(Tone::Error, warning);
-                }
-                if let Some(conversation) = self.conversation.as_mut() {
-                    conversation.agent = agent;
-                    conversation.resolved = resolved;
+        match self.conversation.switch_model(&name) {
+            Ok(notices) => {
+                for notice in &notices {
+                    self.screen.message(Tone::Error, notice);
                 }
                 self.refresh_status();
                 let text = format!("Model: {}", self.status.text());
@@ -155,12 +93,5 @@ impl App {
             }
             Err(e) => self.screen.message(Tone::Error, &e.to_string()),
         }
-    }
-}
-
-fn same_dir(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
     }
 }

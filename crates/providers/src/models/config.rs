@@ -13,21 +13,22 @@ use std::sync::Arc;
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::adapter::ProviderAdapter;
-use crate::catalog::{self, Pricing};
-use crate::error::ProviderError;
+use crate::models::catalog::{self, Pricing};
+use crate::wire::adapter::ProviderAdapter;
+use crate::wire::error::ProviderError;
 
 /// Window used for models that are neither in the catalog nor configured.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 
-/// Base URL of the local llama.cpp server started by `cargo xtask local-llm`.
+/// Default base URL of the `local` provider: an OpenAI-compatible server on port 8077
+/// (`PITH_LOCAL_BASE_URL` or `[providers.local] base_url` point it elsewhere).
 pub const LOCAL_BASE_URL: &str = "http://127.0.0.1:8077/v1";
 
 /// Output cap of the built-in `local` provider (overridable per model in config).
 pub const LOCAL_MAX_OUTPUT_TOKENS: u32 = 1024;
 
 /// Window assumed for a local server that does not report its context size and has no
-/// configured window: the size `cargo xtask local-llm` starts its server with.
+/// configured window (a small, safe size; a wrong large one would never compact).
 pub const LOCAL_FALLBACK_WINDOW: u64 = 4096;
 
 /// A configuration problem (exit code 2 in the binary).
@@ -278,7 +279,7 @@ pub fn built_in_providers() -> Vec<&'static str> {
 /// Where a model's context window came from (reported by `/context` and warnings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WindowSource {
-    /// `--context-window`.
+    /// `--context-window` (applied by the settings layer, never by this module).
     CommandLine,
     /// `[models."p/m"]` or `[providers.p]` in a config file.
     Config,
@@ -313,8 +314,9 @@ pub struct ResolvedModel {
     pub temperature: Option<f32>,
     /// Prices, when known.
     pub pricing: Option<Pricing>,
-    /// Loud warnings for the user (unknown model, …).
-    pub warnings: Vec<String>,
+    /// The loud warning about a window nothing knew (an unknown model, a local server
+    /// that does not report its size). Irrelevant when the user gave the window.
+    pub window_warning: Option<String>,
 }
 
 impl std::fmt::Debug for ResolvedModel {
@@ -341,25 +343,17 @@ impl ResolvedModel {
     pub fn adapter(&self) -> Result<Arc<dyn ProviderAdapter>, ProviderError> {
         let key = self.api_key.as_deref();
         Ok(match self.kind {
-            ProtocolKind::OpenAiChat => {
-                Arc::new(crate::openai_chat::OpenAiChat::new(&self.base_url, key)?)
-            }
+            ProtocolKind::OpenAiChat => Arc::new(crate::wire::openai_chat::OpenAiChat::new(
+                &self.base_url,
+                key,
+            )?),
             ProtocolKind::OpenAiResponses => Arc::new(
-                crate::openai_responses::OpenAiResponses::new(&self.base_url, key)?,
+                crate::wire::openai_responses::OpenAiResponses::new(&self.base_url, key)?,
             ),
             ProtocolKind::Anthropic => {
-                Arc::new(crate::anthropic::Anthropic::new(&self.base_url, key)?)
+                Arc::new(crate::wire::anthropic::Anthropic::new(&self.base_url, key)?)
             }
         })
-    }
-
-    /// Overrides the context window (from `--context-window` or a server report).
-    pub fn set_context_window(&mut self, window: u64, source: WindowSource) {
-        self.context_window = window;
-        self.window_source = source;
-        if source != WindowSource::Default {
-            self.warnings.retain(|w| !w.contains("context window"));
-        }
     }
 }
 
@@ -418,7 +412,7 @@ pub fn resolve_model(
 
     let model_config = config.models.get(spec);
     let catalog_entry = catalog::lookup(model);
-    let mut warnings = Vec::new();
+    let mut window_warning = None;
     let (context_window, window_source) = if let Some(window) =
         model_config.and_then(|m| m.context_window)
     {
@@ -431,7 +425,7 @@ pub fn resolve_model(
         let window = config
             .default_context_window
             .unwrap_or(DEFAULT_CONTEXT_WINDOW);
-        warnings.push(format!(
+        window_warning = Some(format!(
             "warning: unknown model `{spec}`: assuming a context window of {window} tokens; set [models.\"{spec}\"] context_window in config or pass --context-window"
         ));
         (window, WindowSource::Default)
@@ -459,7 +453,7 @@ pub fn resolve_model(
         pricing: model_config
             .and_then(|m| m.pricing)
             .or(catalog_entry.and_then(|e| e.pricing)),
-        warnings,
+        window_warning,
     })
 }
 
@@ -467,8 +461,9 @@ pub fn resolve_model(
 /// (the `local` provider, or a custom provider whose model the catalog does not know),
 /// and fails clearly when the `local` server does not answer at all.
 ///
-/// Order of authority for the window: `--context-window`, config, the server's own report,
-/// the catalog; a model none of them knows keeps the loudly-warned default.
+/// Order of authority for the window: config, the server's own report, the catalog; a
+/// model none of them knows keeps the loudly-warned default. (`--context-window` beats
+/// them all; the settings layer applies it.)
 pub async fn apply_server_window(resolved: &mut ResolvedModel) -> Result<(), ConfigError> {
     let is_local = resolved.provider == "local";
     let probe_worthy = is_local
@@ -477,7 +472,7 @@ pub async fn apply_server_window(resolved: &mut ResolvedModel) -> Result<(), Con
     if !probe_worthy {
         return Ok(());
     }
-    let probe = crate::probe::probe_openai_compatible(
+    let probe = crate::models::probe::probe_openai_compatible(
         &resolved.base_url,
         &resolved.model,
         std::time::Duration::from_secs(3),
@@ -485,27 +480,54 @@ pub async fn apply_server_window(resolved: &mut ResolvedModel) -> Result<(), Con
     .await;
     match probe {
         Ok(info) => {
-            let replaceable = matches!(resolved.window_source, WindowSource::Default | WindowSource::Catalog);
+            let replaceable = matches!(
+                resolved.window_source,
+                WindowSource::Default | WindowSource::Catalog
+            );
             if let (true, Some(window)) = (replaceable, info.context_window) {
-                resolved.set_context_window(window, WindowSource::Server);
+                resolved.context_window = window;
+                resolved.window_source = WindowSource::Server;
+                resolved.window_warning = None;
             } else if is_local && resolved.window_source == WindowSource::Default {
-                resolved.warnings.retain(|w| !w.contains("unknown model"));
-                resolved.set_context_window(LOCAL_FALLBACK_WINDOW, WindowSource::Default);
-                resolved.warnings.push(format!(
-                    "warning: the local server at {} does not report its context size; assuming {LOCAL_FALLBACK_WINDOW} tokens (the size `cargo xtask local-llm` uses). Set [models.\"{}\"] context_window or pass --context-window if it differs",
+                resolved.context_window = LOCAL_FALLBACK_WINDOW;
+                resolved.window_warning = Some(format!(
+                    "warning: the local server at {} does not report the context size of `{}`; assuming {LOCAL_FALLBACK_WINDOW} tokens. Set [models.\"{}\"] context_window in {} or pass --context-window if it differs",
                     resolved.base_url,
-                    resolved.spec()
+                    resolved.model,
+                    resolved.spec(),
+                    CONFIG_FILE_HINT,
                 ));
             }
             Ok(())
         }
-        Err(error) if is_local => Err(ConfigError::Model(format!(
-            "no local model server answers at {} ({error}).\nStart one with `cargo xtask local-llm`, or use a hosted model: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY (or pass --model provider/model)",
-            resolved.base_url
+        Err(error) if is_local => Err(ConfigError::Model(no_local_server(
+            &resolved.base_url,
+            &error,
         ))),
         // A remote server that cannot be probed keeps its configured or default window.
         Err(_) => Ok(()),
     }
+}
+
+/// Where the user's configuration lives, for messages.
+const CONFIG_FILE_HINT: &str = "~/.config/pith/config.toml";
+
+/// The message for a `local` model whose server does not answer: how to use a hosted
+/// model instead, or how to start a local OpenAI-compatible server and point pith at it.
+/// It names no developer command: an installed pith has no source checkout.
+fn no_local_server(base_url: &str, error: &ProviderError) -> String {
+    format!(
+        "no local model server answers at {base_url} ({error}).
+pith needs a model. Either use a hosted one: set ANTHROPIC_API_KEY, OPENAI_API_KEY or \
+OPENROUTER_API_KEY (or pass --model provider/model);
+or start a local OpenAI-compatible server, for example:
+  llama.cpp         llama-server -m model.gguf --port 8077
+  llama-cpp-python  python -m llama_cpp.server --model model.gguf --port 8077
+  Ollama            ollama serve   (it listens on http://127.0.0.1:11434/v1)
+and point the `local` provider at it: PITH_LOCAL_BASE_URL=http://127.0.0.1:11434/v1, or \
+base_url under [providers.local] in {CONFIG_FILE_HINT}. Pick the model with \
+--model local/<name as the server lists it>."
+    )
 }
 
 /// True for the `local` provider and for OpenAI-compatible models whose window nothing
@@ -580,7 +602,7 @@ mod tests {
         assert_eq!(model.base_url, "http://127.0.0.1:9/");
         assert_eq!(model.context_window, 200_000);
         assert_eq!(model.window_source, WindowSource::Catalog);
-        assert!(model.warnings.is_empty());
+        assert!(model.window_warning.is_none());
         assert!(
             !format!("{model:?}").contains("sk-test"),
             "the key must never be printed"
@@ -606,7 +628,10 @@ mod tests {
         let model = resolve_model("openrouter/some/new-model", &config, &lookup).unwrap();
         assert_eq!(model.model, "some/new-model");
         assert_eq!(model.context_window, 64_000);
-        assert!(model.warnings[0].contains("unknown model"));
+        assert!(model
+            .window_warning
+            .as_deref()
+            .is_some_and(|w| w.contains("unknown model")));
     }
 
     #[test]

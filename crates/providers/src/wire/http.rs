@@ -17,7 +17,7 @@ use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
 
-use crate::error::{parse_retry_after, ProviderError};
+use crate::wire::error::{parse_retry_after, ProviderError};
 
 /// Connect timeout of every provider connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -85,6 +85,43 @@ impl HttpFailure {
     }
 }
 
+/// Why [`send`] returned no successful response.
+#[derive(Debug)]
+pub enum SendError {
+    /// The request never got a response (connection, TLS, timeout).
+    Transport(reqwest::Error),
+    /// The server answered with a non-success status.
+    Status(HttpFailure),
+}
+
+impl SendError {
+    /// The classified provider error.
+    pub fn into_provider_error(self) -> ProviderError {
+        match self {
+            SendError::Transport(error) => ProviderError::Connection(error.to_string()),
+            SendError::Status(failure) => failure.into_provider_error(),
+        }
+    }
+}
+
+/// Sends one request and returns its response when the status is a success; any other
+/// status is read into an [`HttpFailure`]. Every adapter's bytes take this path: the
+/// Anthropic adapter calls it directly, the OpenAI adapters through [`PlainService`].
+pub async fn send(
+    client: &reqwest::Client,
+    request: reqwest::Request,
+) -> Result<reqwest::Response, SendError> {
+    let response = client
+        .execute(request)
+        .await
+        .map_err(SendError::Transport)?;
+    if response.status().is_success() {
+        Ok(response)
+    } else {
+        Err(SendError::Status(HttpFailure::read(response).await))
+    }
+}
+
 /// The tower service async-openai sends requests through: no retries, failures kept whole.
 #[derive(Clone, Debug)]
 pub struct PlainService {
@@ -104,17 +141,10 @@ impl tower::Service<HttpRequestFactory> for PlainService {
         let client = self.client.clone();
         Box::pin(async move {
             let request = factory.build().await?;
-            let response = client
-                .execute(request)
-                .await
-                .map_err(OpenAIError::Reqwest)?;
-            if response.status().is_success() {
-                Ok(response)
-            } else {
-                Err(OpenAIError::Boxed(Box::new(
-                    HttpFailure::read(response).await,
-                )))
-            }
+            send(&client, request).await.map_err(|error| match error {
+                SendError::Transport(error) => OpenAIError::Reqwest(error),
+                SendError::Status(failure) => OpenAIError::Boxed(Box::new(failure)),
+            })
         })
     }
 }

@@ -1,24 +1,23 @@
-//! The turn recorder: turns the tool loop's events into session records, the one way
-//! every front-end persists a turn.
+//! Recording a turn: the loop's events become session records, and history rewrites are
+//! written before the loop applies them.
 //!
-//! It keeps the turn's memory (messages appended since the last checkpoint) and the
-//! visible text, and at the two boundaries where the loop rewrites history it writes the
-//! checkpoint of what came before together with the compaction record, atomically
-//! (`append_batch`): an automatic compaction (seed 002 "Applied") and a micro-compaction.
-//! After such a boundary the memory and the current text start afresh; the text seen
-//! before it is kept as `completed_text`, so the final answer is the completed text plus
-//! the current text, with no separator added by the boundary.
+//! [`TurnRecorder`] keeps the turn's memory (messages appended since the last checkpoint)
+//! and the visible text. [`Recording`] is the [`TurnSink`] a conversation hands the loop:
+//! it lets the recorder observe every event before the front-end sees it, and on
+//! [`TurnSink::persist`] writes the checkpoint of what came before together with the
+//! rewrite's record, atomically (`append_batch`). Only when that write succeeded does the
+//! loop install the rewrite; after it the memory and the current text start afresh, and
+//! the text seen before is kept as `completed_text`, so the final answer is the completed
+//! text plus the current text, with no separator added by the boundary.
 //!
 //! Consecutive assistant messages with text are separated by one newline when the earlier
 //! text does not already end with one (two model requests are two messages).
 
-use pith_core::events::AutoCompaction;
-use pith_core::{LoopEvent, Message, Role, Usage};
-
-use crate::error::Result;
-use crate::event::{CompactionTrigger, Event};
-use crate::items::items_from_messages;
-use crate::store::Session;
+use pith_core::{
+    Compaction, CompactionTrigger, EventSink, HistoryRewrite, LoopEvent, Message, PersistError,
+    Role, TurnSink, Usage,
+};
+use pith_session::{items_from_messages, Event, Session};
 
 /// A compaction the recorder persisted, for front-end reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,15 +30,6 @@ pub struct CompactionNote {
     pub tokens_before: u64,
     /// Estimated tokens after.
     pub tokens_after: u64,
-}
-
-/// What a front-end should do after [`TurnRecorder::observe`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Observed {
-    /// Nothing in particular.
-    Nothing,
-    /// A compaction was persisted and installed; show it if interactive.
-    Compacted(CompactionNote),
 }
 
 /// Records one user turn; see the module docs.
@@ -60,11 +50,8 @@ impl TurnRecorder {
         Self::default()
     }
 
-    /// Feeds one loop event; persists at compaction boundaries.
-    ///
-    /// On error (e.g. a full disk) nothing of the boundary was written and the recorder's
-    /// state is unchanged, so the caller can report it and still finish the turn.
-    pub fn observe(&mut self, event: &LoopEvent, session: &mut Session) -> Result<Observed> {
+    /// Follows one loop event: the turn's messages, text and usage.
+    pub fn observe(&mut self, event: &LoopEvent) {
         match event {
             LoopEvent::TextDelta(delta) => {
                 if self.separator_pending && !delta.is_empty() {
@@ -90,51 +77,68 @@ impl TurnRecorder {
                 self.usage += *usage;
                 self.usage_seen = true;
             }
-            LoopEvent::AutoCompaction(AutoCompaction::Applied {
+            _ => {}
+        }
+    }
+
+    /// Writes `rewrite` to `session`, after the checkpoint of the turn so far when there
+    /// is one, atomically. On error nothing was written and the recorder is unchanged.
+    pub fn persist(
+        &mut self,
+        rewrite: &HistoryRewrite,
+        session: &mut Session,
+    ) -> pith_session::Result<()> {
+        let (record, note, usage) = match rewrite {
+            HistoryRewrite::Compaction(Compaction {
+                trigger,
                 replacement,
                 summary,
-                usage,
                 tokens_before,
                 tokens_after,
-            }) => {
-                let checkpoint = self.checkpoint(false, None);
-                let record = Event::compaction(
-                    CompactionTrigger::Auto,
+                usage,
+            }) => (
+                Event::compaction(
+                    *trigger,
                     replacement,
                     summary.clone(),
                     *tokens_before,
                     *tokens_after,
                     *usage,
-                );
-                session.append_batch(vec![checkpoint, record])?;
-                if let Some(usage) = usage {
-                    self.usage += *usage;
-                    self.usage_seen = true;
-                }
-                let note = CompactionNote {
-                    trigger: CompactionTrigger::Auto,
+                ),
+                CompactionNote {
+                    trigger: *trigger,
                     micro: false,
                     tokens_before: *tokens_before,
                     tokens_after: *tokens_after,
-                };
-                self.after_boundary(note);
-                return Ok(Observed::Compacted(note));
-            }
-            LoopEvent::MicroCompaction(step) => {
-                let checkpoint = self.checkpoint(false, None);
-                session.append_batch(vec![checkpoint, Event::micro_compaction(step)])?;
-                let note = CompactionNote {
+                },
+                *usage,
+            ),
+            HistoryRewrite::Micro(step) => (
+                Event::micro_compaction(step),
+                CompactionNote {
                     trigger: CompactionTrigger::Auto,
                     micro: true,
                     tokens_before: step.tokens_before,
                     tokens_after: step.tokens_after,
-                };
-                self.after_boundary(note);
-                return Ok(Observed::Compacted(note));
-            }
-            _ => {}
+                },
+                None,
+            ),
+        };
+        if self.has_checkpoint() {
+            session.append_batch(vec![self.checkpoint(false, None), record])?;
+        } else {
+            session.append(record)?;
         }
-        Ok(Observed::Nothing)
+        self.after_boundary(note);
+        if let Some(usage) = usage {
+            self.usage += usage;
+            self.usage_seen = true;
+        }
+        Ok(())
+    }
+
+    fn has_checkpoint(&self) -> bool {
+        !self.memory.is_empty() || self.usage_seen
     }
 
     fn after_boundary(&mut self, note: CompactionNote) {
@@ -162,7 +166,7 @@ impl TurnRecorder {
         session: &mut Session,
         interrupted: bool,
         error: Option<String>,
-    ) -> Result<()> {
+    ) -> pith_session::Result<()> {
         let checkpoint = self.checkpoint(interrupted, error);
         session.append(checkpoint)?;
         self.memory.clear();
@@ -174,24 +178,43 @@ impl TurnRecorder {
         format!("{}{}", self.completed_text, self.current_text)
     }
 
-    /// Text streamed since the last compaction boundary.
-    pub fn current_text(&self) -> &str {
-        &self.current_text
-    }
-
     /// Compactions persisted during this turn.
     pub fn compactions(&self) -> &[CompactionNote] {
         &self.compactions
     }
 }
 
+/// The [`TurnSink`] of one turn or `/compact`: the recorder observes every event, then
+/// the front-end's sink receives it; rewrites are persisted through the recorder.
+pub struct Recording<'a> {
+    /// The turn's recorder.
+    pub recorder: &'a mut TurnRecorder,
+    /// The session written to.
+    pub session: &'a mut Session,
+    /// Where the front-end wants the events.
+    pub frontend: &'a mut dyn EventSink,
+}
+
+impl EventSink for Recording<'_> {
+    fn emit(&mut self, event: LoopEvent) {
+        self.recorder.observe(&event);
+        self.frontend.emit(event);
+    }
+}
+
+impl TurnSink for Recording<'_> {
+    fn persist(&mut self, rewrite: &HistoryRewrite) -> Result<(), PersistError> {
+        self.recorder
+            .persist(rewrite, self.session)
+            .map_err(|error| PersistError(error.to_string()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::projection::project_model;
-    use crate::read::ReadOptions;
-    use crate::store::{NewSession, SessionStore};
     use pith_core::events::MicroCompaction;
+    use pith_session::{project_model, NewSession, ReadOptions, SessionStore};
 
     fn session() -> (tempfile::TempDir, Session) {
         let root = tempfile::tempdir().unwrap();
@@ -206,49 +229,53 @@ mod tests {
         (root, session)
     }
 
-    fn feed(recorder: &mut TurnRecorder, session: &mut Session, events: Vec<LoopEvent>) {
+    fn observe(recorder: &mut TurnRecorder, events: Vec<LoopEvent>) {
         for event in events {
-            recorder.observe(&event, session).unwrap();
+            recorder.observe(&event);
         }
     }
 
+    fn kinds(session: &Session) -> Vec<String> {
+        session
+            .read(ReadOptions::default())
+            .unwrap()
+            .records
+            .iter()
+            .map(|r| r.event.kind().to_owned())
+            .collect()
+    }
+
+    fn auto(summary: &str) -> HistoryRewrite {
+        HistoryRewrite::Compaction(Compaction {
+            trigger: CompactionTrigger::Auto,
+            replacement: vec![Message::user(format!(
+                "<compacted_context>{summary}</compacted_context>"
+            ))],
+            summary: summary.into(),
+            tokens_before: 1000,
+            tokens_after: 10,
+            usage: None,
+        })
+    }
+
     #[test]
-    fn an_applied_compaction_writes_checkpoint_and_record_together_and_splits_the_text() {
+    fn a_persisted_compaction_writes_checkpoint_and_record_together_and_splits_the_text() {
         let (_root, mut session) = session();
         session.append(Event::user_text("fix it")).unwrap();
         let mut recorder = TurnRecorder::new();
         let first = Message::assistant("Let me look.");
-        feed(
+        observe(
             &mut recorder,
-            &mut session,
             vec![
                 LoopEvent::TextDelta("Let me look.".into()),
                 LoopEvent::MessageAppended(first.clone()),
             ],
         );
-        let replacement = vec![
-            Message::system("sys"),
-            Message::user("<compacted_context>S</compacted_context>"),
-        ];
-        let observed = recorder
-            .observe(
-                &LoopEvent::AutoCompaction(AutoCompaction::Applied {
-                    replacement: replacement.clone(),
-                    summary: "S".into(),
-                    usage: None,
-                    tokens_before: 1000,
-                    tokens_after: 10,
-                }),
-                &mut session,
-            )
-            .unwrap();
-        assert!(matches!(
-            observed,
-            Observed::Compacted(CompactionNote { micro: false, .. })
-        ));
-        feed(
+        recorder.persist(&auto("S"), &mut session).unwrap();
+        assert_eq!(recorder.compactions().len(), 1);
+        assert!(!recorder.compactions()[0].micro);
+        observe(
             &mut recorder,
-            &mut session,
             vec![
                 LoopEvent::TextDelta("Done.".into()),
                 LoopEvent::MessageAppended(Message::assistant("Done.")),
@@ -256,12 +283,9 @@ mod tests {
         );
         recorder.finish(&mut session, false, None).unwrap();
         assert_eq!(recorder.final_text(), "Let me look.\nDone.");
-
-        let transcript = session.read(ReadOptions::default()).unwrap();
-        let kinds: Vec<&str> = transcript.records.iter().map(|r| r.event.kind()).collect();
         assert_eq!(
-            kinds,
-            vec![
+            kinds(&session),
+            [
                 "session_started",
                 "user_message",
                 "assistant_turn",
@@ -269,9 +293,9 @@ mod tests {
                 "assistant_turn"
             ]
         );
-        let model = project_model(&transcript.records);
+        let transcript = session.read(ReadOptions::default()).unwrap();
         assert_eq!(
-            model,
+            project_model(&transcript.records),
             vec![
                 Message::user("<compacted_context>S</compacted_context>"),
                 Message::assistant("Done.")
@@ -281,6 +305,18 @@ mod tests {
             Event::AssistantTurn { messages, .. } => assert_eq!(messages, &vec![first]),
             other => panic!("expected the checkpoint, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_compaction_at_the_start_of_a_turn_is_one_record_without_an_empty_checkpoint() {
+        let (_root, mut session) = session();
+        session.append(Event::user_text("next")).unwrap();
+        let mut recorder = TurnRecorder::new();
+        recorder.persist(&auto("S"), &mut session).unwrap();
+        assert_eq!(
+            kinds(&session),
+            ["session_started", "user_message", "compaction_applied"]
+        );
     }
 
     #[test]
@@ -296,13 +332,11 @@ mod tests {
                 arguments: serde_json::json!({}),
             }],
         );
-        let result = Message::tool_result("c", "big", false);
-        feed(
+        observe(
             &mut recorder,
-            &mut session,
             vec![
                 LoopEvent::MessageAppended(call.clone()),
-                LoopEvent::MessageAppended(result),
+                LoopEvent::MessageAppended(Message::tool_result("c", "big", false)),
             ],
         );
         let pruned = vec![
@@ -310,30 +344,54 @@ mod tests {
             call,
             Message::tool_result("c", "[Old tool result content cleared]", false),
         ];
-        feed(
-            &mut recorder,
-            &mut session,
-            vec![LoopEvent::MicroCompaction(MicroCompaction {
-                replacement: pruned.clone(),
-                tokens_reclaimed: 5,
-                tokens_before: 10,
-                tokens_after: 5,
-            })],
-        );
+        recorder
+            .persist(
+                &HistoryRewrite::Micro(MicroCompaction {
+                    replacement: pruned.clone(),
+                    tokens_reclaimed: 5,
+                    tokens_before: 10,
+                    tokens_after: 5,
+                }),
+                &mut session,
+            )
+            .unwrap();
+        assert!(recorder.compactions()[0].micro);
         recorder.finish(&mut session, false, None).unwrap();
         let transcript = session.read(ReadOptions::default()).unwrap();
         assert_eq!(project_model(&transcript.records), pruned);
     }
 
     #[test]
+    fn a_failed_write_leaves_the_recorder_and_the_transcript_as_they_were() {
+        let (_root, mut session) = session();
+        session.append(Event::user_text("go")).unwrap();
+        let mut recorder = TurnRecorder::new();
+        observe(
+            &mut recorder,
+            vec![
+                LoopEvent::TextDelta("partial".into()),
+                LoopEvent::MessageAppended(Message::assistant("partial")),
+            ],
+        );
+        let before = kinds(&session);
+        // The batch's temporary file goes next to the transcript: a vanished directory
+        // makes the atomic write fail, as a full disk would.
+        let dir = session.dir().to_path_buf();
+        let transcript = std::fs::read(session.transcript_path()).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(recorder.persist(&auto("S"), &mut session).is_err());
+        assert!(recorder.compactions().is_empty());
+        assert_eq!(recorder.final_text(), "partial");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(session.transcript_path(), transcript).unwrap();
+        assert_eq!(kinds(&session), before);
+    }
+
+    #[test]
     fn an_interrupted_turn_is_recorded_with_its_error() {
         let (_root, mut session) = session();
         let mut recorder = TurnRecorder::new();
-        feed(
-            &mut recorder,
-            &mut session,
-            vec![LoopEvent::TextDelta("partial".into())],
-        );
+        observe(&mut recorder, vec![LoopEvent::TextDelta("partial".into())]);
         recorder
             .finish(&mut session, true, Some("cancelled".into()))
             .unwrap();

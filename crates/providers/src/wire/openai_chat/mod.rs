@@ -10,16 +10,16 @@
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use pith_core::{ToolCall, Usage};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::adapter::{
-    decode_stream, parse_arguments, ChunkStream, Decoded, ModelRequest, ProviderAdapter,
-    StreamChunk,
-};
-use crate::error::ProviderError;
-use crate::http::{map_openai_error, openai_client};
+use crate::wire::adapter::{decode_stream, ChunkStream, Decoded, ModelRequest, ProviderAdapter};
+use crate::wire::error::ProviderError;
+use crate::wire::http::{map_openai_error, openai_client};
+
+mod decode;
+pub mod encode;
+
+use self::decode::*;
+pub use self::encode::*;
 
 /// The Chat Completions adapter.
 pub struct OpenAiChat {
@@ -41,375 +41,6 @@ impl OpenAiChat {
     }
 }
 
-/// The request body, borrowed from the request (no intermediate `serde_json::Value`
-/// tree): every request carries the whole history, so this runs once per tool turn over
-/// everything said so far. Serialised by async-openai's client.
-pub fn wire_body(request: &ModelRequest) -> wire::Body<'_> {
-    wire::body(request)
-}
-
-/// The request body as a JSON value (tests and the prompt-cache parity checks).
-pub fn request_body(request: &ModelRequest) -> Value {
-    serde_json::to_value(wire::body(request)).unwrap_or(Value::Null)
-}
-
-/// The borrowed wire types of a Chat Completions request and the conversion that fills
-/// them: the system prompt first; user and system messages as text; assistant messages
-/// with their tool calls (content `""`, never null: llama-cpp-python rejects null); each
-/// tool result as its own `tool` message, any text of a tool message as a user message.
-pub mod wire {
-    use std::borrow::Cow;
-
-    use pith_core::{Message, Part, Role};
-    use serde::Serialize;
-    use serde_json::Value;
-
-    use crate::adapter::{arguments_text, text_of, ModelRequest};
-
-    /// The request body.
-    #[derive(Debug, Serialize)]
-    pub struct Body<'a> {
-        model: &'a str,
-        messages: Vec<WireMessage<'a>>,
-        stream: bool,
-        stream_options: StreamOptions,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        tools: Vec<WireTool<'a>>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        max_tokens: Option<u32>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        temperature: Option<f64>,
-    }
-
-    #[derive(Debug, Serialize)]
-    struct StreamOptions {
-        include_usage: bool,
-    }
-
-    #[derive(Debug, Serialize)]
-    #[serde(tag = "role", rename_all = "lowercase")]
-    enum WireMessage<'a> {
-        System {
-            content: Cow<'a, str>,
-        },
-        User {
-            content: Cow<'a, str>,
-        },
-        Assistant {
-            content: Cow<'a, str>,
-            #[serde(skip_serializing_if = "Vec::is_empty")]
-            tool_calls: Vec<WireCall<'a>>,
-        },
-        Tool {
-            tool_call_id: &'a str,
-            content: &'a str,
-        },
-    }
-
-    #[derive(Debug, Serialize)]
-    struct WireCall<'a> {
-        id: &'a str,
-        #[serde(rename = "type")]
-        kind: &'static str,
-        function: WireFunctionCall<'a>,
-    }
-
-    #[derive(Debug, Serialize)]
-    struct WireFunctionCall<'a> {
-        name: &'a str,
-        arguments: String,
-    }
-
-    #[derive(Debug, Serialize)]
-    struct WireTool<'a> {
-        #[serde(rename = "type")]
-        kind: &'static str,
-        function: WireFunction<'a>,
-    }
-
-    #[derive(Debug, Serialize)]
-    struct WireFunction<'a> {
-        name: &'a str,
-        description: &'a str,
-        parameters: &'a Value,
-    }
-
-    pub(super) fn body(request: &ModelRequest) -> Body<'_> {
-        let mut messages = Vec::with_capacity(request.messages.len() + 1);
-        if !request.system.is_empty() {
-            messages.push(WireMessage::System {
-                content: Cow::Borrowed(&request.system),
-            });
-        }
-        for message in request.messages.iter() {
-            push_message(&mut messages, message);
-        }
-        Body {
-            model: &request.model,
-            messages,
-            stream: true,
-            stream_options: StreamOptions {
-                include_usage: true,
-            },
-            tools: request
-                .tools
-                .iter()
-                .map(|t| WireTool {
-                    kind: "function",
-                    function: WireFunction {
-                        name: &t.name,
-                        description: &t.description,
-                        parameters: &t.parameters,
-                    },
-                })
-                .collect(),
-            max_tokens: request.max_output_tokens,
-            temperature: request.temperature.map(f64::from),
-        }
-    }
-
-    fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message) {
-        match message.role {
-            Role::System => out.push(WireMessage::System {
-                content: text_of(message),
-            }),
-            Role::User => out.push(WireMessage::User {
-                content: text_of(message),
-            }),
-            Role::Assistant => out.push(WireMessage::Assistant {
-                content: text_of(message),
-                tool_calls: message
-                    .tool_calls()
-                    .map(|c| WireCall {
-                        id: &c.id,
-                        kind: "function",
-                        function: WireFunctionCall {
-                            name: &c.name,
-                            arguments: arguments_text(&c.arguments),
-                        },
-                    })
-                    .collect(),
-            }),
-            Role::Tool => {
-                for part in &message.parts {
-                    match part {
-                        Part::ToolResult(result) => out.push(WireMessage::Tool {
-                            tool_call_id: &result.call_id,
-                            content: &result.content,
-                        }),
-                        Part::Text { text } => out.push(WireMessage::User {
-                            content: Cow::Borrowed(text),
-                        }),
-                        Part::ToolCall(_) => {}
-                    }
-                }
-            }
-        }
-    }
-}
-
-#[derive(Debug, Default, Deserialize, Serialize)]
-struct Chunk {
-    #[serde(default)]
-    choices: Vec<Choice>,
-    #[serde(default)]
-    usage: Option<ChunkUsage>,
-    #[serde(default)]
-    error: Option<ErrorObject>,
-}
-
-#[derive(Debug, Default, Deserialize, Serialize)]
-struct Choice {
-    #[serde(default)]
-    delta: Option<Delta>,
-    #[serde(default)]
-    message: Option<Delta>,
-    #[serde(default)]
-    finish_reason: Option<String>,
-    #[serde(default)]
-    usage: Option<ChunkUsage>,
-}
-
-#[derive(Debug, Default, Deserialize, Serialize)]
-struct Delta {
-    #[serde(default)]
-    content: Option<String>,
-    #[serde(default)]
-    reasoning_content: Option<String>,
-    #[serde(default)]
-    reasoning: Option<String>,
-    #[serde(default)]
-    tool_calls: Option<Vec<ToolCallDelta>>,
-}
-
-#[derive(Debug, Default, Deserialize, Serialize)]
-struct ToolCallDelta {
-    #[serde(default)]
-    index: Option<usize>,
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    function: Option<FunctionDelta>,
-}
-
-#[derive(Debug, Default, Deserialize, Serialize)]
-struct FunctionDelta {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    arguments: Option<String>,
-}
-
-#[derive(Debug, Default, Clone, Copy, Deserialize, Serialize)]
-struct ChunkUsage {
-    #[serde(default)]
-    prompt_tokens: u64,
-    #[serde(default)]
-    completion_tokens: u64,
-    #[serde(default)]
-    prompt_tokens_details: Option<PromptDetails>,
-}
-
-#[derive(Debug, Default, Clone, Copy, Deserialize, Serialize)]
-struct PromptDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-#[derive(Debug, Default, Deserialize, Serialize)]
-struct ErrorObject {
-    #[serde(default)]
-    message: String,
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
-    #[serde(default)]
-    code: Option<Value>,
-}
-
-/// Reassembles streamed tool calls (by `index`, falling back to `id`, then to the last
-/// call) and tracks the end of the response.
-#[derive(Debug, Default)]
-struct Assembler {
-    calls: Vec<(Option<usize>, String, String, String)>,
-    finish_reason: Option<String>,
-    usage: Option<Usage>,
-    generated_ids: usize,
-}
-
-impl Assembler {
-    fn tool_delta(&mut self, delta: ToolCallDelta) {
-        let slot = match (delta.index, &delta.id) {
-            (Some(index), _) => self.calls.iter().position(|c| c.0 == Some(index)),
-            (None, Some(id)) => self.calls.iter().position(|c| &c.1 == id),
-            (None, None) => self.calls.len().checked_sub(1),
-        };
-        let slot = match slot {
-            Some(slot) => slot,
-            None => {
-                self.calls
-                    .push((delta.index, String::new(), String::new(), String::new()));
-                self.calls.len() - 1
-            }
-        };
-        let entry = &mut self.calls[slot];
-        if let Some(id) = delta.id.filter(|id| !id.is_empty()) {
-            entry.1 = id;
-        }
-        if let Some(function) = delta.function {
-            if let Some(name) = function.name.filter(|n| !n.is_empty()) {
-                // Most servers send the name once; llama-cpp-python repeats the whole
-                // name in every delta. Append only what is genuinely new.
-                if entry.2.is_empty() || (name != entry.2 && !entry.2.ends_with(&name)) {
-                    entry.2.push_str(&name);
-                }
-            }
-            if let Some(arguments) = function.arguments {
-                entry.3.push_str(&arguments);
-            }
-        }
-    }
-
-    fn finish(&mut self) -> Vec<StreamChunk> {
-        let mut out = Vec::new();
-        for (_, id, name, arguments) in std::mem::take(&mut self.calls) {
-            let id = if id.is_empty() {
-                self.generated_ids += 1;
-                format!("call_pith_{}", self.generated_ids)
-            } else {
-                id
-            };
-            out.push(StreamChunk::ToolCall(ToolCall {
-                id,
-                name,
-                arguments: parse_arguments(&arguments),
-            }));
-        }
-        if let Some(usage) = self.usage {
-            out.push(StreamChunk::Usage(usage));
-        }
-        out.push(StreamChunk::Done {
-            stop_reason: self.finish_reason.clone(),
-        });
-        out
-    }
-}
-
-fn usage_of(usage: ChunkUsage) -> Usage {
-    Usage {
-        input_tokens: usage.prompt_tokens,
-        cached_input_tokens: usage
-            .prompt_tokens_details
-            .and_then(|d| d.cached_tokens)
-            .unwrap_or(0),
-        output_tokens: usage.completion_tokens,
-    }
-}
-
-/// Turns one parsed chunk into stream chunks (text and reasoning deltas immediately; tool
-/// calls and usage are held until the end).
-fn absorb(chunk: Chunk, assembler: &mut Assembler) -> Result<Vec<StreamChunk>, ProviderError> {
-    if let Some(error) = chunk.error {
-        let code = error.code.as_ref().map(|c| {
-            c.as_str()
-                .map(str::to_owned)
-                .unwrap_or_else(|| c.to_string())
-        });
-        return Err(ProviderError::from_stream_error(
-            error.kind.as_deref(),
-            code.as_deref(),
-            &error.message,
-        ));
-    }
-    let mut out = Vec::new();
-    if let Some(usage) = chunk.usage {
-        assembler.usage = Some(usage_of(usage));
-    }
-    for choice in chunk.choices {
-        if let Some(usage) = choice.usage {
-            assembler.usage = Some(usage_of(usage));
-        }
-        if let Some(delta) = choice.delta.or(choice.message) {
-            if let Some(reasoning) = delta
-                .reasoning_content
-                .or(delta.reasoning)
-                .filter(|r| !r.is_empty())
-            {
-                out.push(StreamChunk::Reasoning(reasoning));
-            }
-            if let Some(content) = delta.content.filter(|c| !c.is_empty()) {
-                out.push(StreamChunk::Text(content));
-            }
-            for call in delta.tool_calls.unwrap_or_default() {
-                assembler.tool_delta(call);
-            }
-        }
-        if let Some(reason) = choice.finish_reason {
-            assembler.finish_reason = Some(reason);
-        }
-    }
-    Ok(out)
-}
-
 #[async_trait]
 impl ProviderAdapter for OpenAiChat {
     fn protocol_name(&self) -> &'static str {
@@ -421,7 +52,7 @@ impl ProviderAdapter for OpenAiChat {
         let upstream = self
             .client
             .chat()
-            .create_stream_byot::<wire::Body<'_>, Chunk>(body)
+            .create_stream_byot::<encode::Body<'_>, Chunk>(body)
             .await
             .map_err(map_openai_error)?;
         let upstream = upstream.map(|chunk| chunk.map_err(map_openai_error));
@@ -452,7 +83,9 @@ impl ProviderAdapter for OpenAiChat {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::adapter::StreamChunk;
     use pith_core::{Message, ToolDefinition};
+    use pith_core::{ToolCall, Usage};
     use serde_json::json;
 
     fn parse_all(lines: &[&str]) -> Result<Vec<StreamChunk>, ProviderError> {
@@ -467,7 +100,7 @@ mod tests {
     }
 
     mod reference {
-        use crate::adapter::{arguments_text, ModelRequest};
+        use crate::wire::adapter::{arguments_text, ModelRequest};
         use pith_core::{Message, Part, Role};
         use serde_json::{json, Value};
 
@@ -547,7 +180,7 @@ mod tests {
 
     #[test]
     fn typed_encoder_matches_the_value_tree_reference() {
-        crate::adapter::tests::assert_encoder_matches_reference(
+        crate::wire::adapter::tests::assert_encoder_matches_reference(
             request_body,
             reference::reference_body,
         );

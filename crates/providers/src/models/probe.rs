@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::error::ProviderError;
-use crate::http::http_client;
+use crate::wire::error::ProviderError;
+use crate::wire::http::http_client;
 
 /// What a server reported about itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,24 +42,23 @@ pub async fn probe_openai_compatible(
             .collect(),
         context_window: None,
     };
-    let entry = entries
-        .iter()
-        .find(|m| m["id"] == model)
-        .or(entries.first());
-    if let Some(entry) = entry {
-        info.context_window = window_in_model_entry(entry);
-    }
+    // Only the requested model's own entry speaks for its window: a list without it
+    // means the window is unknown (never another model's).
+    let Some(entry) = entries.iter().find(|m| m["id"] == model) else {
+        tracing::debug!(base_url, model, listed = ?info.models, "the server does not list the model; its window is unknown");
+        return Ok(info);
+    };
+    info.context_window = window_in_model_entry(entry);
     if info.context_window.is_none() {
         if let Ok(props) = get_json(&client, &format!("{origin}/props"), timeout).await {
             info.context_window = window_in_props(&props);
         }
     }
     if info.context_window.is_none() {
-        let name = entry.and_then(|e| e["id"].as_str()).unwrap_or(model);
         if let Ok(show) = post_json(
             &client,
             &format!("{origin}/api/show"),
-            &serde_json::json!({"model": name}),
+            &serde_json::json!({"model": model}),
             timeout,
         )
         .await
@@ -67,6 +66,7 @@ pub async fn probe_openai_compatible(
             info.context_window = window_in_ollama_show(&show);
         }
     }
+    tracing::debug!(base_url, model, window = ?info.context_window, "server probe");
     Ok(info)
 }
 
@@ -190,5 +190,66 @@ mod tests {
             window_in_ollama_show(&json!({"model_info": {"qwen2.context_length": 32768}})),
             Some(32768)
         );
+    }
+
+    /// A tiny HTTP server answering `GET /v1/models` with `models` and `GET /props` with
+    /// an `n_ctx` of 4096 (a llama.cpp server), for `requests` connections.
+    async fn serve(models: serde_json::Value) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let models = models.clone();
+                tokio::spawn(async move {
+                    let mut buffer = vec![0u8; 4096];
+                    let read = stream.read(&mut buffer).await.unwrap_or(0);
+                    let request = String::from_utf8_lossy(&buffer[..read]).into_owned();
+                    let body = if request.starts_with("GET /v1/models") {
+                        models.to_string()
+                    } else if request.starts_with("GET /props") {
+                        json!({"default_generation_settings": {"n_ctx": 4096}}).to_string()
+                    } else {
+                        String::new()
+                    };
+                    let status = if body.is_empty() {
+                        "404 Not Found"
+                    } else {
+                        "200 OK"
+                    };
+                    let response = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        format!("http://{address}/v1")
+    }
+
+    #[tokio::test]
+    async fn the_window_of_the_listed_model_is_used_and_no_other_models() {
+        let base = serve(json!({"data": [
+            {"id": "big", "max_model_len": 131072},
+            {"id": "small"}
+        ]}))
+        .await;
+        let timeout = Duration::from_secs(5);
+        let big = probe_openai_compatible(&base, "big", timeout)
+            .await
+            .unwrap();
+        assert_eq!(big.context_window, Some(131072));
+        // Listed without a window of its own: the single-model server's /props answers.
+        let small = probe_openai_compatible(&base, "small", timeout)
+            .await
+            .unwrap();
+        assert_eq!(small.context_window, Some(4096));
+        // Not listed: unknown, never the first entry's 131072 nor /props' 4096.
+        let other = probe_openai_compatible(&base, "other", timeout)
+            .await
+            .unwrap();
+        assert_eq!(other.context_window, None);
+        assert_eq!(other.models, vec!["big".to_owned(), "small".to_owned()]);
     }
 }

@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use futures::Stream;
 use pith_core::{Message, ToolCall, ToolDefinition, Usage};
 
-use crate::error::ProviderError;
+use crate::wire::error::ProviderError;
 
 /// One model request in generic form.
 #[derive(Debug, Clone, PartialEq)]

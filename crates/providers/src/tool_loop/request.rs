@@ -11,13 +11,12 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use pith_core::{LoopEvent, ToolCall, Usage};
-use tokio::sync::mpsc::UnboundedSender;
+use pith_core::{EventSink, LoopEvent, ToolCall, Usage};
 use tokio_util::sync::CancellationToken;
 
-use crate::adapter::{ModelRequest, ProviderAdapter, StreamChunk};
-use crate::error::ProviderError;
-use crate::retry::RetryPolicy;
+use crate::tool_loop::retry::RetryPolicy;
+use crate::wire::adapter::{ModelRequest, ProviderAdapter, StreamChunk};
+use crate::wire::error::ProviderError;
 
 /// Timeouts of one request.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -66,10 +65,9 @@ pub struct RequestFailure {
 
 /// Where streamed pieces go: to the front-end (`Visible`) or nowhere (`Private`, for the
 /// automatic compactor, whose summary is never shown).
-#[derive(Clone, Copy)]
 pub enum Visibility<'a> {
     /// Forward text, reasoning and retry notices as [`LoopEvent`]s.
-    Visible(&'a UnboundedSender<LoopEvent>),
+    Visible(&'a mut dyn EventSink),
     /// Collect privately.
     Private,
 }
@@ -79,10 +77,9 @@ impl Visibility<'_> {
         matches!(self, Visibility::Visible(_))
     }
 
-    fn emit(&self, event: LoopEvent) {
-        if let Visibility::Visible(sender) = self {
-            // A dropped receiver means nobody is watching; the loop still completes.
-            let _ = sender.send(event);
+    fn emit(&mut self, event: LoopEvent) {
+        if let Visibility::Visible(sink) = self {
+            sink.emit(event);
         }
     }
 }
@@ -94,7 +91,7 @@ pub async fn send_with_retries(
     request: &ModelRequest,
     retry: &RetryPolicy,
     timeouts: &Timeouts,
-    visibility: Visibility<'_>,
+    mut visibility: Visibility<'_>,
     cancel: &CancellationToken,
 ) -> Result<Response, RequestFailure> {
     let mut attempt = 1;
@@ -105,7 +102,7 @@ pub async fn send_with_retries(
             adapter,
             request,
             timeouts,
-            visibility,
+            &mut visibility,
             cancel,
             &mut response,
         )
@@ -146,7 +143,7 @@ async fn attempt_once(
     adapter: &dyn ProviderAdapter,
     request: &ModelRequest,
     timeouts: &Timeouts,
-    visibility: Visibility<'_>,
+    visibility: &mut Visibility<'_>,
     cancel: &CancellationToken,
     response: &mut Response,
 ) -> Result<(), ProviderError> {

@@ -1,0 +1,29 @@
+//! pith-agent: what both front-ends need around the tool loop, so that neither builds a
+//! loop, resolves a model or touches the session store itself.
+//!
+//! - [`Conversation`] ([`conversation`]): the one object the REPL and `pith run` drive —
+//!   open (new or resumed), run a turn, compact, switch model, clear, resume, and the
+//!   read-only figures a status line or `/context` shows. It owns the store, the session,
+//!   the recorder and the system prompt.
+//! - [`Overrides`] and [`Settings`] ([`overrides`], [`settings`]): the command line's
+//!   choices, resolved once against configuration and defaults into the settings a
+//!   conversation runs with.
+//! - [`recording`]: the loop's events and history rewrites become session records; a
+//!   rewrite is written before the loop applies it.
+//! - [`ExitCode`] ([`exit`]): the process exit codes every command shares.
+//! - [`diagnostics`]: `PITH_LOG` / `RUST_LOG` tracing into `$PITH_HOME/logs/pith.log`.
+//!
+//! Dependencies point down: front-ends → agent → {providers, session, tools} → core.
+
+pub mod conversation;
+pub mod diagnostics;
+pub mod exit;
+pub mod overrides;
+pub mod recording;
+pub mod settings;
+
+pub use conversation::{Conversation, ConversationError, Frontend, Opened, TurnError, TurnOutcome};
+pub use exit::ExitCode;
+pub use overrides::{Overrides, SessionChoice};
+pub use recording::CompactionNote;
+pub use settings::Settings;

@@ -1,0 +1,40 @@
+//! What the command line asks for, before anything is resolved.
+
+use std::path::PathBuf;
+
+use pith_tools::PermissionMode;
+
+/// Which session a conversation opens.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum SessionChoice {
+    /// A new session.
+    #[default]
+    New,
+    /// The latest session of this project (`pith --continue`); a new one when there is
+    /// none.
+    Latest,
+    /// A given session: id, unique id prefix, directory or transcript path
+    /// (`pith --resume`, `pith run --session`).
+    Resume(String),
+}
+
+/// The command line's choices, as plain values. [`crate::Settings::resolve`] turns them,
+/// with the configuration files and the defaults, into the settings a conversation runs
+/// with; nothing else reads them.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--model provider/model`.
+    pub model: Option<String>,
+    /// `--context-window`.
+    pub context_window: Option<u64>,
+    /// `--approval`; `None` takes the configuration's `approval`, else `ask`.
+    pub approval: Option<PermissionMode>,
+    /// `--no-auto-compact`.
+    pub no_auto_compact: bool,
+    /// `--max-turns`: most model requests per user turn.
+    pub max_turns: Option<u32>,
+    /// Which session to open.
+    pub session: SessionChoice,
+    /// The workspace (`--cwd`, else the current directory).
+    pub cwd: PathBuf,
+}

@@ -1,0 +1,210 @@
+//! Settings resolution: the command line's [`Overrides`], then the configuration files,
+//! then the defaults, resolved once into the [`Settings`] a conversation runs with.
+//!
+//! This is the one place where a model choice is resolved (flag, then the resumed
+//! session's model, then configuration and keys), the context window decided
+//! (`--context-window`, else what the model resolution found: config, the server's own
+//! report, the catalog, the loud default), and the loop's options assembled. `pith run`
+//! and the REPL both open their conversations through it, so they can never disagree
+//! about which model, window or compaction settings a session gets.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use pith_core::context::ContextConfig;
+use pith_core::{BpeCounter, ContextBudget, Encoding, RequestEstimator, ToolRegistry};
+use pith_providers::models::config::{
+    apply_server_window_blocking, default_model_spec, resolve_model, Config, ConfigError,
+    ResolvedModel, WindowSource,
+};
+use pith_providers::models::project::system_prompt_for;
+use pith_providers::{AgentLoop, LoopOptions};
+use pith_tools::PermissionMode;
+
+use crate::overrides::Overrides;
+
+/// Everything a conversation runs with, resolved.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The model: provider, id, protocol, key, caps, prices.
+    pub model: ResolvedModel,
+    /// The context window in force.
+    pub window: u64,
+    /// Where it came from.
+    pub window_source: WindowSource,
+    /// The budget of that window (with `[context] micro_percent`).
+    pub budget: ContextBudget,
+    /// The `[context]` section.
+    pub context: ContextConfig,
+    /// The tool loop's options.
+    pub loop_options: LoopOptions,
+    /// Tool permissions.
+    pub approval: PermissionMode,
+    /// Adds the concise-output section to the system prompt.
+    pub concise_output: bool,
+    /// Warnings for the user (an unknown model's window, …).
+    pub notices: Vec<String>,
+}
+
+impl Settings {
+    /// Resolves `overrides` against `config` and `env`. `recorded_model` is the
+    /// `provider/model` a resumed session was recorded with: used when no model was asked
+    /// for.
+    pub fn resolve(
+        overrides: &Overrides,
+        recorded_model: Option<&str>,
+        config: &Config,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let spec = overrides
+            .model
+            .clone()
+            .or_else(|| recorded_model.map(str::to_owned))
+            .unwrap_or_else(|| default_model_spec(config, env));
+        let mut model = resolve_model(&spec, config, env)?;
+        // Always asked when worth it: it also checks that a local server answers.
+        apply_server_window_blocking(&mut model)?;
+        let (window, window_source) = match overrides.context_window {
+            Some(window) => (window, WindowSource::CommandLine),
+            None => (model.context_window, model.window_source),
+        };
+        let mut notices = Vec::new();
+        if overrides.context_window.is_none() {
+            notices.extend(model.window_warning.clone());
+        }
+        let context = config.context_config()?;
+        let budget = ContextBudget::with_micro_percent(window, context.micro_percent);
+        let approval = match (overrides.approval, &config.approval) {
+            (Some(mode), _) => mode,
+            (None, Some(name)) => name.parse().map_err(|error| ConfigError::Invalid {
+                path: "approval".into(),
+                message: format!("{error}"),
+            })?,
+            (None, None) => PermissionMode::Ask,
+        };
+        let loop_options = LoopOptions {
+            auto_compaction: !overrides.no_auto_compact && config.auto_compact.unwrap_or(true),
+            max_requests_per_turn: overrides.max_turns,
+            max_output_tokens: model.max_output_tokens,
+            temperature: model.temperature,
+            prune: context.prune(),
+            ..LoopOptions::default()
+        };
+        Ok(Self {
+            model,
+            window,
+            window_source,
+            budget,
+            context,
+            loop_options,
+            approval,
+            concise_output: config.concise_output,
+            notices,
+        })
+    }
+
+    /// The system prompt for a session rooted at `cwd`, as of now (project instruction
+    /// files are read afresh).
+    pub fn system_prompt(&self, cwd: &Path) -> String {
+        system_prompt_for(cwd, self.concise_output)
+    }
+
+    /// The tool loop for these settings in workspace `cwd` with `tools`.
+    pub fn build_loop(&self, cwd: &Path, tools: ToolRegistry) -> Result<AgentLoop, ConfigError> {
+        Ok(AgentLoop::new(
+            self.model.adapter()?,
+            self.model.model.clone(),
+            self.budget,
+            self.system_prompt(cwd),
+            tools,
+            RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
+            self.loop_options.clone(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn the_requested_model_wins_over_the_recorded_one_and_the_window_flag_applies() {
+        let lookup = env(&[("ANTHROPIC_API_KEY", "k"), ("OPENAI_API_KEY", "k")]);
+        let overrides = Overrides {
+            model: Some("openai/gpt-4o".into()),
+            context_window: Some(50_000),
+            ..Overrides::default()
+        };
+        let recorded = Some("anthropic/claude-sonnet-4-5");
+        let settings =
+            Settings::resolve(&overrides, recorded, &Config::default(), &lookup).unwrap();
+        assert_eq!(settings.model.spec(), "openai/gpt-4o");
+        assert_eq!(settings.window, 50_000);
+        assert_eq!(settings.window_source, WindowSource::CommandLine);
+        assert_eq!(settings.budget, ContextBudget::for_window(50_000));
+        let without = Overrides {
+            model: None,
+            ..overrides
+        };
+        let settings = Settings::resolve(&without, recorded, &Config::default(), &lookup).unwrap();
+        assert_eq!(settings.model.spec(), "anthropic/claude-sonnet-4-5");
+    }
+
+    #[test]
+    fn flags_and_config_make_the_loop_options_and_the_approval() {
+        let lookup = env(&[("OPENAI_API_KEY", "k")]);
+        let overrides = Overrides {
+            model: Some("openai/gpt-4o".into()),
+            no_auto_compact: true,
+            max_turns: Some(3),
+            ..Overrides::default()
+        };
+        let config = Config {
+            approval: Some("auto-edit".into()),
+            ..Config::default()
+        };
+        let settings = Settings::resolve(&overrides, None, &config, &lookup).unwrap();
+        assert!(!settings.loop_options.auto_compaction);
+        assert_eq!(settings.loop_options.max_requests_per_turn, Some(3));
+        assert_eq!(settings.approval, PermissionMode::AutoEdit);
+        assert_eq!(settings.budget, ContextBudget::for_window(128_000));
+        let flagged = Overrides {
+            approval: Some(PermissionMode::Full),
+            ..overrides
+        };
+        let settings = Settings::resolve(&flagged, None, &config, &lookup).unwrap();
+        assert_eq!(settings.approval, PermissionMode::Full);
+    }
+
+    #[test]
+    fn the_window_flag_silences_the_unknown_model_warning() {
+        // An unknown model is probed for its window: a closed local port, never the
+        // network.
+        let lookup = env(&[
+            ("OPENROUTER_API_KEY", "k"),
+            ("OPENROUTER_BASE_URL", "http://127.0.0.1:9/v1"),
+        ]);
+        let unknown = Overrides {
+            model: Some("openrouter/some/new-model".into()),
+            ..Overrides::default()
+        };
+        let settings = Settings::resolve(&unknown, None, &Config::default(), &lookup).unwrap();
+        assert!(settings.notices[0].contains("unknown model"));
+        let given = Overrides {
+            context_window: Some(64_000),
+            ..unknown
+        };
+        let settings = Settings::resolve(&given, None, &Config::default(), &lookup).unwrap();
+        assert!(settings.notices.is_empty(), "{:?}", settings.notices);
+        assert_eq!(settings.window, 64_000);
+    }
+}

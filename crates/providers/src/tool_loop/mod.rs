@@ -1,0 +1,27 @@
+//! The generic tool loop: one implementation for every provider.
+//!
+//! An [`AgentLoop`] owns one conversation (`agent`). [`AgentLoop::run_turn`] drives one
+//! user turn (`turn`): before every model request it asks the compaction policy what to
+//! do and does it (`decision`: micro-compaction, automatic compaction, overflow fitting),
+//! then sends the request with retries and timeouts (`request`, `retry`), runs the tools
+//! the model asks for (`execute`), and repeats until the model answers without tool calls.
+//! [`AgentLoop::compact`] is the manual `/compact` (`compaction`, which also holds the
+//! private automatic summary request). `overflow` fits a request that cannot fit.
+//!
+//! Events go to the caller's [`pith_core::TurnSink`] in the order they happen; the loop
+//! never prints and never writes files. A history rewrite is handed to
+//! [`pith_core::TurnSink::persist`] first and applied only when that succeeded, so the
+//! transcript never disagrees with what the model is sent.
+
+mod agent;
+mod compaction;
+mod decision;
+mod execute;
+mod options;
+pub mod overflow;
+pub mod request;
+pub mod retry;
+mod turn;
+
+pub use agent::AgentLoop;
+pub use options::{LoopError, LoopOptions, ManualCompaction, TurnFailure, TurnSummary};

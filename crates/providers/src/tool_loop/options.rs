@@ -1,0 +1,107 @@
+//! The loop's knobs and the shapes of its results.
+
+use pith_core::context::PruneConfig;
+use pith_core::{Message, PersistError, Usage};
+use thiserror::Error;
+
+use crate::tool_loop::request::Timeouts;
+use crate::tool_loop::retry::RetryPolicy;
+use crate::wire::ProviderError;
+
+/// Knobs of the loop, with the defaults a user of pith gets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopOptions {
+    /// Automatic (LLM) compaction at the budget's auto threshold. `--no-auto-compact`
+    /// turns it off.
+    pub auto_compaction: bool,
+    /// Most model requests in one user turn (`--max-turns`); `None` for no limit.
+    pub max_requests_per_turn: Option<u32>,
+    /// Retry policy for transient failures.
+    pub retry: RetryPolicy,
+    /// Request and idle-stream timeouts.
+    pub timeouts: Timeouts,
+    /// Output cap sent with every request.
+    pub max_output_tokens: Option<u32>,
+    /// Sampling temperature, when set.
+    pub temperature: Option<f32>,
+    /// Most rounds of rejected tool calls a compaction request may go through before
+    /// pith compacts without the model's summary (see `summary::fallback_summary`).
+    pub compaction_tool_rounds: u32,
+    /// Micro-compaction (dedup + prune, no LLM) at the budget's micro threshold.
+    pub micro_compaction: bool,
+    /// Prune thresholds of micro-compaction.
+    pub prune: PruneConfig,
+}
+
+impl Default for LoopOptions {
+    fn default() -> Self {
+        Self {
+            auto_compaction: true,
+            max_requests_per_turn: None,
+            retry: RetryPolicy::default(),
+            timeouts: Timeouts::default(),
+            max_output_tokens: None,
+            temperature: None,
+            compaction_tool_rounds: 2,
+            micro_compaction: true,
+            prune: PruneConfig::default(),
+        }
+    }
+}
+
+/// Why a turn or a manual compaction stopped without completing.
+#[derive(Debug, Clone, Error)]
+pub enum LoopError {
+    /// The provider failed for good (after retries).
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// The turn's token was cancelled (Ctrl+C, SIGINT, …).
+    #[error("cancelled")]
+    Cancelled,
+    /// The turn reached `max_requests_per_turn`.
+    #[error("stopped after {0} model requests (--max-turns)")]
+    MaxRequests(u32),
+    /// A manual compaction could not produce a usable summary.
+    #[error("compaction failed: {0}")]
+    Compaction(String),
+    /// A manual compaction's replacement could not be persisted; the history is
+    /// unchanged.
+    #[error(transparent)]
+    Persist(#[from] PersistError),
+}
+
+/// The result of a completed turn.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnSummary {
+    /// Usage over every request of the turn, compaction requests included.
+    pub usage: Usage,
+    /// Model requests sent for the turn itself (compaction requests excluded).
+    pub requests: u32,
+    /// Tool calls executed.
+    pub tool_calls: u32,
+}
+
+/// A turn that stopped early, with what it used.
+#[derive(Debug, Clone)]
+pub struct TurnFailure {
+    /// Why it stopped.
+    pub error: LoopError,
+    /// Usage and counts up to the failure.
+    pub summary: TurnSummary,
+}
+
+/// The result of a manual compaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManualCompaction {
+    /// The summary (trimmed): the model's, or pith's own when the model kept calling
+    /// tools.
+    pub summary: String,
+    /// The new history: one user message holding the summary.
+    pub replacement: Vec<Message>,
+    /// Usage of the compaction requests.
+    pub usage: Usage,
+    /// Estimated request size before.
+    pub tokens_before: u64,
+    /// Estimated request size after.
+    pub tokens_after: u64,
+}

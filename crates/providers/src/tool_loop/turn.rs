@@ -1,0 +1,127 @@
+//! One user turn: prepare a request (the compaction decision), send it, run the tools it
+//! asks for, and repeat until the model answers without tool calls.
+
+use std::sync::Arc;
+
+use pith_core::{LoopEvent, Message, Part, Role, TurnSink};
+use tokio_util::sync::CancellationToken;
+
+use crate::tool_loop::agent::AgentLoop;
+use crate::tool_loop::execute::execute_calls;
+use crate::tool_loop::options::{LoopError, TurnFailure, TurnSummary};
+use crate::tool_loop::request::{send_with_retries, Visibility};
+use crate::wire::error::ProviderError;
+
+impl AgentLoop {
+    /// Runs one user turn to completion.
+    ///
+    /// Events go to `sink` in the order they happen; history rewrites go to
+    /// [`TurnSink::persist`] before they are applied. The user message is not reported
+    /// as an event: the caller records it before the turn starts.
+    pub async fn run_turn(
+        &mut self,
+        user_message: Message,
+        sink: &mut dyn TurnSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnSummary, TurnFailure> {
+        let mut summary = TurnSummary::default();
+        let last_user_text = user_message.text_content();
+        Arc::make_mut(&mut self.history).push(user_message);
+        // Beyond the seed: a new user message is new history, so a conversation that
+        // already crosses the threshold when the user speaks is compacted before the
+        // first request, with the new message retained.
+        self.memory.record_new_history();
+        let fail = |error, summary| Err(TurnFailure { error, summary });
+        loop {
+            if cancel.is_cancelled() {
+                return fail(LoopError::Cancelled, summary);
+            }
+            if let Some(limit) = self.options.max_requests_per_turn {
+                if summary.requests >= limit {
+                    return fail(LoopError::MaxRequests(limit), summary);
+                }
+            }
+            let prepared = match self
+                .prepare_turn_request(&last_user_text, sink, cancel, &mut summary)
+                .await
+            {
+                Ok(prepared) => prepared,
+                Err(error) => return fail(error, summary),
+            };
+            summary.requests += 1;
+            let sent = send_with_retries(
+                self.adapter.as_ref(),
+                &prepared.request,
+                &self.options.retry,
+                &self.options.timeouts,
+                Visibility::Visible(&mut *sink),
+                cancel,
+            )
+            .await;
+            // The request shares the history: release it so appending does not copy it.
+            drop(prepared.request);
+            let response = match sent {
+                Ok(response) => response,
+                Err(failure) => {
+                    // Keep what the user already saw, never an orphan tool call.
+                    if !failure.partial.text.is_empty() {
+                        self.push(Message::assistant(failure.partial.text), sink);
+                    }
+                    let error = match failure.error {
+                        ProviderError::Cancelled => LoopError::Cancelled,
+                        other => LoopError::Provider(other),
+                    };
+                    return fail(error, summary);
+                }
+            };
+            summary.usage += response.usage;
+            if response.usage_reported {
+                sink.emit(LoopEvent::Usage(response.usage));
+            }
+
+            let calls = response.tool_calls;
+            if response.text.is_empty() && calls.is_empty() {
+                // An empty answer still closes the turn; keep the history well-formed.
+                sink.emit(LoopEvent::TurnFinished {
+                    usage: summary.usage,
+                });
+                return Ok(summary);
+            }
+            self.push(
+                Message::assistant_with_calls(response.text, calls.clone()),
+                sink,
+            );
+            // A fitted request is not the history: its reported size must not stand for
+            // the history's.
+            if response.usage_reported && !prepared.fitted {
+                self.estimator.record_usage(
+                    response.usage.input_tokens,
+                    response.usage.output_tokens,
+                    self.history.len(),
+                );
+            }
+            if calls.is_empty() {
+                sink.emit(LoopEvent::TurnFinished {
+                    usage: summary.usage,
+                });
+                return Ok(summary);
+            }
+
+            let results = execute_calls(&self.tools, &calls, sink, cancel).await;
+            summary.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
+            for result in results {
+                self.push(
+                    Message {
+                        role: Role::Tool,
+                        parts: vec![Part::ToolResult(result)],
+                    },
+                    sink,
+                );
+            }
+            self.memory.record_new_history();
+            if cancel.is_cancelled() {
+                return fail(LoopError::Cancelled, summary);
+            }
+        }
+    }
+}

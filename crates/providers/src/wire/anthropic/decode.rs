@@ -1,0 +1,190 @@
+//! Decoding the response stream.
+
+use crate::wire::adapter::{parse_arguments, StreamChunk};
+use crate::wire::error::ProviderError;
+use pith_core::{ToolCall, Usage};
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type")]
+pub(super) enum Event {
+    #[serde(rename = "message_start")]
+    MessageStart { message: StartMessage },
+    #[serde(rename = "content_block_start")]
+    ContentBlockStart { index: usize, content_block: Value },
+    #[serde(rename = "content_block_delta")]
+    ContentBlockDelta { index: usize, delta: Value },
+    #[serde(rename = "content_block_stop")]
+    ContentBlockStop { index: usize },
+    #[serde(rename = "message_delta")]
+    MessageDelta {
+        #[serde(default)]
+        delta: Value,
+        #[serde(default)]
+        usage: Option<UsageBody>,
+    },
+    #[serde(rename = "message_stop")]
+    MessageStop,
+    #[serde(rename = "ping")]
+    Ping,
+    #[serde(rename = "error")]
+    Error { error: ErrorBody },
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct StartMessage {
+    #[serde(default)]
+    pub(super) usage: Option<UsageBody>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+pub(super) struct UsageBody {
+    #[serde(default)]
+    pub(super) input_tokens: Option<u64>,
+    #[serde(default)]
+    pub(super) output_tokens: Option<u64>,
+    #[serde(default)]
+    pub(super) cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub(super) cache_creation_input_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct ErrorBody {
+    #[serde(default, rename = "type")]
+    pub(super) kind: Option<String>,
+    #[serde(default)]
+    pub(super) message: String,
+}
+
+/// Per-response parsing state.
+#[derive(Debug, Default)]
+pub(super) struct Parser {
+    pub(super) blocks: Vec<(usize, String, String, String)>, // index, id, name, partial json
+    pub(super) usage: Usage,
+    pub(super) usage_seen: bool,
+    pub(super) stop_reason: Option<String>,
+    pub(super) done: bool,
+}
+
+impl Parser {
+    pub(super) fn event(&mut self, data: &str) -> Result<Vec<StreamChunk>, ProviderError> {
+        let event: Event = serde_json::from_str(data).map_err(|err| {
+            let excerpt: String = data.chars().take(200).collect();
+            ProviderError::Stream(format!("unparseable event ({err}): {excerpt}"))
+        })?;
+        let mut out = Vec::new();
+        match event {
+            Event::MessageStart { message } => {
+                if let Some(usage) = message.usage {
+                    self.absorb_usage(usage);
+                }
+            }
+            Event::ContentBlockStart {
+                index,
+                content_block,
+            } => match content_block["type"].as_str() {
+                Some("tool_use") => {
+                    let id = content_block["id"].as_str().unwrap_or_default().to_owned();
+                    let name = content_block["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    // Non-empty `input` here (non-streaming servers) seeds the JSON.
+                    let seed = match &content_block["input"] {
+                        Value::Object(map) if !map.is_empty() => content_block["input"].to_string(),
+                        _ => String::new(),
+                    };
+                    self.blocks.push((index, id, name, seed));
+                }
+                Some("text") => {
+                    if let Some(text) = content_block["text"].as_str().filter(|t| !t.is_empty()) {
+                        out.push(StreamChunk::Text(text.to_owned()));
+                    }
+                }
+                _ => {}
+            },
+            Event::ContentBlockDelta { index, delta } => match delta["type"].as_str() {
+                Some("text_delta") => {
+                    if let Some(text) = delta["text"].as_str() {
+                        out.push(StreamChunk::Text(text.to_owned()));
+                    }
+                }
+                Some("thinking_delta") => {
+                    if let Some(text) = delta["thinking"].as_str() {
+                        out.push(StreamChunk::Reasoning(text.to_owned()));
+                    }
+                }
+                Some("input_json_delta") => {
+                    if let Some(partial) = delta["partial_json"].as_str() {
+                        if let Some(block) = self.blocks.iter_mut().find(|b| b.0 == index) {
+                            block.3.push_str(partial);
+                        }
+                    }
+                }
+                _ => {}
+            },
+            Event::ContentBlockStop { index } => {
+                if let Some(position) = self.blocks.iter().position(|b| b.0 == index) {
+                    let (_, id, name, json) = self.blocks.remove(position);
+                    out.push(StreamChunk::ToolCall(ToolCall {
+                        id,
+                        name,
+                        arguments: parse_arguments(&json),
+                    }));
+                }
+            }
+            Event::MessageDelta { delta, usage } => {
+                if let Some(reason) = delta["stop_reason"].as_str() {
+                    self.stop_reason = Some(reason.to_owned());
+                }
+                if let Some(usage) = usage {
+                    self.absorb_usage(usage);
+                }
+            }
+            Event::MessageStop => {
+                for (_, id, name, json) in std::mem::take(&mut self.blocks) {
+                    out.push(StreamChunk::ToolCall(ToolCall {
+                        id,
+                        name,
+                        arguments: parse_arguments(&json),
+                    }));
+                }
+                if self.usage_seen {
+                    out.push(StreamChunk::Usage(self.usage));
+                }
+                out.push(StreamChunk::Done {
+                    stop_reason: self.stop_reason.clone(),
+                });
+                self.done = true;
+            }
+            Event::Error { error } => {
+                return Err(ProviderError::from_stream_error(
+                    error.kind.as_deref(),
+                    None,
+                    &error.message,
+                ));
+            }
+            Event::Ping | Event::Unknown => {}
+        }
+        Ok(out)
+    }
+
+    /// Anthropic reports uncached input, cache reads and cache writes separately; pith's
+    /// `input_tokens` is their sum (what the prompt really occupies).
+    pub(super) fn absorb_usage(&mut self, usage: UsageBody) {
+        self.usage_seen = true;
+        if let Some(input) = usage.input_tokens {
+            let read = usage.cache_read_input_tokens.unwrap_or(0);
+            let write = usage.cache_creation_input_tokens.unwrap_or(0);
+            self.usage.input_tokens = input + read + write;
+            self.usage.cached_input_tokens = read;
+        }
+        if let Some(output) = usage.output_tokens {
+            self.usage.output_tokens = output;
+        }
+    }
+}

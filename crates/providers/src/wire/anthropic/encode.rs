@@ -1,0 +1,236 @@
+//! The borrowed wire types of a request and the conversion that fills them.
+//!
+//! Conversion rules: system messages inside the conversation join the system prompt;
+//! tool results travel first in a user message, then its text; consecutive messages of
+//! the same role merge; a conversation that does not start with the user gets a
+//! `(conversation continues)` user message; cache breakpoints go on the system prompt,
+//! the last tool definition and the last block of the last message.
+
+use std::borrow::Cow;
+
+use pith_core::{Message, Part, Role};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::DEFAULT_MAX_TOKENS;
+use crate::wire::adapter::ModelRequest;
+
+#[derive(Serialize)]
+pub struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<[SystemBlock<'a>; 1]>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct SystemBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: Cow<'a, str>,
+    cache_control: CacheControl,
+}
+
+#[derive(Serialize, Clone, Copy)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Input<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        is_error: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+}
+
+impl Block<'_> {
+    fn mark_cache_breakpoint(&mut self) {
+        match self {
+            Block::Text { cache_control, .. }
+            | Block::ToolUse { cache_control, .. }
+            | Block::ToolResult { cache_control, .. } => *cache_control = Some(EPHEMERAL),
+        }
+    }
+}
+
+/// A tool call's `input`: the arguments object, or non-object arguments wrapped.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Input<'a> {
+    Object(&'a Value),
+    Raw { raw_arguments: &'a Value },
+}
+
+pub fn body(request: &ModelRequest) -> Body<'_> {
+    let mut system_text = Cow::Borrowed(request.system.as_str());
+    let mut messages: Vec<WireMessage<'_>> = Vec::new();
+    for message in request.messages.iter() {
+        let (role, blocks) = match message.role {
+            Role::System => {
+                let text = system_text.to_mut();
+                if !text.is_empty() {
+                    text.push_str("\n\n");
+                }
+                text.push_str(&message.text_content());
+                continue;
+            }
+            Role::User | Role::Tool => ("user", user_blocks(message)),
+            Role::Assistant => ("assistant", assistant_blocks(message)),
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => messages.push(WireMessage {
+                role,
+                content: blocks,
+            }),
+        }
+    }
+    if messages.first().is_some_and(|m| m.role != "user") {
+        messages.insert(
+            0,
+            WireMessage {
+                role: "user",
+                content: vec![Block::Text {
+                    text: "(conversation continues)",
+                    cache_control: None,
+                }],
+            },
+        );
+    }
+    if let Some(block) = messages.last_mut().and_then(|m| m.content.last_mut()) {
+        block.mark_cache_breakpoint();
+    }
+    let count = request.tools.len();
+    Body {
+        model: &request.model,
+        max_tokens: request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        messages,
+        stream: true,
+        system: (!system_text.is_empty()).then_some([SystemBlock {
+            kind: "text",
+            text: system_text,
+            cache_control: EPHEMERAL,
+        }]),
+        tools: request
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| WireTool {
+                name: &t.name,
+                description: &t.description,
+                input_schema: &t.parameters,
+                cache_control: (i + 1 == count).then_some(EPHEMERAL),
+            })
+            .collect(),
+        temperature: request.temperature.map(f64::from),
+    }
+}
+
+fn user_blocks(message: &Message) -> Vec<Block<'_>> {
+    let mut results = Vec::new();
+    let mut texts = Vec::new();
+    for part in &message.parts {
+        match part {
+            Part::Text { text } if !text.is_empty() => texts.push(Block::Text {
+                text,
+                cache_control: None,
+            }),
+            Part::ToolResult(result) => results.push(Block::ToolResult {
+                tool_use_id: &result.call_id,
+                content: if result.content.is_empty() {
+                    "(no output)"
+                } else {
+                    &result.content
+                },
+                is_error: result.is_error,
+                cache_control: None,
+            }),
+            _ => {}
+        }
+    }
+    results.extend(texts);
+    results
+}
+
+fn assistant_blocks(message: &Message) -> Vec<Block<'_>> {
+    let mut blocks = Vec::new();
+    for part in &message.parts {
+        match part {
+            Part::Text { text } if !text.is_empty() => blocks.push(Block::Text {
+                text,
+                cache_control: None,
+            }),
+            Part::ToolCall(call) => blocks.push(Block::ToolUse {
+                id: &call.id,
+                name: &call.name,
+                input: match &call.arguments {
+                    Value::Object(_) => Input::Object(&call.arguments),
+                    other => Input::Raw {
+                        raw_arguments: other,
+                    },
+                },
+                cache_control: None,
+            }),
+            _ => {}
+        }
+    }
+    blocks
+}
+
+/// The request body as JSON bytes, serialised straight from the request's messages
+/// (borrowed, no intermediate `serde_json::Value` tree): every request carries the whole
+/// history, so this runs once per tool turn over everything said so far.
+pub fn encode_body(request: &ModelRequest) -> Vec<u8> {
+    let body = body(request);
+    // Plain data with string keys: serialising into a Vec cannot fail.
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
+/// The request body as a JSON value (tests and the prompt-cache parity checks).
+pub fn request_body(request: &ModelRequest) -> Value {
+    serde_json::from_slice(&encode_body(request)).unwrap_or(Value::Null)
+}

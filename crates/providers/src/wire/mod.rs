@@ -1,0 +1,18 @@
+//! The wire: how a [`ModelRequest`] becomes bytes on a provider's API and how the
+//! response stream becomes [`StreamChunk`]s.
+//!
+//! - [`adapter`]: the [`ProviderAdapter`] contract and the one streaming state machine.
+//! - [`http`]: the one HTTP layer every adapter sends through (client, failures).
+//! - [`error`]: [`ProviderError`] and its classification of HTTP failures.
+//! - one module per protocol, each with the same shape: the adapter struct with `new` and
+//!   `start` in its `mod.rs`, the request body in `encode`, the stream parser in `decode`.
+
+pub mod adapter;
+pub mod anthropic;
+pub mod error;
+pub mod http;
+pub mod openai_chat;
+pub mod openai_responses;
+
+pub use adapter::{ChunkStream, ModelRequest, ProviderAdapter, StreamChunk};
+pub use error::ProviderError;

@@ -1,0 +1,212 @@
+//! Decoding the response stream.
+
+use crate::wire::adapter::{parse_arguments, StreamChunk};
+use crate::wire::error::ProviderError;
+use pith_core::{ToolCall, Usage};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Default, Deserialize, Serialize)]
+pub(super) struct Chunk {
+    #[serde(default)]
+    pub(super) choices: Vec<Choice>,
+    #[serde(default)]
+    pub(super) usage: Option<ChunkUsage>,
+    #[serde(default)]
+    pub(super) error: Option<ErrorObject>,
+}
+
+#[derive(Debug, Default, Deserialize, Serialize)]
+pub(super) struct Choice {
+    #[serde(default)]
+    pub(super) delta: Option<Delta>,
+    #[serde(default)]
+    pub(super) message: Option<Delta>,
+    #[serde(default)]
+    pub(super) finish_reason: Option<String>,
+    #[serde(default)]
+    pub(super) usage: Option<ChunkUsage>,
+}
+
+#[derive(Debug, Default, Deserialize, Serialize)]
+pub(super) struct Delta {
+    #[serde(default)]
+    pub(super) content: Option<String>,
+    #[serde(default)]
+    pub(super) reasoning_content: Option<String>,
+    #[serde(default)]
+    pub(super) reasoning: Option<String>,
+    #[serde(default)]
+    pub(super) tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Debug, Default, Deserialize, Serialize)]
+pub(super) struct ToolCallDelta {
+    #[serde(default)]
+    pub(super) index: Option<usize>,
+    #[serde(default)]
+    pub(super) id: Option<String>,
+    #[serde(default)]
+    pub(super) function: Option<FunctionDelta>,
+}
+
+#[derive(Debug, Default, Deserialize, Serialize)]
+pub(super) struct FunctionDelta {
+    #[serde(default)]
+    pub(super) name: Option<String>,
+    #[serde(default)]
+    pub(super) arguments: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize, Serialize)]
+pub(super) struct ChunkUsage {
+    #[serde(default)]
+    pub(super) prompt_tokens: u64,
+    #[serde(default)]
+    pub(super) completion_tokens: u64,
+    #[serde(default)]
+    pub(super) prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize, Serialize)]
+pub(super) struct PromptDetails {
+    #[serde(default)]
+    pub(super) cached_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize, Serialize)]
+pub(super) struct ErrorObject {
+    #[serde(default)]
+    pub(super) message: String,
+    #[serde(default, rename = "type")]
+    pub(super) kind: Option<String>,
+    #[serde(default)]
+    pub(super) code: Option<Value>,
+}
+
+/// Reassembles streamed tool calls (by `index`, falling back to `id`, then to the last
+/// call) and tracks the end of the response.
+#[derive(Debug, Default)]
+pub(super) struct Assembler {
+    pub(super) calls: Vec<(Option<usize>, String, String, String)>,
+    pub(super) finish_reason: Option<String>,
+    pub(super) usage: Option<Usage>,
+    pub(super) generated_ids: usize,
+}
+
+impl Assembler {
+    pub(super) fn tool_delta(&mut self, delta: ToolCallDelta) {
+        let slot = match (delta.index, &delta.id) {
+            (Some(index), _) => self.calls.iter().position(|c| c.0 == Some(index)),
+            (None, Some(id)) => self.calls.iter().position(|c| &c.1 == id),
+            (None, None) => self.calls.len().checked_sub(1),
+        };
+        let slot = match slot {
+            Some(slot) => slot,
+            None => {
+                self.calls
+                    .push((delta.index, String::new(), String::new(), String::new()));
+                self.calls.len() - 1
+            }
+        };
+        let entry = &mut self.calls[slot];
+        if let Some(id) = delta.id.filter(|id| !id.is_empty()) {
+            entry.1 = id;
+        }
+        if let Some(function) = delta.function {
+            if let Some(name) = function.name.filter(|n| !n.is_empty()) {
+                // Most servers send the name once; llama-cpp-python repeats the whole
+                // name in every delta. Append only what is genuinely new.
+                if entry.2.is_empty() || (name != entry.2 && !entry.2.ends_with(&name)) {
+                    entry.2.push_str(&name);
+                }
+            }
+            if let Some(arguments) = function.arguments {
+                entry.3.push_str(&arguments);
+            }
+        }
+    }
+
+    pub(super) fn finish(&mut self) -> Vec<StreamChunk> {
+        let mut out = Vec::new();
+        for (_, id, name, arguments) in std::mem::take(&mut self.calls) {
+            let id = if id.is_empty() {
+                self.generated_ids += 1;
+                format!("call_pith_{}", self.generated_ids)
+            } else {
+                id
+            };
+            out.push(StreamChunk::ToolCall(ToolCall {
+                id,
+                name,
+                arguments: parse_arguments(&arguments),
+            }));
+        }
+        if let Some(usage) = self.usage {
+            out.push(StreamChunk::Usage(usage));
+        }
+        out.push(StreamChunk::Done {
+            stop_reason: self.finish_reason.clone(),
+        });
+        out
+    }
+}
+
+pub(super) fn usage_of(usage: ChunkUsage) -> Usage {
+    Usage {
+        input_tokens: usage.prompt_tokens,
+        cached_input_tokens: usage
+            .prompt_tokens_details
+            .and_then(|d| d.cached_tokens)
+            .unwrap_or(0),
+        output_tokens: usage.completion_tokens,
+    }
+}
+
+/// Turns one parsed chunk into stream chunks (text and reasoning deltas immediately; tool
+/// calls and usage are held until the end).
+pub(super) fn absorb(
+    chunk: Chunk,
+    assembler: &mut Assembler,
+) -> Result<Vec<StreamChunk>, ProviderError> {
+    if let Some(error) = chunk.error {
+        let code = error.code.as_ref().map(|c| {
+            c.as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| c.to_string())
+        });
+        return Err(ProviderError::from_stream_error(
+            error.kind.as_deref(),
+            code.as_deref(),
+            &error.message,
+        ));
+    }
+    let mut out = Vec::new();
+    if let Some(usage) = chunk.usage {
+        assembler.usage = Some(usage_of(usage));
+    }
+    for choice in chunk.choices {
+        if let Some(usage) = choice.usage {
+            assembler.usage = Some(usage_of(usage));
+        }
+        if let Some(delta) = choice.delta.or(choice.message) {
+            if let Some(reasoning) = delta
+                .reasoning_content
+                .or(delta.reasoning)
+                .filter(|r| !r.is_empty())
+            {
+                out.push(StreamChunk::Reasoning(reasoning));
+            }
+            if let Some(content) = delta.content.filter(|c| !c.is_empty()) {
+                out.push(StreamChunk::Text(content));
+            }
+            for call in delta.tool_calls.unwrap_or_default() {
+                assembler.tool_delta(call);
+            }
+        }
+        if let Some(reason) = choice.finish_reason {
+            assembler.finish_reason = Some(reason);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,122 @@
+//! Decoding the response stream.
+
+use crate::wire::adapter::{parse_arguments, StreamChunk};
+use crate::wire::error::ProviderError;
+use pith_core::{ToolCall, Usage};
+use serde_json::Value;
+
+/// Per-response parsing state.
+#[derive(Debug, Default)]
+pub(super) struct Parser {
+    /// Function calls in progress, keyed by item id: (item id, call id, name, arguments).
+    pub(super) calls: Vec<(String, String, String, String)>,
+    pub(super) done: bool,
+}
+
+impl Parser {
+    pub(super) fn event(&mut self, event: &Value) -> Result<Vec<StreamChunk>, ProviderError> {
+        let mut out = Vec::new();
+        match event["type"].as_str().unwrap_or_default() {
+            "response.output_text.delta" => {
+                if let Some(delta) = event["delta"].as_str().filter(|d| !d.is_empty()) {
+                    out.push(StreamChunk::Text(delta.to_owned()));
+                }
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                if let Some(delta) = event["delta"].as_str() {
+                    out.push(StreamChunk::Reasoning(delta.to_owned()));
+                }
+            }
+            "response.output_item.added" => {
+                let item = &event["item"];
+                if item["type"] == "function_call" {
+                    self.calls.push((
+                        item["id"].as_str().unwrap_or_default().to_owned(),
+                        item["call_id"].as_str().unwrap_or_default().to_owned(),
+                        item["name"].as_str().unwrap_or_default().to_owned(),
+                        item["arguments"].as_str().unwrap_or_default().to_owned(),
+                    ));
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let item_id = event["item_id"].as_str().unwrap_or_default();
+                if let (Some(call), Some(delta)) = (
+                    self.calls.iter_mut().find(|c| c.0 == item_id),
+                    event["delta"].as_str(),
+                ) {
+                    call.3.push_str(delta);
+                }
+            }
+            "response.output_item.done" => {
+                let item = &event["item"];
+                if item["type"] == "function_call" {
+                    let item_id = item["id"].as_str().unwrap_or_default();
+                    let position = self.calls.iter().position(|c| c.0 == item_id);
+                    let (_, mut call_id, mut name, mut arguments) =
+                        position.map(|p| self.calls.remove(p)).unwrap_or_default();
+                    // The done item is authoritative when it carries the fields.
+                    if let Some(v) = item["call_id"].as_str() {
+                        call_id = v.to_owned();
+                    }
+                    if let Some(v) = item["name"].as_str() {
+                        name = v.to_owned();
+                    }
+                    if let Some(v) = item["arguments"].as_str() {
+                        arguments = v.to_owned();
+                    }
+                    out.push(StreamChunk::ToolCall(ToolCall {
+                        id: call_id,
+                        name,
+                        arguments: parse_arguments(&arguments),
+                    }));
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                let response = &event["response"];
+                for (_, id, name, arguments) in std::mem::take(&mut self.calls) {
+                    out.push(StreamChunk::ToolCall(ToolCall {
+                        id,
+                        name,
+                        arguments: parse_arguments(&arguments),
+                    }));
+                }
+                let usage = &response["usage"];
+                if usage.is_object() {
+                    out.push(StreamChunk::Usage(Usage {
+                        input_tokens: usage["input_tokens"].as_u64().unwrap_or(0),
+                        cached_input_tokens: usage["input_tokens_details"]["cached_tokens"]
+                            .as_u64()
+                            .unwrap_or(0),
+                        output_tokens: usage["output_tokens"].as_u64().unwrap_or(0),
+                    }));
+                }
+                let stop = response["incomplete_details"]["reason"]
+                    .as_str()
+                    .or(response["status"].as_str())
+                    .map(str::to_owned);
+                out.push(StreamChunk::Done { stop_reason: stop });
+                self.done = true;
+            }
+            "response.failed" => {
+                let error = &event["response"]["error"];
+                return Err(ProviderError::from_stream_error(
+                    None,
+                    error["code"].as_str(),
+                    error["message"].as_str().unwrap_or("the response failed"),
+                ));
+            }
+            "error" => {
+                return Err(ProviderError::from_stream_error(
+                    event["error"]["type"].as_str().or(event["type"].as_str()),
+                    event["code"].as_str().or(event["error"]["code"].as_str()),
+                    event["message"]
+                        .as_str()
+                        .or(event["error"]["message"].as_str())
+                        .unwrap_or("stream error"),
+                ));
+            }
+            _ => {}
+        }
+        Ok(out)
+    }
+}
