@@ -9,6 +9,10 @@ use clap::Parser;
 
 fn main() {
     let cli = cli::Cli::parse();
+    // PITH_LOG / RUST_LOG: tracing into $PITH_HOME/logs/pith.log, never stdout.
+    if let Err(problem) = pith_agent::diagnostics::init(&|name| std::env::var(name).ok()) {
+        eprintln!("pith: warning: no log: {problem}");
+    }
     let outcome = match cli.command {
         Some(cli::Command::Tokens(args)) => commands::tokens::run(args),
         Some(cli::Command::Sessions(args)) => commands::sessions::run(args),

@@ -470,3 +470,41 @@ fn without_keys_or_a_local_server_pith_explains_how_to_get_a_model() {
         assert!(message.contains(needed), "missing {needed}: {message}");
     }
 }
+
+#[test]
+fn pith_log_writes_diagnostics_to_the_log_file_and_never_to_stdout() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.workspace().join("notes.txt"), "x\n").unwrap();
+    let server = TestServer::start(compacting_script()).unwrap();
+    let output = sandbox
+        .pith(Some(&server))
+        .env("PITH_LOG", "debug")
+        .args([
+            "run",
+            "--model",
+            MODEL,
+            "--format",
+            "stream-json",
+            "read the notes",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    for line in stdout(&output).lines() {
+        serde_json::from_str::<Value>(line).expect("stdout holds only stream-json events");
+    }
+    let log = std::fs::read_to_string(sandbox.pith_home().join("logs").join("pith.log"))
+        .expect("the log file exists");
+    for expected in [
+        "compaction decision",
+        "estimate",
+        "tool call finished",
+        "elapsed_ms",
+    ] {
+        assert!(
+            log.contains(expected),
+            "missing `{expected}` in the log:\n{log}"
+        );
+    }
+    assert!(!log.contains("sk-ant-test-key"), "no key in the log");
+}

@@ -1,6 +1,7 @@
 //! `cargo xtask` — developer automation for pith.
 //!
-//! `cargo xtask ci` runs exactly what `.ci/run` runs (fmt, clippy, the test suite).
+//! `cargo xtask ci` runs `.ci/run` (fmt, clippy, the test suite, the tests that need real
+//! programs and servers).
 //! `bench` and `simulate` re-run themselves in a release build. Further tasks are added by the issues
 //! that deliver them.
 
@@ -13,7 +14,7 @@ mod eval_core;
 mod local_llm;
 mod simulate;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -43,7 +44,7 @@ enum Task {
     /// A real headless job on the local model whose context fills up, so that an automatic
     /// compaction really happens; then the session's replay.
     Demo,
-    /// Run the CI checks: cargo fmt --check, clippy -D warnings, the whole test suite.
+    /// Run the CI checks (.ci/run): fmt, clippy, the test suite, the real-server tests.
     Ci,
     /// Measure pith side by side with the alternatives and write docs/benchmarks.md.
     Bench {
@@ -206,17 +207,19 @@ fn rerun_in_release() -> Result<bool> {
     Ok(true)
 }
 
+/// Runs `.ci/run` itself, so the two can never drift apart.
 fn ci() -> Result<()> {
-    cargo(&["fmt", "--all", "--check"])?;
-    cargo(&[
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ])?;
-    cargo(&["test", "--workspace"])?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(".ci")
+        .join("run");
+    let status = Command::new("bash")
+        .arg(&script)
+        .status()
+        .with_context(|| format!("cannot run {}", script.display()))?;
+    if !status.success() {
+        bail!("{} failed ({status})", script.display());
+    }
     Ok(())
 }
 

@@ -173,7 +173,8 @@ impl Conversation {
             ))
         })?;
         let config = Config::load(&cwd, frontend.env.as_ref()).map_err(ConversationError::usage)?;
-        let store = SessionStore::from_env().map_err(ConversationError::usage)?;
+        let store =
+            SessionStore::from_lookup(frontend.env.as_ref()).map_err(ConversationError::usage)?;
         let mut notices = Vec::new();
         let query = match &overrides.session {
             SessionChoice::New => None,

@@ -22,8 +22,12 @@ pub mod overrides;
 pub mod recording;
 pub mod settings;
 
-pub use conversation::{Conversation, ConversationError, Frontend, Opened, TurnError, TurnOutcome};
+pub use conversation::{
+    Conversation, ConversationError, Env, Frontend, Opened, TurnError, TurnOutcome,
+};
 pub use exit::ExitCode;
 pub use overrides::{Overrides, SessionChoice};
+/// What a turn or `/compact` can end with, as the loop reports it.
+pub use pith_providers::{LoopError, ManualCompaction};
 pub use recording::CompactionNote;
 pub use settings::Settings;

@@ -32,6 +32,17 @@ pub struct CompactionNote {
     pub tokens_after: u64,
 }
 
+impl CompactionNote {
+    /// `auto`, `micro` or `manual`, as reports name it.
+    pub fn kind(&self) -> &'static str {
+        match (self.micro, self.trigger) {
+            (true, _) => "micro",
+            (false, CompactionTrigger::Auto) => "auto",
+            (false, CompactionTrigger::Manual) => "manual",
+        }
+    }
+}
+
 /// Records one user turn; see the module docs.
 #[derive(Debug, Default)]
 pub struct TurnRecorder {

@@ -1,9 +1,7 @@
 //! The machine-readable result and stream events of a headless job (docs/headless.md).
 
 use pith_agent::CompactionNote;
-use pith_core::{
-    AutoCompaction, CompactionTrigger, LoopEvent, Message, Role, ToolCall, ToolResult, Usage,
-};
+use pith_core::{AutoCompaction, LoopEvent, Role, Usage};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -23,16 +21,8 @@ pub struct CompactionReport {
 
 impl From<&CompactionNote> for CompactionReport {
     fn from(note: &CompactionNote) -> Self {
-        let trigger = if note.micro {
-            "micro"
-        } else {
-            match note.trigger {
-                CompactionTrigger::Auto => "auto",
-                CompactionTrigger::Manual => "manual",
-            }
-        };
         Self {
-            trigger,
+            trigger: note.kind(),
             tokens_before: note.tokens_before,
             tokens_after: note.tokens_after,
         }
@@ -65,42 +55,22 @@ pub fn session_started(session_id: &str, model: &str, cwd: &str, resumed: bool) 
     json!({"type": "session_started", "session_id": session_id, "model": model, "cwd": cwd, "resumed": resumed})
 }
 
-/// Stream-json event for a completed assistant message.
-pub fn assistant_message(message: &Message) -> Value {
-    let calls: Vec<Value> = message
-        .tool_calls()
-        .map(
-            |ToolCall {
-                 id,
-                 name,
-                 arguments,
-             }| json!({"id": id, "name": name, "arguments": arguments}),
-        )
-        .collect();
-    json!({"type": "assistant", "text": message.text_content(), "tool_calls": calls})
-}
-
-/// Stream-json event for a finished tool call.
-pub fn tool_result(call: &ToolCall, result: &ToolResult) -> Value {
-    let preview: String = result.content.chars().take(RESULT_PREVIEW_CHARS).collect();
-    json!({
-        "type": "tool_result",
-        "call_id": result.call_id,
-        "name": call.name,
-        "is_error": result.is_error,
-        "bytes": result.content.len(),
-        "preview": preview,
-    })
-}
-
 /// The stream-json line for one loop event, or `None` for events stream-json does not
 /// carry (deltas, usage, request starts).
 pub fn stream_event(event: &LoopEvent) -> Option<Value> {
     Some(match event {
         LoopEvent::MessageAppended(message) if message.role == Role::Assistant => {
-            assistant_message(message)
+            let calls: Vec<Value> = message
+                .tool_calls()
+                .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+                .collect();
+            json!({"type": "assistant", "text": message.text_content(), "tool_calls": calls})
         }
-        LoopEvent::ToolCallFinished { call, result } => tool_result(call, result),
+        LoopEvent::ToolCallFinished { call, result } => {
+            let preview: String = result.content.chars().take(RESULT_PREVIEW_CHARS).collect();
+            json!({"type": "tool_result", "call_id": result.call_id, "name": call.name,
+                   "is_error": result.is_error, "bytes": result.content.len(), "preview": preview})
+        }
         LoopEvent::AutoCompaction(AutoCompaction::Started { .. }) => {
             json!({"type": "compaction_started"})
         }

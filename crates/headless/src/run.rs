@@ -5,7 +5,6 @@ use std::io::Write;
 
 use pith_agent::{Conversation, ExitCode, Frontend, Overrides, TurnOutcome};
 use pith_core::{AutoCompaction, EventSink, LoopEvent};
-use pith_tools::PermissionMode;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -33,7 +32,8 @@ pub struct Job {
 }
 
 /// Runs the job and returns the process exit code. `cancel` is cancelled on SIGINT /
-/// SIGTERM: the turn stops and is recorded as interrupted.
+/// SIGTERM: the turn stops and is recorded as interrupted. There is no one to ask, so
+/// tool calls that need approval are refused (`pith run` offers no `ask` mode).
 pub async fn run(
     job: Job,
     overrides: Overrides,
@@ -46,14 +46,6 @@ pub async fn run(
         let _ = writeln!(err, "pith: the prompt is empty");
         return ExitCode::Usage;
     }
-    if overrides.approval == Some(PermissionMode::Ask) {
-        let _ = writeln!(
-            err,
-            "pith: --approval ask needs the interactive REPL; use read-only, auto-edit or full"
-        );
-        return ExitCode::Usage;
-    }
-    let cwd = overrides.cwd.display().to_string();
     let opened = match Conversation::open(overrides, frontend) {
         Ok(opened) => opened,
         Err(error) => {
@@ -72,7 +64,7 @@ pub async fn run(
             &report::session_started(
                 conversation.session_id(),
                 &conversation.model_spec(),
-                &cwd,
+                &conversation.cwd().display().to_string(),
                 opened.resumed.is_some(),
             ),
         );
@@ -89,18 +81,14 @@ pub async fn run(
     };
     let code = outcome.exit_code();
     print_result(&job, &conversation, &outcome, out);
-    match (&outcome.error, code) {
-        (_, ExitCode::Interrupted) => {
-            let _ = writeln!(
-                err,
-                "pith: interrupted; session {} is saved",
-                conversation.session_id()
-            );
-        }
-        (Some(error), _) => {
-            let _ = writeln!(err, "pith: {error}");
-        }
-        (None, _) => {}
+    if code == ExitCode::Interrupted {
+        let _ = writeln!(
+            err,
+            "pith: interrupted; session {} is saved",
+            conversation.session_id()
+        );
+    } else if let Some(error) = &outcome.error {
+        let _ = writeln!(err, "pith: {error}");
     }
     if let Some(record_error) = &outcome.record_error {
         let _ = writeln!(err, "pith: {record_error}");
@@ -138,18 +126,14 @@ fn print_result(
             .or_else(|| outcome.record_error.clone()),
     };
     match job.format {
+        OutputFormat::Text if result.text.is_empty() => {}
+        OutputFormat::Text if result.text.ends_with('\n') => {
+            let _ = out.write_all(result.text.as_bytes());
+        }
         OutputFormat::Text => {
-            if !result.text.is_empty() {
-                let _ = out.write_all(result.text.as_bytes());
-                if !result.text.ends_with('\n') {
-                    let _ = out.write_all(b"\n");
-                }
-            }
+            let _ = writeln!(out, "{}", result.text);
         }
-        OutputFormat::Json => {
-            let _ = serde_json::to_writer(&mut *out, &result);
-            let _ = out.write_all(b"\n");
-        }
+        OutputFormat::Json => emit(out, &result),
         OutputFormat::StreamJson => {
             let mut value = serde_json::to_value(&result).unwrap_or(Value::Null);
             value["type"] = Value::from("result");
@@ -159,7 +143,7 @@ fn print_result(
     let _ = out.flush();
 }
 
-fn emit(out: &mut (dyn Write + Send), value: &Value) {
+fn emit(out: &mut (dyn Write + Send), value: &impl serde::Serialize) {
     let _ = serde_json::to_writer(&mut *out, value);
     let _ = out.write_all(b"\n");
     let _ = out.flush();

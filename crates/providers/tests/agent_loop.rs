@@ -770,3 +770,313 @@ async fn crossing_the_micro_threshold_prunes_old_tool_output_without_an_llm_call
         h.agent.history()[..micro.replacement.len()].to_vec()
     );
 }
+
+/// A history of `turns` read calls whose results make about `lines` lines each.
+fn read_history(turns: usize, lines: usize) -> Vec<Message> {
+    let output = |n: usize| {
+        (0..lines)
+            .map(|i| format!("line {i}: value {}", i * n))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut history = vec![Message::user("first task")];
+    for i in 0..turns {
+        history.push(Message::assistant_with_calls(
+            "",
+            vec![pith_core::ToolCall {
+                id: format!("c{i}"),
+                name: "read".into(),
+                arguments: json!({"path": format!("f{i}.rs")}),
+            }],
+        ));
+        history.push(Message::tool_result(format!("c{i}"), output(i + 1), false));
+    }
+    history
+}
+
+#[tokio::test]
+async fn an_automatic_compaction_that_cannot_be_written_is_a_failure_and_the_turn_goes_on_unchanged(
+) {
+    let mut h = harness(
+        vec![
+            Reply::tool_call("c1", "read", json!({"path": "a.rs"}), 180_000, 40),
+            Reply::text(SUMMARY),
+            Reply::text("Done."),
+        ],
+        200_000,
+    );
+    let (tx, mut rx) = unbounded_channel();
+    let mut sink = InMemory::failing(tx.clone(), "No space left on device (os error 28)");
+    h.agent
+        .run_turn(Message::user("go"), &mut sink, &CancellationToken::new())
+        .await
+        .expect("the turn completes");
+    let events = drain(&mut rx);
+    assert_eq!(compaction_events(&events), vec!["started", "failed"]);
+    let reason = events
+        .iter()
+        .find_map(|e| match e {
+            LoopEvent::AutoCompaction(AutoCompaction::Failed { reason }) => Some(reason.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        reason.contains("cannot write the transcript") && reason.contains("os error 28"),
+        "{reason}"
+    );
+    assert!(sink.persisted.is_empty());
+    let requests = h.adapter.requests();
+    assert_eq!(requests.len(), 3, "parent, summary, parent");
+    assert_eq!(
+        requests[2].messages.len(),
+        3,
+        "the last request carries the full history: user, call, result"
+    );
+    assert_eq!(
+        h.agent.history(),
+        &[
+            &requests[2].messages[..],
+            &[Message::assistant("Done.")][..]
+        ]
+        .concat()[..],
+        "the live history is what the model was sent, nothing compacted"
+    );
+}
+
+#[tokio::test]
+async fn a_written_automatic_compaction_is_persisted_before_it_is_applied() {
+    let mut h = harness(
+        vec![
+            Reply::tool_call("c1", "read", json!({"path": "a.rs"}), 180_000, 40),
+            Reply::text(SUMMARY),
+            Reply::text("Done."),
+        ],
+        200_000,
+    );
+    let (tx, mut rx) = unbounded_channel();
+    let mut sink = InMemory::new(tx.clone());
+    h.agent
+        .run_turn(Message::user("go"), &mut sink, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(sink.persisted.len(), 1);
+    let pith_core::HistoryRewrite::Compaction(compaction) = &sink.persisted[0] else {
+        panic!("expected a compaction, got {:?}", sink.persisted[0]);
+    };
+    assert_eq!(compaction.trigger, pith_core::CompactionTrigger::Auto);
+    assert_eq!(compaction.summary, SUMMARY);
+    assert_eq!(
+        compaction.replacement,
+        h.adapter.requests()[2].messages[..],
+        "what was persisted is what the model was sent next"
+    );
+    assert_eq!(
+        compaction_events(&drain(&mut rx)),
+        vec!["started", "applied"]
+    );
+}
+
+#[tokio::test]
+async fn a_micro_compaction_that_cannot_be_written_leaves_the_history_as_it_was() {
+    let mut h = harness(vec![Reply::text("ok")], 32_768);
+    h.agent.options_mut().prune = pith_core::context::PruneConfig {
+        protect: 4_000,
+        minimum: 2_000,
+        min_user_turns: 2,
+    };
+    let history = read_history(5, 540);
+    h.agent.set_history(history.clone());
+    let (tx, mut rx) = unbounded_channel();
+    let mut sink = InMemory::failing(tx.clone(), "disk full");
+    h.agent
+        .run_turn(
+            Message::user("second task"),
+            &mut sink,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let events = drain(&mut rx);
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, LoopEvent::MicroCompaction(_))));
+    assert!(events.iter().any(
+        |e| matches!(e, LoopEvent::Notice(n) if n.contains("not cleared") && n.contains("disk full"))
+    ));
+    assert_eq!(
+        &h.agent.history()[..history.len()],
+        &history[..],
+        "old outputs are still there"
+    );
+    assert_eq!(
+        h.adapter.requests()[0].messages[..history.len()],
+        history[..],
+        "and the model was sent them"
+    );
+}
+
+#[tokio::test]
+async fn a_manual_compaction_that_cannot_be_written_fails_and_leaves_the_history() {
+    let mut h = harness(vec![Reply::text("hello"), Reply::text(SUMMARY)], 200_000);
+    let (tx, _rx) = unbounded_channel();
+    let cancel = CancellationToken::new();
+    h.agent
+        .run_turn(Message::user("hi"), &mut InMemory::new(tx.clone()), &cancel)
+        .await
+        .unwrap();
+    let before = h.agent.history().to_vec();
+    let error = h
+        .agent
+        .compact(
+            None,
+            &mut InMemory::failing(tx.clone(), "disk full"),
+            &cancel,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(error, LoopError::Persist(_)), "{error:?}");
+    assert!(error.to_string().contains("disk full"));
+    assert_eq!(h.agent.history(), &before[..]);
+}
+
+#[tokio::test]
+async fn a_compaction_whose_model_keeps_calling_tools_is_applied_with_pith_s_own_summary() {
+    let call = || Reply::tool_call("x", "read", json!({"path": "again.rs"}), 10, 5);
+    let mut h = harness(
+        vec![
+            Reply::tool_call("c1", "read", json!({"path": "a.rs"}), 180_000, 40),
+            call(),
+            call(),
+            call(),
+            Reply::text("Done."),
+        ],
+        200_000,
+    );
+    h.agent.set_history(vec![
+        Message::user("never touch the public API"),
+        Message::assistant("ok"),
+    ]);
+    let (tx, mut rx) = unbounded_channel();
+    let mut sink = InMemory::new(tx.clone());
+    h.agent
+        .run_turn(
+            Message::user("now fix the parser"),
+            &mut sink,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let events = drain(&mut rx);
+    assert_eq!(compaction_events(&events), vec!["started", "applied"]);
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, LoopEvent::Notice(n) if n.contains("kept calling tools"))));
+    assert_eq!(
+        h.tool.runs.load(Ordering::SeqCst),
+        1,
+        "only the turn's own call ran"
+    );
+    let requests = h.adapter.requests();
+    assert_eq!(requests.len(), 5, "parent, 3 summary rounds, parent");
+    let compacted = requests[4].messages[0].text_content();
+    assert!(
+        compacted.contains("No model summary") && compacted.contains("never touch the public API"),
+        "{compacted}"
+    );
+    assert!(compacted.contains("<last_user_message>now fix the parser</last_user_message>"));
+}
+
+#[tokio::test]
+async fn the_usage_of_a_fitted_request_never_anchors_the_history_estimate() {
+    let huge = (0..20_000)
+        .map(|i| format!("log line {i}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    // The fitted request reports a small size; the history is far larger.
+    let mut h = harness(
+        vec![
+            Reply::tool_call("c1", "read", json!({"path": "a.rs"}), 3_000, 10),
+            Reply::text("ok"),
+        ],
+        8_192,
+    );
+    h.agent.options_mut().auto_compaction = false;
+    h.agent.set_history(vec![
+        Message::user("build"),
+        Message::assistant_with_calls(
+            "",
+            vec![pith_core::ToolCall {
+                id: "c".into(),
+                name: "read".into(),
+                arguments: json!({}),
+            }],
+        ),
+        Message::tool_result("c", huge, false),
+    ]);
+    let (tx, _rx) = unbounded_channel();
+    h.agent
+        .run_turn(
+            Message::user("what failed?"),
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let estimate = h.agent.estimate();
+    assert!(
+        !estimate.anchored_on_reported_usage,
+        "a fitted request's usage describes the fitted request, not the history"
+    );
+    assert!(
+        estimate.total > 50_000,
+        "the history is still estimated whole: {}",
+        estimate.total
+    );
+    assert_eq!(h.adapter.requests().len(), 2, "both requests were fitted");
+}
+
+#[tokio::test]
+async fn a_manual_compaction_of_an_over_budget_history_fits_its_request() {
+    let huge = (0..20_000)
+        .map(|i| format!("log line {i}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut h = harness(vec![Reply::text(SUMMARY)], 8_192);
+    h.agent.set_history(vec![
+        Message::user("build"),
+        Message::assistant_with_calls(
+            "",
+            vec![pith_core::ToolCall {
+                id: "c".into(),
+                name: "read".into(),
+                arguments: json!({}),
+            }],
+        ),
+        Message::tool_result("c", huge, false),
+    ]);
+    let (tx, _rx) = unbounded_channel();
+    let done = h
+        .agent
+        .compact(
+            None,
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("the compaction succeeds");
+    assert_eq!(done.summary, SUMMARY);
+    let sent = &h.adapter.requests()[0];
+    let counter = BpeCounter::new(Encoding::O200kBase);
+    let estimate =
+        pith_core::tokens::estimate_request(&counter, &sent.system, &sent.messages, &sent.tools);
+    assert!(
+        estimate.total as u64 <= ContextBudget::for_window(8_192).input_budget,
+        "{}",
+        estimate.total
+    );
+    assert_eq!(
+        sent.messages.last().unwrap(),
+        &Message::user(manual_prompt(None)),
+        "the prompt survives the fitting"
+    );
+}

@@ -91,6 +91,17 @@ impl SessionStore {
         Ok(Self::at(paths::sessions_root()?))
     }
 
+    /// The store under the sessions root that `lookup`'s variables name (`PITH_HOME`,
+    /// `XDG_DATA_HOME`, `HOME`), for callers that pass their environment explicitly.
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
+        let var = |name: &str| lookup(name).map(std::ffi::OsString::from);
+        Ok(Self::at(paths::sessions_root_from(
+            var("PITH_HOME").as_deref(),
+            var("XDG_DATA_HOME").as_deref(),
+            var("HOME").as_deref(),
+        )?))
+    }
+
     /// The store whose sessions root is `root` (the directory holding project slugs).
     pub fn at(root: impl Into<PathBuf>) -> Self {
         Self { root: root.into() }

@@ -1,8 +1,8 @@
 //! Running jobs: a user turn and a manual `/compact`, and how their loop events are
 //! shown. Persistence is the conversation's; this module only renders.
 
+use pith_agent::LoopError;
 use pith_core::{AutoCompaction, LoopEvent, Role};
-use pith_providers::LoopError;
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 
