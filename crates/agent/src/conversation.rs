@@ -197,7 +197,7 @@ impl Conversation {
         let settings = Settings::resolve(&overrides, recorded, &config, frontend.env.as_ref())
             .map_err(ConversationError::usage)?;
         notices.extend(settings.notices.iter().cloned());
-        let (session, history, records, unused) = match resumed {
+        let (mut session, history, records, unused) = match resumed {
             Some(resumed) => {
                 notices.extend(resumed.warnings.iter().map(|w| format!("warning: {w}")));
                 (
@@ -214,7 +214,7 @@ impl Conversation {
                 true,
             ),
         };
-        let agent = build_agent(&cwd, &settings, &frontend, &session, history)?;
+        let agent = build_agent(&cwd, &settings, &frontend, &mut session, history)?;
         Ok(Opened {
             value: Conversation {
                 cwd,
@@ -319,7 +319,13 @@ impl Conversation {
             Settings::resolve(&overrides, None, &self.config, self.frontend.env.as_ref())
                 .map_err(ConversationError::usage)?;
         let history = self.agent.history().to_vec();
-        let agent = build_agent(&self.cwd, &settings, &self.frontend, &self.session, history)?;
+        let agent = build_agent(
+            &self.cwd,
+            &settings,
+            &self.frontend,
+            &mut self.session,
+            history,
+        )?;
         let notices = settings.notices.clone();
         self.overrides = overrides;
         self.settings = settings;
@@ -330,12 +336,12 @@ impl Conversation {
     /// Starts a new session with the same settings (`/clear`). The previous session is
     /// closed, and removed if it was never used.
     pub fn clear(&mut self) -> Result<(), ConversationError> {
-        let session = create_session(&self.store, &self.cwd, &self.settings)?;
+        let mut session = create_session(&self.store, &self.cwd, &self.settings)?;
         let agent = build_agent(
             &self.cwd,
             &self.settings,
             &self.frontend,
-            &session,
+            &mut session,
             Vec::new(),
         )?;
         self.replace_session(session, agent, true);
@@ -354,7 +360,7 @@ impl Conversation {
                 "That is the current session.".into(),
             ));
         }
-        let resumed = self
+        let mut resumed = self
             .store
             .resume(&target.display().to_string())
             .map_err(ConversationError::session)?;
@@ -373,7 +379,7 @@ impl Conversation {
             &self.cwd,
             &settings,
             &self.frontend,
-            &resumed.session,
+            &mut resumed.session,
             resumed.history,
         )?;
         let mut notices = settings.notices.clone();
@@ -487,9 +493,10 @@ fn build_agent(
     cwd: &Path,
     settings: &Settings,
     frontend: &Frontend,
-    session: &Session,
+    session: &mut Session,
     history: Vec<Message>,
 ) -> Result<AgentLoop, ConversationError> {
+    session.set_max_record_bytes(settings.max_record_bytes);
     let spill_dir = session.spill_dir().map_err(ConversationError::failure)?;
     let mut tools = ToolsConfig::new(cwd, spill_dir).with_mode(settings.approval);
     if let Some(approver) = &frontend.approver {

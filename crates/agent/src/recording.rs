@@ -17,7 +17,7 @@ use pith_core::{
     Compaction, CompactionTrigger, EventSink, HistoryRewrite, LoopEvent, Message, PersistError,
     Role, TurnSink, Usage,
 };
-use pith_session::{items_from_messages, Event, Session};
+use pith_session::{items_from_messages, Event, Session, TranscriptItem};
 
 /// A compaction the recorder persisted, for front-end reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +47,8 @@ impl CompactionNote {
 #[derive(Debug, Default)]
 pub struct TurnRecorder {
     memory: Vec<Message>,
+    /// Notices shown during the turn, with the number of messages before each.
+    notices: Vec<(usize, String)>,
     completed_text: String,
     current_text: String,
     separator_pending: bool,
@@ -88,6 +90,9 @@ impl TurnRecorder {
                 self.usage += *usage;
                 self.usage_seen = true;
             }
+            LoopEvent::OutputTruncated { reason } => self
+                .notices
+                .push((self.memory.len(), format!("truncated: {reason}"))),
             _ => {}
         }
     }
@@ -154,6 +159,7 @@ impl TurnRecorder {
 
     fn after_boundary(&mut self, note: CompactionNote) {
         self.memory.clear();
+        self.notices.clear();
         self.completed_text.push_str(&self.current_text);
         self.current_text.clear();
         self.usage = Usage::default();
@@ -164,11 +170,26 @@ impl TurnRecorder {
     fn checkpoint(&self, interrupted: bool, error: Option<String>) -> Event {
         Event::AssistantTurn {
             messages: self.memory.clone(),
-            items: items_from_messages(&self.memory),
+            items: self.items(),
             usage: self.usage_seen.then_some(self.usage),
             interrupted,
             error,
         }
+    }
+
+    /// The visible items of the turn so far: those of its messages, with the notices
+    /// (a truncated answer) after the message they followed.
+    fn items(&self) -> Vec<TranscriptItem> {
+        let mut items = Vec::new();
+        let mut notices = self.notices.iter().peekable();
+        for (index, message) in self.memory.iter().enumerate() {
+            items.extend(items_from_messages(std::slice::from_ref(message)));
+            while let Some((_, text)) = notices.next_if(|(after, _)| *after == index + 1) {
+                items.push(TranscriptItem::Notice { text: text.clone() });
+            }
+        }
+        items.extend(notices.map(|(_, text)| TranscriptItem::Notice { text: text.clone() }));
+        items
     }
 
     /// Writes the final `assistant_turn` checkpoint of the turn.
@@ -181,6 +202,7 @@ impl TurnRecorder {
         let checkpoint = self.checkpoint(interrupted, error);
         session.append(checkpoint)?;
         self.memory.clear();
+        self.notices.clear();
         Ok(())
     }
 

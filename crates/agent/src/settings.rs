@@ -18,6 +18,7 @@ use pith_providers::models::config::{
     ResolvedModel, WindowSource,
 };
 use pith_providers::models::project::system_prompt_for;
+use pith_providers::tool_loop::enforced_output_cap;
 use pith_providers::{AgentLoop, LoopOptions};
 use pith_tools::PermissionMode;
 
@@ -42,6 +43,8 @@ pub struct Settings {
     pub approval: PermissionMode,
     /// Adds the concise-output section to the system prompt.
     pub concise_output: bool,
+    /// Largest transcript record written (`[limits] max_record_bytes`).
+    pub max_record_bytes: usize,
     /// Warnings for the user (an unknown model's window, …).
     pub notices: Vec<String>,
 }
@@ -82,14 +85,18 @@ impl Settings {
             })?,
             (None, None) => PermissionMode::Ask,
         };
-        let loop_options = LoopOptions {
+        let mut loop_options = LoopOptions {
             auto_compaction: !overrides.no_auto_compact && config.auto_compact.unwrap_or(true),
             max_requests_per_turn: overrides.max_turns,
             max_output_tokens: model.max_output_tokens,
             temperature: model.temperature,
             prune: context.prune(),
+            output_cap: enforced_output_cap(model.output_cap),
             ..LoopOptions::default()
         };
+        if let Some(seconds) = config.limits.no_content_timeout_s {
+            loop_options.timeouts.no_content = std::time::Duration::from_secs(seconds.max(1));
+        }
         Ok(Self {
             model,
             window,
@@ -99,6 +106,10 @@ impl Settings {
             loop_options,
             approval,
             concise_output: config.concise_output,
+            max_record_bytes: config
+                .limits
+                .max_record_bytes
+                .unwrap_or(pith_session::externalize::DEFAULT_MAX_RECORD_BYTES),
             notices,
         })
     }

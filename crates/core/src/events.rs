@@ -123,6 +123,13 @@ pub enum LoopEvent {
     /// Something the user should know that is not assistant content (e.g. a request
     /// was trimmed to fit the context window).
     Notice(String),
+    /// The answer just appended was cut off before the model finished it: by pith's
+    /// output cap, a degenerate repetition, or the provider's own output limit. Tool calls
+    /// that were not complete were not run; the model is told in the next request.
+    OutputTruncated {
+        /// Why, in words (`output cap (32,000 tokens)`, …).
+        reason: String,
+    },
     /// The turn ended normally (the model answered without tool calls).
     TurnFinished {
         /// Usage summed over every request of the turn, compaction included.

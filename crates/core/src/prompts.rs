@@ -54,6 +54,18 @@ pub const FALLBACK_SUMMARY_HEADER: &str = "\
 without it. The user's earlier messages follow, newest first; re-read files and re-run \
 commands for anything else you need.]";
 
+/// Opening of the note pith adds to the history after an answer that was cut off (see
+/// [`truncation_notice`]); pith's own notes to the model all start with `[pith]`.
+pub const TRUNCATION_NOTICE_PREFIX: &str = "[pith] Your previous answer was cut off";
+
+/// The note the model reads after an answer of its was cut off for `reason`.
+pub fn truncation_notice(reason: &str) -> String {
+    format!(
+        "{TRUNCATION_NOTICE_PREFIX}: {reason}. Tool calls that were not complete were not run. \
+Carry on from where it stopped, more briefly; write large content in several smaller steps."
+    )
+}
+
 /// Prefix of the optional focus text a user gives to `/compact`.
 pub const MANUAL_FOCUS_PREFIX: &str = "The user asked this summary to focus on:";
 

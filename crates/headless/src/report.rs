@@ -96,6 +96,7 @@ pub fn stream_event(event: &LoopEvent) -> Option<Value> {
             reason,
         } => json!({"type": "retry", "attempt": attempt, "delay_ms": delay_ms, "reason": reason}),
         LoopEvent::Notice(text) => json!({"type": "notice", "text": text}),
+        LoopEvent::OutputTruncated { reason } => json!({"type": "truncated", "reason": reason}),
         _ => return None,
     })
 }

@@ -162,6 +162,9 @@ impl EventSink for Printer<'_> {
         if !self.stream_json {
             let line = match &event {
                 LoopEvent::Notice(text) => text.clone(),
+                LoopEvent::OutputTruncated { reason } => {
+                    format!("the answer was cut off: {reason}; incomplete tool calls were not run")
+                }
                 LoopEvent::AutoCompaction(AutoCompaction::Failed { reason }) => {
                     format!("automatic compaction failed: {reason}; the turn went on with the full history")
                 }

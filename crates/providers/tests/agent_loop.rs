@@ -80,6 +80,7 @@ fn harness_with(adapter: MockAdapter, window: u64) -> Harness {
         timeouts: Timeouts {
             request: Duration::from_secs(5),
             idle: Duration::from_secs(5),
+            ..Timeouts::default()
         },
         ..LoopOptions::default()
     };
@@ -1079,4 +1080,90 @@ async fn a_manual_compaction_of_an_over_budget_history_fits_its_request() {
         &Message::user(manual_prompt(None)),
         "the prompt survives the fitting"
     );
+}
+
+#[tokio::test]
+async fn an_answer_past_the_output_cap_is_cut_kept_marked_and_the_model_told() {
+    let pieces: Vec<String> = (0..400).map(|i| format!("word{i} ")).collect();
+    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let mut h = harness(
+        vec![Reply::slow_text(&pieces, Duration::ZERO), Reply::text("ok")],
+        200_000,
+    );
+    h.agent.options_mut().output_cap = 100;
+    let (tx, mut rx) = unbounded_channel();
+    h.agent
+        .run_turn(
+            Message::user("write a lot"),
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("a cut answer still ends the turn");
+    let events = drain(&mut rx);
+    let reason = events
+        .iter()
+        .find_map(|e| match e {
+            LoopEvent::OutputTruncated { reason } => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("the cut is reported");
+    assert_eq!(reason, "output cap (100 tokens)");
+    let kept = text_of(&events);
+    assert!(kept.starts_with("word0 word1"), "{kept}");
+    assert!(!kept.contains("word399"), "nothing past the cap: {kept}");
+    let history = h.agent.history();
+    assert_eq!(history.len(), 3, "user, the cut answer, pith's note");
+    assert_eq!(history[1].text_content(), kept);
+    assert!(history[2]
+        .text_content()
+        .starts_with("[pith] Your previous answer was cut off: output cap (100 tokens)"));
+}
+
+#[tokio::test]
+async fn a_tool_call_still_arriving_at_the_cut_is_not_run_but_complete_ones_are() {
+    let mut h = harness(
+        vec![
+            Reply::Chunks {
+                chunks: vec![
+                    pith_providers::StreamChunk::ToolCall(pith_core::ToolCall {
+                        id: "c1".into(),
+                        name: "read".into(),
+                        arguments: json!({"path": "a.rs"}),
+                    }),
+                    pith_providers::StreamChunk::ArgumentBytes {
+                        call: 2,
+                        bytes: 4_000,
+                    },
+                    pith_providers::StreamChunk::Done { stop_reason: None },
+                ],
+                delay: Duration::ZERO,
+            },
+            Reply::text("done"),
+        ],
+        200_000,
+    );
+    h.agent.options_mut().output_cap = 500;
+    let (tx, _rx) = unbounded_channel();
+    h.agent
+        .run_turn(
+            Message::user("go"),
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        h.tool.runs.load(Ordering::SeqCst),
+        1,
+        "the complete call ran"
+    );
+    let history = h.agent.history();
+    // user, assistant(call c1), result c1, pith's note, final answer
+    assert_eq!(history.len(), 5, "{history:#?}");
+    assert_eq!(history[2].role, Role::Tool);
+    assert!(history[3]
+        .text_content()
+        .starts_with("[pith] Your previous answer was cut off"));
+    assert_eq!(h.adapter.requests().len(), 2, "the loop went on");
 }

@@ -48,6 +48,7 @@ fn agent(url: &str, window: u64) -> AgentLoop {
             timeouts: Timeouts {
                 request: Duration::from_secs(60),
                 idle: Duration::from_secs(60),
+                ..Timeouts::default()
             },
             ..LoopOptions::default()
         },

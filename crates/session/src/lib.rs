@@ -21,6 +21,7 @@
 
 pub mod error;
 pub mod event;
+pub mod externalize;
 pub mod items;
 pub mod listing;
 pub mod lock;

@@ -119,26 +119,119 @@ impl Transcript {
     }
 }
 
-/// Reads and decodes the transcript at `path`.
+/// Longest line a reader accepts, in bytes: records are written within
+/// `externalize::DEFAULT_MAX_RECORD_BYTES` (8 MiB unless configured, at most this); a
+/// longer line is reported as corrupt instead of being held in memory.
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Reads and decodes the transcript at `path`, line by line: memory holds one line at a
+/// time besides the decoded records. Stored references of large records are resolved from
+/// the session directory (see `externalize`).
 pub fn read_transcript(path: &Path, options: ReadOptions) -> Result<Transcript> {
-    let bytes =
-        std::fs::read(path).map_err(|e| SessionError::io("cannot read transcript", path, e))?;
-    parse_transcript(&bytes, path, options)
+    let file = std::fs::File::open(path)
+        .map_err(|e| SessionError::io("cannot read transcript", path, e))?;
+    let mut transcript = parse_lines(
+        std::io::BufReader::with_capacity(256 * 1024, file),
+        path,
+        options,
+    )?;
+    if let Some(dir) = path.parent() {
+        for record in &mut transcript.records {
+            crate::externalize::resolve(&mut record.event, dir);
+        }
+    }
+    Ok(transcript)
 }
 
-/// Decodes transcript bytes; `path` is used only in error messages.
+/// Decodes transcript bytes; `path` is used only in error messages. Stored references
+/// are left as they are.
 pub fn parse_transcript(bytes: &[u8], path: &Path, options: ReadOptions) -> Result<Transcript> {
-    let committed_len = bytes
-        .iter()
-        .rposition(|b| *b == b'\n')
-        .map_or(0, |pos| pos + 1);
+    parse_lines(bytes, path, options)
+}
+
+/// One line as read by [`read_line`].
+enum Line {
+    /// A complete line (newline removed) is in the buffer.
+    Complete,
+    /// The stream ended after this many bytes without a newline.
+    Torn(usize),
+    /// The line had this many bytes, more than [`MAX_LINE_BYTES`]; it was skipped.
+    TooLong(usize),
+    /// Nothing left.
+    End,
+}
+
+/// Reads one line into `buffer`, never holding more than [`MAX_LINE_BYTES`] of it.
+fn read_line(reader: &mut impl std::io::BufRead, buffer: &mut Vec<u8>) -> std::io::Result<Line> {
+    buffer.clear();
+    let mut total = 0usize;
+    loop {
+        let available = reader.fill_buf()?;
+        if available.is_empty() {
+            return Ok(match total {
+                0 => Line::End,
+                n if n > MAX_LINE_BYTES => Line::TooLong(n),
+                n => Line::Torn(n),
+            });
+        }
+        let (piece, complete) = match available.iter().position(|b| *b == b'\n') {
+            Some(end) => (&available[..end], Some(end + 1)),
+            None => (available, None),
+        };
+        total += piece.len();
+        if total <= MAX_LINE_BYTES {
+            buffer.extend_from_slice(piece);
+        } else {
+            buffer.clear();
+        }
+        let consumed = complete.unwrap_or(available.len());
+        reader.consume(consumed);
+        if complete.is_some() {
+            return Ok(if total > MAX_LINE_BYTES {
+                Line::TooLong(total)
+            } else {
+                Line::Complete
+            });
+        }
+    }
+}
+
+fn parse_lines(
+    mut reader: impl std::io::BufRead,
+    path: &Path,
+    options: ReadOptions,
+) -> Result<Transcript> {
     let mut transcript = Transcript::default();
     let mut expected_seq = 1u64;
     let mut line_no = 0usize;
-    for raw_line in bytes[..committed_len].split_inclusive(|b| *b == b'\n') {
+    let mut offset = 0u64;
+    let mut buffer = Vec::new();
+    loop {
+        let line = read_line(&mut reader, &mut buffer)
+            .map_err(|e| SessionError::io("cannot read transcript", path, e))?;
+        let outcome = match line {
+            Line::End => break,
+            Line::Torn(bytes) => {
+                transcript.report.torn_tail = Some(TornTail {
+                    line: line_no + 1,
+                    offset,
+                    bytes: bytes as u64,
+                });
+                break;
+            }
+            Line::TooLong(bytes) => {
+                offset += bytes as u64 + 1;
+                Err(LineFailure::Problem(LineProblem::Malformed(format!(
+                    "a record of {bytes} bytes, more than the {MAX_LINE_BYTES} a reader accepts"
+                ))))
+            }
+            Line::Complete => {
+                offset += buffer.len() as u64 + 1;
+                decode_committed_line(&buffer, expected_seq)
+            }
+        };
         line_no += 1;
-        let raw_line = &raw_line[..raw_line.len() - 1];
-        match decode_committed_line(raw_line, expected_seq) {
+        match outcome {
             Ok(record) => {
                 expected_seq = record.seq + 1;
                 if let Event::Unknown { kind, .. } = &record.event {
@@ -173,13 +266,6 @@ pub fn parse_transcript(bytes: &[u8], path: &Path, options: ReadOptions) -> Resu
                 })
             }
         }
-    }
-    if committed_len < bytes.len() {
-        transcript.report.torn_tail = Some(TornTail {
-            line: line_no + 1,
-            offset: committed_len as u64,
-            bytes: (bytes.len() - committed_len) as u64,
-        });
     }
     Ok(transcript)
 }

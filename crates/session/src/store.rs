@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Result, SessionError};
 use crate::event::{decode_envelope, encode_line, now_ts, Event};
+use crate::externalize::{encode_bounded, DEFAULT_MAX_RECORD_BYTES};
 use crate::lock::WriterLock;
 use crate::paths::{self, LOCK_FILE, SPILL_DIR, TRANSCRIPT_FILE};
 use crate::read::{read_transcript, ReadOptions, Transcript};
@@ -153,6 +154,7 @@ impl SessionStore {
             unsynced: false,
             poisoned: None,
             quarantine: None,
+            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
             _lock: lock,
         };
         session.append(Event::SessionStarted {
@@ -286,6 +288,8 @@ pub struct Session {
     unsynced: bool,
     poisoned: Option<String>,
     quarantine: Option<Quarantine>,
+    /// Largest record line written (see `externalize`).
+    max_record_bytes: usize,
     _lock: WriterLock,
 }
 
@@ -343,6 +347,7 @@ impl Session {
             unsynced: false,
             poisoned: None,
             quarantine,
+            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
             _lock: lock,
         })
     }
@@ -384,6 +389,19 @@ impl Session {
         self.quarantine.as_ref()
     }
 
+    /// Sets the largest record line written (at most [`crate::read::MAX_LINE_BYTES`]):
+    /// larger records store their largest payloads beside the transcript.
+    pub fn set_max_record_bytes(&mut self, bytes: usize) {
+        self.max_record_bytes = bytes.clamp(64 * 1024, crate::read::MAX_LINE_BYTES);
+    }
+
+    /// The line of `event` as record `seq`, within the record bound.
+    fn encode(&self, seq: u64, ts: &str, event: &Event) -> Result<String> {
+        encode_bounded(event, seq, &self.dir, self.max_record_bytes, |event| {
+            encode_line(seq, ts, event)
+        })
+    }
+
     /// Changes when `append` fsyncs.
     pub fn set_durability(&mut self, durability: Durability) {
         self.durability = durability;
@@ -399,7 +417,7 @@ impl Session {
     pub fn append(&mut self, event: Event) -> Result<u64> {
         self.check_writable()?;
         let seq = self.next_seq;
-        let line = encode_line(seq, &now_ts(), &event)?;
+        let line = self.encode(seq, &now_ts(), &event)?;
         if let Err(source) = self.file.write_all(line.as_bytes()) {
             // Roll a partial write back so no later record lands after a torn line.
             if let Err(truncate) = self.file.set_len(self.len) {
@@ -440,7 +458,7 @@ impl Session {
         let first = self.next_seq;
         let mut lines = String::new();
         for (offset, event) in events.iter().enumerate() {
-            lines.push_str(&encode_line(first + offset as u64, &ts, event)?);
+            lines.push_str(&self.encode(first + offset as u64, &ts, event)?);
         }
         let mut temp = tempfile::Builder::new()
             .prefix(BATCH_TEMP_PREFIX)

@@ -517,3 +517,60 @@ fn write_past_a_file_size_limit(dir: &Path) {
         "failed writes must not consume sequence numbers"
     );
 }
+
+#[test]
+fn no_record_exceeds_the_bound_and_large_payloads_read_back_whole() {
+    let root = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(root.path().join("sessions"));
+    let mut session = store.create(new_session(root.path())).unwrap();
+    session.set_max_record_bytes(64 * 1024);
+    let pasted = "a huge paste ".repeat(40_000); // ≈ 520 KB
+    let results: Vec<Message> = (0..6)
+        .map(|i| Message::tool_result(format!("c{i}"), format!("{i}").repeat(30_000), false))
+        .collect();
+    session.append(Event::user_text(pasted.clone())).unwrap();
+    session
+        .append_batch(vec![Event::AssistantTurn {
+            messages: results.clone(),
+            items: Vec::new(),
+            usage: None,
+            interrupted: false,
+            error: None,
+        }])
+        .unwrap();
+    let raw = fs::read_to_string(session.transcript_path()).unwrap();
+    for line in raw.lines() {
+        assert!(line.len() <= 64 * 1024, "a line of {} bytes", line.len());
+    }
+    let stored = session.dir().join("spill").join("records");
+    assert!(
+        fs::read_dir(&stored).unwrap().count() >= 2,
+        "payloads stored beside it"
+    );
+    let id = session.id().to_owned();
+    drop(session);
+    let transcript = store.read(&id, ReadOptions::default()).unwrap();
+    let history = project_model(&transcript.records);
+    assert_eq!(history[0], Message::user(pasted));
+    assert_eq!(&history[1..], &results[..], "every payload read back whole");
+}
+
+#[test]
+fn a_line_too_long_to_hold_is_a_corrupt_line_not_an_allocation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("transcript.jsonl");
+    let mut file = fs::File::create(&path).unwrap();
+    let chunk = vec![b'x'; 1024 * 1024];
+    for _ in 0..=pith_session::read::MAX_LINE_BYTES / chunk.len() {
+        file.write_all(&chunk).unwrap();
+    }
+    file.write_all(b"\n").unwrap();
+    drop(file);
+    let error = pith_session::read_transcript(&path, ReadOptions::default()).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("more than the 67108864 a reader accepts"),
+        "{error}"
+    );
+}

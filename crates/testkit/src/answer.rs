@@ -62,6 +62,8 @@ pub(crate) enum Answer {
     },
     /// Headers (when `send_headers`) and then nothing, ever.
     Hang { send_headers: bool },
+    /// A hostile answer generated as it is sent.
+    Generated(crate::hostile::Generated),
 }
 
 /// The answer to a request served by `turn` (the `number`-th turn, 1-based).
@@ -73,6 +75,10 @@ pub(crate) fn for_turn(
     facts: &RequestFacts,
 ) -> Answer {
     let http_error = |kind: ErrorKind| error(protocol, &kind, turn.retry_after_s);
+    if let Some(fault) = turn.fault.filter(|f| crate::hostile::is_hostile(*f)) {
+        let _ = fault;
+        return Answer::Generated(crate::hostile::answer(protocol, turn, &facts.model));
+    }
     match turn.fault {
         Some(Fault::Http429) => return http_error(ErrorKind::RateLimited),
         Some(Fault::Http500) => return http_error(ErrorKind::ServerError),
@@ -95,6 +101,7 @@ pub(crate) fn for_turn(
             }
         }
         Some(Fault::DropMidStream | Fault::MalformedSse | Fault::StreamError) | None => {}
+        Some(_) => {}
     }
 
     let filled;
@@ -235,6 +242,32 @@ pub(crate) fn into_response(answer: Answer) -> Option<Response<AnswerBody>> {
             let mut response = Response::new(silent_body());
             set_header(&mut response, CONTENT_TYPE, SSE_CONTENT_TYPE);
             set_header(&mut response, CACHE_CONTROL, "no-cache");
+            Some(response)
+        }
+        Answer::Generated(generated) => {
+            let delay = generated.delay;
+            let frames = futures::stream::unfold(
+                (generated.chunks, false),
+                move |(mut chunks, started)| async move {
+                    let chunk = chunks.find(|c| !c.is_empty())?;
+                    if started && !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    Some((Ok(Frame::data(chunk)), (chunks, true)))
+                },
+            );
+            let mut response = Response::new(StreamBody::new(frames).boxed_unsync());
+            *response.status_mut() =
+                StatusCode::from_u16(generated.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            set_header(&mut response, CONTENT_TYPE, generated.content_type);
+            for (name, value) in &generated.headers {
+                if let (Ok(name), Ok(value)) = (
+                    hyper::header::HeaderName::from_bytes(name.as_bytes()),
+                    HeaderValue::from_str(value),
+                ) {
+                    response.headers_mut().insert(name, value);
+                }
+            }
             Some(response)
         }
         Answer::Send {

@@ -28,6 +28,7 @@
 
 mod answer;
 mod error;
+mod hostile;
 mod record;
 mod script;
 mod server;

@@ -84,6 +84,22 @@ pub enum Fault {
     /// Never finishes: a streaming request gets the 200 headers and then silence, a
     /// non-streaming one gets nothing at all, until the client gives up.
     Hang,
+    /// Hostile: a 200 stream of ever different text deltas that never ends.
+    EndlessText,
+    /// Hostile: a 200 stream of the same line, over and over, that never ends.
+    RepeatedLine,
+    /// Hostile: one text-delta event of `size_mb` MB.
+    HugeEvent,
+    /// Hostile: one tool call whose arguments stream `size_mb` MB.
+    HugeToolArguments,
+    /// Hostile: `count` tool calls in one answer (default 10,000).
+    ManyToolCalls,
+    /// Hostile: a 200 stream of content-free events every 50 ms, forever.
+    HeartbeatsOnly,
+    /// Hostile: HTTP 500 with a `size_mb` MB body.
+    HugeErrorBody,
+    /// Hostile: HTTP 307 to `redirect_to`.
+    Redirect,
 }
 
 /// Token usage a turn reports. `input_tokens` counts the whole prompt including its cached
@@ -194,6 +210,16 @@ pub struct Turn {
     /// Responses: a reasoning item with a summary; Anthropic: a thinking block).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
+    /// Size in MB of a hostile fault's payload (`huge_event`, `huge_tool_arguments`,
+    /// `huge_error_body`; default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_mb: Option<u64>,
+    /// How many tool calls `many_tool_calls` sends (default 10,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// Where `redirect` points (an absolute URL or a path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_to: Option<String>,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -267,6 +293,24 @@ impl Turn {
     /// Sends `retry-after: seconds` with an HTTP fault.
     pub fn with_retry_after_s(mut self, seconds: u64) -> Turn {
         self.retry_after_s = Some(seconds);
+        self
+    }
+
+    /// Sets the payload size of a hostile fault, in MB.
+    pub fn with_size_mb(mut self, size_mb: u64) -> Turn {
+        self.size_mb = Some(size_mb);
+        self
+    }
+
+    /// Sets the count of a hostile fault (`many_tool_calls`).
+    pub fn with_count(mut self, count: u64) -> Turn {
+        self.count = Some(count);
+        self
+    }
+
+    /// Sets the target of a `redirect`.
+    pub fn with_redirect_to(mut self, target: impl Into<String>) -> Turn {
+        self.redirect_to = Some(target.into());
         self
     }
 

@@ -16,6 +16,8 @@ use thiserror::Error;
 use crate::models::catalog::{self, Pricing};
 use crate::wire::adapter::ProviderAdapter;
 use crate::wire::error::ProviderError;
+use crate::wire::http::HttpOptions;
+use crate::wire::limits::WireLimits;
 
 /// Window used for models that are neither in the catalog nor configured.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
@@ -92,6 +94,48 @@ pub struct ProviderConfig {
     pub api_key_env: Option<String>,
     /// Context window of this provider's models, when the catalog does not know them.
     pub context_window: Option<u64>,
+    /// Follow 307/308 redirects of this provider's API (default false: a redirect is an
+    /// error naming its target). Credentials never go to another origin either way.
+    pub follow_redirects: Option<bool>,
+}
+
+/// The `[limits]` table: how much pith accepts from a server and writes per record. Every
+/// key is optional; see `WireLimits` for the defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest single server-sent event, bytes.
+    pub max_event_bytes: Option<usize>,
+    /// Largest tool-call argument text, bytes.
+    pub max_tool_argument_bytes: Option<usize>,
+    /// Most tool calls in one answer.
+    pub max_tool_calls: Option<usize>,
+    /// Largest non-streaming JSON body, bytes.
+    pub max_body_bytes: Option<usize>,
+    /// Most bytes of an error body read.
+    pub max_error_body_bytes: Option<usize>,
+    /// Largest transcript record, bytes (larger payloads are stored beside it).
+    pub max_record_bytes: Option<usize>,
+    /// Longest a stream may go on sending no content (only keep-alives), seconds.
+    pub no_content_timeout_s: Option<u64>,
+}
+
+impl LimitsConfig {
+    /// The wire limits: the configured values over the defaults.
+    pub fn wire(&self) -> WireLimits {
+        let default = WireLimits::default();
+        WireLimits {
+            max_event_bytes: self.max_event_bytes.unwrap_or(default.max_event_bytes),
+            max_tool_argument_bytes: self
+                .max_tool_argument_bytes
+                .unwrap_or(default.max_tool_argument_bytes),
+            max_tool_calls: self.max_tool_calls.unwrap_or(default.max_tool_calls),
+            max_body_bytes: self.max_body_bytes.unwrap_or(default.max_body_bytes),
+            max_error_body_bytes: self
+                .max_error_body_bytes
+                .unwrap_or(default.max_error_body_bytes),
+        }
+    }
 }
 
 /// A `[models."provider/model"]` table.
@@ -123,6 +167,9 @@ pub struct Config {
     pub concise_output: bool,
     /// Window for unknown models (default 128,000).
     pub default_context_window: Option<u64>,
+    /// The `[limits]` section.
+    #[serde(default)]
+    pub limits: LimitsConfig,
     /// The `[context]` section: squash and prune thresholds, read by the context
     /// pipeline (see docs/context-pipeline.md).
     #[serde(default)]
@@ -310,6 +357,12 @@ pub struct ResolvedModel {
     pub window_source: WindowSource,
     /// Output cap sent with every request (`None`: the provider's default).
     pub max_output_tokens: Option<u32>,
+    /// The model's output cap as far as pith knows it (config, else the catalog, else
+    /// [`crate::tool_loop::DEFAULT_OUTPUT_CAP_TOKENS`]): pith enforces it, plus a margin,
+    /// whatever the server does.
+    pub output_cap: u32,
+    /// HTTP handling: response bounds and redirects.
+    pub http: HttpOptions,
     /// Sampling temperature, when configured.
     pub temperature: Option<f32>,
     /// Prices, when known.
@@ -341,17 +394,18 @@ impl ResolvedModel {
 
     /// Builds the adapter for this model.
     pub fn adapter(&self) -> Result<Arc<dyn ProviderAdapter>, ProviderError> {
+        use crate::wire::{anthropic, openai_chat, openai_responses};
         let key = self.api_key.as_deref();
+        let url = &self.base_url;
         Ok(match self.kind {
-            ProtocolKind::OpenAiChat => Arc::new(crate::wire::openai_chat::OpenAiChat::new(
-                &self.base_url,
-                key,
-            )?),
+            ProtocolKind::OpenAiChat => {
+                Arc::new(openai_chat::OpenAiChat::with_options(url, key, self.http)?)
+            }
             ProtocolKind::OpenAiResponses => Arc::new(
-                crate::wire::openai_responses::OpenAiResponses::new(&self.base_url, key)?,
+                openai_responses::OpenAiResponses::with_options(url, key, self.http)?,
             ),
             ProtocolKind::Anthropic => {
-                Arc::new(crate::wire::anthropic::Anthropic::new(&self.base_url, key)?)
+                Arc::new(anthropic::Anthropic::with_options(url, key, self.http)?)
             }
         })
     }
@@ -430,6 +484,16 @@ pub fn resolve_model(
         ));
         (window, WindowSource::Default)
     };
+    let max_output_tokens =
+        model_config
+            .and_then(|m| m.max_output_tokens)
+            .or(match (kind, provider) {
+                // The Messages API requires a cap; send the model's own maximum.
+                (ProtocolKind::Anthropic, _) => catalog_entry.map(|e| e.max_output),
+                // Small local models may ramble until their context is full.
+                (_, "local") => Some(LOCAL_MAX_OUTPUT_TOKENS),
+                _ => None,
+            });
     Ok(ResolvedModel {
         provider: provider.to_owned(),
         model: model.to_owned(),
@@ -438,15 +502,14 @@ pub fn resolve_model(
         api_key,
         context_window,
         window_source,
-        max_output_tokens: model_config.and_then(|m| m.max_output_tokens).or(
-            match (kind, provider) {
-                // The Messages API requires a cap; send the model's own maximum.
-                (ProtocolKind::Anthropic, _) => catalog_entry.map(|e| e.max_output),
-                // Small local models may ramble until their context is full.
-                (_, "local") => Some(LOCAL_MAX_OUTPUT_TOKENS),
-                _ => None,
-            },
-        ),
+        max_output_tokens,
+        output_cap: max_output_tokens
+            .or(catalog_entry.map(|e| e.max_output))
+            .unwrap_or(crate::tool_loop::DEFAULT_OUTPUT_CAP_TOKENS),
+        http: HttpOptions {
+            limits: config.limits.wire(),
+            follow_redirects: custom.and_then(|c| c.follow_redirects).unwrap_or(false),
+        },
         temperature: model_config
             .and_then(|m| m.temperature)
             .or((provider == "local").then_some(0.0)),

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::wire::error::ProviderError;
-use crate::wire::http::http_client;
+use crate::wire::http::{HttpOptions, Transport};
 
 /// What a server reported about itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -30,10 +30,10 @@ pub async fn probe_openai_compatible(
     model: &str,
     timeout: Duration,
 ) -> Result<ServerInfo, ProviderError> {
-    let client = http_client()?;
+    let client = Transport::new(HttpOptions::default())?;
     let base = base_url.trim_end_matches('/');
     let origin = base.strip_suffix("/v1").unwrap_or(base);
-    let models: Value = get_json(&client, &format!("{base}/models"), timeout).await?;
+    let models: Value = client.get_json(&format!("{base}/models"), timeout).await?;
     let entries = models["data"].as_array().cloned().unwrap_or_default();
     let mut info = ServerInfo {
         models: entries
@@ -50,72 +50,24 @@ pub async fn probe_openai_compatible(
     };
     info.context_window = window_in_model_entry(entry);
     if info.context_window.is_none() {
-        if let Ok(props) = get_json(&client, &format!("{origin}/props"), timeout).await {
+        if let Ok(props) = client.get_json(&format!("{origin}/props"), timeout).await {
             info.context_window = window_in_props(&props);
         }
     }
     if info.context_window.is_none() {
-        if let Ok(show) = post_json(
-            &client,
-            &format!("{origin}/api/show"),
-            &serde_json::json!({"model": model}),
-            timeout,
-        )
-        .await
+        if let Ok(show) = client
+            .post_json(
+                &format!("{origin}/api/show"),
+                &serde_json::json!({"model": model}),
+                timeout,
+            )
+            .await
         {
             info.context_window = window_in_ollama_show(&show);
         }
     }
     tracing::debug!(base_url, model, window = ?info.context_window, "server probe");
     Ok(info)
-}
-
-async fn get_json(
-    client: &reqwest::Client,
-    url: &str,
-    timeout: Duration,
-) -> Result<Value, ProviderError> {
-    let response = client
-        .get(url)
-        .timeout(timeout)
-        .send()
-        .await
-        .map_err(|e| ProviderError::Connection(format!("{url}: {e}")))?;
-    if !response.status().is_success() {
-        return Err(ProviderError::Http {
-            status: response.status().as_u16(),
-            message: format!("GET {url}"),
-        });
-    }
-    response
-        .json()
-        .await
-        .map_err(|e| ProviderError::Stream(format!("{url}: {e}")))
-}
-
-async fn post_json(
-    client: &reqwest::Client,
-    url: &str,
-    body: &Value,
-    timeout: Duration,
-) -> Result<Value, ProviderError> {
-    let response = client
-        .post(url)
-        .timeout(timeout)
-        .json(body)
-        .send()
-        .await
-        .map_err(|e| ProviderError::Connection(format!("{url}: {e}")))?;
-    if !response.status().is_success() {
-        return Err(ProviderError::Http {
-            status: response.status().as_u16(),
-            message: format!("POST {url}"),
-        });
-    }
-    response
-        .json()
-        .await
-        .map_err(|e| ProviderError::Stream(format!("{url}: {e}")))
 }
 
 fn positive(value: &Value) -> Option<u64> {

@@ -10,6 +10,7 @@ use pith_core::{
     ToolDefinition, ToolRegistry,
 };
 
+use crate::tool_loop::guard::GuardLimits;
 use crate::tool_loop::options::LoopOptions;
 use crate::wire::adapter::{ModelRequest, ProviderAdapter};
 
@@ -144,6 +145,16 @@ impl AgentLoop {
             tools,
             max_output_tokens: self.options.max_output_tokens,
             temperature: self.options.temperature,
+        }
+    }
+
+    /// The bounds every answer of this loop is held to.
+    pub(super) fn guard(&self) -> GuardLimits<'_> {
+        GuardLimits {
+            counter: self.estimator.counter().as_ref(),
+            output_cap: self.options.output_cap,
+            repeated_line_limit: self.options.repeated_line_limit,
+            no_content: self.options.timeouts.no_content,
         }
     }
 

@@ -256,6 +256,7 @@ impl AgentLoop {
                 &request,
                 &self.options.retry,
                 &self.options.timeouts,
+                self.guard(),
                 sent_visibility,
                 cancel,
             )
@@ -273,6 +274,12 @@ impl AgentLoop {
                 }
             };
             usage += response.usage;
+            if let Some(truncation) = &response.truncated {
+                return SummaryOutcome::Failed {
+                    reason: format!("the summary was cut off: {truncation}"),
+                    usage,
+                };
+            }
             if response.tool_calls.is_empty() {
                 return match validate_summary(&response.text) {
                     Ok(summary) => SummaryOutcome::Summary {

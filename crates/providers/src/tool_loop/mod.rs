@@ -3,7 +3,8 @@
 //! An [`AgentLoop`] owns one conversation (`agent`). [`AgentLoop::run_turn`] drives one
 //! user turn (`turn`): before every model request it asks the compaction policy what to
 //! do and does it (`decision`: micro-compaction, automatic compaction, overflow fitting),
-//! then sends the request with retries and timeouts (`request`, `retry`), runs the tools
+//! then sends the request with retries and timeouts (`request`, `retry`) under the output
+//! guard (`guard`: pith's own output cap, repetition, keep-alive-only streams), runs the tools
 //! the model asks for (`execute`), and repeats until the model answers without tool calls.
 //! [`AgentLoop::compact`] is the manual `/compact` (`compaction`, which also holds the
 //! private automatic summary request). `overflow` fits a request that cannot fit.
@@ -17,6 +18,7 @@ mod agent;
 mod compaction;
 mod decision;
 mod execute;
+pub mod guard;
 mod options;
 pub mod overflow;
 pub mod request;
@@ -24,4 +26,7 @@ pub mod retry;
 mod turn;
 
 pub use agent::AgentLoop;
-pub use options::{LoopError, LoopOptions, ManualCompaction, TurnFailure, TurnSummary};
+pub use options::{
+    enforced_output_cap, LoopError, LoopOptions, ManualCompaction, TurnFailure, TurnSummary,
+    DEFAULT_OUTPUT_CAP_TOKENS,
+};

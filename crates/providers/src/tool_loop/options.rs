@@ -31,6 +31,21 @@ pub struct LoopOptions {
     pub micro_compaction: bool,
     /// Prune thresholds of micro-compaction.
     pub prune: PruneConfig,
+    /// Output tokens at which pith cuts an answer itself, whatever the server does with
+    /// `max_output_tokens` (see `guard`): the model's cap plus a margin.
+    pub output_cap: u64,
+    /// Identical lines or sentences in a row that end a degenerate answer.
+    pub repeated_line_limit: usize,
+}
+
+/// Output cap of models whose own cap nobody knows.
+pub const DEFAULT_OUTPUT_CAP_TOKENS: u32 = 32_000;
+
+/// The cap pith enforces for a model whose output cap is `max_output` tokens: a margin
+/// of 5% (at least 256 tokens) on top, so a server that honours the cap is never cut.
+pub fn enforced_output_cap(max_output: u32) -> u64 {
+    let max_output = u64::from(max_output);
+    max_output + (max_output / 20).max(256)
 }
 
 impl Default for LoopOptions {
@@ -45,6 +60,8 @@ impl Default for LoopOptions {
             compaction_tool_rounds: 2,
             micro_compaction: true,
             prune: PruneConfig::default(),
+            output_cap: enforced_output_cap(DEFAULT_OUTPUT_CAP_TOKENS),
+            repeated_line_limit: 50,
         }
     }
 }

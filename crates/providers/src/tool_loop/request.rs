@@ -14,6 +14,7 @@ use futures::StreamExt;
 use pith_core::{EventSink, LoopEvent, ToolCall, Usage};
 use tokio_util::sync::CancellationToken;
 
+use crate::tool_loop::guard::{GuardLimits, OutputGuard, Truncation};
 use crate::tool_loop::retry::RetryPolicy;
 use crate::wire::adapter::{ModelRequest, ProviderAdapter, StreamChunk};
 use crate::wire::error::ProviderError;
@@ -25,6 +26,9 @@ pub struct Timeouts {
     pub request: Duration,
     /// Longest silence between two stream chunks.
     pub idle: Duration,
+    /// Longest stretch of a live stream without content (only pings or empty deltas;
+    /// reasoning counts as content).
+    pub no_content: Duration,
 }
 
 impl Default for Timeouts {
@@ -32,6 +36,7 @@ impl Default for Timeouts {
         Self {
             request: Duration::from_secs(120),
             idle: Duration::from_secs(120),
+            no_content: Duration::from_secs(600),
         }
     }
 }
@@ -52,6 +57,9 @@ pub struct Response {
     /// True once text or reasoning of this response reached the front-end (never for a
     /// private request). Tool calls are shown only when they run, after the stream.
     pub shown: bool,
+    /// Set when pith cut the answer short (output cap, repetition): what arrived up to
+    /// the cut is kept; tool calls that were not complete are not in `tool_calls`.
+    pub truncated: Option<Truncation>,
 }
 
 /// A failed request, with whatever arrived before the failure.
@@ -91,6 +99,7 @@ pub async fn send_with_retries(
     request: &ModelRequest,
     retry: &RetryPolicy,
     timeouts: &Timeouts,
+    guard: GuardLimits<'_>,
     mut visibility: Visibility<'_>,
     cancel: &CancellationToken,
 ) -> Result<Response, RequestFailure> {
@@ -102,6 +111,7 @@ pub async fn send_with_retries(
             adapter,
             request,
             timeouts,
+            OutputGuard::new(guard),
             &mut visibility,
             cancel,
             &mut response,
@@ -143,6 +153,7 @@ async fn attempt_once(
     adapter: &dyn ProviderAdapter,
     request: &ModelRequest,
     timeouts: &Timeouts,
+    mut guard: OutputGuard<'_>,
     visibility: &mut Visibility<'_>,
     cancel: &CancellationToken,
     response: &mut Response,
@@ -169,21 +180,21 @@ async fn attempt_once(
             }
             Ok(Some(chunk)) => chunk?,
         };
+        let truncation = guard.observe(&chunk)?;
         match chunk {
             StreamChunk::Text(delta) => {
-                if delta.is_empty() {
-                    continue;
+                if !delta.is_empty() {
+                    response.text.push_str(&delta);
+                    response.shown |= visibility.is_visible();
+                    visibility.emit(LoopEvent::TextDelta(delta));
                 }
-                response.text.push_str(&delta);
-                response.shown |= visibility.is_visible();
-                visibility.emit(LoopEvent::TextDelta(delta));
             }
             StreamChunk::Reasoning(delta) => {
                 response.shown |= visibility.is_visible();
                 visibility.emit(LoopEvent::ReasoningDelta(delta));
             }
             StreamChunk::ToolCall(call) => response.tool_calls.push(call),
-            StreamChunk::Progress => {}
+            StreamChunk::ArgumentBytes { .. } | StreamChunk::Progress => {}
             StreamChunk::Usage(usage) => {
                 response.usage = usage;
                 response.usage_reported = true;
@@ -192,6 +203,12 @@ async fn attempt_once(
                 response.stop_reason = stop_reason;
                 return Ok(());
             }
+        }
+        if let Some(truncation) = truncation {
+            // Dropping the stream aborts the request: nothing more is read.
+            tracing::warn!(%truncation, "answer cut off");
+            response.truncated = Some(truncation);
+            return Ok(());
         }
     }
 }

@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
+use pith_core::prompts::truncation_notice;
 use pith_core::{LoopEvent, Message, Part, Role, TurnSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
 use crate::tool_loop::execute::execute_calls;
+use crate::tool_loop::guard::Truncation;
 use crate::tool_loop::options::{LoopError, TurnFailure, TurnSummary};
 use crate::tool_loop::request::{send_with_retries, Visibility};
 use crate::wire::error::ProviderError;
@@ -54,6 +56,7 @@ impl AgentLoop {
                 &prepared.request,
                 &self.options.retry,
                 &self.options.timeouts,
+                self.guard(),
                 Visibility::Visible(&mut *sink),
                 cancel,
             )
@@ -79,18 +82,32 @@ impl AgentLoop {
                 sink.emit(LoopEvent::Usage(response.usage));
             }
 
+            let truncation = response
+                .truncated
+                .clone()
+                .or_else(|| Truncation::from_stop_reason(response.stop_reason.as_deref()));
             let calls = response.tool_calls;
-            if response.text.is_empty() && calls.is_empty() {
+            if response.text.is_empty() && calls.is_empty() && truncation.is_none() {
                 // An empty answer still closes the turn; keep the history well-formed.
                 sink.emit(LoopEvent::TurnFinished {
                     usage: summary.usage,
                 });
                 return Ok(summary);
             }
-            self.push(
-                Message::assistant_with_calls(response.text, calls.clone()),
-                sink,
-            );
+            // An answer cut before any content leaves no (empty) assistant message.
+            if !response.text.is_empty() || !calls.is_empty() {
+                self.push(
+                    Message::assistant_with_calls(response.text, calls.clone()),
+                    sink,
+                );
+            }
+            if let Some(truncation) = &truncation {
+                sink.emit(LoopEvent::OutputTruncated {
+                    reason: truncation.to_string(),
+                });
+            }
+            // Told after the tool results of the cut answer, or at once when it has none.
+            let notice = truncation.map(|t| Message::user(truncation_notice(&t.to_string())));
             // A fitted request is not the history: its reported size must not stand for
             // the history's.
             if response.usage_reported && !prepared.fitted {
@@ -101,6 +118,9 @@ impl AgentLoop {
                 );
             }
             if calls.is_empty() {
+                if let Some(notice) = notice {
+                    self.push(notice, sink);
+                }
                 sink.emit(LoopEvent::TurnFinished {
                     usage: summary.usage,
                 });
@@ -117,6 +137,9 @@ impl AgentLoop {
                     },
                     sink,
                 );
+            }
+            if let Some(notice) = notice {
+                self.push(notice, sink);
             }
             self.memory.record_new_history();
             if cancel.is_cancelled() {

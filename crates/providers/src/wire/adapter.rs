@@ -11,8 +11,8 @@
 //! ends after [`StreamChunk::Done`]. Errors are [`ProviderError`]s. The loop owns
 //! timeouts, retries and cancellation: dropping the stream must abort the request.
 
+use std::collections::HashMap;
 use std::pin::Pin;
-
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -20,6 +20,7 @@ use futures::Stream;
 use pith_core::{Message, ToolCall, ToolDefinition, Usage};
 
 use crate::wire::error::ProviderError;
+use crate::wire::limits::WireLimits;
 
 /// One model request in generic form.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +48,17 @@ pub enum StreamChunk {
     Text(String),
     /// Reasoning text (never part of the answer).
     Reasoning(String),
+    /// A piece of a tool call's arguments arrived: `bytes` more for the call numbered
+    /// `call` (the adapter's own numbering, unique within the response; a call's first
+    /// report may carry 0 bytes, when the call starts). The arguments themselves arrive
+    /// with the complete [`StreamChunk::ToolCall`]; this lets the stream be bounded and
+    /// the output counted as it grows.
+    ArgumentBytes {
+        /// The call's number within the response.
+        call: usize,
+        /// Bytes of argument text received.
+        bytes: usize,
+    },
     /// A complete tool call.
     ToolCall(ToolCall),
     /// Usage of this request.
@@ -83,26 +95,65 @@ pub(crate) struct Decoded {
     pub done: bool,
 }
 
+/// The tool calls of one response as far as bounds are concerned: how many, and how many
+/// argument bytes each.
+#[derive(Debug)]
+struct CallBudget {
+    limits: WireLimits,
+    argument_bytes: HashMap<usize, usize>,
+}
+
+impl CallBudget {
+    /// Checks one chunk against the bounds.
+    fn check(&mut self, chunk: &StreamChunk) -> Result<(), ProviderError> {
+        let StreamChunk::ArgumentBytes { call, bytes } = chunk else {
+            return Ok(());
+        };
+        if !self.argument_bytes.contains_key(call)
+            && self.argument_bytes.len() >= self.limits.max_tool_calls
+        {
+            return Err(self.limits.too_many_tool_calls());
+        }
+        let total = self.argument_bytes.entry(*call).or_insert(0);
+        *total += bytes;
+        if *total > self.limits.max_tool_argument_bytes {
+            return Err(self.limits.arguments_too_large());
+        }
+        Ok(())
+    }
+}
+
 /// Turns an upstream of wire events into a [`ChunkStream`] — the one streaming state
 /// machine every adapter shares. `decode(Some(event))` is called per event;
 /// `decode(None)` once if the upstream ends before a decoded event said `done` (it returns
 /// the final chunks, or the error of a stream that ended early). An event that yields no
 /// chunk becomes [`StreamChunk::Progress`], so the loop's idle timeout measures silence
-/// on the wire. After an error or `done`, the stream ends.
-pub(crate) fn decode_stream<S, E, D>(upstream: S, decode: D) -> ChunkStream
+/// on the wire. Tool calls are held to `limits` as their [`StreamChunk::ArgumentBytes`]
+/// arrive (a [`ProviderError::LimitExceeded`] ends the stream). After an error or `done`,
+/// the stream ends.
+pub(crate) fn decode_stream<S, E, D>(upstream: S, limits: WireLimits, decode: D) -> ChunkStream
 where
     S: Stream<Item = Result<E, ProviderError>> + Send + Unpin + 'static,
     E: Send + 'static,
     D: FnMut(Option<E>) -> Result<Decoded, ProviderError> + Send + 'static,
 {
     use futures::StreamExt;
-    let state = (upstream, decode, Vec::<StreamChunk>::new(), false);
+    let budget = CallBudget {
+        limits,
+        argument_bytes: HashMap::new(),
+    };
+    let state = (upstream, decode, Vec::<StreamChunk>::new(), false, budget);
     Box::pin(futures::stream::unfold(
         state,
-        |(mut upstream, mut decode, mut pending, mut finished)| async move {
+        |(mut upstream, mut decode, mut pending, mut finished, mut budget)| async move {
             loop {
                 if let Some(chunk) = pending.pop() {
-                    return Some((Ok(chunk), (upstream, decode, pending, finished)));
+                    if let Err(error) = budget.check(&chunk) {
+                        pending.clear();
+                        finished = true;
+                        return Some((Err(error), (upstream, decode, pending, finished, budget)));
+                    }
+                    return Some((Ok(chunk), (upstream, decode, pending, finished, budget)));
                 }
                 if finished {
                     return None;
@@ -118,14 +169,14 @@ where
                         if decoded.chunks.is_empty() && !finished {
                             return Some((
                                 Ok(StreamChunk::Progress),
-                                (upstream, decode, pending, finished),
+                                (upstream, decode, pending, finished, budget),
                             ));
                         }
                         pending = decoded.chunks.into_iter().rev().collect();
                     }
                     Err(error) => {
                         finished = true;
-                        return Some((Err(error), (upstream, decode, pending, finished)));
+                        return Some((Err(error), (upstream, decode, pending, finished, budget)));
                     }
                 }
             }
@@ -268,6 +319,56 @@ pub(crate) mod tests {
             });
         }
         requests
+    }
+
+    /// Runs `events` (each the chunks one wire event decodes to) through the shared state
+    /// machine with `limits`.
+    fn through_decode_stream(
+        events: Vec<Vec<StreamChunk>>,
+        limits: WireLimits,
+    ) -> Vec<Result<StreamChunk, ProviderError>> {
+        use futures::StreamExt;
+        let upstream = futures::stream::iter(events.into_iter().map(Ok));
+        let stream = decode_stream(upstream, limits, |event| match event {
+            Some(chunks) => Ok(Decoded {
+                chunks,
+                done: false,
+            }),
+            None => Ok(Decoded {
+                chunks: vec![StreamChunk::Done { stop_reason: None }],
+                done: true,
+            }),
+        });
+        futures::executor::block_on(stream.collect())
+    }
+
+    #[test]
+    fn tool_calls_past_their_bounds_end_the_stream_with_a_limit_error() {
+        let limits = WireLimits {
+            max_tool_calls: 2,
+            max_tool_argument_bytes: 10,
+            ..WireLimits::default()
+        };
+        let bytes = |call, bytes| StreamChunk::ArgumentBytes { call, bytes };
+        let within = through_decode_stream(
+            vec![vec![bytes(1, 0), bytes(1, 10)], vec![bytes(2, 5)]],
+            limits,
+        );
+        assert!(within.iter().all(Result::is_ok), "{within:?}");
+        let too_long = through_decode_stream(vec![vec![bytes(1, 6)], vec![bytes(1, 5)]], limits);
+        let last = too_long.last().unwrap().as_ref().unwrap_err().to_string();
+        assert!(last.contains("exceeded 10 bytes"), "{last}");
+        let too_many = through_decode_stream(
+            vec![
+                vec![bytes(1, 0)],
+                vec![bytes(2, 0)],
+                vec![bytes(3, 0), bytes(3, 1)],
+            ],
+            limits,
+        );
+        assert_eq!(too_many.len(), 3, "nothing after the error: {too_many:?}");
+        let last = too_many.last().unwrap().as_ref().unwrap_err().to_string();
+        assert!(last.contains("more than 2 tool calls"), "{last}");
     }
 
     #[test]

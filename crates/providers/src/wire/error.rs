@@ -67,6 +67,23 @@ pub enum ProviderError {
     /// The provider reported an error inside an otherwise successful stream.
     #[error("the provider reported an error: {0}")]
     Provider(String),
+    /// The server sent more than pith accepts (an event, tool arguments, tool calls or a
+    /// body past its [`crate::wire::limits::WireLimits`]). Never retried.
+    #[error("the provider's response is too large: {0}")]
+    LimitExceeded(String),
+    /// The server answered with a redirect, which an API endpoint has no reason to do;
+    /// pith does not follow it (credentials must not travel to another address).
+    #[error("the provider answered HTTP {status} redirecting to {location}; pith does not follow redirects of an API: set the provider's base URL to that address (or `follow_redirects = true` under [providers.NAME], which still never sends credentials to another origin)")]
+    Redirect {
+        /// HTTP status (301, 302, 303, 307, 308).
+        status: u16,
+        /// The `location` the server named.
+        location: String,
+    },
+    /// The stream went on without any content (only pings or empty deltas) for longer
+    /// than the no-content timeout.
+    #[error("the response stream sent no content for more than {0:?} (only keep-alive events)")]
+    NoContentTimeout(Duration),
     /// The request could not be built (bad configuration).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
@@ -96,6 +113,9 @@ impl ProviderError {
             Self::ContextLengthExceeded { .. }
             | Self::Auth { .. }
             | Self::InvalidRequest(_)
+            | Self::LimitExceeded(_)
+            | Self::Redirect { .. }
+            | Self::NoContentTimeout(_)
             | Self::Cancelled => false,
         }
     }

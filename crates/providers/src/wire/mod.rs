@@ -4,6 +4,8 @@
 //! - [`adapter`]: the [`ProviderAdapter`] contract and the one streaming state machine.
 //! - [`http`]: the one HTTP layer every adapter sends through (client, failures).
 //! - [`error`]: [`ProviderError`] and its classification of HTTP failures.
+//! - [`limits`]: how much pith accepts from a server (events, arguments, calls, bodies).
+//! - [`sse`]: server-sent events decoded in one pass, each event bounded.
 //! - one module per protocol, each with the same shape: the adapter struct with `new` and
 //!   `start` in its `mod.rs`, the request body in `encode`, the stream parser in `decode`.
 
@@ -11,8 +13,10 @@ pub mod adapter;
 pub mod anthropic;
 pub mod error;
 pub mod http;
+pub mod limits;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod sse;
 
 pub use adapter::{ChunkStream, ModelRequest, ProviderAdapter, StreamChunk};
 pub use error::ProviderError;

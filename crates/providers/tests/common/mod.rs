@@ -100,6 +100,7 @@ pub fn fast_options() -> LoopOptions {
         timeouts: Timeouts {
             request: Duration::from_secs(5),
             idle: Duration::from_millis(500),
+            ..Timeouts::default()
         },
         ..LoopOptions::default()
     }

@@ -123,6 +123,10 @@ fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, st
             )
         }
         LoopEvent::Notice(text) => screen.message(Tone::Dim, &text),
+        LoopEvent::OutputTruncated { reason } => screen.message(
+            Tone::Error,
+            &format!("The answer was cut off: {reason}; incomplete tool calls were not run."),
+        ),
         LoopEvent::Retrying {
             attempt,
             delay_ms,

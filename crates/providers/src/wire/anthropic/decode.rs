@@ -98,6 +98,10 @@ impl Parser {
                         Value::Object(map) if !map.is_empty() => content_block["input"].to_string(),
                         _ => String::new(),
                     };
+                    out.push(StreamChunk::ArgumentBytes {
+                        call: index,
+                        bytes: seed.len(),
+                    });
                     self.blocks.push((index, id, name, seed));
                 }
                 Some("text") => {
@@ -122,6 +126,10 @@ impl Parser {
                     if let Some(partial) = delta["partial_json"].as_str() {
                         if let Some(block) = self.blocks.iter_mut().find(|b| b.0 == index) {
                             block.3.push_str(partial);
+                            out.push(StreamChunk::ArgumentBytes {
+                                call: index,
+                                bytes: partial.len(),
+                            });
                         }
                     }
                 }

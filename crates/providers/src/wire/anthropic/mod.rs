@@ -1,4 +1,4 @@
-//! Anthropic Messages API (`POST {base}/v1/messages`) over reqwest + SSE.
+//! Anthropic Messages API (`POST {base}/v1/messages`) over pith's transport + SSE.
 //!
 //! There is no official Anthropic Rust SDK; like other mature Rust agents pith uses its
 //! own serde types and eventsource-stream. Conversion is deterministic (prompt-cache
@@ -8,12 +8,10 @@
 //! tool results travel as `tool_result` blocks of a user message, before any text.
 
 use async_trait::async_trait;
-use eventsource_stream::Eventsource;
-use futures::StreamExt;
 
 use crate::wire::adapter::{decode_stream, ChunkStream, Decoded, ModelRequest, ProviderAdapter};
 use crate::wire::error::ProviderError;
-use crate::wire::http::{http_client, send, SendError};
+use crate::wire::http::{HttpOptions, Transport};
 
 mod decode;
 pub mod encode;
@@ -29,19 +27,28 @@ pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
 /// The Anthropic Messages adapter.
 #[derive(Debug, Clone)]
 pub struct Anthropic {
-    client: reqwest::Client,
+    transport: Transport,
     url: String,
     api_key: Option<String>,
 }
 
 impl Anthropic {
     /// An adapter for `base_url` (e.g. `https://api.anthropic.com`; a trailing `/v1` is
-    /// accepted too).
+    /// accepted too) with the default HTTP options.
     pub fn new(base_url: &str, api_key: Option<&str>) -> Result<Self, ProviderError> {
+        Self::with_options(base_url, api_key, HttpOptions::default())
+    }
+
+    /// An adapter with explicit HTTP options (limits, redirects).
+    pub fn with_options(
+        base_url: &str,
+        api_key: Option<&str>,
+        options: HttpOptions,
+    ) -> Result<Self, ProviderError> {
         let base = base_url.trim_end_matches('/');
         let base = base.strip_suffix("/v1").unwrap_or(base);
         Ok(Self {
-            client: http_client()?,
+            transport: Transport::new(options)?,
             url: format!("{base}/v1/messages"),
             api_key: api_key.map(str::to_owned),
         })
@@ -55,35 +62,28 @@ impl ProviderAdapter for Anthropic {
     }
 
     async fn start(&self, request: &ModelRequest) -> Result<ChunkStream, ProviderError> {
-        let mut builder = self
-            .client
-            .post(&self.url)
-            .header("anthropic-version", ANTHROPIC_VERSION)
-            .header("content-type", "application/json")
-            .body(encode_body(request));
+        let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION)];
         if let Some(key) = &self.api_key {
-            builder = builder.header("x-api-key", key);
+            headers.push(("x-api-key", key));
         }
-        let request = builder
-            .build()
-            .map_err(|err| ProviderError::InvalidRequest(err.to_string()))?;
-        let response = send(&self.client, request)
-            .await
-            .map_err(SendError::into_provider_error)?;
-        let events = response.bytes_stream().eventsource();
-        let events = events.map(|event| {
-            event.map_err(|err| ProviderError::Stream(format!("the response stream broke: {err}")))
-        });
+        let events = self
+            .transport
+            .post_events(&self.url, &headers, encode_body(request))
+            .await?;
         let mut parser = Parser::default();
-        Ok(decode_stream(events, move |event| match event {
-            Some(event) => parser.event(&event.data).map(|chunks| Decoded {
-                chunks,
-                done: parser.done,
-            }),
-            None => Err(ProviderError::Stream(
-                "the stream ended before message_stop".to_owned(),
-            )),
-        }))
+        Ok(decode_stream(
+            events,
+            *self.transport.limits(),
+            move |event| match event {
+                Some(event) => parser.event(&event.data).map(|chunks| Decoded {
+                    chunks,
+                    done: parser.done,
+                }),
+                None => Err(ProviderError::Stream(
+                    "the stream ended before message_stop".to_owned(),
+                )),
+            },
+        ))
     }
 }
 
@@ -95,13 +95,39 @@ mod tests {
     use pith_core::{ToolCall, Usage};
     use serde_json::json;
 
-    fn parse(events: &[&str]) -> Result<Vec<StreamChunk>, ProviderError> {
+    fn parse_with_progress(events: &[&str]) -> Result<Vec<StreamChunk>, ProviderError> {
         let mut parser = Parser::default();
         let mut out = Vec::new();
         for event in events {
             out.extend(parser.event(event)?);
         }
         Ok(out)
+    }
+
+    /// The chunks without the [`StreamChunk::ArgumentBytes`] progress reports.
+    fn parse(events: &[&str]) -> Result<Vec<StreamChunk>, ProviderError> {
+        Ok(parse_with_progress(events)?
+            .into_iter()
+            .filter(|c| !matches!(c, StreamChunk::ArgumentBytes { .. }))
+            .collect())
+    }
+
+    #[test]
+    fn argument_progress_adds_up_to_the_arguments_of_each_call() {
+        let events = [
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"get_weather","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"location\":"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":" \"Paris\"}"}}"#,
+        ];
+        let reported: usize = parse_with_progress(&events)
+            .unwrap()
+            .iter()
+            .map(|c| match c {
+                StreamChunk::ArgumentBytes { call: 1, bytes } => *bytes,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(reported, r#"{"location": "Paris"}"#.len());
     }
 
     /// The tool-use streaming example from Anthropic's Messages streaming documentation.

@@ -95,7 +95,9 @@ pub(super) struct Assembler {
 }
 
 impl Assembler {
-    pub(super) fn tool_delta(&mut self, delta: ToolCallDelta) {
+    /// Takes one tool-call delta; returns the progress to report (the call's slot and the
+    /// argument bytes added).
+    pub(super) fn tool_delta(&mut self, delta: ToolCallDelta) -> StreamChunk {
         let slot = match (delta.index, &delta.id) {
             (Some(index), _) => self.calls.iter().position(|c| c.0 == Some(index)),
             (None, Some(id)) => self.calls.iter().position(|c| &c.1 == id),
@@ -123,7 +125,15 @@ impl Assembler {
             }
             if let Some(arguments) = function.arguments {
                 entry.3.push_str(&arguments);
+                return StreamChunk::ArgumentBytes {
+                    call: slot,
+                    bytes: arguments.len(),
+                };
             }
+        }
+        StreamChunk::ArgumentBytes {
+            call: slot,
+            bytes: 0,
         }
     }
 
@@ -201,7 +211,7 @@ pub(super) fn absorb(
                 out.push(StreamChunk::Text(content));
             }
             for call in delta.tool_calls.unwrap_or_default() {
-                assembler.tool_delta(call);
+                out.push(assembler.tool_delta(call));
             }
         }
         if let Some(reason) = choice.finish_reason {

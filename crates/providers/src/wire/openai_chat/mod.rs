@@ -1,19 +1,18 @@
 //! OpenAI Chat Completions (`POST {base}/chat/completions`), for OpenAI and every
 //! OpenAI-compatible server (OpenRouter, vLLM, Ollama, llama.cpp).
 //!
-//! Transport is async-openai's client (bring-your-own-types mode) with pith's own lenient
-//! serde types, because compatible servers deviate from the documentation in practice:
+//! pith's own transport and lenient serde types, because compatible servers deviate from
+//! the documentation in practice:
 //! tool-call deltas without `index`, unknown `finish_reason`s, `reasoning_content` /
 //! `reasoning` fields, error objects inside a 200 stream, usage in the last choice chunk
 //! or not at all. Conversion from the generic history is deterministic, so identical
 //! history prefixes serialise to identical bytes (prompt-cache parity).
 
 use async_trait::async_trait;
-use futures::StreamExt;
 
 use crate::wire::adapter::{decode_stream, ChunkStream, Decoded, ModelRequest, ProviderAdapter};
 use crate::wire::error::ProviderError;
-use crate::wire::http::{map_openai_error, openai_client};
+use crate::wire::http::{HttpOptions, Transport};
 
 mod decode;
 pub mod encode;
@@ -23,7 +22,9 @@ pub use self::encode::*;
 
 /// The Chat Completions adapter.
 pub struct OpenAiChat {
-    client: async_openai::Client<async_openai::config::OpenAIConfig>,
+    transport: Transport,
+    url: String,
+    authorization: Option<String>,
 }
 
 impl std::fmt::Debug for OpenAiChat {
@@ -35,8 +36,21 @@ impl std::fmt::Debug for OpenAiChat {
 impl OpenAiChat {
     /// An adapter for the server at `base_url` (which ends in `/v1` for OpenAI).
     pub fn new(base_url: &str, api_key: Option<&str>) -> Result<Self, ProviderError> {
+        Self::with_options(base_url, api_key, HttpOptions::default())
+    }
+
+    /// An adapter with explicit HTTP options (limits, redirects).
+    pub fn with_options(
+        base_url: &str,
+        api_key: Option<&str>,
+        options: HttpOptions,
+    ) -> Result<Self, ProviderError> {
         Ok(Self {
-            client: openai_client(base_url, api_key)?,
+            transport: Transport::new(options)?,
+            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            authorization: api_key
+                .filter(|key| !key.is_empty())
+                .map(|key| format!("Bearer {key}")),
         })
     }
 }
@@ -48,35 +62,57 @@ impl ProviderAdapter for OpenAiChat {
     }
 
     async fn start(&self, request: &ModelRequest) -> Result<ChunkStream, ProviderError> {
-        let body = wire_body(request);
-        let upstream = self
-            .client
-            .chat()
-            .create_stream_byot::<encode::Body<'_>, Chunk>(body)
-            .await
-            .map_err(map_openai_error)?;
-        let upstream = upstream.map(|chunk| chunk.map_err(map_openai_error));
+        let headers: Vec<(&str, &str)> = self
+            .authorization
+            .as_deref()
+            .map(|value| ("authorization", value))
+            .into_iter()
+            .collect();
+        let events = self
+            .transport
+            .post_events(&self.url, &headers, encode_body(request))
+            .await?;
         let mut assembler = Assembler::default();
-        Ok(decode_stream(upstream, move |chunk| match chunk {
-            Some(chunk) => absorb(chunk, &mut assembler).map(|chunks| Decoded {
-                chunks,
-                done: false,
-            }),
-            // OpenAI-compatible streams end with `[DONE]`, which async-openai consumes: the
-            // end of the upstream is the end of the response, unless nothing said so.
-            None if assembler.finish_reason.is_none()
-                && assembler.calls.is_empty()
-                && assembler.usage.is_none() =>
-            {
-                Err(ProviderError::Stream(
-                    "the stream ended without a finish reason".to_owned(),
-                ))
-            }
-            None => Ok(Decoded {
-                chunks: assembler.finish(),
-                done: true,
-            }),
-        }))
+        Ok(decode_stream(
+            events,
+            *self.transport.limits(),
+            move |event| match event {
+                // `[DONE]` ends the answer; keep-alive events carry nothing.
+                Some(event) if event.data.trim() == "[DONE]" => Ok(Decoded {
+                    chunks: assembler.finish(),
+                    done: true,
+                }),
+                Some(event) if event.event == "keepalive" || event.data.trim().is_empty() => {
+                    Ok(Decoded {
+                        chunks: Vec::new(),
+                        done: false,
+                    })
+                }
+                Some(event) => {
+                    let chunk: Chunk = serde_json::from_str(&event.data).map_err(|err| {
+                        let excerpt: String = event.data.chars().take(200).collect();
+                        ProviderError::Stream(format!("unparseable event ({err}): {excerpt}"))
+                    })?;
+                    absorb(chunk, &mut assembler).map(|chunks| Decoded {
+                        chunks,
+                        done: false,
+                    })
+                }
+                // A stream that ends without `[DONE]` is complete only if something said so.
+                None if assembler.finish_reason.is_none()
+                    && assembler.calls.is_empty()
+                    && assembler.usage.is_none() =>
+                {
+                    Err(ProviderError::Stream(
+                        "the stream ended without a finish reason".to_owned(),
+                    ))
+                }
+                None => Ok(Decoded {
+                    chunks: assembler.finish(),
+                    done: true,
+                }),
+            },
+        ))
     }
 }
 
@@ -88,7 +124,7 @@ mod tests {
     use pith_core::{ToolCall, Usage};
     use serde_json::json;
 
-    fn parse_all(lines: &[&str]) -> Result<Vec<StreamChunk>, ProviderError> {
+    fn parse_all_with_progress(lines: &[&str]) -> Result<Vec<StreamChunk>, ProviderError> {
         let mut assembler = Assembler::default();
         let mut out = Vec::new();
         for line in lines {
@@ -97,6 +133,14 @@ mod tests {
         }
         out.extend(assembler.finish());
         Ok(out)
+    }
+
+    /// The chunks without the [`StreamChunk::ArgumentBytes`] progress reports.
+    fn parse_all(lines: &[&str]) -> Result<Vec<StreamChunk>, ProviderError> {
+        Ok(parse_all_with_progress(lines)?
+            .into_iter()
+            .filter(|c| !matches!(c, StreamChunk::ArgumentBytes { .. }))
+            .collect())
     }
 
     mod reference {

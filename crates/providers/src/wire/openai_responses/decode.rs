@@ -8,8 +8,11 @@ use serde_json::Value;
 /// Per-response parsing state.
 #[derive(Debug, Default)]
 pub(super) struct Parser {
-    /// Function calls in progress, keyed by item id: (item id, call id, name, arguments).
-    pub(super) calls: Vec<(String, String, String, String)>,
+    /// Function calls in progress, keyed by item id: (item id, call id, name, arguments,
+    /// the call's number).
+    pub(super) calls: Vec<(String, String, String, String, usize)>,
+    /// Function calls started so far (numbers them).
+    pub(super) started: usize,
     pub(super) done: bool,
 }
 
@@ -30,11 +33,18 @@ impl Parser {
             "response.output_item.added" => {
                 let item = &event["item"];
                 if item["type"] == "function_call" {
+                    let arguments = item["arguments"].as_str().unwrap_or_default().to_owned();
+                    self.started += 1;
+                    out.push(StreamChunk::ArgumentBytes {
+                        call: self.started,
+                        bytes: arguments.len(),
+                    });
                     self.calls.push((
                         item["id"].as_str().unwrap_or_default().to_owned(),
                         item["call_id"].as_str().unwrap_or_default().to_owned(),
                         item["name"].as_str().unwrap_or_default().to_owned(),
-                        item["arguments"].as_str().unwrap_or_default().to_owned(),
+                        arguments,
+                        self.started,
                     ));
                 }
             }
@@ -45,6 +55,10 @@ impl Parser {
                     event["delta"].as_str(),
                 ) {
                     call.3.push_str(delta);
+                    out.push(StreamChunk::ArgumentBytes {
+                        call: call.4,
+                        bytes: delta.len(),
+                    });
                 }
             }
             "response.output_item.done" => {
@@ -52,7 +66,7 @@ impl Parser {
                 if item["type"] == "function_call" {
                     let item_id = item["id"].as_str().unwrap_or_default();
                     let position = self.calls.iter().position(|c| c.0 == item_id);
-                    let (_, mut call_id, mut name, mut arguments) =
+                    let (_, mut call_id, mut name, mut arguments, _) =
                         position.map(|p| self.calls.remove(p)).unwrap_or_default();
                     // The done item is authoritative when it carries the fields.
                     if let Some(v) = item["call_id"].as_str() {
@@ -73,7 +87,7 @@ impl Parser {
             }
             "response.completed" | "response.incomplete" => {
                 let response = &event["response"];
-                for (_, id, name, arguments) in std::mem::take(&mut self.calls) {
+                for (_, id, name, arguments, _) in std::mem::take(&mut self.calls) {
                     out.push(StreamChunk::ToolCall(ToolCall {
                         id,
                         name,

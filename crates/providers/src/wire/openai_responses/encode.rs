@@ -131,9 +131,15 @@ pub(super) fn body(request: &ModelRequest) -> Body<'_> {
     }
 }
 
-/// The request body, borrowed from the request (no intermediate `serde_json::Value`
-/// tree): every request carries the whole history, so this runs once per tool turn over
-/// everything said so far. Serialised by async-openai's client.
+/// The request body as JSON bytes, serialised straight from the request's messages
+/// (borrowed, no intermediate `serde_json::Value` tree): every request carries the whole
+/// history, so this runs once per tool turn over everything said so far. Plain data with
+/// string keys: serialising cannot fail.
+pub fn encode_body(request: &ModelRequest) -> Vec<u8> {
+    serde_json::to_vec(&body(request)).unwrap_or_default()
+}
+
+/// The borrowed request body.
 pub fn wire_body(request: &ModelRequest) -> Body<'_> {
     body(request)
 }

@@ -2,16 +2,15 @@
 //! input is sent with every request, converted deterministically from the generic
 //! history (prompt-cache parity).
 //!
-//! Transport is async-openai's client in bring-your-own-types mode; events are parsed
-//! leniently from their `type` field, so new event types are ignored rather than fatal.
+//! pith's own transport; events are parsed leniently from their `type` field, so new
+//! event types are ignored rather than fatal.
 
 use async_trait::async_trait;
-use futures::StreamExt;
 use serde_json::Value;
 
 use crate::wire::adapter::{decode_stream, ChunkStream, Decoded, ModelRequest, ProviderAdapter};
 use crate::wire::error::ProviderError;
-use crate::wire::http::{map_openai_error, openai_client};
+use crate::wire::http::{HttpOptions, Transport};
 
 mod decode;
 pub mod encode;
@@ -21,7 +20,9 @@ pub use self::encode::*;
 
 /// The Responses adapter.
 pub struct OpenAiResponses {
-    client: async_openai::Client<async_openai::config::OpenAIConfig>,
+    transport: Transport,
+    url: String,
+    authorization: Option<String>,
 }
 
 impl std::fmt::Debug for OpenAiResponses {
@@ -33,8 +34,21 @@ impl std::fmt::Debug for OpenAiResponses {
 impl OpenAiResponses {
     /// An adapter for the server at `base_url` (e.g. `https://api.openai.com/v1`).
     pub fn new(base_url: &str, api_key: Option<&str>) -> Result<Self, ProviderError> {
+        Self::with_options(base_url, api_key, HttpOptions::default())
+    }
+
+    /// An adapter with explicit HTTP options (limits, redirects).
+    pub fn with_options(
+        base_url: &str,
+        api_key: Option<&str>,
+        options: HttpOptions,
+    ) -> Result<Self, ProviderError> {
         Ok(Self {
-            client: openai_client(base_url, api_key)?,
+            transport: Transport::new(options)?,
+            url: format!("{}/responses", base_url.trim_end_matches('/')),
+            authorization: api_key
+                .filter(|key| !key.is_empty())
+                .map(|key| format!("Bearer {key}")),
         })
     }
 }
@@ -46,23 +60,42 @@ impl ProviderAdapter for OpenAiResponses {
     }
 
     async fn start(&self, request: &ModelRequest) -> Result<ChunkStream, ProviderError> {
-        let upstream = self
-            .client
-            .responses()
-            .create_stream_byot::<encode::Body<'_>, Value>(wire_body(request))
-            .await
-            .map_err(map_openai_error)?;
-        let upstream = upstream.map(|event| event.map_err(map_openai_error));
+        let headers: Vec<(&str, &str)> = self
+            .authorization
+            .as_deref()
+            .map(|value| ("authorization", value))
+            .into_iter()
+            .collect();
+        let events = self
+            .transport
+            .post_events(&self.url, &headers, encode_body(request))
+            .await?;
         let mut parser = Parser::default();
-        Ok(decode_stream(upstream, move |event| match event {
-            Some(event) => parser.event(&event).map(|chunks| Decoded {
-                chunks,
-                done: parser.done,
-            }),
-            None => Err(ProviderError::Stream(
-                "the stream ended before response.completed".to_owned(),
-            )),
-        }))
+        Ok(decode_stream(
+            events,
+            *self.transport.limits(),
+            move |event| match event {
+                Some(event) if event.data.trim() == "[DONE]" || event.data.trim().is_empty() => {
+                    Ok(Decoded {
+                        chunks: Vec::new(),
+                        done: false,
+                    })
+                }
+                Some(event) => {
+                    let value: Value = serde_json::from_str(&event.data).map_err(|err| {
+                        let excerpt: String = event.data.chars().take(200).collect();
+                        ProviderError::Stream(format!("unparseable event ({err}): {excerpt}"))
+                    })?;
+                    parser.event(&value).map(|chunks| Decoded {
+                        chunks,
+                        done: parser.done,
+                    })
+                }
+                None => Err(ProviderError::Stream(
+                    "the stream ended before response.completed".to_owned(),
+                )),
+            },
+        ))
     }
 }
 
@@ -74,13 +107,21 @@ mod tests {
     use pith_core::{ToolCall, Usage};
     use serde_json::json;
 
-    fn parse(events: &[&str]) -> Result<Vec<StreamChunk>, ProviderError> {
+    fn parse_with_progress(events: &[&str]) -> Result<Vec<StreamChunk>, ProviderError> {
         let mut parser = Parser::default();
         let mut out = Vec::new();
         for event in events {
             out.extend(parser.event(&serde_json::from_str(event).unwrap())?);
         }
         Ok(out)
+    }
+
+    /// The chunks without the [`StreamChunk::ArgumentBytes`] progress reports.
+    fn parse(events: &[&str]) -> Result<Vec<StreamChunk>, ProviderError> {
+        Ok(parse_with_progress(events)?
+            .into_iter()
+            .filter(|c| !matches!(c, StreamChunk::ArgumentBytes { .. }))
+            .collect())
     }
 
     /// Event sequence as documented in OpenAI's Responses streaming reference (function

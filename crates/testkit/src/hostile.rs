@@ -1,0 +1,354 @@
+//! Hostile answers: servers that misbehave the way runaway and broken ones do, generated
+//! lazily so the test server itself never holds what it sends.
+//!
+//! | fault | what is sent |
+//! |---|---|
+//! | `endless_text` | a 200 stream of ever different text deltas that never ends |
+//! | `repeated_line` | a 200 stream of the same line, over and over, that never ends |
+//! | `huge_event` | a 200 stream whose first text delta is one event of `size_mb` MB |
+//! | `huge_tool_arguments` | a 200 stream with one tool call whose arguments stream `size_mb` MB |
+//! | `many_tool_calls` | a 200 stream with `count` tool calls |
+//! | `heartbeats_only` | a 200 stream of content-free events (pings, empty deltas) every 50 ms, forever |
+//! | `huge_error_body` | an HTTP 500 whose body is `size_mb` MB |
+//! | `redirect` | an HTTP 307 to `redirect_to` |
+//!
+//! Streams are well-formed in each protocol's own shape up to the point where they stop
+//! making sense, so a client only fails on the bound it is meant to enforce.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use crate::script::{Fault, Protocol, Turn};
+use crate::wire::SseEvent;
+
+/// Size of one generated chunk of a large payload.
+const PIECE_BYTES: usize = 64 * 1024;
+
+/// A lazily generated body: chunks, the pause after each, and the HTTP status.
+pub(crate) struct Generated {
+    /// HTTP status.
+    pub status: u16,
+    /// `content-type`.
+    pub content_type: &'static str,
+    /// Extra headers.
+    pub headers: Vec<(&'static str, String)>,
+    /// The body, produced on demand.
+    pub chunks: Box<dyn Iterator<Item = Bytes> + Send>,
+    /// Pause between chunks.
+    pub delay: Duration,
+}
+
+/// Whether `fault` is one of this module's.
+pub(crate) fn is_hostile(fault: Fault) -> bool {
+    matches!(
+        fault,
+        Fault::EndlessText
+            | Fault::RepeatedLine
+            | Fault::HugeEvent
+            | Fault::HugeToolArguments
+            | Fault::ManyToolCalls
+            | Fault::HeartbeatsOnly
+            | Fault::HugeErrorBody
+            | Fault::Redirect
+    )
+}
+
+/// The answer `turn` (whose fault is hostile) plays in `protocol`.
+pub(crate) fn answer(protocol: Protocol, turn: &Turn, model: &str) -> Generated {
+    let size = turn.size_mb.unwrap_or(1) as usize * 1024 * 1024;
+    let frames = Frames {
+        protocol,
+        model: std::sync::Arc::from(model),
+    };
+    let sse = |chunks: Box<dyn Iterator<Item = Bytes> + Send>, delay| Generated {
+        status: 200,
+        content_type: crate::wire::SSE_CONTENT_TYPE,
+        headers: Vec::new(),
+        chunks,
+        delay,
+    };
+    match turn.fault {
+        Some(Fault::EndlessText) => {
+            let head = frames.start();
+            let body = (0u64..)
+                .map(move |i| frames.text(&format!("word{i} number {i} says something new. ")));
+            sse(Box::new(head.into_iter().chain(body)), Duration::ZERO)
+        }
+        Some(Fault::RepeatedLine) => {
+            let head = frames.start();
+            let body = std::iter::repeat_with(move || frames.text("Echo echo echo echo.\n"));
+            sse(Box::new(head.into_iter().chain(body)), Duration::ZERO)
+        }
+        Some(Fault::HugeEvent) => {
+            let head = frames.start();
+            // One event whose data line holds `size` bytes of text, written in pieces.
+            let (open, close) = frames.text_event_halves();
+            let middle = pieces(size, b'a');
+            let body = std::iter::once(open)
+                .chain(middle)
+                .chain(std::iter::once(close))
+                .chain(frames.finish("stop"))
+                .collect::<Vec<_>>()
+                .into_iter();
+            sse(Box::new(head.into_iter().chain(body)), Duration::ZERO)
+        }
+        Some(Fault::HugeToolArguments) => {
+            let head = frames.start();
+            let mut body = vec![frames.call_start(0)];
+            body.push(frames.arguments(0, "{\"path\": \""));
+            let open = body.into_iter();
+            let tail: Vec<Bytes> = [frames.arguments(0, "\"}"), frames.call_stop(0)]
+                .into_iter()
+                .chain(frames.finish("tool_use"))
+                .collect();
+            let filler = (0..size / PIECE_BYTES + 1)
+                .map(move |_| frames.arguments(0, &"b".repeat(PIECE_BYTES)));
+            sse(
+                Box::new(head.into_iter().chain(open).chain(filler).chain(tail)),
+                Duration::ZERO,
+            )
+        }
+        Some(Fault::ManyToolCalls) => {
+            let count = turn.count.unwrap_or(10_000) as usize;
+            let head = frames.start();
+            let finish = frames.finish("tool_use");
+            let calls = (0..count).flat_map(move |i| {
+                [
+                    frames.call_start(i),
+                    frames.arguments(i, "{\"path\": \"f.txt\"}"),
+                    frames.call_stop(i),
+                ]
+            });
+            sse(
+                Box::new(head.into_iter().chain(calls).chain(finish)),
+                Duration::ZERO,
+            )
+        }
+        Some(Fault::HeartbeatsOnly) => {
+            let head = frames.start();
+            let beats = std::iter::repeat_with(move || frames.heartbeat());
+            sse(
+                Box::new(head.into_iter().chain(beats)),
+                Duration::from_millis(50),
+            )
+        }
+        Some(Fault::HugeErrorBody) => Generated {
+            status: 500,
+            content_type: crate::wire::JSON_CONTENT_TYPE,
+            headers: Vec::new(),
+            chunks: Box::new(
+                std::iter::once(Bytes::from_static(b"{\"error\": {\"message\": \""))
+                    .chain(pieces(size, b'e'))
+                    .chain(std::iter::once(Bytes::from_static(b"\"}}"))),
+            ),
+            delay: Duration::ZERO,
+        },
+        Some(Fault::Redirect) => Generated {
+            status: 307,
+            content_type: crate::wire::JSON_CONTENT_TYPE,
+            headers: vec![(
+                "location",
+                turn.redirect_to
+                    .clone()
+                    .unwrap_or_else(|| "/elsewhere".into()),
+            )],
+            chunks: Box::new(std::iter::once(Bytes::from_static(b"{}"))),
+            delay: Duration::ZERO,
+        },
+        _ => Generated {
+            status: 500,
+            content_type: crate::wire::JSON_CONTENT_TYPE,
+            headers: Vec::new(),
+            chunks: Box::new(std::iter::once(Bytes::from_static(
+                b"{\"error\": \"not a hostile fault\"}",
+            ))),
+            delay: Duration::ZERO,
+        },
+    }
+}
+
+/// `total` bytes of `byte`, in pieces.
+fn pieces(total: usize, byte: u8) -> impl Iterator<Item = Bytes> + Send {
+    let piece = Bytes::from(vec![byte; PIECE_BYTES]);
+    let whole = total / PIECE_BYTES;
+    let rest = total % PIECE_BYTES;
+    std::iter::repeat_n(piece, whole).chain((rest > 0).then(|| Bytes::from(vec![byte; rest])))
+}
+
+/// The SSE frames of one protocol, as far as hostile answers need them.
+#[derive(Clone)]
+struct Frames {
+    protocol: Protocol,
+    model: std::sync::Arc<str>,
+}
+
+impl Frames {
+    fn encode(event: SseEvent) -> Bytes {
+        event.encode()
+    }
+
+    fn chat(&self, delta: Value, finish: Value) -> Bytes {
+        Self::encode(SseEvent::data(
+            json!({"id": "chatcmpl-hostile", "object": "chat.completion.chunk", "created": 0,
+                   "model": &*self.model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            .to_string(),
+        ))
+    }
+
+    fn named(name: &str, mut payload: Value) -> Bytes {
+        payload["type"] = json!(name);
+        Self::encode(SseEvent::named(name, &payload))
+    }
+
+    /// The events before any content.
+    fn start(&self) -> Vec<Bytes> {
+        match self.protocol {
+            Protocol::Anthropic => vec![
+                Self::named(
+                    "message_start",
+                    json!({"message": {"id": "msg_hostile", "type": "message", "role": "assistant",
+                    "model": &*self.model, "content": [], "stop_reason": null,
+                    "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+                ),
+                Self::named(
+                    "content_block_start",
+                    json!({"index": 0, "content_block": {"type": "text", "text": ""}}),
+                ),
+            ],
+            Protocol::OpenAiChat => {
+                vec![self.chat(json!({"role": "assistant", "content": ""}), Value::Null)]
+            }
+            Protocol::OpenAiResponses => vec![
+                Self::named(
+                    "response.created",
+                    json!({"response": {"id": "resp_hostile", "status": "in_progress", "output": []}}),
+                ),
+                Self::named(
+                    "response.output_item.added",
+                    json!({"output_index": 0, "item": {"id": "msg_hostile", "type": "message", "role": "assistant", "content": []}}),
+                ),
+            ],
+        }
+    }
+
+    /// One text delta.
+    fn text(&self, text: &str) -> Bytes {
+        match self.protocol {
+            Protocol::Anthropic => Self::named(
+                "content_block_delta",
+                json!({"index": 0, "delta": {"type": "text_delta", "text": text}}),
+            ),
+            Protocol::OpenAiChat => self.chat(json!({"content": text}), Value::Null),
+            Protocol::OpenAiResponses => Self::named(
+                "response.output_text.delta",
+                json!({"item_id": "msg_hostile", "output_index": 0, "content_index": 0, "delta": text}),
+            ),
+        }
+    }
+
+    /// A text-delta event split around its text, so a huge text can be streamed in
+    /// between: (the bytes before the text, the bytes after it).
+    fn text_event_halves(&self) -> (Bytes, Bytes) {
+        const MARK: &str = "\u{1}HOSTILE\u{1}";
+        let whole = self.text(MARK);
+        let whole = String::from_utf8_lossy(&whole).into_owned();
+        let marker = serde_json::to_string(MARK).unwrap_or_default();
+        let marker = &marker[1..marker.len() - 1];
+        let at = whole.find(marker).unwrap_or(whole.len());
+        (
+            Bytes::from(whole[..at].to_owned()),
+            Bytes::from(whole[at + marker.len()..].to_owned()),
+        )
+    }
+
+    fn call_start(&self, index: usize) -> Bytes {
+        let id = format!("call_hostile_{index}");
+        match self.protocol {
+            Protocol::Anthropic => Self::named(
+                "content_block_start",
+                json!({"index": index + 1, "content_block": {"type": "tool_use", "id": id, "name": "read", "input": {}}}),
+            ),
+            Protocol::OpenAiChat => self.chat(
+                json!({"tool_calls": [{"index": index, "id": id, "type": "function", "function": {"name": "read", "arguments": ""}}]}),
+                Value::Null,
+            ),
+            Protocol::OpenAiResponses => Self::named(
+                "response.output_item.added",
+                json!({"output_index": index + 1, "item": {"id": format!("fc_{index}"), "type": "function_call",
+                       "call_id": id, "name": "read", "arguments": ""}}),
+            ),
+        }
+    }
+
+    fn arguments(&self, index: usize, piece: &str) -> Bytes {
+        match self.protocol {
+            Protocol::Anthropic => Self::named(
+                "content_block_delta",
+                json!({"index": index + 1, "delta": {"type": "input_json_delta", "partial_json": piece}}),
+            ),
+            Protocol::OpenAiChat => self.chat(
+                json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
+                Value::Null,
+            ),
+            Protocol::OpenAiResponses => Self::named(
+                "response.function_call_arguments.delta",
+                json!({"item_id": format!("fc_{index}"), "output_index": index + 1, "delta": piece}),
+            ),
+        }
+    }
+
+    fn call_stop(&self, index: usize) -> Bytes {
+        match self.protocol {
+            Protocol::Anthropic => Self::named("content_block_stop", json!({"index": index + 1})),
+            // Chat calls end with the answer; Responses with their done item, which the
+            // client may take from the deltas.
+            Protocol::OpenAiChat => Bytes::new(),
+            Protocol::OpenAiResponses => Bytes::new(),
+        }
+    }
+
+    /// A content-free event.
+    fn heartbeat(&self) -> Bytes {
+        match self.protocol {
+            Protocol::Anthropic => Self::named("ping", json!({})),
+            Protocol::OpenAiChat => self.chat(json!({}), Value::Null),
+            Protocol::OpenAiResponses => Self::named(
+                "response.in_progress",
+                json!({"response": {"id": "resp_hostile", "status": "in_progress"}}),
+            ),
+        }
+    }
+
+    /// The events that end the answer.
+    fn finish(&self, reason: &str) -> Vec<Bytes> {
+        match self.protocol {
+            Protocol::Anthropic => vec![
+                Self::named("content_block_stop", json!({"index": 0})),
+                Self::named(
+                    "message_delta",
+                    json!({"delta": {"stop_reason": if reason == "stop" { "end_turn" } else { reason }},
+                           "usage": {"output_tokens": 1}}),
+                ),
+                Self::named("message_stop", json!({})),
+            ],
+            Protocol::OpenAiChat => vec![
+                self.chat(
+                    json!({}),
+                    json!(if reason == "stop" {
+                        "stop"
+                    } else {
+                        "tool_calls"
+                    }),
+                ),
+                Self::encode(SseEvent::data("[DONE]")),
+            ],
+            Protocol::OpenAiResponses => vec![Self::named(
+                "response.completed",
+                json!({"response": {"id": "resp_hostile", "status": "completed", "output": [],
+                       "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+            )],
+        }
+    }
+}
