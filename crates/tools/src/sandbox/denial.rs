@@ -93,7 +93,8 @@ impl Denial {
         let network = if self.network {
             "network allowed"
         } else {
-            "no network (the host's 127.0.0.1 included)"
+            "no network: on 127.0.0.1 only servers started by this session's commands are \
+             reachable, not the host's"
         };
         format!(
             "`{}`: {writes}; no reading of ~/.ssh, ~/.aws, other credentials or pith's own \
