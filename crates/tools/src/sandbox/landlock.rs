@@ -7,9 +7,8 @@
 //! file descriptor crosses the fork. In the child, [`ChildSetup::apply`] makes nothing
 //! but system calls — async-signal-safe, no allocation, no lock: join the session's
 //! network namespace ([`super::network`]), drop `CAP_SYS_RAWIO` from the bounding set
-//! when running as root,
-//! set `no_new_privs` and call `landlock_restrict_self`. The domain is inherited by every
-//! process the command starts and cannot be lifted.
+//! when running as root, set `no_new_privs` and call `landlock_restrict_self`. The
+//! domain is inherited by every process the command starts and cannot be lifted.
 //!
 //! Kernel support is detected once per process: Landlock ABI 3 (Linux 6.2) or later is
 //! required, because ABI 1 and 2 cannot stop `truncate(2)` on files outside the

@@ -6,8 +6,10 @@
 //!   permission mode ([`SandboxMode::for_permission`]), [`SandboxConfig::mode`] overrides.
 //! - [`policy`] — what a sandboxed command may read and write (the deny list, the writable
 //!   roots), and the allow rules that express "read everywhere except …" for Landlock.
-//! - `landlock` and `network` (Linux) — the ruleset built before the fork and the
-//!   async-signal-safe steps run in the child between fork and exec.
+//! - `landlock` (Linux) — the ruleset built before the fork, the kernel support check,
+//!   and the async-signal-safe steps run in the child between fork and exec.
+//! - `network` (Linux) — the session's user and network namespace (only a private
+//!   loopback), which sandboxed commands without network join.
 //! - `macos` — the Seatbelt profile for `sandbox-exec` (compiled on macOS only; untested).
 //! - [`denial`] — recognising a command the sandbox stopped, for the escalation path.
 //!
@@ -112,8 +114,8 @@ pub struct SandboxConfig {
     /// The mode; `None` follows the permission mode ([`SandboxMode::for_permission`]),
     /// re-read at every command so a mode switch during the session takes effect.
     pub mode: Option<SandboxMode>,
-    /// Let sandboxed commands use the network. Default `false`: they get a network
-    /// namespace of their own with only a private loopback interface.
+    /// Let sandboxed commands use the network. Default `false`: they run in the
+    /// session's network namespace, whose only interface is a private loopback.
     pub allow_network: bool,
     /// Paths sandboxed commands may not read, in addition to the default deny list
     /// ([`policy::default_deny_list`]). A leading `~/` is the home directory of
