@@ -36,6 +36,14 @@ pub struct ReplArgs {
     /// Continue the latest session of this project.
     #[arg(long = "continue", conflicts_with = "resume")]
     pub continue_latest: bool,
+    /// Where `bash` may write: read-only, workspace-write or off (default: the
+    /// configuration's `sandbox`, else workspace-write; read-only with --approval
+    /// read-only). See docs/sandbox.md.
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: Option<pith_tools::SandboxMode>,
+    /// Let sandboxed commands reach the network.
+    #[arg(long)]
+    pub allow_network: bool,
     /// Continue this session (id, unique id prefix, or transcript path).
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
@@ -199,6 +207,14 @@ pub struct RunArgs {
     /// Disable automatic compaction.
     #[arg(long)]
     pub no_auto_compact: bool,
+    /// Where `bash` may write: read-only, workspace-write or off (default: the
+    /// configuration's `sandbox`, else workspace-write; read-only with --approval
+    /// read-only). See docs/sandbox.md.
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: Option<pith_tools::SandboxMode>,
+    /// Let sandboxed commands reach the network.
+    #[arg(long)]
+    pub allow_network: bool,
     /// Workspace directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,

@@ -53,6 +53,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         }),
         no_auto_compact: args.no_auto_compact,
         max_turns: args.max_turns,
+        sandbox: args.sandbox,
+        allow_network: args.allow_network,
         session: match args.session {
             Some(query) => SessionChoice::Resume(query),
             None => SessionChoice::New,

@@ -498,7 +498,9 @@ fn build_agent(
 ) -> Result<AgentLoop, ConversationError> {
     session.set_max_record_bytes(settings.max_record_bytes);
     let spill_dir = session.spill_dir().map_err(ConversationError::failure)?;
-    let mut tools = ToolsConfig::new(cwd, spill_dir).with_mode(settings.approval);
+    let mut tools = ToolsConfig::new(cwd, spill_dir)
+        .with_mode(settings.approval)
+        .with_sandbox(settings.sandbox.clone());
     if let Some(approver) = &frontend.approver {
         tools = tools.with_approver(approver.clone());
     }

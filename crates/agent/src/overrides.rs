@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use pith_tools::PermissionMode;
+use pith_tools::{PermissionMode, SandboxMode};
 
 /// Which session a conversation opens.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -33,6 +33,11 @@ pub struct Overrides {
     pub no_auto_compact: bool,
     /// `--max-turns`: most model requests per user turn.
     pub max_turns: Option<u32>,
+    /// `--sandbox MODE`; `None` takes the configuration's `sandbox`, else the approval
+    /// mode's default.
+    pub sandbox: Option<SandboxMode>,
+    /// `--allow-network`: sandboxed commands may reach the network.
+    pub allow_network: bool,
     /// Which session to open.
     pub session: SessionChoice,
     /// The workspace (`--cwd`, else the current directory).

@@ -20,7 +20,7 @@ use pith_providers::models::config::{
 use pith_providers::models::project::system_prompt_for;
 use pith_providers::tool_loop::enforced_output_cap;
 use pith_providers::{AgentLoop, LoopOptions};
-use pith_tools::PermissionMode;
+use pith_tools::{PermissionMode, SandboxConfig, SandboxMode, UserDirs};
 
 use crate::overrides::Overrides;
 
@@ -41,6 +41,8 @@ pub struct Settings {
     pub loop_options: LoopOptions,
     /// Tool permissions.
     pub approval: PermissionMode,
+    /// The `bash` sandbox.
+    pub sandbox: SandboxConfig,
     /// Adds the concise-output section to the system prompt.
     pub concise_output: bool,
     /// Largest transcript record written (`[limits] max_record_bytes`).
@@ -85,6 +87,25 @@ impl Settings {
             })?,
             (None, None) => PermissionMode::Ask,
         };
+        let sandbox_mode = match (overrides.sandbox, &config.sandbox) {
+            (Some(mode), _) => Some(mode),
+            (None, Some(name)) => {
+                Some(
+                    name.parse::<SandboxMode>()
+                        .map_err(|error| ConfigError::Invalid {
+                            path: "sandbox".into(),
+                            message: error.to_string(),
+                        })?,
+                )
+            }
+            (None, None) => None,
+        };
+        let sandbox = SandboxConfig::default()
+            .with_user_dirs(UserDirs::from_vars(|name| env(name).map(Into::into)))
+            .with_mode(sandbox_mode)
+            .with_network(overrides.allow_network || config.allow_network.unwrap_or(false))
+            .with_extra_deny(config.sandbox_deny.clone())
+            .with_extra_writable(config.sandbox_writable.clone());
         let mut loop_options = LoopOptions {
             auto_compaction: !overrides.no_auto_compact && config.auto_compact.unwrap_or(true),
             max_requests_per_turn: overrides.max_turns,
@@ -105,6 +126,7 @@ impl Settings {
             context,
             loop_options,
             approval,
+            sandbox,
             concise_output: config.concise_output,
             max_record_bytes: config
                 .limits

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::capture::{Capture, SpillDir};
 use crate::permission::{Approver, PermissionMode, PermissionPolicy};
+use crate::sandbox::{Sandbox, SandboxConfig};
 use crate::squash;
 use crate::workspace::Workspace;
 
@@ -86,6 +87,9 @@ pub struct ToolsConfig {
     /// Environment variables whose name contains one of these (case-insensitive) are
     /// not passed to `bash`. Default `KEY`, `SECRET`, `TOKEN`; empty passes everything.
     pub bash_env_exclude: Vec<String>,
+    /// The `bash` sandbox. Default: the mode follows the permission mode
+    /// (`workspace-write`, or `read-only` in read-only approval), no network.
+    pub sandbox: SandboxConfig,
 }
 
 /// The default [`ToolsConfig::bash_env_exclude`] patterns.
@@ -99,6 +103,7 @@ impl std::fmt::Debug for ToolsConfig {
             .field("mode", &self.mode)
             .field("has_approver", &self.approver.is_some())
             .field("limits", &self.limits)
+            .field("sandbox", &self.sandbox)
             .finish()
     }
 }
@@ -115,6 +120,7 @@ impl ToolsConfig {
             limits: Limits::default(),
             squash: squash::Config::default(),
             bash_env_exclude: DEFAULT_BASH_ENV_EXCLUDE.map(String::from).to_vec(),
+            sandbox: SandboxConfig::default(),
         }
     }
 
@@ -145,6 +151,12 @@ impl ToolsConfig {
     /// Sets the name patterns of environment variables kept from `bash`.
     pub fn with_bash_env_exclude(mut self, patterns: Vec<String>) -> Self {
         self.bash_env_exclude = patterns;
+        self
+    }
+
+    /// Sets the `bash` sandbox (mode override, network, extra paths).
+    pub fn with_sandbox(mut self, sandbox: SandboxConfig) -> Self {
+        self.sandbox = sandbox;
         self
     }
 }
@@ -178,6 +190,8 @@ pub struct ToolEnv {
     pub limits: Limits,
     /// Patterns of environment variable names not passed to `bash`.
     pub bash_env_exclude: Vec<String>,
+    /// The `bash` sandbox.
+    pub sandbox: Sandbox,
 }
 
 impl ToolEnv {
@@ -221,6 +235,7 @@ impl ToolEnv {
             capture,
             limits,
             bash_env_exclude: config.bash_env_exclude,
+            sandbox: Sandbox::new(config.sandbox),
         })
     }
 }

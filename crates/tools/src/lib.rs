@@ -1,6 +1,7 @@
 //! pith-tools: the agent's tools (read, write, edit, bash, grep, glob, ls) implementing
 //! `pith_core::Tool`, the permission policy (read-only / ask / auto-edit / full), workspace
-//! confinement, and squash-at-capture with spill files for large outputs.
+//! confinement, the kernel sandbox of `bash` ([`sandbox`]), and squash-at-capture with
+//! spill files for large outputs.
 //!
 //! Entry point: [`build_registry`] (or [`Toolset`] when the front-end also needs the
 //! permission handle) turns a [`ToolsConfig`] into the `pith_core::ToolRegistry` the tool
@@ -20,6 +21,7 @@ pub mod grep;
 pub mod ls;
 pub mod permission;
 pub mod read;
+pub mod sandbox;
 pub mod squash;
 pub mod toolset;
 mod walk;
@@ -30,6 +32,7 @@ pub use config::{Limits, ToolEnv, ToolsConfig, ToolsConfigError};
 pub use permission::{
     Action, Approval, Approver, PermissionMode, PermissionPolicy, PermissionRequest,
 };
+pub use sandbox::{policy::UserDirs, SandboxConfig, SandboxMode};
 pub use toolset::{build_registry, Toolset};
 
 use pith_core::ToolError;

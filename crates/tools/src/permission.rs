@@ -7,6 +7,7 @@
 //! | read outside the workspace      | allow     | ask   | allow     | allow |
 //! | write / edit (inside workspace) | deny      | ask   | allow     | allow |
 //! | bash                            | deny      | ask   | ask       | allow |
+//! | bash once without the sandbox   | deny      | ask   | ask       | deny  |
 //!
 //! Writes outside the workspace are refused before the policy is consulted (see
 //! [`crate::workspace`]), in every mode. "Ask" goes to the front-end's [`Approver`]; with
@@ -106,13 +107,21 @@ pub enum Action {
         /// The exact command line.
         command: String,
     },
+    /// Run a command the sandbox denied once more, without the sandbox (the escalation
+    /// path, see [`crate::sandbox`]). Never granted for the session.
+    RunUnsandboxed {
+        /// The exact command line.
+        command: String,
+        /// What the sandbox denied, for the user to judge.
+        reason: String,
+    },
 }
 
 impl Action {
     fn tool(&self) -> &str {
         match self {
             Self::ReadOutside { tool, .. } | Self::Edit { tool, .. } => tool,
-            Self::Execute { .. } => "bash",
+            Self::Execute { .. } | Self::RunUnsandboxed { .. } => "bash",
         }
     }
 
@@ -121,17 +130,38 @@ impl Action {
             Self::ReadOutside { path, .. } => format!("read outside the workspace: {path}"),
             Self::Edit { summary, .. } => summary.clone(),
             Self::Execute { command } => format!("run: {command}"),
+            Self::RunUnsandboxed { command, .. } => {
+                format!("run once without the sandbox: {command}")
+            }
         }
     }
 
-    fn grant(&self) -> Grant {
+    /// What "allow for this session" covers; `None` when the action is never granted
+    /// beyond this call.
+    fn grant(&self) -> Option<Grant> {
         match self {
-            Self::ReadOutside { .. } => Grant::OutsideReads,
-            Self::Edit { .. } => Grant::AllEdits,
-            Self::Execute { command } => Grant::Command(command.clone()),
+            Self::ReadOutside { .. } => Some(Grant::OutsideReads),
+            Self::Edit { .. } => Some(Grant::AllEdits),
+            Self::Execute { command } => Some(Grant::Command(command.clone())),
+            Self::RunUnsandboxed { .. } => None,
+        }
+    }
+
+    fn details(&self) -> Option<String> {
+        match self {
+            Self::Edit { preview, .. } => preview.clone(),
+            Self::RunUnsandboxed { reason, .. } => Some(format!(
+                "{reason}\nWithout the sandbox the command can write anywhere you can, read \
+                 your keys and use the network."
+            )),
+            Self::ReadOutside { .. } | Self::Execute { .. } => None,
         }
     }
 }
+
+/// How [`PermissionRequest::session_scope`] reads for an action never granted beyond one
+/// call.
+const ONE_CALL_ONLY: &str = "this run only (running without the sandbox is asked every time)";
 
 /// What an "allow for this session" answer covers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -254,7 +284,22 @@ impl PermissionPolicy {
             ),
             (Action::Execute { .. }, PermissionMode::Full) => Verdict::Allow,
             (Action::Execute { .. }, _) => Verdict::Ask,
+            (Action::RunUnsandboxed { .. }, PermissionMode::Ask | PermissionMode::AutoEdit) => {
+                Verdict::Ask
+            }
+            (Action::RunUnsandboxed { .. }, _) => Verdict::Deny(format!(
+                "commands never leave the sandbox without the user's approval, and `{mode}` \
+                 mode does not ask"
+            )),
         }
+    }
+
+    /// True when a command the sandbox denied may be offered to the user to run once
+    /// without the sandbox: the mode asks before commands (`ask`, `auto-edit`) and an
+    /// approver is there to answer. Headless runs and `full` mode never escalate.
+    pub fn offers_escalation(&self) -> bool {
+        self.approver.is_some()
+            && matches!(self.mode(), PermissionMode::Ask | PermissionMode::AutoEdit)
     }
 
     fn granted(&self, grant: &Grant) -> bool {
@@ -278,7 +323,7 @@ impl PermissionPolicy {
             Verdict::Ask => {}
         }
         let grant = action.grant();
-        if self.granted(&grant) {
+        if grant.as_ref().is_some_and(|grant| self.granted(grant)) {
             return Ok(());
         }
         let Some(approver) = &self.approver else {
@@ -294,17 +339,16 @@ impl PermissionPolicy {
             () = cancel.cancelled() => return Err(ToolError::Cancelled),
         };
         // Another call may have been granted the same scope while this one waited.
-        if self.granted(&grant) {
+        if grant.as_ref().is_some_and(|grant| self.granted(grant)) {
             return Ok(());
         }
         let request = PermissionRequest {
             tool: action.tool().to_owned(),
             summary: action.summary(),
-            session_scope: grant.describe(),
-            details: match &action {
-                Action::Edit { preview, .. } => preview.clone(),
-                _ => None,
-            },
+            session_scope: grant
+                .as_ref()
+                .map_or_else(|| ONE_CALL_ONLY.to_owned(), Grant::describe),
+            details: action.details(),
         };
         let approval = tokio::select! {
             approval = approver.decide(request) => approval,
@@ -313,10 +357,12 @@ impl PermissionPolicy {
         match approval {
             Approval::AllowOnce => Ok(()),
             Approval::AllowForSession => {
-                self.grants
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(grant);
+                if let Some(grant) = grant {
+                    self.grants
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(grant);
+                }
                 Ok(())
             }
             Approval::Deny { feedback } => Err(ToolError::Denied(match feedback {
@@ -501,6 +547,45 @@ mod tests {
         .await
         .expect("authorize must return once the turn is cancelled");
         assert_eq!(outcome, Err(ToolError::Cancelled));
+    }
+
+    #[tokio::test]
+    async fn running_without_the_sandbox_asks_every_time_and_only_in_modes_that_ask() {
+        let escalate = || Action::RunUnsandboxed {
+            command: "cat ~/.ssh/id_rsa".into(),
+            reason: "the sandbox denied it".into(),
+        };
+        let approver = scripted(Approval::AllowForSession);
+        let policy = PermissionPolicy::new(PermissionMode::AutoEdit, Some(approver.clone()));
+        assert!(policy.offers_escalation());
+        let cancel = CancellationToken::new();
+        policy.authorize(escalate(), &cancel).await.unwrap();
+        policy.authorize(escalate(), &cancel).await.unwrap();
+        assert_eq!(
+            approver.asked.load(Ordering::SeqCst),
+            2,
+            "never granted for the session"
+        );
+        let request = approver.last.lock().unwrap().clone().unwrap();
+        assert_eq!(request.tool, "bash");
+        assert_eq!(
+            request.summary,
+            "run once without the sandbox: cat ~/.ssh/id_rsa"
+        );
+        assert!(request.session_scope.contains("this run only"));
+        assert!(request
+            .details
+            .unwrap()
+            .starts_with("the sandbox denied it"));
+
+        for mode in [PermissionMode::Full, PermissionMode::ReadOnly] {
+            let policy = PermissionPolicy::new(mode, Some(approver.clone()));
+            assert!(!policy.offers_escalation(), "{mode}");
+            assert!(policy.authorize(escalate(), &cancel).await.is_err());
+        }
+        let headless = PermissionPolicy::new(PermissionMode::Ask, None);
+        assert!(!headless.offers_escalation());
+        assert!(headless.authorize(escalate(), &cancel).await.is_err());
     }
 
     #[tokio::test]

@@ -133,6 +133,7 @@ async fn runaway_output_is_held_in_memory_only_up_to_the_cap() {
         }),
         env_remove: Vec::new(),
         env_set: Vec::new(),
+        confinement: None,
     };
     let outcome = run_command(spec, &CancellationToken::new()).await.unwrap();
     assert_eq!(outcome.termination, Termination::Exited(0));
@@ -167,7 +168,7 @@ async fn timeout_ends_a_sleeping_command() {
 #[tokio::test]
 async fn children_that_ignore_sigterm_are_killed_with_the_group() {
     let fx = full();
-    let pid_file = fx.dir.path().join("child.pid");
+    let pid_file = fx.root().join("child.pid");
     let command = format!(
         "bash -c 'trap \"\" TERM; echo $$ > {}; while true; do sleep 0.05; done' & \
          trap '' TERM; sleep 100",
@@ -187,7 +188,7 @@ async fn children_that_ignore_sigterm_are_killed_with_the_group() {
 #[tokio::test]
 async fn cancellation_mid_command_ends_the_call_and_its_processes() {
     let fx = full();
-    let pid_file = fx.dir.path().join("sleeper.pid");
+    let pid_file = fx.root().join("sleeper.pid");
     let cancel = CancellationToken::new();
     let canceller = cancel.clone();
     let watched = pid_file.clone();
@@ -217,7 +218,7 @@ async fn cancellation_mid_command_ends_the_call_and_its_processes() {
 #[tokio::test]
 async fn dropping_the_call_future_kills_the_process_group() {
     let fx = std::sync::Arc::new(full());
-    let pid_file = fx.dir.path().join("dropped.pid");
+    let pid_file = fx.root().join("dropped.pid");
     let command = format!("sleep 100 & echo $! > {}; wait", pid_file.display());
     let running = {
         let fx = fx.clone();
@@ -392,6 +393,7 @@ async fn secret_looking_variables_are_not_passed_to_commands() {
         spill_opener: Box::new(|| Err(std::io::Error::other("no spill expected"))),
         env_remove: vec!["HOME".into()],
         env_set: Vec::new(),
+        confinement: None,
     };
     let outcome = run_command(spec, &CancellationToken::new()).await.unwrap();
     assert_eq!(outcome.output.head, b"home=unset\n");

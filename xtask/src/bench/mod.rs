@@ -5,7 +5,8 @@
 //! - [`squash`] — squash per family vs a head+tail truncation baseline;
 //! - [`agent`] — loop overhead per tool turn, peak RSS of a 500-turn run, start-up;
 //! - [`criterion`] — runs and reads the crates' criterion benches (estimate, squash,
-//!   session store);
+//!   session store, bash sandbox);
+//! - [`sandbox`] — the bash sandbox's cost per command;
 //! - [`report`] — the markdown.
 //!
 //! Every figure is min / median / max over runs of the same build in the same
@@ -14,6 +15,7 @@
 pub mod agent;
 pub mod criterion;
 pub mod report;
+pub mod sandbox;
 pub mod squash;
 pub mod stats;
 pub mod tokens;
@@ -129,6 +131,7 @@ pub fn run(options: &BenchOptions) -> Result<()> {
         ("pith-core", "estimate"),
         ("pith-core", "squash"),
         ("pith-session", "store"),
+        ("pith-tools", "sandbox"),
     ] {
         eprintln!("bench: cargo bench -p {package} --bench {bench}");
         criterion::run_bench(package, bench, options.quick)?;
@@ -140,6 +143,7 @@ pub fn run(options: &BenchOptions) -> Result<()> {
         "append",
         "append_batch",
         "replay",
+        sandbox::GROUP,
     ] {
         criterion_results.extend(criterion::read_group(&target, group)?);
     }

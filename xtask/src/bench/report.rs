@@ -210,6 +210,9 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
         "| loop overhead < 2 ms per tool turn | {} | {loop_verdict} |",
         shown.join("; ")
     );
+    if let Some(row) = super::sandbox::target_row(&m.criterion) {
+        let _ = writeln!(w, "{row}");
+    }
     let _ = writeln!(
         w,
         "| `pith --version` < 10 ms | {:.2} ms | {} |",
@@ -360,6 +363,8 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
         let _ = writeln!(w, "| {} | {time} | {throughput} |", r.id);
     }
 
+    w.push_str(&super::sandbox::section(&m.criterion));
+
     // Agent.
     let _ = writeln!(w, "\n## Agent loop and start-up\n");
     let _ = writeln!(w, "| figure | value |\n|---|---:|");
@@ -438,11 +443,23 @@ mod tests {
                 python_version: Some("0.14.0".into()),
             },
             squash: Vec::new(),
-            criterion: vec![CriterionResult {
-                id: "estimate_200k_tokens/cached_one_new_message".into(),
-                seconds: spread(0.0002),
-                bytes: None,
-            }],
+            criterion: vec![
+                CriterionResult {
+                    id: "estimate_200k_tokens/cached_one_new_message".into(),
+                    seconds: spread(0.0002),
+                    bytes: None,
+                },
+                CriterionResult {
+                    id: crate::bench::sandbox::UNSANDBOXED.into(),
+                    seconds: spread(0.002),
+                    bytes: None,
+                },
+                CriterionResult {
+                    id: crate::bench::sandbox::SANDBOXED.into(),
+                    seconds: spread(0.0031),
+                    bytes: None,
+                },
+            ],
             loop_ms: vec![(100, spread(loop_ms))],
             long_run: (4.0, 100.0),
             long_run_turns: 500,
@@ -471,6 +488,11 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("| per-request estimate on 200k tokens < 1 ms | 0.200 ms | met |"));
+        assert!(
+            text.contains("| bash sandbox < 5 ms per command | 1.10 ms"),
+            "{text}"
+        );
+        assert!(text.contains("\n## Bash sandbox\n"), "{text}");
         assert!(
             text.contains(
                 "| loop overhead < 2 ms per tool turn | 3.000 ms over 100 turns | **not met** |"

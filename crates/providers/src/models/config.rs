@@ -170,6 +170,18 @@ pub struct Config {
     /// The `[limits]` section.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// The `bash` sandbox: `read-only`, `workspace-write` or `off` (default: follows the
+    /// approval mode). See docs/sandbox.md.
+    pub sandbox: Option<String>,
+    /// Lets sandboxed commands reach the network (default false).
+    pub allow_network: Option<bool>,
+    /// More paths sandboxed commands may not read (`~/` is the home directory, relative
+    /// paths are the workspace's).
+    #[serde(default)]
+    pub sandbox_deny: Vec<std::path::PathBuf>,
+    /// More paths sandboxed commands may write (e.g. `~/.cargo`).
+    #[serde(default)]
+    pub sandbox_writable: Vec<std::path::PathBuf>,
     /// The `[context]` section: squash and prune thresholds, read by the context
     /// pipeline (see docs/context-pipeline.md).
     #[serde(default)]

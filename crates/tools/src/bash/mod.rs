@@ -1,7 +1,13 @@
 //! The `bash` tool: runs a shell command in the workspace and reports its interleaved
 //! output and exit code. Process handling is in [`process`], bounded output capture in
-//! [`output`]; this module owns the arguments, the permission check and the text the
-//! model sees.
+//! [`output`], the kernel sandbox in [`crate::sandbox`]; this module owns the arguments,
+//! the permission check, the sandbox mode of each run, the escalation path and the text
+//! the model sees.
+//!
+//! A run the sandbox denied ([`crate::sandbox::denial`]) ends with a note telling the
+//! model so and not to retry variants. When the permission mode asks before commands
+//! (`ask`, `auto-edit`) and an approver is there, the user is first asked whether to run
+//! it once more without the sandbox; if allowed, the result is that second run's.
 
 pub mod output;
 pub mod process;
@@ -14,23 +20,52 @@ use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
+use tokio_util::sync::CancellationToken;
+
 use self::output::CapturedOutput;
-use self::process::{run_command, CommandSpec, Termination};
+use self::process::{run_command, CommandOutcome, CommandSpec, Termination};
 use crate::capture::{Overflow, RawOutput};
 use crate::config::ToolEnv;
 use crate::permission::Action;
+use crate::sandbox::{self, denial::Denial, Confinement, SandboxConfig, SandboxMode};
 use crate::workspace::SPILL_DIR_VAR;
 
 /// `bash {command, timeout_ms?}`.
 pub struct BashTool {
     env: Arc<ToolEnv>,
+    description: String,
 }
 
 impl BashTool {
     /// The tool over `env`.
     pub fn new(env: Arc<ToolEnv>) -> Self {
-        Self { env }
+        let description = describe(env.sandbox.config());
+        Self { env, description }
     }
+}
+
+/// The tool description, with the sandbox's limits unless it is configured off.
+fn describe(sandbox: &SandboxConfig) -> String {
+    let mut text = String::from(
+        "Run a shell command with `bash -c` in the workspace root. stdout and stderr are \
+         returned interleaved, followed by the exit code. stdin is empty (no interactive \
+         programs). Long outputs are shortened and the full output saved to a file named \
+         at the end (`$PITH_SPILL_DIR/N.txt`; the variable is set for commands). The \
+         command and every process it started are ended at the timeout (default 120000 \
+         ms).",
+    );
+    if sandbox.mode != Some(SandboxMode::Off) {
+        text.push_str(
+            " Commands run in a sandbox: they cannot write outside the workspace (use \
+             $TMPDIR for temporary files) or read credentials such as ~/.ssh",
+        );
+        text.push_str(if sandbox.allow_network {
+            "."
+        } else {
+            ", and have no network (their own 127.0.0.1 only)."
+        });
+    }
+    text
 }
 
 #[derive(Deserialize)]
@@ -46,12 +81,7 @@ impl Tool for BashTool {
     }
 
     fn description(&self) -> &str {
-        "Run a shell command with `bash -c` in the workspace root. stdout and stderr are \
-         returned interleaved, followed by the exit code. stdin is empty (no interactive \
-         programs). Long outputs are shortened and the full output saved to a file named \
-         at the end (`$PITH_SPILL_DIR/N.txt`; the variable is set for commands). The \
-         command and every process it started are ended at the timeout (default 120000 \
-         ms)."
+        &self.description
     }
 
     fn parameters(&self) -> serde_json::Value {
@@ -117,10 +147,107 @@ impl Tool for BashTool {
             )
             .await?;
 
+        let mode = self.env.sandbox.mode_for(self.env.permissions.mode());
+        let confinement = self
+            .env
+            .sandbox
+            .prepare(
+                mode,
+                self.env.workspace.root(),
+                self.env.capture.spill_dir().path(),
+            )
+            .map_err(|err| ToolError::Failed(err.to_string()))?;
+        let network = confinement.as_ref().is_none_or(|c| c.network());
+        let outcome = self
+            .execute(&args.command, timeout, confinement, &ctx.cancel)
+            .await?;
+        if outcome.termination == Termination::Cancelled {
+            return Err(ToolError::Cancelled);
+        }
+        let Some(denial) = denial_in(&outcome, mode, network) else {
+            return self.finish(
+                &ctx.call_id,
+                &args.command,
+                timeout,
+                outcome,
+                notes,
+                Vec::new(),
+            );
+        };
+        if !self.env.permissions.offers_escalation() {
+            let after = vec![denial.note()];
+            return self.finish(&ctx.call_id, &args.command, timeout, outcome, notes, after);
+        }
+        let reason = format!(
+            "The sandbox ({}) denied it:\n{}",
+            denial.limits(),
+            denial.quoted()
+        );
+        let escalation = Action::RunUnsandboxed {
+            command: args.command.clone(),
+            reason,
+        };
+        match self
+            .env
+            .permissions
+            .authorize(escalation, &ctx.cancel)
+            .await
+        {
+            Ok(()) => {
+                notes.push(format!(
+                    "[the sandbox denied the first run of this command:\n{}\nThe user \
+                         allowed one run without the sandbox; this is its output]",
+                    denial.quoted()
+                ));
+                let outcome = self
+                    .execute(&args.command, timeout, None, &ctx.cancel)
+                    .await?;
+                self.finish(
+                    &ctx.call_id,
+                    &args.command,
+                    timeout,
+                    outcome,
+                    notes,
+                    Vec::new(),
+                )
+            }
+            Err(ToolError::Denied(why)) => {
+                let after = vec![
+                    denial.note(),
+                    format!("[running it without the sandbox was not allowed: {why}]"),
+                ];
+                self.finish(&ctx.call_id, &args.command, timeout, outcome, notes, after)
+            }
+            Err(other) => Err(other),
+        }
+    }
+}
+
+/// The sandbox denial visible in a run's output, if it ran sandboxed.
+fn denial_in(outcome: &CommandOutcome, mode: SandboxMode, network: bool) -> Option<Denial> {
+    let rendered = render_output(&outcome.output);
+    let text = match &rendered.tail {
+        Some(tail) => format!("{}\n{tail}", rendered.head),
+        None => rendered.head,
+    };
+    sandbox::denial::detect(&text, mode, network)
+}
+
+impl BashTool {
+    /// Runs `command` (confined when `confinement` is set) to its end.
+    async fn execute(
+        &self,
+        command: &str,
+        timeout: Duration,
+        confinement: Option<Confinement>,
+        cancel: &CancellationToken,
+    ) -> Result<CommandOutcome, ToolError> {
+        let limits = &self.env.limits;
         let spill = self.env.capture.spill_dir().clone();
         let spill_path = spill.path().as_os_str().to_owned();
+        let confined_mode = confinement.as_ref().map(Confinement::mode);
         let spec = CommandSpec {
-            command: args.command.clone(),
+            command: command.to_owned(),
             cwd: self.env.workspace.root().to_path_buf(),
             timeout,
             kill_grace: limits.bash_kill_grace,
@@ -134,23 +261,47 @@ impl Tool for BashTool {
             ),
             // Spill markers name files as `$PITH_SPILL_DIR/N.txt`.
             env_set: vec![(SPILL_DIR_VAR.to_owned(), spill_path)],
+            confinement,
         };
-        let outcome = run_command(spec, &ctx.cancel)
+        run_command(spec, cancel)
             .await
-            .map_err(|err| ToolError::Failed(format!("could not start bash: {err}")))?;
+            .map_err(|err| match confined_mode {
+                None => ToolError::Failed(format!("could not start bash: {err}")),
+                Some(mode) => ToolError::Failed(format!(
+                    "could not start bash in the `{mode}` sandbox: {err} (entering the network \
+                 namespace or applying the Landlock rules failed); the command was not run. \
+                 Allowing the network (`--allow-network`) skips the network namespace; \
+                 `--sandbox off` runs commands without the sandbox"
+                )),
+            })
+    }
 
+    /// The result the model sees for `outcome`: the output, then the `before` notes
+    /// (arguments, escalation), the status lines (exit code, …) and the `after` notes
+    /// (sandbox denial).
+    fn finish(
+        &self,
+        call_id: &str,
+        command: &str,
+        timeout: Duration,
+        outcome: CommandOutcome,
+        before: Vec<String>,
+        after: Vec<String>,
+    ) -> Result<ToolOutput, ToolError> {
+        let limits = &self.env.limits;
+        let mut status = before;
         let exit_code = match outcome.termination {
             Termination::Cancelled => return Err(ToolError::Cancelled),
             Termination::Exited(code) => {
-                notes.push(format!("[exit code: {code}]"));
+                status.push(format!("[exit code: {code}]"));
                 Some(code)
             }
             Termination::Signaled(signal) => {
-                notes.push(format!("[killed by signal {signal}]"));
+                status.push(format!("[killed by signal {signal}]"));
                 None
             }
             Termination::TimedOut => {
-                notes.push(format!(
+                status.push(format!(
                     "[timed out after {} ms; the command and all its processes were ended]",
                     timeout.as_millis()
                 ));
@@ -158,7 +309,7 @@ impl Tool for BashTool {
             }
         };
         if outcome.stragglers_killed {
-            notes.push(format!(
+            status.push(format!(
                 "[background processes still writing {} ms after the command exited were \
                  ended; redirect their output to a file to keep them running]",
                 limits.bash_drain_after_exit.as_millis()
@@ -167,22 +318,23 @@ impl Tool for BashTool {
         let output = &outcome.output;
         if let Some(spill) = &output.spill {
             if spill.discarded > 0 {
-                notes.push(format!(
+                status.push(format!(
                     "[output was {} bytes; only the first {} were saved]",
                     output.total_bytes, spill.written
                 ));
             }
         }
         if let Some(err) = &output.spill_error {
-            notes.push(format!("[the full output could not be saved: {err}]"));
+            status.push(format!("[the full output could not be saved: {err}]"));
         }
+        status.extend(after);
         let rendered = render_output(output);
-        let trailer = notes.join("\n");
+        let trailer = status.join("\n");
         let content = self.env.capture.finish(
-            &ctx.call_id,
+            call_id,
             RawOutput {
                 tool: "bash",
-                command: Some(&args.command),
+                command: Some(command),
                 exit_code,
                 text: &rendered.head,
                 overflow: rendered.tail.as_deref().map(|tail| Overflow {
@@ -258,5 +410,24 @@ pub fn render_output(output: &CapturedOutput) -> RenderedOutput {
         head: String::from_utf8_lossy(head).into_owned(),
         tail: Some(String::from_utf8_lossy(tail).into_owned()),
         omitted_lines: usize::try_from(omitted).unwrap_or(usize::MAX),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_description_states_the_sandbox_unless_it_is_off() {
+        let default = describe(&SandboxConfig::default());
+        assert!(
+            default.contains("cannot write outside the workspace"),
+            "{default}"
+        );
+        assert!(default.contains("no network"), "{default}");
+        let network = describe(&SandboxConfig::default().with_network(true));
+        assert!(!network.contains("no network"), "{network}");
+        let off = describe(&SandboxConfig::default().with_mode(Some(SandboxMode::Off)));
+        assert!(!off.contains("sandbox"), "{off}");
     }
 }

@@ -9,6 +9,9 @@
 //! longer than `drain_after_exit` after the shell itself exited. Background processes that
 //! redirected their output elsewhere (`server > log 2>&1 &`) are left running. Processes
 //! that leave the group on purpose (`setsid`) are out of reach by design.
+//!
+//! With a [`Confinement`] the shell starts inside the sandbox (`crate::sandbox`), which
+//! every process it starts inherits, and gets the sandbox's variables (`TMPDIR`).
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -22,6 +25,7 @@ use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::output::{CapturedOutput, OutputBuffer, SpillOpener};
+use crate::sandbox::Confinement;
 
 /// What to run and the limits to run it under.
 pub struct CommandSpec {
@@ -46,6 +50,8 @@ pub struct CommandSpec {
     pub env_remove: Vec<String>,
     /// Environment variables set for the command (after the removals).
     pub env_set: Vec<(String, std::ffi::OsString)>,
+    /// The sandbox to start the command in; `None` runs it unconfined.
+    pub confinement: Option<Confinement>,
 }
 
 /// How the command ended.
@@ -130,10 +136,16 @@ pub async fn run_command(
 ) -> io::Result<CommandOutcome> {
     let (reader, writer) = output_pipe()?;
     let writer_for_stderr = writer.try_clone()?;
-    let mut command = Command::new("bash");
+    let shell_args = ["-c", spec.command.as_str()];
+    let mut command = match &spec.confinement {
+        Some(confinement) => confinement.command("bash", &shell_args),
+        None => {
+            let mut command = Command::new("bash");
+            command.args(shell_args);
+            command
+        }
+    };
     command
-        .arg("-c")
-        .arg(&spec.command)
         .current_dir(&spec.cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
@@ -147,6 +159,9 @@ pub async fn run_command(
         command.env_remove(name);
     }
     for (name, value) in &spec.env_set {
+        command.env(name, value);
+    }
+    for (name, value) in spec.confinement.iter().flat_map(|c| c.env()) {
         command.env(name, value);
     }
     let mut child = command.spawn()?;

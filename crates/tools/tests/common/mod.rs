@@ -20,6 +20,7 @@ pub struct Fixture {
     pub dir: tempfile::TempDir,
     pub toolset: Toolset,
     pub registry: ToolRegistry,
+    spill: PathBuf,
     calls: AtomicUsize,
 }
 
@@ -33,6 +34,17 @@ impl Fixture {
         approver: Option<Arc<dyn Approver>>,
         limits: Limits,
     ) -> Self {
+        Self::build_with(mode, approver, limits, |_, config| config)
+    }
+
+    /// Like [`Fixture::build`], with `customize` changing the config last; it gets the
+    /// fixture's temporary directory (holding `root/` and `outside/`) to place files in.
+    pub fn build_with(
+        mode: PermissionMode,
+        approver: Option<Arc<dyn Approver>>,
+        limits: Limits,
+        customize: impl FnOnce(&Path, ToolsConfig) -> ToolsConfig,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("root")).unwrap();
         std::fs::create_dir(dir.path().join("outside")).unwrap();
@@ -42,12 +54,15 @@ impl Fixture {
         if let Some(approver) = approver {
             config = config.with_approver(approver);
         }
+        let config = customize(dir.path(), config);
+        let spill = config.spill_dir.clone();
         let toolset = Toolset::new(config).unwrap();
         let registry = toolset.registry();
         Self {
             dir,
             toolset,
             registry,
+            spill,
             calls: AtomicUsize::new(0),
         }
     }
@@ -61,7 +76,7 @@ impl Fixture {
     }
 
     pub fn spill_dir(&self) -> PathBuf {
-        self.dir.path().join("spill")
+        self.spill.clone()
     }
 
     pub fn write(&self, relative: &str, content: impl AsRef<[u8]>) -> PathBuf {

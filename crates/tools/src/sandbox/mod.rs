@@ -1,0 +1,481 @@
+//! The `bash` sandbox: commands confined by the kernel, so that a command run in
+//! `auto-edit` or `full` mode cannot write outside the workspace, read the user's keys or
+//! reach the network. User documentation: `docs/sandbox.md`.
+//!
+//! - [`SandboxMode`] — `read-only`, `workspace-write` or `off`; the default follows the
+//!   permission mode ([`SandboxMode::for_permission`]), [`SandboxConfig::mode`] overrides.
+//! - [`policy`] — what a sandboxed command may read and write (the deny list, the writable
+//!   roots), and the allow rules that express "read everywhere except …" for Landlock.
+//! - `landlock` (Linux) — the ruleset built before the fork, the kernel support check,
+//!   and the async-signal-safe steps run in the child between fork and exec.
+//! - `network` (Linux) — the session's user and network namespace (only a private
+//!   loopback), which sandboxed commands without network join.
+//! - `macos` — the Seatbelt profile for `sandbox-exec` (compiled on macOS only; untested).
+//! - [`denial`] — recognising a command the sandbox stopped, for the escalation path.
+//!
+//! The sandbox applies to `bash` only (not to hooks or MCP servers) and to every process
+//! the command starts: the restrictions are inherited across fork and exec and cannot be
+//! lifted by the command.
+
+pub mod denial;
+#[cfg(target_os = "linux")]
+mod landlock;
+#[cfg(any(target_os = "macos", test))]
+mod macos;
+#[cfg(target_os = "linux")]
+mod network;
+pub mod policy;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::{Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+use self::policy::{Policy, UserDirs};
+use crate::permission::PermissionMode;
+
+/// How far `bash` commands are confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxMode {
+    /// No writes anywhere except the sandbox's private temporary directory and the
+    /// session's spill directory; reads everywhere except the deny list.
+    #[serde(rename = "read-only")]
+    ReadOnly,
+    /// Writes in the workspace, the private temporary directory and the spill directory
+    /// only; reads everywhere except the deny list.
+    #[serde(rename = "workspace-write")]
+    WorkspaceWrite,
+    /// No sandbox: commands can do anything the user can.
+    #[serde(rename = "off")]
+    Off,
+}
+
+impl SandboxMode {
+    /// Every mode, from the most to the least confined.
+    pub const ALL: [SandboxMode; 3] = [Self::ReadOnly, Self::WorkspaceWrite, Self::Off];
+
+    /// The name users type (`read-only`, `workspace-write`, `off`), as in `--sandbox MODE`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::WorkspaceWrite => "workspace-write",
+            Self::Off => "off",
+        }
+    }
+
+    /// The default for a permission mode: `read-only` approval runs commands (where it
+    /// runs them at all) in `read-only`; `ask`, `auto-edit` and `full` in
+    /// `workspace-write`.
+    pub fn for_permission(mode: PermissionMode) -> Self {
+        match mode {
+            PermissionMode::ReadOnly => Self::ReadOnly,
+            PermissionMode::Ask | PermissionMode::AutoEdit | PermissionMode::Full => {
+                Self::WorkspaceWrite
+            }
+        }
+    }
+
+    /// True for the modes that confine commands.
+    pub fn is_sandboxed(self) -> bool {
+        self != Self::Off
+    }
+}
+
+impl fmt::Display for SandboxMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A sandbox mode name that is not one of `read-only | workspace-write | off`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown sandbox mode `{0}` (expected read-only, workspace-write or off)")]
+pub struct UnknownSandboxMode(pub String);
+
+impl FromStr for SandboxMode {
+    type Err = UnknownSandboxMode;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == s)
+            .ok_or_else(|| UnknownSandboxMode(s.to_owned()))
+    }
+}
+
+/// The sandbox settings of a session (the `--sandbox` / `--allow-network` flags and the
+/// `sandbox` config key, once the front-ends parse them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxConfig {
+    /// The mode; `None` follows the permission mode ([`SandboxMode::for_permission`]),
+    /// re-read at every command so a mode switch during the session takes effect.
+    pub mode: Option<SandboxMode>,
+    /// Let sandboxed commands use the network. Default `false`: they run in the
+    /// session's network namespace, whose only interface is a private loopback.
+    pub allow_network: bool,
+    /// Paths sandboxed commands may not read, in addition to the default deny list
+    /// ([`policy::default_deny_list`]). A leading `~/` is the home directory of
+    /// [`SandboxConfig::user_dirs`]; relative paths are relative to the workspace.
+    pub extra_deny: Vec<PathBuf>,
+    /// Directories `workspace-write` commands may also write (e.g. a shared build cache);
+    /// not writable in `read-only`. Same path rules as `extra_deny`.
+    pub extra_writable: Vec<PathBuf>,
+    /// The home and XDG directories the default deny list is computed from. Default: the
+    /// process environment. When `home` is set, sandboxed commands also get it as `HOME`,
+    /// so `~` means the same directory to the command and to the deny list.
+    pub user_dirs: UserDirs,
+    /// Pretend the kernel has this Landlock ABI version (0: none) instead of detecting
+    /// it. For tests of the refusal path; `None` (the default) detects.
+    pub assume_landlock_abi: Option<u32>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            mode: None,
+            allow_network: false,
+            extra_deny: Vec::new(),
+            extra_writable: Vec::new(),
+            user_dirs: UserDirs::from_env(),
+            assume_landlock_abi: None,
+        }
+    }
+}
+
+impl SandboxConfig {
+    /// Sets the mode explicitly (`None`: follow the permission mode).
+    pub fn with_mode(mut self, mode: Option<SandboxMode>) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Allows or forbids the network.
+    pub fn with_network(mut self, allow: bool) -> Self {
+        self.allow_network = allow;
+        self
+    }
+
+    /// Adds paths to the deny list.
+    pub fn with_extra_deny(mut self, paths: Vec<PathBuf>) -> Self {
+        self.extra_deny = paths;
+        self
+    }
+
+    /// Adds writable directories (`workspace-write` only).
+    pub fn with_extra_writable(mut self, paths: Vec<PathBuf>) -> Self {
+        self.extra_writable = paths;
+        self
+    }
+
+    /// Computes the deny list from these directories instead of the environment's.
+    pub fn with_user_dirs(mut self, dirs: UserDirs) -> Self {
+        self.user_dirs = dirs;
+        self
+    }
+}
+
+/// Why a sandboxed command could not be run. The message is meant for the model and the
+/// user: it says why and what to choose instead.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The kernel or the platform cannot enforce the sandbox.
+    #[error(
+        "bash runs in the `{mode}` sandbox, but {reason}; the command was not run. To run \
+         commands without the sandbox, start pith with `--sandbox off` (or set \
+         `sandbox = \"off\"` in the config)"
+    )]
+    Unsupported {
+        /// The mode that was asked for.
+        mode: SandboxMode,
+        /// What is missing.
+        reason: String,
+    },
+    /// Setting the sandbox up failed (a file system or kernel error).
+    #[error(
+        "could not set up the `{mode}` sandbox: {detail}; the command was not run. To run \
+         commands without the sandbox, start pith with `--sandbox off`"
+    )]
+    Setup {
+        /// The mode that was asked for.
+        mode: SandboxMode,
+        /// What failed.
+        detail: String,
+    },
+}
+
+/// The sandbox of one session: its settings and its private temporary directory.
+/// Shared by the session's `bash` calls through [`crate::ToolEnv`].
+#[derive(Debug)]
+pub struct Sandbox {
+    config: SandboxConfig,
+    temp: Mutex<Option<tempfile::TempDir>>,
+    platform: PlatformSession,
+}
+
+impl Sandbox {
+    /// The sandbox for `config`. Nothing is checked or created until the first command.
+    pub fn new(config: SandboxConfig) -> Self {
+        Self {
+            config,
+            temp: Mutex::new(None),
+            platform: PlatformSession::default(),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &SandboxConfig {
+        &self.config
+    }
+
+    /// The mode a command runs in under `permission`.
+    pub fn mode_for(&self, permission: PermissionMode) -> SandboxMode {
+        self.config
+            .mode
+            .unwrap_or_else(|| SandboxMode::for_permission(permission))
+    }
+
+    /// The private temporary directory (`TMPDIR` of sandboxed commands), created `0700`
+    /// on first use and removed with the session.
+    pub fn temp_dir(&self) -> io::Result<PathBuf> {
+        let mut temp = self.temp.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(dir) = temp.as_ref() {
+            if dir.path().is_dir() {
+                return Ok(dir.path().to_path_buf());
+            }
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("pith-tmp-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()?;
+        let path = dir.path().to_path_buf();
+        *temp = Some(dir);
+        Ok(path)
+    }
+
+    /// The kernel support the sandbox relies on, or why it is missing.
+    pub fn support(&self) -> Result<(), String> {
+        platform_support(self.config.assume_landlock_abi)
+    }
+
+    /// Everything a command needs to run in `mode` in `workspace` (canonical), with the
+    /// session's spill directory `spill`: `None` when `mode` is `off`.
+    pub fn prepare(
+        &self,
+        mode: SandboxMode,
+        workspace: &Path,
+        spill: &Path,
+    ) -> Result<Option<Confinement>, SandboxError> {
+        if !mode.is_sandboxed() {
+            return Ok(None);
+        }
+        self.support()
+            .map_err(|reason| SandboxError::Unsupported { mode, reason })?;
+        let setup = |what: &str, err: io::Error| SandboxError::Setup {
+            mode,
+            detail: format!("{what}: {err}"),
+        };
+        let temp = self
+            .temp_dir()
+            .map_err(|err| setup("creating the private temporary directory", err))?;
+        // The spill directory gets its rule only if it exists; a spill directory that
+        // cannot be created costs the command nothing but the spill file.
+        if let Err(err) = create_private_dir(spill) {
+            tracing::debug!(dir = %spill.display(), %err, "sandbox: no spill directory");
+        }
+        let policy = Policy::new(
+            mode,
+            &self.config,
+            &policy::Roots {
+                workspace,
+                spill,
+                temp: &temp,
+            },
+        );
+        let mut env = vec![("TMPDIR".to_owned(), OsString::from(&temp))];
+        if let Some(home) = &self.config.user_dirs.home {
+            env.push(("HOME".to_owned(), home.clone().into_os_string()));
+        }
+        let platform = self
+            .platform
+            .confinement(&policy, self.config.allow_network)
+            .map_err(|err| setup("preparing the sandbox", err))?;
+        Ok(Some(Confinement {
+            mode,
+            network: self.config.allow_network,
+            env,
+            platform,
+        }))
+    }
+}
+
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// A prepared sandbox for one command: how to start it confined.
+pub struct Confinement {
+    mode: SandboxMode,
+    network: bool,
+    env: Vec<(String, OsString)>,
+    platform: PlatformConfinement,
+}
+
+impl fmt::Debug for Confinement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Confinement")
+            .field("mode", &self.mode)
+            .field("network", &self.network)
+            .field("env", &self.env)
+            .finish()
+    }
+}
+
+impl Confinement {
+    /// The mode it enforces.
+    pub fn mode(&self) -> SandboxMode {
+        self.mode
+    }
+
+    /// True when the command may use the network.
+    pub fn network(&self) -> bool {
+        self.network
+    }
+
+    /// Variables set for the command (`TMPDIR`, and `HOME` when configured).
+    pub fn env(&self) -> &[(String, OsString)] {
+        &self.env
+    }
+
+    /// A command running `program args…` inside the sandbox.
+    pub fn command(&self, program: &str, args: &[&str]) -> tokio::process::Command {
+        self.platform.command(program, args)
+    }
+}
+
+#[cfg(target_os = "linux")]
+type PlatformConfinement = self::landlock::LinuxConfinement;
+
+#[cfg(target_os = "linux")]
+type PlatformSession = self::landlock::LinuxSession;
+
+#[cfg(target_os = "linux")]
+fn platform_support(assumed_abi: Option<u32>) -> Result<(), String> {
+    self::landlock::support(assumed_abi)
+}
+
+#[cfg(target_os = "macos")]
+type PlatformConfinement = self::macos::SeatbeltConfinement;
+
+#[cfg(target_os = "macos")]
+type PlatformSession = self::macos::SeatbeltSession;
+
+#[cfg(target_os = "macos")]
+fn platform_support(_assumed_abi: Option<u32>) -> Result<(), String> {
+    self::macos::support()
+}
+
+/// Platforms without a sandbox: sandboxed modes refuse to run commands.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+struct PlatformConfinement;
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+impl PlatformConfinement {
+    fn command(&self, program: &str, args: &[&str]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(program);
+        command.args(args);
+        command
+    }
+}
+
+/// Platforms without a sandbox: no session state.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+#[derive(Debug, Default)]
+struct PlatformSession;
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+impl PlatformSession {
+    fn confinement(
+        &self,
+        _policy: &Policy,
+        _allow_network: bool,
+    ) -> io::Result<PlatformConfinement> {
+        Err(io::Error::other("no sandbox on this platform"))
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+fn platform_support(_assumed_abi: Option<u32>) -> Result<(), String> {
+    Err("pith can sandbox commands on Linux (Landlock) and macOS (Seatbelt) only".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_names_round_trip_through_from_str_display_and_serde() {
+        for mode in SandboxMode::ALL {
+            assert_eq!(mode.as_str().parse::<SandboxMode>().unwrap(), mode);
+            assert_eq!(mode.to_string(), mode.as_str());
+            assert_eq!(
+                serde_json::to_string(&mode).unwrap(),
+                format!("\"{}\"", mode.as_str())
+            );
+        }
+        let err = "danger".parse::<SandboxMode>().unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("read-only, workspace-write or off"));
+    }
+
+    #[test]
+    fn the_default_mode_follows_the_permission_mode_and_an_override_wins() {
+        let sandbox = Sandbox::new(SandboxConfig::default());
+        assert_eq!(
+            sandbox.mode_for(PermissionMode::ReadOnly),
+            SandboxMode::ReadOnly
+        );
+        for mode in [
+            PermissionMode::Ask,
+            PermissionMode::AutoEdit,
+            PermissionMode::Full,
+        ] {
+            assert_eq!(sandbox.mode_for(mode), SandboxMode::WorkspaceWrite);
+        }
+        let off = Sandbox::new(SandboxConfig::default().with_mode(Some(SandboxMode::Off)));
+        assert_eq!(off.mode_for(PermissionMode::Full), SandboxMode::Off);
+    }
+
+    #[test]
+    fn off_needs_no_preparation() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(SandboxConfig {
+            assume_landlock_abi: Some(0),
+            ..SandboxConfig::default()
+        });
+        let prepared = sandbox
+            .prepare(SandboxMode::Off, dir.path(), &dir.path().join("spill"))
+            .unwrap();
+        assert!(prepared.is_none());
+    }
+
+    #[test]
+    fn the_private_temp_dir_is_created_once_and_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let sandbox = Sandbox::new(SandboxConfig::default());
+        let first = sandbox.temp_dir().unwrap();
+        assert_eq!(sandbox.temp_dir().unwrap(), first);
+        let mode = std::fs::metadata(&first).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        drop(sandbox);
+        assert!(!first.exists(), "removed with the session");
+    }
+}
