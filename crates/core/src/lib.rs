@@ -8,6 +8,7 @@
 
 pub mod budget;
 pub mod context;
+pub mod effect;
 pub mod events;
 pub mod format;
 pub mod message;
@@ -19,6 +20,7 @@ pub mod tokens;
 pub mod tool;
 
 pub use budget::ContextBudget;
+pub use effect::{FileAction, FileEffect};
 pub use events::{AutoCompaction, Discard, EventSink, LoopEvent, Usage};
 pub use message::{Message, Part, Role, ToolCall, ToolResult};
 pub use rewrite::{

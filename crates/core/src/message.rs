@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::effect::FileEffect;
+
 /// Who authored a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Role {
@@ -51,6 +53,21 @@ pub struct ToolResult {
     /// True when the tool failed or refused; the model sees the content as an error.
     #[serde(rename = "is_error", default)]
     pub is_error: bool,
+    /// What the call did to files (never sent to the model; the session ledger's facts).
+    #[serde(rename = "effects", default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<FileEffect>,
+}
+
+impl ToolResult {
+    /// A result without effects.
+    pub fn new(call_id: impl Into<String>, content: impl Into<String>, is_error: bool) -> Self {
+        Self {
+            call_id: call_id.into(),
+            content: content.into(),
+            is_error,
+            effects: Vec::new(),
+        }
+    }
 }
 
 /// One piece of a message.
@@ -129,11 +146,9 @@ impl Message {
     ) -> Self {
         Self {
             role: Role::Tool,
-            parts: vec![Part::ToolResult(ToolResult {
-                call_id: call_id.into(),
-                content: content.into(),
-                is_error,
-            })],
+            parts: vec![Part::ToolResult(ToolResult::new(
+                call_id, content, is_error,
+            ))],
         }
     }
 
@@ -245,14 +260,7 @@ mod tests {
         let part: Part =
             serde_json::from_value(json!({"type": "tool_result", "call_id": "x", "content": "ok"}))
                 .unwrap();
-        assert_eq!(
-            part,
-            Part::ToolResult(ToolResult {
-                call_id: "x".into(),
-                content: "ok".into(),
-                is_error: false
-            })
-        );
+        assert_eq!(part, Part::ToolResult(ToolResult::new("x", "ok", false)));
     }
 
     #[test]

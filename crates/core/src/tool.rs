@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
+use crate::effect::FileEffect;
 use crate::message::{ToolCall, ToolResult};
 pub use crate::prompts::TOOLS_DISABLED_DURING_COMPACTION;
 
@@ -50,6 +51,8 @@ pub struct ToolOutput {
     pub content: String,
     /// True when the outcome should be presented as an error (e.g. non-zero exit code).
     pub is_error: bool,
+    /// What the call did to files, for the session ledger (not shown to the model).
+    pub effects: Vec<FileEffect>,
 }
 
 impl ToolOutput {
@@ -58,6 +61,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: false,
+            effects: Vec::new(),
         }
     }
 
@@ -66,7 +70,14 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: true,
+            effects: Vec::new(),
         }
+    }
+
+    /// The same output with one more effect.
+    pub fn with_effect(mut self, effect: FileEffect) -> Self {
+        self.effects.push(effect);
+        self
     }
 }
 
@@ -204,11 +215,8 @@ impl ToolRegistry {
     /// Executes `call` and returns the result the model will see. Never fails: every
     /// problem becomes an error result.
     pub async fn execute(&self, call: &ToolCall, cancel: &CancellationToken) -> ToolResult {
-        let result = |content: String, is_error: bool| ToolResult {
-            call_id: call.id.clone(),
-            content,
-            is_error,
-        };
+        let result =
+            |content: String, is_error: bool| ToolResult::new(call.id.clone(), content, is_error);
         if self.deny_all {
             return result(TOOLS_DISABLED_DURING_COMPACTION.to_owned(), true);
         }
@@ -231,7 +239,10 @@ impl ToolRegistry {
             call_id: call.id.clone(),
         };
         match tool.run(call.arguments.clone(), &ctx).await {
-            Ok(output) => result(output.content, output.is_error),
+            Ok(output) => ToolResult {
+                effects: output.effects,
+                ..result(output.content, output.is_error)
+            },
             Err(err) => result(err.to_string(), true),
         }
     }
@@ -296,14 +307,7 @@ mod tests {
                 &CancellationToken::new(),
             )
             .await;
-        assert_eq!(
-            result,
-            ToolResult {
-                call_id: "call_1".into(),
-                content: "hi".into(),
-                is_error: false
-            }
-        );
+        assert_eq!(result, ToolResult::new("call_1", "hi", false));
         assert_eq!(echo.runs.load(Ordering::SeqCst), 1);
     }
 

@@ -109,11 +109,7 @@ mod tests {
 
     #[test]
     fn the_preview_shows_the_first_lines_and_counts_the_rest() {
-        let result = ToolResult {
-            call_id: "c".into(),
-            content: "a\nb\nc\nd\ne".into(),
-            is_error: false,
-        };
+        let result = ToolResult::new("c", "a\nb\nc\nd\ne", false);
         assert_eq!(
             result_preview(&result),
             vec!["a", "b", "c", "… 2 more lines"]

@@ -29,11 +29,7 @@ fn part() -> impl Strategy<Value = Part> {
             arguments: serde_json::json!({ "command": arg }),
         })),
         (text(), text(), any::<bool>()).prop_map(|(call_id, content, is_error)| {
-            Part::ToolResult(ToolResult {
-                call_id,
-                content,
-                is_error,
-            })
+            Part::ToolResult(ToolResult::new(call_id, content, is_error))
         }),
     ]
 }

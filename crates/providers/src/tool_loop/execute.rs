@@ -29,11 +29,11 @@ pub(crate) async fn execute_calls(
         }
         let outcomes = futures::future::join_all(group.iter().map(|call| async move {
             if cancel.is_cancelled() {
-                return ToolResult {
-                    call_id: call.id.clone(),
-                    content: "cancelled before it ran".to_owned(),
-                    is_error: true,
-                };
+                return ToolResult::new(
+                    call.id.clone(),
+                    "cancelled before it ran".to_owned(),
+                    true,
+                );
             }
             let started = Instant::now();
             let result = tools.execute(call, cancel).await;

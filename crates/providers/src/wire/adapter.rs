@@ -251,11 +251,9 @@ pub(crate) mod tests {
         tool_with_text.parts.push(Part::Text {
             text: "a note in the tool message".into(),
         });
-        tool_with_text.parts.push(Part::ToolResult(ToolResult {
-            call_id: "c4".into(),
-            content: "four".into(),
-            is_error: false,
-        }));
+        tool_with_text
+            .parts
+            .push(Part::ToolResult(ToolResult::new("c4", "four", false)));
         let conversations: Vec<Vec<Message>> = vec![
             vec![],
             vec![Message::user("hi \"quoted\" \u{1F600}\n\ttab \\ </script>")],
