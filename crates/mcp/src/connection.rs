@@ -365,14 +365,37 @@ impl ConfiguredConnector {
             return Err(format!("cannot start `{command}`: no pipes"));
         };
         let pid = child.id();
-        tokio::spawn(collect_stderr(stderr, diagnostics.clone()));
+        let stderr_done = tokio::spawn(collect_stderr(stderr, diagnostics.clone()));
         let guard = ChildGuard {
             child: Mutex::new(child),
             pid,
         };
-        match Connection::over(stdout, stdin, Some(guard), diagnostics).await {
-            Ok(connection) => Ok(connection),
-            Err(error) => Err(error),
+        match Connection::over(stdout, stdin, None, diagnostics.clone()).await {
+            Ok(mut connection) => {
+                connection.child = Some(guard);
+                Ok(connection)
+            }
+            Err(error) => {
+                // A server that dies at start-up usually says why on stderr: wait a moment
+                // for it to exit and for its last words.
+                let mut status = None;
+                for _ in 0..50 {
+                    status = guard.exit_status();
+                    if status.is_some() {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                let _ =
+                    tokio::time::timeout(std::time::Duration::from_millis(500), stderr_done).await;
+                Err(match status {
+                    Some(status) => format!(
+                        "`{command}` exited during the MCP handshake ({status}).{}",
+                        diagnostics.explain()
+                    ),
+                    None => error,
+                })
+            }
         }
     }
 
