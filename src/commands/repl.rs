@@ -29,6 +29,7 @@ pub fn run(args: ReplArgs) -> Result<()> {
         max_turns: None,
         session,
         cwd,
+        trust_project: false,
     };
     pith_repl::run(overrides).map_err(|error| {
         ExitError {
