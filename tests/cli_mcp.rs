@@ -416,3 +416,81 @@ fn server_everything_through_pith_run_with_and_without_deferral() {
         .unwrap_or_default()
         .contains("ping"));
 }
+
+/// A child process killed when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+#[ignore = "needs @modelcontextprotocol/server-everything (npm): .ci/run installs it and sets PITH_TEST_MCP_EVERYTHING"]
+fn server_everything_over_streamable_http_with_a_header_from_the_environment() {
+    let program = required_program(
+        "PITH_TEST_MCP_EVERYTHING",
+        "the mcp-server-everything program",
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let _http_server = Killed(
+        std::process::Command::new(&program)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("server-everything starts"),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the HTTP server never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let sandbox = Sandbox::new();
+    write_config(
+        &sandbox,
+        &format!(
+            "[mcp_servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\nenv_http_headers = {{ \"X-Pith-Test\" = \"PITH_TEST_HEADER\" }}\n"
+        ),
+    );
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("").with_tool_call("mcp__web__echo", json!({"message": "over http"})),
+        Turn::text("Done."),
+    ]))
+    .unwrap();
+    let output = sandbox
+        .pith(Some(&server))
+        .env("PITH_TEST_HEADER", "from-the-environment")
+        .args(["run", "--model", MODEL, "--approval", "full", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let results = tool_results(&sandbox);
+    let echo = results[0]["content"].as_str().unwrap_or_default();
+    assert!(echo.contains("over http"), "{echo}");
+
+    // Without the variable the server cannot start, and says which variable is missing.
+    let missing = Sandbox::new();
+    write_config(
+        &missing,
+        &format!(
+            "[mcp_servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\nbearer_token_env_var = \"PITH_TEST_UNSET_TOKEN\"\n"
+        ),
+    );
+    let output = missing.pith(None).args(["mcp", "list"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout(&output).contains("PITH_TEST_UNSET_TOKEN is not set"),
+        "{}",
+        stdout(&output)
+    );
+}
