@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ServerJsonRpcMessage};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -199,6 +199,12 @@ where
         if serde_json::from_slice::<serde::de::IgnoredAny>(text).is_err() {
             diagnostics.note_malformed(&String::from_utf8_lossy(text));
             continue;
+        }
+        // JSON that is not a message rmcp can read (a tool list with a schema that is not
+        // an object, say) is passed on for rmcp to answer, and named here: rmcp drops it,
+        // so the request it answered would otherwise just time out.
+        if let Err(error) = serde_json::from_slice::<ServerJsonRpcMessage>(text) {
+            diagnostics.note_malformed(&format!("{error}: {}", String::from_utf8_lossy(text)));
         }
         if out.write_all(text).await.is_err() || out.write_all(b"\n").await.is_err() {
             break;
@@ -486,20 +492,24 @@ mod tests {
 
     #[tokio::test]
     async fn the_line_filter_passes_json_and_counts_the_rest() {
-        let input: &[u8] = b"{\"jsonrpc\":\"2.0\"}\nStarting server...\n\n{broken\r\n[1,2]\r\n";
+        let input: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\nStarting server...\n\n{broken\r\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\r\n[1,2]\n";
         let (mut read_side, write_side) = tokio::io::duplex(1024);
         let diagnostics = Arc::new(Diagnostics::default());
         filter_lines(input, write_side, diagnostics.clone()).await;
         let mut out = String::new();
         read_side.read_to_string(&mut out).await.unwrap();
-        assert_eq!(out, "{\"jsonrpc\":\"2.0\"}\n[1,2]\n");
+        assert_eq!(
+            out,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n[1,2]\n",
+            "JSON goes on (rmcp answers what it cannot read), the rest is dropped"
+        );
         assert_eq!(
             diagnostics.malformed(),
-            (2, Some("Starting server...".into()))
+            (3, Some("Starting server...".into()))
         );
         assert!(diagnostics
             .explain()
-            .contains("2 line(s) that are not JSON-RPC"));
+            .contains("3 line(s) that are not JSON-RPC"));
     }
 
     #[test]

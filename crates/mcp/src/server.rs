@@ -200,26 +200,34 @@ impl McpServer {
 
     async fn connect_and_list(&self) -> Result<(Connection, Vec<RemoteTool>), String> {
         let timeout = self.config.startup_timeout;
-        let attempt = async {
-            let connection = self.connector.connect().await?;
-            let tools = connection
-                .service()
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|e| {
-                    format!(
-                        "listing its tools failed: {e}.{}",
-                        connection.diagnostics().explain()
-                    )
-                })?;
-            Ok::<_, String>((connection, tools))
-        };
-        match tokio::time::timeout(timeout, attempt).await {
-            Ok(outcome) => outcome,
-            Err(_) => Err(format!(
+        let deadline = Instant::now() + timeout;
+        let late = || {
+            format!(
                 "it did not start within {} s (startup_timeout_s)",
                 timeout.as_secs_f64()
+            )
+        };
+        let connection = match tokio::time::timeout(timeout, self.connector.connect()).await {
+            Ok(connection) => connection?,
+            Err(_) => return Err(late()),
+        };
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let listing = connection.service().peer().list_all_tools();
+        match tokio::time::timeout(remaining, listing).await {
+            Ok(Ok(tools)) => Ok((connection, tools)),
+            Ok(Err(ServiceError::UnexpectedResponse)) => Err(format!(
+                "its answer to tools/list is not a valid MCP tool list.{}",
+                connection.diagnostics().explain()
+            )),
+            Ok(Err(error)) => Err(format!(
+                "listing its tools failed: {}.{}",
+                error.to_string().trim_end_matches('.'),
+                connection.diagnostics().explain()
+            )),
+            Err(_) => Err(format!(
+                "{}: it did not list its tools.{}",
+                late(),
+                connection.diagnostics().explain()
             )),
         }
     }

@@ -287,7 +287,7 @@ async fn read_only_mode_runs_only_tools_the_server_marks_read_only() {
 
 #[tokio::test]
 async fn garbage_instead_of_a_result_is_named_in_the_error() {
-    let hub = hub("garbage", Garbage, |c| {
+    let hub = hub("garbage", Garbage { bad_list: false }, |c| {
         c.tool_timeout = Duration::from_millis(400)
     })
     .await;
@@ -300,6 +300,21 @@ async fn garbage_instead_of_a_result_is_named_in_the_error() {
             && result.content.contains("this is not JSON-RPC {"),
         "{}",
         result.content
+    );
+}
+
+#[tokio::test]
+async fn a_tool_list_that_is_not_valid_mcp_fails_the_start_up_and_says_why() {
+    let hub = hub("badlist", Garbage { bad_list: true }, |c| {
+        c.startup_timeout = Duration::from_millis(600)
+    })
+    .await;
+    let notices = hub.take_notices().await.join("\n");
+    assert!(
+        notices.contains(
+            "`badlist` failed to start: its answer to tools/list is not a valid MCP tool list."
+        ),
+        "{notices}"
     );
 }
 

@@ -200,13 +200,21 @@ impl Connect for InProcess {
 }
 
 /// A server that answers the handshake and the tool list correctly, then writes garbage
-/// instead of a `tools/call` result.
-pub struct Garbage;
+/// instead of a `tools/call` result; with `bad_list`, its tool list is JSON that is not
+/// a valid MCP message (a schema that is a string).
+pub struct Garbage {
+    pub bad_list: bool,
+}
 
 #[async_trait]
 impl Connect for Garbage {
     async fn connect(&self) -> Result<Connection, String> {
         let (client_side, server_side) = tokio::io::duplex(1 << 16);
+        let schema = if self.bad_list {
+            json!("not a schema")
+        } else {
+            json!({"type": "object"})
+        };
         tokio::spawn(async move {
             let (read, mut write) = tokio::io::split(server_side);
             let mut lines = BufReader::new(read).lines();
@@ -223,7 +231,7 @@ impl Connect for Garbage {
                     }})
                     .to_string(),
                     Some("tools/list") => json!({"jsonrpc": "2.0", "id": id, "result": {
-                        "tools": [{"name": "ask", "description": "Asks.", "inputSchema": {"type": "object"}}]
+                        "tools": [{"name": "ask", "description": "Asks.", "inputSchema": schema}]
                     }})
                     .to_string(),
                     Some("tools/call") => "this is not JSON-RPC {".to_owned(),
