@@ -272,6 +272,22 @@ fn deferred_definitions_give_a_catalog_and_loaded_tools_join_the_end_of_the_list
     );
     assert_eq!(names(&second[first.len()..]), ["mcp__fake__echo"]);
     assert_eq!(tool_results(&sandbox)[1]["content"], json!("loaded"));
+
+    // Loaded tools stay loaded for the session: a continued session advertises them
+    // from its first request, in the same place.
+    let session = sandbox
+        .only_transcript()
+        .parent()
+        .and_then(|dir| dir.file_name())
+        .map(|name| name.to_string_lossy().into_owned())
+        .expect("a session directory");
+    let continued = TestServer::start(Script::anthropic([Turn::text("Still here.")])).unwrap();
+    let output = sandbox.run(
+        &continued,
+        &["--model", MODEL, "--session", &session, "again"],
+    );
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert_eq!(advertised(&continued, 0), second);
 }
 
 #[test]
