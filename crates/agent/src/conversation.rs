@@ -266,7 +266,7 @@ impl Conversation {
             };
         }
         self.unused = false;
-        self.install_mcp_tools(sink, cancel).await;
+        self.prepare_mcp_tools(sink, cancel).await;
         // Edits to AGENTS.md or PITH.md apply from the next turn; an unchanged prompt
         // stays byte-identical for the prompt cache.
         let prompt = self.settings.system_prompt(&self.cwd);
@@ -306,8 +306,13 @@ impl Conversation {
 
     /// Waits for the MCP servers to start (each within its start-up timeout), tells
     /// `sink` about those that failed, and installs their tools into the loop's registry,
-    /// once per loop. Runs before every turn; free once done.
-    async fn install_mcp_tools(&mut self, sink: &mut dyn EventSink, cancel: &CancellationToken) {
+    /// once per loop. [`Conversation::run_turn`] does it first; a front-end may do it
+    /// earlier (e.g. for `/context`). Free once done.
+    pub async fn prepare_mcp_tools(
+        &mut self,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) {
         let Some(hub) = self.mcp.clone() else {
             return;
         };

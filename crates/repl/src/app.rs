@@ -226,7 +226,23 @@ impl App {
             Command::Exit => return Flow::Exit,
             Command::Help => self.help(),
             Command::Compact { focus } => runtime.block_on(self.compact(focus)),
-            Command::Context => self.context_report(),
+            Command::Context => {
+                // MCP tools are installed before the first turn; /context shows them
+                // even before it.
+                let mut notices: Vec<pith_core::LoopEvent> = Vec::new();
+                runtime.block_on(
+                    self.conversation.prepare_mcp_tools(
+                        &mut notices,
+                        &tokio_util::sync::CancellationToken::new(),
+                    ),
+                );
+                for event in notices {
+                    if let pith_core::LoopEvent::Notice(text) = event {
+                        self.screen.message(Tone::Dim, &text);
+                    }
+                }
+                self.context_report()
+            }
             Command::Sessions => self.sessions(),
             Command::Resume { id } => self.resume(&id),
             Command::Clear => self.clear(),
