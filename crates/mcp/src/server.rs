@@ -67,8 +67,8 @@ pub enum CallError {
     Timeout {
         /// Server name.
         server: String,
-        /// The timeout.
-        seconds: u64,
+        /// The timeout, in seconds (`60`, `0.3`).
+        seconds: String,
         /// What the server said outside the protocol.
         detail: String,
     },
@@ -204,7 +204,7 @@ impl McpServer {
         let late = || {
             format!(
                 "it did not start within {} s (startup_timeout_s)",
-                timeout.as_secs_f64()
+                seconds(timeout)
             )
         };
         let connection = match tokio::time::timeout(timeout, self.connector.connect()).await {
@@ -298,7 +298,7 @@ impl McpServer {
             Ok(Ok(result)) => Ok(result),
             Err(_) => Err(CallError::Timeout {
                 server,
-                seconds: timeout.as_secs().max(1),
+                seconds: seconds(timeout),
                 detail: connection.diagnostics().explain(),
             }),
             Ok(Err(ServiceError::McpError(error))) => Err(CallError::Protocol {
@@ -340,6 +340,15 @@ impl McpServer {
     pub async fn shut_down(&self) {
         let mut state = self.state.lock().await;
         state.connection = None;
+    }
+}
+
+/// `60`, `0.5`: a duration as configured.
+fn seconds(duration: Duration) -> String {
+    if duration.subsec_millis() == 0 {
+        duration.as_secs().to_string()
+    } else {
+        format!("{:.1}", duration.as_secs_f64())
     }
 }
 
