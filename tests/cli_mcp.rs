@@ -155,6 +155,12 @@ fn a_server_crashing_mid_call_is_a_tool_error_and_is_restarted_on_the_next_call(
         "its stderr is quoted: {crash}"
     );
     assert_eq!(results[1]["content"], json!("back"));
+    let warnings = stderr(&output);
+    assert!(
+        warnings.contains("pith: MCP server `fake` crashed during the call")
+            && warnings.contains("pith: MCP server `fake` was restarted after a crash"),
+        "the user is warned too: {warnings}"
+    );
 }
 
 #[test]

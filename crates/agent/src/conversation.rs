@@ -282,6 +282,12 @@ impl Conversation {
             };
             self.agent.run_turn(user, &mut recording, cancel).await
         };
+        // MCP failures during the turn: the model had each as a tool error; tell the user.
+        if let Some(hub) = &self.mcp {
+            for notice in hub.take_notices().await {
+                sink.emit(LoopEvent::Notice(notice));
+            }
+        }
         let (summary, error) = match result {
             Ok(summary) => (summary, None),
             Err(failure) => (failure.summary, Some(failure.error)),

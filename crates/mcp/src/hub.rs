@@ -144,11 +144,17 @@ impl McpHub {
         let _ = started.wait_for(|done| *done).await;
     }
 
-    /// Warnings for the user not shown yet: servers that failed to start, tools left out.
-    /// Each is returned once. Call after [`McpHub::wait_started`].
+    /// Warnings for the user not shown yet: servers that failed to start, tools left out,
+    /// then failed calls and restarts. Each is returned once. Call after
+    /// [`McpHub::wait_started`].
     pub async fn take_notices(&self) -> Vec<String> {
         self.specs_once().await;
-        std::mem::take(&mut *self.notices.lock().unwrap_or_else(PoisonError::into_inner))
+        let mut notices =
+            std::mem::take(&mut *self.notices.lock().unwrap_or_else(PoisonError::into_inner));
+        for server in &self.servers {
+            notices.extend(server.take_warnings());
+        }
+        notices
     }
 
     /// The offered tools of every started server with their model names, sorted by name,

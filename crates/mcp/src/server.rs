@@ -100,6 +100,8 @@ pub struct McpServer {
     /// definitions the model has seen never change).
     tools: std::sync::Mutex<Option<Vec<RemoteTool>>>,
     startup: std::sync::Mutex<Option<Duration>>,
+    /// Warnings for the user since they were last taken (a call's failure, a restart).
+    warnings: std::sync::Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -128,7 +130,26 @@ impl McpServer {
             }),
             tools: std::sync::Mutex::new(None),
             startup: std::sync::Mutex::new(None),
+            warnings: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    fn warn(&self, text: String) {
+        self.warnings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(text);
+    }
+
+    /// Warnings for the user since the last call: failed calls, restarts. The model got
+    /// each failure as its tool error already.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(
+            &mut *self
+                .warnings
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// Its configuration.
@@ -248,6 +269,10 @@ impl McpServer {
                         "it crashed again after a restart ({exit}); not restarted again in this session"
                     ));
                     state.connection = None;
+                    self.warn(format!(
+                        "MCP server `{}` crashed again after its restart; its tools are unavailable for the rest of the session.",
+                        self.config.name
+                    ));
                     return Err(unavailable(state.status.to_string()));
                 }
                 tracing::warn!(server = %self.config.name, %exit, "restarting crashed MCP server");
@@ -258,11 +283,19 @@ impl McpServer {
                         let connection = Arc::new(connection);
                         state.connection = Some(connection.clone());
                         state.status = Status::Ready;
+                        self.warn(format!(
+                            "MCP server `{}` was restarted after a crash ({exit}).",
+                            self.config.name
+                        ));
                         Ok(connection)
                     }
                     Err(reason) => {
                         state.status = Status::Failed(format!(
                             "it crashed ({exit}) and its restart failed: {reason}"
+                        ));
+                        self.warn(format!(
+                            "MCP server `{}`: {}",
+                            self.config.name, state.status
                         ));
                         Err(unavailable(state.status.to_string()))
                     }
@@ -275,8 +308,27 @@ impl McpServer {
     }
 
     /// Calls its tool `tool` (the server's own name) with `arguments`, within the tool
-    /// timeout. `cancel` abandons the call.
+    /// timeout. `cancel` abandons the call. A crash, a timeout or a protocol error is
+    /// also kept as a warning for the user ([`McpServer::take_warnings`]).
     pub async fn call(
+        &self,
+        tool: &str,
+        arguments: JsonObject,
+        cancel: &CancellationToken,
+    ) -> Result<CallToolResult, CallError> {
+        let outcome = self.call_once(tool, arguments, cancel).await;
+        if let Err(
+            error @ (CallError::Crashed { .. }
+            | CallError::Timeout { .. }
+            | CallError::Protocol { .. }),
+        ) = &outcome
+        {
+            self.warn(format!("{error} (tool `{tool}`)"));
+        }
+        outcome
+    }
+
+    async fn call_once(
         &self,
         tool: &str,
         arguments: JsonObject,

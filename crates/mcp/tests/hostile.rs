@@ -139,6 +139,12 @@ async fn a_crash_mid_call_is_an_error_and_the_server_is_restarted_once() {
     )
     .await;
     assert_eq!(echo.content, "back", "restarted on the next call");
+    let warnings = hub.take_notices().await.join("\n");
+    assert!(
+        warnings.contains("crashed during the call")
+            && warnings.contains("was restarted after a crash"),
+        "the user is told too: {warnings}"
+    );
     assert_eq!(connects.load(Ordering::SeqCst), 2);
     assert_eq!(hub.servers()[0].status().await, Status::Ready);
     let again = call(&fixture.registry, "mcp__hostile__crash", json!({})).await;
