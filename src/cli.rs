@@ -75,6 +75,8 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// Render a recorded session transcript.
     Replay(ReplayArgs),
+    /// MCP servers: `pith mcp list`.
+    Mcp(McpArgs),
 }
 
 /// Arguments of a command whose issue has not landed yet (accepted, then refused).
@@ -218,6 +220,36 @@ pub struct RunArgs {
     /// Workspace directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Start the MCP servers of the project's .mcp.json even if it is not trusted yet
+    /// (for this run only; nothing is recorded).
+    #[arg(long)]
+    pub trust_project: bool,
+}
+
+/// `pith mcp …`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: McpCommand,
+}
+
+/// MCP subcommands.
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start the configured MCP servers and show each one's status, tool count and
+    /// definition tokens.
+    List {
+        /// Include the project's .mcp.json even if it is not trusted yet.
+        #[arg(long)]
+        trust_project: bool,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Workspace directory (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+    },
 }
 
 /// Output formats of `pith run`.

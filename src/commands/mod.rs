@@ -1,6 +1,7 @@
 //! Command implementations that belong to the binary itself (thin glue over the crates).
 
 pub mod compress;
+pub mod mcp;
 pub mod repl;
 pub mod replay;
 pub mod run;

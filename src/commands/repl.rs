@@ -31,6 +31,7 @@ pub fn run(args: ReplArgs) -> Result<()> {
         allow_network: args.allow_network,
         session,
         cwd,
+        trust_project: false,
     };
     pith_repl::run(overrides).map_err(|error| {
         ExitError {

@@ -60,6 +60,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             None => SessionChoice::New,
         },
         cwd,
+        trust_project: args.trust_project,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -62,6 +62,10 @@ enum Task {
         /// print it; the report is not written. For iterating on the loop's cost.
         #[arg(long)]
         loop_only: bool,
+        /// Only measure `pith run` until its first request, without and with MCP servers,
+        /// and print it; the report is not written.
+        #[arg(long)]
+        startup_only: bool,
     },
     /// SIGKILL a session writer at random instants and check every transcript.
     Crash {
@@ -129,12 +133,16 @@ fn main() -> Result<()> {
             sessions,
             output,
             loop_only,
+            startup_only,
         } => {
             if rerun_in_release()? {
                 return Ok(());
             }
             if loop_only {
                 return bench::run_loop_only(quick);
+            }
+            if startup_only {
+                return bench::run_startup_only(quick);
             }
             bench::run(&bench::BenchOptions {
                 quick,

@@ -20,7 +20,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pith_core::{ContextBudget, EventSink, Message, RequestEstimate, TokenCounter};
+use pith_core::{ContextBudget, EventSink, LoopEvent, Message, RequestEstimate, TokenCounter};
+use pith_mcp::McpHub;
 use pith_providers::models::config::Config;
 use pith_providers::{AgentLoop, LoopError, ManualCompaction, TurnSummary};
 use pith_session::{
@@ -157,6 +158,12 @@ pub struct Conversation {
     /// Created by this process and still without a user message: removed when left.
     unused: bool,
     agent: AgentLoop,
+    /// The tools of `agent` (MCP tools are installed into its registry).
+    toolset: Toolset,
+    /// The conversation's MCP servers, shared by every loop it builds.
+    mcp: Option<Arc<McpHub>>,
+    /// The MCP tools are in `agent`'s registry.
+    mcp_installed: bool,
 }
 
 impl Conversation {
@@ -176,6 +183,9 @@ impl Conversation {
         let store =
             SessionStore::from_lookup(frontend.env.as_ref()).map_err(ConversationError::usage)?;
         let mut notices = Vec::new();
+        let servers =
+            crate::mcp::configured_servers(&cwd, &config, &frontend.env, overrides.trust_project)?;
+        notices.extend(servers.notices);
         let query = match &overrides.session {
             SessionChoice::New => None,
             SessionChoice::Resume(query) => Some(query.clone()),
@@ -214,7 +224,8 @@ impl Conversation {
                 true,
             ),
         };
-        let agent = build_agent(&cwd, &settings, &frontend, &mut session, history)?;
+        let (agent, toolset) = build_agent(&cwd, &settings, &frontend, &mut session, history)?;
+        let mcp = crate::mcp::start(servers.servers, &frontend.env, &cwd);
         Ok(Opened {
             value: Conversation {
                 cwd,
@@ -226,6 +237,9 @@ impl Conversation {
                 session,
                 unused,
                 agent,
+                toolset,
+                mcp,
+                mcp_installed: false,
             },
             notices,
             resumed: records,
@@ -252,6 +266,7 @@ impl Conversation {
             };
         }
         self.unused = false;
+        self.prepare_mcp_tools(sink, cancel).await;
         // Edits to AGENTS.md or PITH.md apply from the next turn; an unchanged prompt
         // stays byte-identical for the prompt cache.
         let prompt = self.settings.system_prompt(&self.cwd);
@@ -267,6 +282,12 @@ impl Conversation {
             };
             self.agent.run_turn(user, &mut recording, cancel).await
         };
+        // MCP failures during the turn: the model had each as a tool error; tell the user.
+        if let Some(hub) = &self.mcp {
+            for notice in hub.take_notices().await {
+                sink.emit(LoopEvent::Notice(notice));
+            }
+        }
         let (summary, error) = match result {
             Ok(summary) => (summary, None),
             Err(failure) => (failure.summary, Some(failure.error)),
@@ -287,6 +308,60 @@ impl Conversation {
             error: error.map(TurnError::Loop),
             record_error,
         }
+    }
+
+    /// Waits for the MCP servers to start (each within its start-up timeout), tells
+    /// `sink` about those that failed, and installs their tools into the loop's registry,
+    /// once per loop. [`Conversation::run_turn`] does it first; a front-end may do it
+    /// earlier (e.g. for `/context`). Free once done.
+    pub async fn prepare_mcp_tools(
+        &mut self,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) {
+        let Some(hub) = self.mcp.clone() else {
+            return;
+        };
+        if self.mcp_installed {
+            return;
+        }
+        tokio::select! {
+            () = hub.wait_started() => {}
+            () = cancel.cancelled() => return,
+        }
+        for notice in hub.take_notices().await {
+            sink.emit(LoopEvent::Notice(notice));
+        }
+        let budget = self.settings.budget.input_budget
+            * u64::from(self.settings.context.mcp_defer_percent)
+            / 100;
+        let registry = self.toolset.registry();
+        let counter = self.agent.counter().clone();
+        let installed = hub
+            .install(&registry, self.toolset.env(), budget, counter.as_ref())
+            .await;
+        if installed.deferred {
+            pith_mcp::reload_from_history(&registry.loader(), self.agent.history());
+        }
+        self.mcp_installed = true;
+    }
+
+    /// Tokens of the MCP tool definitions the next request advertises (the loader and
+    /// its catalog included): the `/context` row.
+    pub fn mcp_definition_tokens(&self) -> usize {
+        let definitions: Vec<_> = self
+            .agent
+            .tools()
+            .definitions()
+            .into_iter()
+            .filter(|d| pith_mcp::is_mcp_definition(&d.name))
+            .collect();
+        pith_core::tokens::count_tools(self.agent.counter().as_ref(), &definitions)
+    }
+
+    /// The conversation's MCP servers, if any are configured.
+    pub fn mcp(&self) -> Option<&Arc<McpHub>> {
+        self.mcp.as_ref()
     }
 
     /// Manual compaction (`/compact [focus]`): the summary streams to `sink`; on success
@@ -319,7 +394,7 @@ impl Conversation {
             Settings::resolve(&overrides, None, &self.config, self.frontend.env.as_ref())
                 .map_err(ConversationError::usage)?;
         let history = self.agent.history().to_vec();
-        let agent = build_agent(
+        let (agent, toolset) = build_agent(
             &self.cwd,
             &settings,
             &self.frontend,
@@ -330,6 +405,8 @@ impl Conversation {
         self.overrides = overrides;
         self.settings = settings;
         self.agent = agent;
+        self.toolset = toolset;
+        self.mcp_installed = false;
         Ok(notices)
     }
 
@@ -337,14 +414,14 @@ impl Conversation {
     /// closed, and removed if it was never used.
     pub fn clear(&mut self) -> Result<(), ConversationError> {
         let mut session = create_session(&self.store, &self.cwd, &self.settings)?;
-        let agent = build_agent(
+        let built = build_agent(
             &self.cwd,
             &self.settings,
             &self.frontend,
             &mut session,
             Vec::new(),
         )?;
-        self.replace_session(session, agent, true);
+        self.replace_session(session, built, true);
         Ok(())
     }
 
@@ -375,7 +452,7 @@ impl Conversation {
             self.frontend.env.as_ref(),
         )
         .map_err(ConversationError::usage)?;
-        let agent = build_agent(
+        let built = build_agent(
             &self.cwd,
             &settings,
             &self.frontend,
@@ -385,7 +462,7 @@ impl Conversation {
         let mut notices = settings.notices.clone();
         notices.extend(resumed.warnings.iter().map(|w| format!("warning: {w}")));
         self.settings = settings;
-        self.replace_session(resumed.session, agent, false);
+        self.replace_session(resumed.session, built, false);
         Ok(Opened {
             value: (),
             notices,
@@ -393,10 +470,11 @@ impl Conversation {
         })
     }
 
-    fn replace_session(&mut self, session: Session, agent: AgentLoop, unused: bool) {
+    fn replace_session(&mut self, session: Session, built: (AgentLoop, Toolset), unused: bool) {
         let previous = std::mem::replace(&mut self.session, session);
         let was_unused = std::mem::replace(&mut self.unused, unused);
-        self.agent = agent;
+        (self.agent, self.toolset) = built;
+        self.mcp_installed = false;
         retire(previous, was_unused);
     }
 
@@ -488,14 +566,15 @@ fn create_session(
         .map_err(ConversationError::failure)
 }
 
-/// The loop of `session` with its tools and `history`.
+/// The loop of `session` with its tools and `history`, and the tool set (MCP tools join
+/// its registry before the first turn).
 fn build_agent(
     cwd: &Path,
     settings: &Settings,
     frontend: &Frontend,
     session: &mut Session,
     history: Vec<Message>,
-) -> Result<AgentLoop, ConversationError> {
+) -> Result<(AgentLoop, Toolset), ConversationError> {
     session.set_max_record_bytes(settings.max_record_bytes);
     let spill_dir = session.spill_dir().map_err(ConversationError::failure)?;
     let mut tools = ToolsConfig::new(cwd, spill_dir)
@@ -510,7 +589,7 @@ fn build_agent(
         .build_loop(cwd, tools.registry())
         .map_err(ConversationError::usage)?;
     agent.set_history(history);
-    Ok(agent)
+    Ok((agent, tools))
 }
 
 fn retire(session: Session, unused: bool) {

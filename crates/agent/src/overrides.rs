@@ -42,4 +42,7 @@ pub struct Overrides {
     pub session: SessionChoice,
     /// The workspace (`--cwd`, else the current directory).
     pub cwd: PathBuf,
+    /// `pith run --trust-project`: use the project's `.mcp.json` for this conversation
+    /// even if the user has not trusted it (nothing is recorded).
+    pub trust_project: bool,
 }

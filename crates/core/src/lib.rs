@@ -27,4 +27,6 @@ pub use rewrite::{
     Compaction, CompactionTrigger, HistoryRewrite, InMemory, PersistError, TurnSink,
 };
 pub use tokens::{BpeCounter, Encoding, RequestEstimate, RequestEstimator, TokenCounter};
-pub use tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolRegistry};
+pub use tool::{
+    LoadOutcome, Tool, ToolContext, ToolDefinition, ToolError, ToolLoader, ToolOutput, ToolRegistry,
+};

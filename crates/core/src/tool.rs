@@ -7,9 +7,15 @@
 //! loop errors. During compaction the loop swaps in [`ToolRegistry::denying`], which keeps
 //! the same definitions (prompt-cache parity) but answers every call with
 //! [`TOOLS_DISABLED_DURING_COMPACTION`] without running anything.
+//!
+//! Growth: a registry is a shared handle whose advertised list only grows at its end —
+//! tools registered before the first request, then deferred tools as they are loaded
+//! ([`ToolRegistry::defer`], [`ToolRegistry::load`]). The loop asks for
+//! [`ToolRegistry::definitions`] before every request, so a tool loaded during a turn is
+//! advertised from the next request on, after every definition sent so far.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -131,45 +137,150 @@ pub trait Tool: Send + Sync {
     }
 }
 
+/// What [`ToolRegistry::load`] did with one name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadOutcome {
+    /// The tool was deferred; its definition is now advertised, at the end of the list.
+    Loaded,
+    /// The tool was already advertised (registered eagerly, or loaded before).
+    AlreadyAdvertised,
+    /// No tool of that name is registered.
+    Unknown,
+}
+
+/// The tools of a registry; shared by all clones of it.
+#[derive(Default)]
+struct Shelf {
+    /// Advertised tools, in advertisement order. Only ever appended to once a request
+    /// has been sent with it (see [`ToolRegistry`]).
+    advertised: Vec<Arc<dyn Tool>>,
+    /// Deferred tools: callable, not advertised until loaded.
+    deferred: Vec<Arc<dyn Tool>>,
+}
+
 /// The set of tools available to a loop, in advertisement order.
+///
+/// A registry is a shared handle: clones (the loop's copy, the compaction's
+/// [`ToolRegistry::denying`] copy, a front-end's copy) see the same tools, so the set can
+/// grow during a session without rebuilding the loop. It holds two kinds of tools:
+///
+/// - **advertised** tools, whose definitions [`ToolRegistry::definitions`] returns in
+///   registration order, for every request;
+/// - **deferred** tools ([`ToolRegistry::defer`]): callable by name but not advertised,
+///   so their definitions cost nothing until the model asks for them.
+///
+/// [`ToolRegistry::load`] moves a deferred tool to the *end* of the advertised list, where
+/// it stays for the life of the registry (the session). Nothing is ever removed or
+/// reordered, so the definitions of request N are a prefix of those of request N+1 and a
+/// provider's prompt cache of the tool block survives a load. Calling a deferred tool that
+/// was not loaded loads it first (the call runs; its schema is advertised from the next
+/// request on), so a model that guessed the arguments right is not sent round again.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: Vec<Arc<dyn Tool>>,
+    shelf: Arc<RwLock<Shelf>>,
     deny_all: bool,
 }
 
 impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shelf = self.read();
+        let names = |tools: &[Arc<dyn Tool>]| -> Vec<String> {
+            tools.iter().map(|t| t.name().to_owned()).collect()
+        };
         f.debug_struct("ToolRegistry")
-            .field(
-                "tools",
-                &self
-                    .tools
-                    .iter()
-                    .map(|t| t.name().to_owned())
-                    .collect::<Vec<_>>(),
-            )
+            .field("advertised", &names(&shelf.advertised))
+            .field("deferred", &names(&shelf.deferred))
             .field("deny_all", &self.deny_all)
             .finish()
     }
 }
 
 impl ToolRegistry {
-    /// A registry of `tools`. A later tool with the same name replaces an earlier one.
+    /// A registry advertising `tools` in this order. A later tool with the same name
+    /// replaces an earlier one.
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Self {
-        let mut registry = Self::default();
+        let registry = Self::default();
         for tool in tools {
             registry.register(tool);
         }
         registry
     }
 
-    /// Adds (or replaces, by name) a tool.
-    pub fn register(&mut self, tool: Arc<dyn Tool>) {
-        if let Some(slot) = self.tools.iter_mut().find(|t| t.name() == tool.name()) {
+    fn read(&self) -> RwLockReadGuard<'_, Shelf> {
+        self.shelf.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Shelf> {
+        self.shelf.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds an advertised tool at the end of the list, or replaces the tool of the same
+    /// name in place (advertised or deferred). Every clone sees it. Register tools before
+    /// the first request: a tool added later changes the advertised list, which is fine
+    /// for correctness but costs the provider's cached prefix once.
+    pub fn register(&self, tool: Arc<dyn Tool>) {
+        let mut shelf = self.write();
+        if let Some(slot) = shelf
+            .advertised
+            .iter_mut()
+            .find(|t| t.name() == tool.name())
+        {
+            *slot = tool;
+        } else if let Some(slot) = shelf.deferred.iter_mut().find(|t| t.name() == tool.name()) {
             *slot = tool;
         } else {
-            self.tools.push(tool);
+            shelf.advertised.push(tool);
+        }
+    }
+
+    /// Adds a deferred tool: callable by name, advertised only once loaded (see the type's
+    /// docs). A tool of the same name already present is replaced in place.
+    pub fn defer(&self, tool: Arc<dyn Tool>) {
+        let mut shelf = self.write();
+        if let Some(slot) = shelf
+            .advertised
+            .iter_mut()
+            .find(|t| t.name() == tool.name())
+        {
+            *slot = tool;
+        } else if let Some(slot) = shelf.deferred.iter_mut().find(|t| t.name() == tool.name()) {
+            *slot = tool;
+        } else {
+            shelf.deferred.push(tool);
+        }
+    }
+
+    /// Advertises the deferred tool `name` from now on, appended after every tool
+    /// advertised so far. Shared by all clones; never undone.
+    pub fn load(&self, name: &str) -> LoadOutcome {
+        let mut shelf = self.write();
+        if shelf.advertised.iter().any(|t| t.name() == name) {
+            return LoadOutcome::AlreadyAdvertised;
+        }
+        match shelf.deferred.iter().position(|t| t.name() == name) {
+            Some(index) => {
+                let tool = shelf.deferred.remove(index);
+                shelf.advertised.push(tool);
+                LoadOutcome::Loaded
+            }
+            None => LoadOutcome::Unknown,
+        }
+    }
+
+    /// Names of the deferred tools not loaded yet, in the order they were deferred.
+    pub fn deferred_names(&self) -> Vec<String> {
+        self.read()
+            .deferred
+            .iter()
+            .map(|t| t.name().to_owned())
+            .collect()
+    }
+
+    /// A handle that loads deferred tools of this registry without keeping it alive (a
+    /// tool inside the registry holds one without making a reference cycle).
+    pub fn loader(&self) -> ToolLoader {
+        ToolLoader {
+            shelf: Arc::downgrade(&self.shelf),
         }
     }
 
@@ -177,7 +288,7 @@ impl ToolRegistry {
     /// [`TOOLS_DISABLED_DURING_COMPACTION`]; nothing runs and no permission is asked.
     pub fn denying(&self) -> Self {
         Self {
-            tools: self.tools.clone(),
+            shelf: Arc::clone(&self.shelf),
             deny_all: true,
         }
     }
@@ -187,14 +298,24 @@ impl ToolRegistry {
         self.deny_all
     }
 
-    /// Definitions to advertise, in registration order.
+    /// Definitions to advertise: registration order, then loaded tools in load order.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        self.tools.iter().map(|t| t.definition()).collect()
+        self.read()
+            .advertised
+            .iter()
+            .map(|t| t.definition())
+            .collect()
     }
 
-    /// The tool called `name`.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.iter().find(|t| t.name() == name)
+    /// The tool called `name`, advertised or deferred.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let shelf = self.read();
+        shelf
+            .advertised
+            .iter()
+            .chain(&shelf.deferred)
+            .find(|t| t.name() == name)
+            .cloned()
     }
 
     /// True when `name` is a registered read-only tool. This is the single source of the
@@ -203,17 +324,20 @@ impl ToolRegistry {
         self.get(name).is_some_and(|t| t.read_only())
     }
 
-    /// Names of the registered read-only tools.
+    /// Names of the registered read-only tools (advertised and deferred).
     pub fn read_only_names(&self) -> BTreeSet<String> {
-        self.tools
+        let shelf = self.read();
+        shelf
+            .advertised
             .iter()
+            .chain(&shelf.deferred)
             .filter(|t| t.read_only())
             .map(|t| t.name().to_owned())
             .collect()
     }
 
     /// Executes `call` and returns the result the model will see. Never fails: every
-    /// problem becomes an error result.
+    /// problem becomes an error result. A deferred tool is loaded before it runs.
     pub async fn execute(&self, call: &ToolCall, cancel: &CancellationToken) -> ToolResult {
         let result =
             |content: String, is_error: bool| ToolResult::new(call.id.clone(), content, is_error);
@@ -221,7 +345,12 @@ impl ToolRegistry {
             return result(TOOLS_DISABLED_DURING_COMPACTION.to_owned(), true);
         }
         let Some(tool) = self.get(&call.name) else {
-            let known: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+            let known: Vec<String> = self
+                .read()
+                .advertised
+                .iter()
+                .map(|t| t.name().to_owned())
+                .collect();
             return result(
                 format!(
                     "unknown tool `{}`; available tools: {}",
@@ -234,6 +363,7 @@ impl ToolRegistry {
         if cancel.is_cancelled() {
             return result(ToolError::Cancelled.to_string(), true);
         }
+        self.load(&call.name);
         let ctx = ToolContext {
             cancel: cancel.clone(),
             call_id: call.id.clone(),
@@ -244,6 +374,33 @@ impl ToolRegistry {
                 ..result(output.content, output.is_error)
             },
             Err(err) => result(err.to_string(), true),
+        }
+    }
+}
+
+/// Loads deferred tools into the registry it came from ([`ToolRegistry::loader`]); does
+/// nothing once that registry is gone.
+#[derive(Clone)]
+pub struct ToolLoader {
+    shelf: Weak<RwLock<Shelf>>,
+}
+
+impl std::fmt::Debug for ToolLoader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolLoader").finish_non_exhaustive()
+    }
+}
+
+impl ToolLoader {
+    /// [`ToolRegistry::load`] on the registry; [`LoadOutcome::Unknown`] when it is gone.
+    pub fn load(&self, name: &str) -> LoadOutcome {
+        match self.shelf.upgrade() {
+            Some(shelf) => ToolRegistry {
+                shelf,
+                deny_all: false,
+            }
+            .load(name),
+            None => LoadOutcome::Unknown,
         }
     }
 }
@@ -371,6 +528,88 @@ mod tests {
             .await;
         assert!(result.is_error);
         assert_eq!(echo.runs.load(Ordering::SeqCst), 0);
+    }
+
+    struct Named(&'static str);
+
+    #[async_trait]
+    impl Tool for Named {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn description(&self) -> &str {
+            "a tool"
+        }
+        fn parameters(&self) -> serde_json::Value {
+            json!({"type": "object"})
+        }
+        fn read_only(&self) -> bool {
+            false
+        }
+        async fn run(
+            &self,
+            _arguments: serde_json::Value,
+            _ctx: &ToolContext,
+        ) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::ok(self.0))
+        }
+    }
+
+    fn names(registry: &ToolRegistry) -> Vec<String> {
+        registry.definitions().into_iter().map(|d| d.name).collect()
+    }
+
+    #[test]
+    fn loaded_tools_are_appended_so_earlier_definitions_stay_a_prefix() {
+        let registry = ToolRegistry::new(vec![Arc::new(Named("read")), Arc::new(Named("bash"))]);
+        registry.defer(Arc::new(Named("mcp__a__x")));
+        registry.defer(Arc::new(Named("mcp__a__y")));
+        let loop_copy = registry.clone();
+        let before = loop_copy.definitions();
+        assert_eq!(
+            names(&loop_copy),
+            ["read", "bash"],
+            "deferred tools are not advertised"
+        );
+        assert_eq!(registry.deferred_names(), ["mcp__a__x", "mcp__a__y"]);
+        assert_eq!(registry.load("mcp__a__y"), LoadOutcome::Loaded);
+        assert_eq!(registry.load("mcp__a__y"), LoadOutcome::AlreadyAdvertised);
+        assert_eq!(registry.load("read"), LoadOutcome::AlreadyAdvertised);
+        assert_eq!(registry.load("nope"), LoadOutcome::Unknown);
+        assert_eq!(registry.loader().load("mcp__a__x"), LoadOutcome::Loaded);
+        let after = loop_copy.definitions();
+        assert_eq!(
+            names(&loop_copy),
+            ["read", "bash", "mcp__a__y", "mcp__a__x"],
+            "every clone sees loads, in load order"
+        );
+        assert_eq!(
+            &after[..before.len()],
+            &before[..],
+            "the old list is a prefix"
+        );
+        assert!(registry.deferred_names().is_empty());
+    }
+
+    #[tokio::test]
+    async fn calling_a_deferred_tool_runs_it_and_loads_it() {
+        let registry = ToolRegistry::new(vec![Arc::new(Named("read"))]);
+        registry.defer(Arc::new(Named("mcp__s__t")));
+        let result = registry
+            .execute(&call("mcp__s__t", json!({})), &CancellationToken::new())
+            .await;
+        assert!(!result.is_error, "{result:?}");
+        assert_eq!(result.content, "mcp__s__t");
+        assert_eq!(names(&registry), ["read", "mcp__s__t"]);
+    }
+
+    #[test]
+    fn a_loader_outliving_its_registry_loads_nothing() {
+        let registry = ToolRegistry::default();
+        registry.defer(Arc::new(Named("x")));
+        let loader = registry.loader();
+        drop(registry);
+        assert_eq!(loader.load("x"), LoadOutcome::Unknown);
     }
 
     #[test]

@@ -67,6 +67,47 @@ pub fn run(overrides: Overrides) -> Result<(), ReplError> {
     Ok(())
 }
 
+/// Asks once whether the project's `.mcp.json` may start its servers (only at a terminal;
+/// piped input leaves it untrusted, and the conversation says so). A changed file asks
+/// again.
+fn ask_project_trust(overrides: &Overrides, frontend: &Frontend, screen: &mut Screen) {
+    if !screen.is_interactive() {
+        return;
+    }
+    let cwd = std::fs::canonicalize(&overrides.cwd).unwrap_or_else(|_| overrides.cwd.clone());
+    let question = match pith_agent::mcp::trust_question(&cwd, &frontend.env) {
+        Ok(Some(question)) => question,
+        Ok(None) => return,
+        Err(error) => {
+            screen.message(Tone::Error, &format!("cannot check .mcp.json: {error}"));
+            return;
+        }
+    };
+    let mut text = format!(
+        "{} .mcp.json in {} would start these MCP servers:",
+        if question.changed {
+            "The changed"
+        } else {
+            "This project's"
+        },
+        cwd.display()
+    );
+    for server in &question.servers {
+        text.push_str(&format!("\n  {server}"));
+    }
+    screen.message(Tone::Dim, &text);
+    screen.message(Tone::Dim, "Trust this .mcp.json and start them? [y/N]");
+    let mut answer = String::new();
+    if io::stdin().read_line(&mut answer).is_err() {
+        return;
+    }
+    if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
+        if let Err(error) = pith_agent::mcp::trust(&question, &frontend.env) {
+            screen.message(Tone::Error, &format!("cannot record the trust: {error}"));
+        }
+    }
+}
+
 /// The REPL's state: the conversation and what the screen needs around it.
 pub(crate) struct App {
     pub(crate) conversation: Conversation,
@@ -89,6 +130,7 @@ impl App {
             approver: Some(Arc::new(approver)),
             ..Frontend::process_env()
         };
+        ask_project_trust(&overrides, &frontend, &mut screen);
         let opened = Conversation::open(overrides, frontend).map_err(ReplError)?;
         for notice in &opened.notices {
             screen.message(Tone::Error, notice);
@@ -184,7 +226,23 @@ impl App {
             Command::Exit => return Flow::Exit,
             Command::Help => self.help(),
             Command::Compact { focus } => runtime.block_on(self.compact(focus)),
-            Command::Context => self.context_report(),
+            Command::Context => {
+                // MCP tools are installed before the first turn; /context shows them
+                // even before it.
+                let mut notices: Vec<pith_core::LoopEvent> = Vec::new();
+                runtime.block_on(
+                    self.conversation.prepare_mcp_tools(
+                        &mut notices,
+                        &tokio_util::sync::CancellationToken::new(),
+                    ),
+                );
+                for event in notices {
+                    if let pith_core::LoopEvent::Notice(text) = event {
+                        self.screen.message(Tone::Dim, &text);
+                    }
+                }
+                self.context_report()
+            }
             Command::Sessions => self.sessions(),
             Command::Resume { id } => self.resume(&id),
             Command::Clear => self.clear(),

@@ -25,6 +25,9 @@ pub struct ContextFigures {
     pub assistant: usize,
     /// Tokens of tool results.
     pub tool_results: usize,
+    /// Tokens of MCP tool definitions (the loader and its catalog included), part of
+    /// the estimate's tool figure but shown as their own row.
+    pub mcp_definitions: usize,
 }
 
 impl ContextFigures {
@@ -50,7 +53,14 @@ impl ContextFigures {
             user,
             assistant,
             tool_results,
+            mcp_definitions: 0,
         }
+    }
+
+    /// Shows `tokens` of the tool definitions as the "MCP definitions" row.
+    pub fn with_mcp_definitions(mut self, tokens: usize) -> Self {
+        self.mcp_definitions = tokens.min(self.estimate.tools);
+        self
     }
 
     /// The report, one line per entry.
@@ -66,14 +76,19 @@ impl ContextFigures {
             thousands(budget.input_budget),
             thousands(budget.window),
         )];
+        let mcp = self.mcp_definitions.min(self.estimate.tools);
         let rows = [
             ("system prompt", self.estimate.system as u64),
-            ("tool definitions", self.estimate.tools as u64),
+            ("tool definitions", (self.estimate.tools - mcp) as u64),
+            ("MCP definitions", mcp as u64),
             ("user messages", self.user as u64),
             ("assistant messages", self.assistant as u64),
             ("tool results", self.tool_results as u64),
         ];
         for (label, value) in rows {
+            if label == "MCP definitions" && value == 0 {
+                continue;
+            }
             lines.push(self.row(label, value, '█'));
         }
         lines.push(self.row("free to auto-compact", budget.room_to_auto(total), '░'));
@@ -160,6 +175,16 @@ mod tests {
         assert!(report.contains("system prompt"), "{report}");
         assert!(report.contains("tool definitions"), "{report}");
         assert!(report.contains("tool results"), "{report}");
+        assert!(!report.contains("MCP definitions"), "no row without MCP");
+        let with_mcp = figures.clone().with_mcp_definitions(150).lines().join("\n");
+        let row = |label: &str| {
+            with_mcp
+                .lines()
+                .find(|l| l.trim_start().starts_with(label))
+                .map(|l| l.rsplit(' ').next().unwrap_or("").to_owned())
+        };
+        assert_eq!(row("MCP definitions").as_deref(), Some("150"), "{with_mcp}");
+        assert_eq!(row("tool definitions").as_deref(), Some("50"), "{with_mcp}");
         let free = thousands(budget.room_to_auto(1_210));
         let free_row = report
             .lines()

@@ -30,7 +30,7 @@ pub mod write;
 
 pub use config::{Limits, ToolEnv, ToolsConfig, ToolsConfigError};
 pub use permission::{
-    Action, Approval, Approver, PermissionMode, PermissionPolicy, PermissionRequest,
+    Action, Approval, Approver, AutoApprove, PermissionMode, PermissionPolicy, PermissionRequest,
 };
 pub use sandbox::{policy::UserDirs, SandboxConfig, SandboxMode};
 pub use toolset::{build_registry, Toolset};

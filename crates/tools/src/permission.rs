@@ -8,6 +8,12 @@
 //! | write / edit (inside workspace) | deny      | ask   | allow     | allow |
 //! | bash                            | deny      | ask   | ask       | allow |
 //! | bash once without the sandbox   | deny      | ask   | ask       | deny  |
+//! | external (MCP) tool             | hint¹     | ask   | config²   | config² |
+//!
+//! ¹ runs when its server marks it read-only (`readOnlyHint`), else refused.
+//! ² the server's [`AutoApprove`]: `all` runs, `read-only` runs hinted tools and asks for
+//! the rest, `none` asks; unset it is `read-only` in `auto-edit` and `all` in `full`.
+//! "Allow for this session" covers every later call of that one tool.
 //!
 //! Writes outside the workspace are refused before the policy is consulted (see
 //! [`crate::workspace`]), in every mode. "Ask" goes to the front-end's [`Approver`]; with
@@ -115,12 +121,42 @@ pub enum Action {
         /// What the sandbox denied, for the user to judge.
         reason: String,
     },
+    /// Call a tool pith does not implement (an MCP server's tool).
+    External {
+        /// The tool's name as the model calls it (`mcp__server__tool`).
+        tool: String,
+        /// Short description of the call (its arguments, shortened).
+        summary: String,
+        /// The tool's server marks it read-only (`readOnlyHint`). A hint from the server,
+        /// not a guarantee.
+        read_only_hint: bool,
+        /// What runs without asking in `auto-edit` and `full` mode; `None` follows the
+        /// mode's default.
+        auto_approve: Option<AutoApprove>,
+    },
+}
+
+/// Which external tools of a server run without asking in `auto-edit` and `full` mode
+/// (`ask` mode always asks; `read-only` mode runs only tools marked read-only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AutoApprove {
+    /// Every call asks.
+    #[serde(rename = "none")]
+    None,
+    /// Tools the server marks read-only run; the others ask. The default in `auto-edit`.
+    #[serde(rename = "read-only")]
+    ReadOnly,
+    /// Every tool runs. The default in `full`.
+    #[serde(rename = "all")]
+    All,
 }
 
 impl Action {
     fn tool(&self) -> &str {
         match self {
-            Self::ReadOutside { tool, .. } | Self::Edit { tool, .. } => tool,
+            Self::ReadOutside { tool, .. }
+            | Self::Edit { tool, .. }
+            | Self::External { tool, .. } => tool,
             Self::Execute { .. } | Self::RunUnsandboxed { .. } => "bash",
         }
     }
@@ -133,6 +169,7 @@ impl Action {
             Self::RunUnsandboxed { command, .. } => {
                 format!("run once without the sandbox: {command}")
             }
+            Self::External { tool, summary, .. } => format!("call {tool}: {summary}"),
         }
     }
 
@@ -143,6 +180,7 @@ impl Action {
             Self::ReadOutside { .. } => Some(Grant::OutsideReads),
             Self::Edit { .. } => Some(Grant::AllEdits),
             Self::Execute { command } => Some(Grant::Command(command.clone())),
+            Self::External { tool, .. } => Some(Grant::Tool(tool.clone())),
             Self::RunUnsandboxed { .. } => None,
         }
     }
@@ -154,7 +192,7 @@ impl Action {
                 "{reason}\nWithout the sandbox the command can write anywhere you can, read \
                  your keys and use the network."
             )),
-            Self::ReadOutside { .. } | Self::Execute { .. } => None,
+            Self::ReadOutside { .. } | Self::Execute { .. } | Self::External { .. } => None,
         }
     }
 }
@@ -169,6 +207,7 @@ enum Grant {
     OutsideReads,
     AllEdits,
     Command(String),
+    Tool(String),
 }
 
 impl Grant {
@@ -177,6 +216,7 @@ impl Grant {
             Self::OutsideReads => "all reads outside the workspace".to_owned(),
             Self::AllEdits => "all file writes and edits inside the workspace".to_owned(),
             Self::Command(command) => format!("this exact command: {command}"),
+            Self::Tool(tool) => format!("every call of {tool}"),
         }
     }
 }
@@ -291,6 +331,37 @@ impl PermissionPolicy {
                 "commands never leave the sandbox without the user's approval, and `{mode}` \
                  mode does not ask"
             )),
+            (Action::External { read_only_hint, .. }, PermissionMode::ReadOnly) => {
+                if *read_only_hint {
+                    Verdict::Allow
+                } else {
+                    Verdict::Deny(format!(
+                        "`{}` is not marked read-only by its server, so it is not available \
+                         in read-only mode; it was not called",
+                        action.tool()
+                    ))
+                }
+            }
+            (Action::External { .. }, PermissionMode::Ask) => Verdict::Ask,
+            (
+                Action::External {
+                    read_only_hint,
+                    auto_approve,
+                    ..
+                },
+                mode,
+            ) => {
+                let auto = auto_approve.unwrap_or(if mode == PermissionMode::Full {
+                    AutoApprove::All
+                } else {
+                    AutoApprove::ReadOnly
+                });
+                match auto {
+                    AutoApprove::All => Verdict::Allow,
+                    AutoApprove::ReadOnly if *read_only_hint => Verdict::Allow,
+                    AutoApprove::ReadOnly | AutoApprove::None => Verdict::Ask,
+                }
+            }
         }
     }
 
@@ -520,6 +591,73 @@ mod tests {
         let policy = PermissionPolicy::new(PermissionMode::Ask, Some(approver.clone()));
         policy.authorize(outside(), &cancel).await.unwrap();
         assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+    }
+
+    fn external(read_only_hint: bool, auto_approve: Option<AutoApprove>) -> Action {
+        Action::External {
+            tool: "mcp__srv__do".into(),
+            summary: "{}".into(),
+            read_only_hint,
+            auto_approve,
+        }
+    }
+
+    #[tokio::test]
+    async fn external_tools_follow_the_mode_the_hint_and_the_server_setting() {
+        use PermissionMode::*;
+        let cancel = CancellationToken::new();
+        // (mode, read-only hint, server setting) -> asked?, allowed?
+        let table = [
+            (ReadOnly, true, None, false, true),
+            (ReadOnly, false, Some(AutoApprove::All), false, false),
+            (Ask, true, Some(AutoApprove::All), true, true),
+            (AutoEdit, true, None, false, true),
+            (AutoEdit, false, None, true, true),
+            (AutoEdit, false, Some(AutoApprove::All), false, true),
+            (AutoEdit, true, Some(AutoApprove::None), true, true),
+            (Full, false, None, false, true),
+            (Full, false, Some(AutoApprove::ReadOnly), true, true),
+            (Full, true, Some(AutoApprove::ReadOnly), false, true),
+        ];
+        for (mode, hint, auto, asks, allowed) in table {
+            let approver = scripted(Approval::AllowOnce);
+            let policy = PermissionPolicy::new(mode, Some(approver.clone()));
+            let outcome = policy.authorize(external(hint, auto), &cancel).await;
+            let case = format!("{mode} hint={hint} auto={auto:?}");
+            assert_eq!(outcome.is_ok(), allowed, "{case}: {outcome:?}");
+            assert_eq!(approver.asked.load(Ordering::SeqCst) == 1, asks, "{case}");
+        }
+    }
+
+    #[tokio::test]
+    async fn allow_for_session_covers_one_external_tool() {
+        let approver = scripted(Approval::AllowForSession);
+        let policy = PermissionPolicy::new(PermissionMode::Ask, Some(approver.clone()));
+        let cancel = CancellationToken::new();
+        policy
+            .authorize(external(false, None), &cancel)
+            .await
+            .unwrap();
+        policy
+            .authorize(external(false, None), &cancel)
+            .await
+            .unwrap();
+        assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+        let request = approver.last.lock().unwrap().clone().unwrap();
+        assert_eq!(request.tool, "mcp__srv__do");
+        assert_eq!(request.session_scope, "every call of mcp__srv__do");
+        let other = Action::External {
+            tool: "mcp__srv__other".into(),
+            summary: "{}".into(),
+            read_only_hint: false,
+            auto_approve: None,
+        };
+        policy.authorize(other, &cancel).await.unwrap();
+        assert_eq!(
+            approver.asked.load(Ordering::SeqCst),
+            2,
+            "another tool asks"
+        );
     }
 
     struct Never;

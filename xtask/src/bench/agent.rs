@@ -244,9 +244,19 @@ pub fn version_startup(binary: &Path, runs: usize) -> Result<Spread> {
 
 /// `pith run` from spawn until its first request reaches the testkit server, ms.
 pub fn run_startup(binary: &Path, runs: usize) -> Result<Spread> {
+    run_startup_with(binary, runs, None)
+}
+
+/// [`run_startup`] with `config` as the user's config.toml (e.g. MCP servers, which the
+/// first request waits for).
+pub fn run_startup_with(binary: &Path, runs: usize, config: Option<&str>) -> Result<Spread> {
     let mut ms = Vec::new();
     for _ in 0..runs {
         let home = sandbox()?;
+        if let Some(config) = config {
+            std::fs::create_dir_all(home.path().join("config/pith"))?;
+            std::fs::write(home.path().join("config/pith/config.toml"), config)?;
+        }
         let server = TestServer::start(Script::anthropic([Turn::text("ok")]))
             .map_err(|e| anyhow!("testkit: {e}"))?;
         let start = Instant::now();
@@ -256,7 +266,7 @@ pub fn run_startup(binary: &Path, runs: usize) -> Result<Spread> {
             .stderr(Stdio::null())
             .spawn()
             .context("starting pith run")?;
-        let arrived = server.wait_for_requests_blocking(1, Duration::from_secs(30));
+        let arrived = server.wait_for_requests_blocking(1, Duration::from_secs(60));
         let elapsed = start.elapsed().as_secs_f64() * 1e3;
         let status = child.wait().context("waiting for pith run")?;
         arrived.map_err(|e| anyhow!("pith run sent no request: {e}"))?;
@@ -266,6 +276,35 @@ pub fn run_startup(binary: &Path, runs: usize) -> Result<Spread> {
         ms.push(elapsed);
     }
     Spread::of(&ms).context("no runs")
+}
+
+/// A config.toml with two stdio MCP servers: the end-to-end tests' Python server
+/// (standard library only), twice.
+pub fn two_fixture_mcp_servers(root: &Path) -> String {
+    let script = root.join("tests/fixtures/mcp_fake_server.py");
+    let mut config = String::new();
+    for name in ["first", "second"] {
+        config.push_str(&format!(
+            "[mcp_servers.{name}]\ncommand = \"python3\"\nargs = [{:?}]\n\n",
+            script.display().to_string()
+        ));
+    }
+    config
+}
+
+/// A config.toml with the two real servers `.ci/run` installs into `.cache/`
+/// (`mcp-server-time`, `server-everything`), when both are there.
+pub fn two_real_mcp_servers(root: &Path) -> Option<String> {
+    let time = root.join(".cache/mcp/bin/mcp-server-time");
+    let everything = root.join(".cache/mcp-npm/node_modules/.bin/mcp-server-everything");
+    (time.is_file() && everything.is_file()).then(|| {
+        format!(
+            "[mcp_servers.time]\ncommand = {:?}\nargs = [\"--local-timezone\", \"UTC\"]\n\n\
+             [mcp_servers.everything]\ncommand = {:?}\n",
+            time.display().to_string(),
+            everything.display().to_string()
+        )
+    })
 }
 
 /// The release `pith` binary under `target`.

@@ -61,6 +61,8 @@ pub struct Measurements {
     pub version_ms: stats::Spread,
     /// `pith run` to first request, ms.
     pub first_request_ms: stats::Spread,
+    /// The same with two stdio MCP servers (the tests' Python server twice), ms.
+    pub first_request_mcp_ms: stats::Spread,
     /// Simulator rows.
     pub simulation: Vec<PolicyRow>,
     /// Sessions simulated.
@@ -116,6 +118,38 @@ pub fn run_loop_only(quick: bool) -> Result<()> {
     }
     let (per_turn_ms, rss_mib) = agent::long_run(&agent::pith_binary(&target), 500)?;
     println!("pith run, 500 turns: {per_turn_ms:.3} ms per tool turn, peak RSS {rss_mib:.1} MiB");
+    Ok(())
+}
+
+/// `cargo xtask bench --startup-only`: `pith run` until its first request, without MCP,
+/// with two stdio MCP servers (the tests' Python server twice) and, when `.ci/run` has
+/// installed them, with `mcp-server-time` and `server-everything`. Printed only.
+pub fn run_startup_only(quick: bool) -> Result<()> {
+    let (root, target) = workspace_dirs()?;
+    let runs = if quick { 5 } else { 15 };
+    build_release_pith()?;
+    let binary = agent::pith_binary(&target);
+    let show = |label: &str, spread: stats::Spread| {
+        println!(
+            "{label}: median {:.1} ms (min {:.1}, max {:.1}, {runs} runs)",
+            spread.median, spread.min, spread.max
+        );
+    };
+    show(
+        "pith run to first request, no MCP",
+        agent::run_startup(&binary, runs)?,
+    );
+    show(
+        "pith run to first request, two stdio MCP servers (Python fixture)",
+        agent::run_startup_with(&binary, runs, Some(&agent::two_fixture_mcp_servers(&root)))?,
+    );
+    match agent::two_real_mcp_servers(&root) {
+        Some(config) => show(
+            "pith run to first request, mcp-server-time + server-everything",
+            agent::run_startup_with(&binary, runs, Some(&config))?,
+        ),
+        None => println!("(mcp-server-time / server-everything not installed in .cache/: skipped)"),
+    }
     Ok(())
 }
 
@@ -178,6 +212,8 @@ pub fn run(options: &BenchOptions) -> Result<()> {
     let long_run = agent::long_run(&binary, long_run_turns)?;
     let version_ms = agent::version_startup(&binary, if options.quick { 10 } else { 30 })?;
     let first_request_ms = agent::run_startup(&binary, runs)?;
+    let first_request_mcp_ms =
+        agent::run_startup_with(&binary, runs, Some(&agent::two_fixture_mcp_servers(&root)))?;
 
     eprintln!("bench: simulator");
     let simulation = simulate::simulate(
@@ -200,6 +236,7 @@ pub fn run(options: &BenchOptions) -> Result<()> {
         long_run_turns,
         version_ms,
         first_request_ms,
+        first_request_mcp_ms,
         simulated_sessions: sessions.len(),
         simulation,
     };

@@ -392,6 +392,11 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
         "| `pith run` until its first request reaches the server | {} ms |",
         m.first_request_ms.show(1)
     );
+    let _ = writeln!(
+        w,
+        "| … with two stdio MCP servers (the tests' Python server twice) | {} ms |",
+        m.first_request_mcp_ms.show(1)
+    );
 
     // Simulator.
     let _ = writeln!(
@@ -465,6 +470,7 @@ mod tests {
             long_run_turns: 500,
             version_ms: spread(2.0),
             first_request_ms: spread(150.0),
+            first_request_mcp_ms: spread(250.0),
             simulation: Vec::new(),
             simulated_sessions: 2,
         }

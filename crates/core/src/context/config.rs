@@ -107,7 +107,14 @@ pub struct ContextConfig {
     /// Micro-compaction threshold as a percentage of the input budget
     /// (`micro_percent`), passed to [`crate::ContextBudget::with_micro_percent`].
     pub micro_percent: u8,
+    /// MCP tool definitions are deferred (a one-line catalog and a loader tool instead of
+    /// the schemas) when they would take more than this percentage of the input budget
+    /// (`mcp_defer_percent`; 0 always defers, 100 never).
+    pub mcp_defer_percent: u8,
 }
+
+/// Default of [`ContextConfig::mcp_defer_percent`].
+pub const DEFAULT_MCP_DEFER_PERCENT: u8 = 5;
 
 impl Default for ContextConfig {
     fn default() -> Self {
@@ -118,6 +125,7 @@ impl Default for ContextConfig {
             prune_minimum_tokens: prune.minimum,
             prune_min_user_turns: prune.min_user_turns,
             micro_percent: crate::budget::DEFAULT_MICRO_PERCENT,
+            mcp_defer_percent: DEFAULT_MCP_DEFER_PERCENT,
         }
     }
 }
@@ -146,6 +154,7 @@ mod tests {
         assert_eq!(config.prune().protect, 40_000);
         assert_eq!(config.prune().minimum, 20_000);
         assert_eq!(config.prune().min_user_turns, 2);
+        assert_eq!(config.mcp_defer_percent, 5);
     }
 
     #[test]

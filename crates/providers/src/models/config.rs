@@ -192,6 +192,10 @@ pub struct Config {
     /// Per-model overrides, keyed `provider/model`.
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
+    /// The `[mcp_servers.NAME]` tables, kept raw: parsed and checked by pith-mcp (see
+    /// docs/mcp.md), so this crate does not depend on MCP.
+    #[serde(default)]
+    pub mcp_servers: toml::Table,
 }
 
 impl Config {

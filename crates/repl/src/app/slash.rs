@@ -28,7 +28,8 @@ impl App {
             estimate,
             self.conversation.history(),
             self.conversation.counter().as_ref(),
-        );
+        )
+        .with_mcp_definitions(self.conversation.mcp_definition_tokens());
         self.screen.block(&figures.lines().join("\n"));
     }
 

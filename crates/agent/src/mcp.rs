@@ -1,0 +1,196 @@
+//! Which MCP servers a conversation gets, and how they plug into it.
+//!
+//! Servers come from `[mcp_servers.NAME]` of the config files and, once trusted
+//! ([`crate::trust`]), from the project's `.mcp.json`; a name in both is the config
+//! file's. [`Conversation::open`](crate::Conversation::open) starts them in the
+//! background ([`pith_mcp::McpHub`]); the first turn waits for them, reports failures as
+//! notices and installs their tools into the loop's registry (advertised, or deferred
+//! behind a loader when they exceed `[context] mcp_defer_percent` of the input budget).
+//! A new session or model reuses the same connections.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use pith_mcp::{McpHub, ServerConfig, ServerReport};
+use pith_providers::models::config::Config;
+use pith_session::SessionStore;
+
+use crate::conversation::{ConversationError, Env};
+use crate::trust::{ProjectFiles, TrustState, TrustStore};
+
+/// The servers a conversation in a project gets, and what the user should be told.
+#[derive(Debug, Default)]
+pub struct McpServers {
+    /// The servers, config files' first, each list sorted by name.
+    pub servers: Vec<ServerConfig>,
+    /// Notes: an untrusted `.mcp.json`, skipped entries.
+    pub notices: Vec<String>,
+}
+
+/// A `.mcp.json` waiting for the user's trust (the REPL asks with it).
+#[derive(Debug, Clone)]
+pub struct TrustQuestion {
+    /// The file set.
+    pub files: ProjectFiles,
+    /// The contents to record as trusted.
+    pub fingerprint: String,
+    /// It was trusted before with other contents.
+    pub changed: bool,
+    /// `name: command args…` or `name: url`, one per server it would start.
+    pub servers: Vec<String>,
+}
+
+fn trust_store(env: &Env) -> Result<TrustStore, ConversationError> {
+    let store = SessionStore::from_lookup(env.as_ref())
+        .map_err(|e| ConversationError::Usage(e.to_string()))?;
+    let data_dir = store.root().parent().unwrap_or(store.root());
+    Ok(TrustStore::in_data_dir(data_dir))
+}
+
+/// The question to ask before the project's `.mcp.json` may start anything, or `None`
+/// when there is no such file or it is trusted already.
+pub fn trust_question(cwd: &Path, env: &Env) -> Result<Option<TrustQuestion>, ConversationError> {
+    let files = ProjectFiles::mcp(cwd);
+    let store = trust_store(env)?;
+    match store
+        .state(&files)
+        .map_err(|e| ConversationError::Failure(e.to_string()))?
+    {
+        TrustState::Absent | TrustState::Trusted => Ok(None),
+        TrustState::Untrusted {
+            changed,
+            fingerprint,
+        } => {
+            let servers = match read_mcp_json(cwd) {
+                Ok((servers, _)) => servers
+                    .iter()
+                    .map(|s| format!("{}: {}", s.name, s.describe()))
+                    .collect(),
+                Err(error) => vec![format!("(unreadable: {error})")],
+            };
+            Ok(Some(TrustQuestion {
+                files,
+                fingerprint,
+                changed,
+                servers,
+            }))
+        }
+    }
+}
+
+/// Records the user's trust in the files of `question`.
+pub fn trust(question: &TrustQuestion, env: &Env) -> Result<(), ConversationError> {
+    trust_store(env)?
+        .trust(&question.files, &question.fingerprint)
+        .map_err(|e| ConversationError::Failure(e.to_string()))
+}
+
+fn read_mcp_json(cwd: &Path) -> Result<(Vec<ServerConfig>, Vec<String>), String> {
+    let text = std::fs::read_to_string(cwd.join(".mcp.json")).map_err(|e| e.to_string())?;
+    pith_mcp::config::from_mcp_json(&text).map_err(|e| e.to_string())
+}
+
+/// The servers of the project at `cwd`: `[mcp_servers]` of `config`, then the project's
+/// `.mcp.json` when it is trusted or `trust_project` is set (`pith run --trust-project`,
+/// which records nothing). A bad `[mcp_servers]` table is an error; a bad or untrusted
+/// `.mcp.json` is a notice.
+pub fn configured_servers(
+    cwd: &Path,
+    config: &Config,
+    env: &Env,
+    trust_project: bool,
+) -> Result<McpServers, ConversationError> {
+    let mut result = McpServers {
+        servers: pith_mcp::config::from_toml(&config.mcp_servers)
+            .map_err(|e| ConversationError::Usage(format!("invalid configuration: {e}")))?,
+        notices: Vec::new(),
+    };
+    let state = trust_store(env)?
+        .state(&ProjectFiles::mcp(cwd))
+        .map_err(|e| ConversationError::Failure(e.to_string()))?;
+    let use_file = match state {
+        TrustState::Absent => false,
+        TrustState::Trusted => true,
+        TrustState::Untrusted { .. } if trust_project => true,
+        TrustState::Untrusted { changed, .. } => {
+            result.notices.push(format!(
+                ".mcp.json {}: its MCP servers were not started. Open the REPL here to review \
+                 and trust it, or pass --trust-project to pith run.",
+                if changed {
+                    "changed since you trusted it"
+                } else {
+                    "is not trusted yet"
+                }
+            ));
+            false
+        }
+    };
+    if use_file {
+        match read_mcp_json(cwd) {
+            Ok((servers, skipped)) => {
+                result.notices.extend(skipped);
+                for server in servers {
+                    if result.servers.iter().any(|s| s.name == server.name) {
+                        result.notices.push(format!(
+                            "MCP server `{}` of .mcp.json is also in your config; the config's is used",
+                            server.name
+                        ));
+                    } else {
+                        result.servers.push(server);
+                    }
+                }
+            }
+            Err(error) => result
+                .notices
+                .push(format!(".mcp.json cannot be used: {error}")),
+        }
+    }
+    Ok(result)
+}
+
+/// Starts `servers` in the background (on the current Tokio runtime); `None` when there
+/// are none.
+pub fn start(servers: Vec<ServerConfig>, env: &Env, cwd: &Path) -> Option<Arc<McpHub>> {
+    if servers.is_empty() {
+        return None;
+    }
+    let lookup = env.clone();
+    Some(Arc::new(McpHub::start(
+        servers,
+        Arc::new(move |name: &str| lookup(name)),
+        cwd,
+        pith_tools::config::DEFAULT_BASH_ENV_EXCLUDE
+            .map(String::from)
+            .to_vec(),
+    )))
+}
+
+/// `pith mcp list`: starts the project's servers, waits for them and reports each one
+/// (status, tools, definition tokens), with the notices.
+pub async fn list(
+    cwd: &Path,
+    env: &Env,
+    trust_project: bool,
+) -> Result<(Vec<ServerReport>, Vec<String>), ConversationError> {
+    let cwd = std::fs::canonicalize(cwd).map_err(|e| {
+        ConversationError::Usage(format!(
+            "cannot use {} as the workspace: {e}",
+            cwd.display()
+        ))
+    })?;
+    let config =
+        Config::load(&cwd, env.as_ref()).map_err(|e| ConversationError::Usage(e.to_string()))?;
+    let McpServers {
+        servers,
+        mut notices,
+    } = configured_servers(&cwd, &config, env, trust_project)?;
+    let Some(hub) = start(servers, env, &cwd) else {
+        return Ok((Vec::new(), notices));
+    };
+    hub.wait_started().await;
+    notices.extend(hub.take_notices().await);
+    let counter = pith_core::BpeCounter::new(pith_core::Encoding::O200kBase);
+    let reports = hub.report(&counter).await;
+    hub.shut_down().await;
+    Ok((reports, notices))
+}
