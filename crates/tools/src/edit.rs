@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
+use pith_core::{FileAction, FileEffect, Tool, ToolContext, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -207,6 +207,12 @@ impl Tool for EditTool {
             )));
         }
         let path = target.clone();
+        let effect = FileEffect {
+            path: shown.clone(),
+            action: FileAction::Edited,
+            lines: None,
+            fingerprint: Some(pith_core::effect::fingerprint(after.as_bytes())),
+        };
         let written =
             tokio::task::spawn_blocking(move || write_atomically(&path, after.as_bytes()))
                 .await
@@ -226,7 +232,8 @@ impl Tool for EditTool {
             self.env
                 .capture
                 .finish(&ctx.call_id, RawOutput::plain("edit", &report)),
-        ))
+        )
+        .with_effect(effect))
     }
 }
 

@@ -16,6 +16,7 @@ pub mod capture;
 pub mod config;
 mod diff;
 pub mod edit;
+pub mod fingerprint;
 pub mod glob;
 pub mod grep;
 pub mod ls;

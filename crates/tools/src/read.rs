@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
+use pith_core::{FileAction, FileEffect, Tool, ToolContext, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -97,12 +97,19 @@ impl Tool for ReadTool {
         let shown = self.env.workspace.display(&target.path);
         let limits = self.env.limits.clone();
         let path = target.path;
-        let page =
-            tokio::task::spawn_blocking(move || read_page(&path, &shown, offset, limit, &limits));
+        let page = tokio::task::spawn_blocking(move || {
+            let page = read_lines(&path, &shown, offset, limit, &limits)?;
+            let effect = FileEffect {
+                path: shown,
+                action: FileAction::Read,
+                lines: page.lines,
+                fingerprint: crate::fingerprint::of_file(&path),
+            };
+            Ok::<_, ToolError>(ToolOutput::ok(page.text).with_effect(effect))
+        });
         tokio::select! {
             page = page => page
-                .map_err(|err| ToolError::Failed(format!("read failed: {err}")))?
-                .map(ToolOutput::ok),
+                .map_err(|err| ToolError::Failed(format!("read failed: {err}")))?,
             () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
         }
     }
@@ -116,6 +123,26 @@ pub fn read_page(
     limit: u64,
     limits: &Limits,
 ) -> Result<String, ToolError> {
+    read_lines(path, shown, offset, limit, limits).map(|page| page.text)
+}
+
+/// One page as `read` shows it, and which lines it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// The text the model sees: numbered lines and notes.
+    pub text: String,
+    /// The lines shown (1-based, inclusive) when the page is not the whole file.
+    pub lines: Option<(u64, u64)>,
+}
+
+/// [`read_page`] with the range of lines it shows.
+pub fn read_lines(
+    path: &Path,
+    shown: &str,
+    offset: u64,
+    limit: u64,
+    limits: &Limits,
+) -> Result<Page, ToolError> {
     let failed = |err: std::io::Error| {
         ToolError::Failed(format!("cannot read `{shown}`: {}", describe_io(&err)))
     };
@@ -223,7 +250,10 @@ pub fn read_page(
     }
     let total = number;
     if total == 0 {
-        return Ok(format!("(`{shown}` is empty)"));
+        return Ok(Page {
+            text: format!("(`{shown}` is empty)"),
+            lines: None,
+        });
     }
     if offset > total {
         return Err(ToolError::Failed(format!(
@@ -254,7 +284,11 @@ pub fn read_page(
             last_shown + 1
         ));
     }
-    Ok(out)
+    let whole = offset == 1 && last_shown == total;
+    Ok(Page {
+        text: out,
+        lines: (!whole).then_some((offset, last_shown)),
+    })
 }
 
 fn push_capped(out: &mut String, text: &str, max_chars: usize, truncated: &mut usize) {

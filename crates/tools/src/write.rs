@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
+use pith_core::{FileAction, FileEffect, Tool, ToolContext, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -149,6 +149,16 @@ impl Tool for WriteTool {
         let path = target.clone();
         let content = args.content;
         let new_len = content.len();
+        let effect = FileEffect {
+            path: shown.clone(),
+            action: if exists {
+                FileAction::Written
+            } else {
+                FileAction::Created
+            },
+            lines: None,
+            fingerprint: Some(pith_core::effect::fingerprint(content.as_bytes())),
+        };
         let (written, content) = tokio::task::spawn_blocking(move || {
             let result = write_atomically(&path, content.as_bytes());
             (result, content)
@@ -176,7 +186,8 @@ impl Tool for WriteTool {
             self.env
                 .capture
                 .finish(&ctx.call_id, RawOutput::plain("write", &report)),
-        ))
+        )
+        .with_effect(effect))
     }
 }
 

@@ -9,6 +9,7 @@
 //! (`ask`, `auto-edit`) and an approver is there, the user is first asked whether to run
 //! it once more without the sandbox; if allowed, the result is that second run's.
 
+mod changes;
 pub mod output;
 pub mod process;
 
@@ -147,6 +148,30 @@ impl Tool for BashTool {
             )
             .await?;
 
+        // Files the command changes, seen from outside it (git work trees only).
+        let root = self.env.workspace.root();
+        let before = changes::snapshot(root).await;
+        let output = self
+            .run_authorized(&args.command, timeout, notes, ctx)
+            .await?;
+        let effects = match (&before, changes::snapshot(root).await) {
+            (Some(before), Some(after)) => changes::changed(before, &after, root),
+            _ => Vec::new(),
+        };
+        Ok(effects.into_iter().fold(output, ToolOutput::with_effect))
+    }
+}
+
+impl BashTool {
+    /// Runs an authorised command in its sandbox, with the escalation path, and renders
+    /// its result.
+    async fn run_authorized(
+        &self,
+        command: &str,
+        timeout: Duration,
+        mut notes: Vec<String>,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let mode = self.env.sandbox.mode_for(self.env.permissions.mode());
         let confinement = self
             .env
@@ -159,24 +184,17 @@ impl Tool for BashTool {
             .map_err(|err| ToolError::Failed(err.to_string()))?;
         let network = confinement.as_ref().is_none_or(|c| c.network());
         let outcome = self
-            .execute(&args.command, timeout, confinement, &ctx.cancel)
+            .execute(command, timeout, confinement, &ctx.cancel)
             .await?;
         if outcome.termination == Termination::Cancelled {
             return Err(ToolError::Cancelled);
         }
         let Some(denial) = denial_in(&outcome, mode, network) else {
-            return self.finish(
-                &ctx.call_id,
-                &args.command,
-                timeout,
-                outcome,
-                notes,
-                Vec::new(),
-            );
+            return self.finish(&ctx.call_id, command, timeout, outcome, notes, Vec::new());
         };
         if !self.env.permissions.offers_escalation() {
             let after = vec![denial.note()];
-            return self.finish(&ctx.call_id, &args.command, timeout, outcome, notes, after);
+            return self.finish(&ctx.call_id, command, timeout, outcome, notes, after);
         }
         let reason = format!(
             "The sandbox ({}) denied it:\n{}",
@@ -184,7 +202,7 @@ impl Tool for BashTool {
             denial.quoted()
         );
         let escalation = Action::RunUnsandboxed {
-            command: args.command.clone(),
+            command: command.to_owned(),
             reason,
         };
         match self
@@ -199,24 +217,15 @@ impl Tool for BashTool {
                          allowed one run without the sandbox; this is its output]",
                     denial.quoted()
                 ));
-                let outcome = self
-                    .execute(&args.command, timeout, None, &ctx.cancel)
-                    .await?;
-                self.finish(
-                    &ctx.call_id,
-                    &args.command,
-                    timeout,
-                    outcome,
-                    notes,
-                    Vec::new(),
-                )
+                let outcome = self.execute(command, timeout, None, &ctx.cancel).await?;
+                self.finish(&ctx.call_id, command, timeout, outcome, notes, Vec::new())
             }
             Err(ToolError::Denied(why)) => {
                 let after = vec![
                     denial.note(),
                     format!("[running it without the sandbox was not allowed: {why}]"),
                 ];
-                self.finish(&ctx.call_id, &args.command, timeout, outcome, notes, after)
+                self.finish(&ctx.call_id, command, timeout, outcome, notes, after)
             }
             Err(other) => Err(other),
         }
