@@ -12,6 +12,7 @@ mod eval;
 mod eval_core;
 mod local_llm;
 mod simulate;
+mod split;
 
 use std::path::PathBuf;
 use std::process::Command;
