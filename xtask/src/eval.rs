@@ -44,7 +44,16 @@ pub fn default_sessions_dir() -> Result<PathBuf> {
 
 /// Runs the evaluation on each half of the corpus ([`crate::split`]) and on all of it,
 /// prints the tables (and writes JSON when asked).
-pub fn run(sessions: &Path, json: Option<&PathBuf>, list: Option<&str>) -> Result<()> {
+///
+/// `list` lists one family's outputs per half; with `missed`, the tuning half's list also
+/// shows the probe items each output lost (never the held-out half's: it is not looked
+/// at while tuning).
+pub fn run(
+    sessions: &Path,
+    json: Option<&PathBuf>,
+    list: Option<&str>,
+    missed: bool,
+) -> Result<()> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(sessions)
         .with_context(|| format!("reading session directory {}", sessions.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -86,7 +95,7 @@ pub fn run(sessions: &Path, json: Option<&PathBuf>, list: Option<&str>) -> Resul
         print!("{}", markdown_table(&report));
         println!();
         if let Some(family) = list {
-            print_list(&report, family);
+            print_list(&report, family, missed && half == Half::Tuning);
         }
         reports.insert(half.as_str(), report);
     }
@@ -109,7 +118,7 @@ pub fn run(sessions: &Path, json: Option<&PathBuf>, list: Option<&str>) -> Resul
 }
 
 /// Lists one family's outputs, most tokens left first.
-fn print_list(report: &Report, family: &str) {
+fn print_list(report: &Report, family: &str, missed: bool) {
     let mut rows: Vec<_> = report
         .outputs
         .iter()
@@ -134,6 +143,11 @@ fn print_list(report: &Report, family: &str) {
                 .take(110)
                 .collect::<String>()
         );
+        if missed {
+            for item in &r.missed {
+                println!("|   | missed | | | `{item}` |");
+            }
+        }
     }
     println!();
 }

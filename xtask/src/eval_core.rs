@@ -228,12 +228,16 @@ pub struct Probe {
 }
 
 impl Probe {
-    fn add(&mut self, items: &BTreeSet<String>, squashed: &str) {
+    /// Counts `items` and those present in `squashed`; returns the missing ones.
+    fn add(&mut self, items: &BTreeSet<String>, squashed: &str) -> Vec<String> {
         self.total += items.len() as u64;
-        self.kept += items
+        let missed: Vec<String> = items
             .iter()
-            .filter(|i| squashed.contains(i.as_str()))
-            .count() as u64;
+            .filter(|i| !squashed.contains(i.as_str()))
+            .cloned()
+            .collect();
+        self.kept += (items.len() - missed.len()) as u64;
+        missed
     }
 
     /// Percentage kept (100 when there was nothing to keep).
@@ -334,6 +338,9 @@ pub struct OutputRow {
     pub details_total: u64,
     /// Of those, present verbatim in what the model sees.
     pub details_kept: u64,
+    /// Probe items (failing ids, failure details, summaries, paths) not kept.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missed: Vec<String>,
 }
 
 /// The whole evaluation.
@@ -463,23 +470,26 @@ fn score(
     };
     match family {
         "test runners" | "other" | MULTI_STEP_FAMILY => {
-            entry.failing_ids.add(&failing_ids(&sample.content), &seen);
-            let before = entry.failure_details;
-            entry
-                .failure_details
-                .add(&failure_details(&sample.content), &seen);
-            row.details_total = entry.failure_details.total - before.total;
-            row.details_kept = entry.failure_details.kept - before.kept;
-            entry.summaries.add(&summary_lines(&sample.content), &seen);
+            let content = &sample.content;
+            row.missed
+                .extend(entry.failing_ids.add(&failing_ids(content), &seen));
+            let details = failure_details(content);
+            let missed = entry.failure_details.add(&details, &seen);
+            row.details_total = details.len() as u64;
+            row.details_kept = (details.len() - missed.len()) as u64;
+            row.missed.extend(missed);
+            row.missed
+                .extend(entry.summaries.add(&summary_lines(content), &seen));
             if family != "other" {
-                entry.error_lines.add(&error_lines(&sample.content), &seen);
+                entry.error_lines.add(&error_lines(content), &seen);
             }
         }
         "grep/find" => {
-            let before = entry.paths;
-            entry.paths.add(&paths(&sample.content), &seen);
-            row.paths_total = entry.paths.total - before.total;
-            row.paths_kept = entry.paths.kept - before.kept;
+            let found = paths(&sample.content);
+            let missed = entry.paths.add(&found, &seen);
+            row.paths_total = found.len() as u64;
+            row.paths_kept = (found.len() - missed.len()) as u64;
+            row.missed.extend(missed);
         }
         _ => {}
     }

@@ -84,6 +84,9 @@ enum Task {
         /// Also list this family's outputs (e.g. `grep/find`), most tokens left first.
         #[arg(long)]
         list: Option<String>,
+        /// With --list: show the probe items each output of the tuning half lost.
+        #[arg(long, requires = "list")]
+        missed: bool,
     },
     /// Replay real sessions through context policies at a window; compare cost and compactions.
     Simulate {
@@ -147,12 +150,13 @@ fn main() -> Result<()> {
             sessions,
             json,
             list,
+            missed,
         } => {
             let sessions = match sessions {
                 Some(dir) => dir,
                 None => eval::default_sessions_dir()?,
             };
-            eval::run(&sessions, json.as_ref(), list.as_deref())
+            eval::run(&sessions, json.as_ref(), list.as_deref(), missed)
         }
         Task::Simulate {
             sessions,
