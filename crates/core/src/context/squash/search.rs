@@ -17,9 +17,9 @@
 use std::collections::HashMap;
 
 use super::detect::grep_path_prefix;
-use super::lines::{render, shorten, KeepPlan};
+use super::lines::{shorten, KeepPlan};
 use super::marker::chars_omitted_suffix;
-use super::{Outcome, SquashConfig};
+use super::SquashConfig;
 
 /// What one grep output line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,8 +100,8 @@ pub(crate) fn grep_shaped_share(lines: &[&str]) -> f64 {
     }
 }
 
-/// Squashes grep output.
-pub(crate) fn squash_grep(lines: &[&str], config: &SquashConfig) -> Outcome {
+/// Plans grep output.
+pub(crate) fn grep_plan(lines: &[&str], config: &SquashConfig) -> KeepPlan {
     let n = lines.len();
     let mut kinds = Vec::with_capacity(n);
     let mut files: Vec<&str> = Vec::with_capacity(n);
@@ -187,7 +187,7 @@ pub(crate) fn squash_grep(lines: &[&str], config: &SquashConfig) -> Outcome {
         }
     }
     join_runs(lines, &kinds, &files, &mut plan);
-    render(lines, &plan).into()
+    plan
 }
 
 /// What a kept grep line shows after its file name, for joining runs of files.
@@ -306,13 +306,13 @@ fn parent_dir(path: &str) -> &str {
         .map_or("", |(dir, _)| dir)
 }
 
-/// Squashes a path list: whole up to the cap, then capped per directory.
-pub(crate) fn squash_paths(text: &str, lines: &[&str], config: &SquashConfig) -> Outcome {
+/// Plans a path list: whole up to the cap, then capped per directory.
+pub(crate) fn paths_plan(text: &str, lines: &[&str], config: &SquashConfig) -> KeepPlan {
     let n = lines.len();
     let mut plan = KeepPlan::none(n);
     if text.len() <= config.path_list_cap_bytes {
         plan.keep = vec![true; n];
-        return render(lines, &plan).into();
+        return plan;
     }
     let mut per_dir: HashMap<&str, usize> = HashMap::new();
     for (i, line) in lines.iter().enumerate() {
@@ -322,12 +322,12 @@ pub(crate) fn squash_paths(text: &str, lines: &[&str], config: &SquashConfig) ->
             plan.keep(i);
         }
     }
-    render(lines, &plan).into()
+    plan
 }
 
-/// Squashes a directory listing: each section (a `dir:` header or a blank-line-separated
+/// Plans a directory listing: each section (a `dir:` header or a blank-line-separated
 /// block) keeps its header and first entries.
-pub(crate) fn squash_ls(lines: &[&str], config: &SquashConfig) -> Outcome {
+pub(crate) fn ls_plan(lines: &[&str], config: &SquashConfig) -> KeepPlan {
     let n = lines.len();
     let mut plan = KeepPlan::none(n);
     let cap = config.ls_max_entries_per_dir.max(1);
@@ -349,12 +349,17 @@ pub(crate) fn squash_ls(lines: &[&str], config: &SquashConfig) -> Outcome {
             plan.keep(i);
         }
     }
-    render(lines, &plan).into()
+    plan
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::squash::lines::{render, Rendered};
+
+    fn squash_grep(lines: &[&str], config: &SquashConfig) -> Rendered {
+        render(lines, &grep_plan(lines, config))
+    }
 
     #[test]
     fn grep_keeps_every_path_and_caps_matches_per_file() {
@@ -401,7 +406,7 @@ mod tests {
 
     fn accounted(lines: &[&str]) -> (String, usize) {
         let out = squash_grep(lines, &SquashConfig::default());
-        let represented = out.represented.expect("grep squash is line based");
+        let represented = out.represented;
         assert_eq!(
             represented + out.omitted,
             lines.len(),

@@ -48,7 +48,7 @@ fn output_at_the_floor_passes_unchanged() {
 }
 
 #[test]
-fn file_view_is_byte_exact_under_the_cap_and_cut_at_a_line_boundary_above() {
+fn file_view_is_byte_exact_under_the_cap_and_within_the_view_budget_above() {
     let file: String = (0..200)
         .map(|i| format!("    let value_{i} = compute({i});\n"))
         .collect();
@@ -59,20 +59,98 @@ fn file_view_is_byte_exact_under_the_cap_and_cut_at_a_line_boundary_above() {
     );
 
     let huge: String = (0..3000)
-        .map(|i| format!("line {i} of a very large source file\n"))
+        .map(|i| format!("line {i} of a very large text file\n"))
         .collect();
     let out = apply(
         "bash",
-        Some("nl -ba big.py | sed -n '1,4000p'"),
+        Some("nl -ba big.txt | sed -n '1,4000p'"),
         Some(0),
         &huge,
         &cfg(),
     );
     assert!(out.dropped_anything);
-    assert!(out.text.len() <= 50_000 + 40);
-    assert!(huge.starts_with(out.text.split("\n[").next().unwrap()));
-    assert!(out.text.trim_end().ends_with("lines omitted]"));
+    assert!(
+        out.text.len() <= cfg().view_budget_bytes,
+        "{}",
+        out.text.len()
+    );
+    assert!(out
+        .text
+        .starts_with("line 0 of a very large text file\nline 1 "));
+    assert!(out
+        .text
+        .trim_end()
+        .ends_with("line 2999 of a very large text file"));
     accounting_holds(&huge, &out);
+}
+
+#[test]
+fn a_view_above_the_cap_of_a_log_keeps_its_failures_within_the_budget() {
+    let mut log = String::new();
+    let mut i = 0;
+    while log.len() < 400_000 {
+        log.push_str(&format!(
+            "2026-11-29T10:00:{:02}Z INFO worker-{}: processed batch {i}\n",
+            i % 60,
+            i % 8
+        ));
+        i += 1;
+        if i == 5_000 {
+            log.push_str("Traceback (most recent call last):\n  File \"/srv/app/jobs.py\", line 88, in run\n    payload['user_id']\nKeyError: 'user_id'\n");
+        }
+    }
+    let out = apply("bash", Some("cat worker.log"), Some(0), &log, &cfg());
+    assert!(
+        out.text.len() <= cfg().view_budget_bytes,
+        "{}",
+        out.text.len()
+    );
+    assert!(out.text.contains("KeyError: 'user_id'"), "{}", out.text);
+    accounting_holds(&log, &out);
+}
+
+#[test]
+fn a_view_above_the_cap_of_source_code_is_head_tail_and_an_outline() {
+    let mut source = String::from("use std::io;\n\n");
+    for k in 0..3_000 {
+        source.push_str(&format!(
+            "pub fn handler_{k}(input: &str) -> io::Result<usize> {{\n    let n = input.len() + {k};\n    Ok(n)\n}}\n\n"
+        ));
+    }
+    let out = apply(
+        "bash",
+        Some("cat src/handlers.rs"),
+        Some(0),
+        &source,
+        &cfg(),
+    );
+    assert_eq!(out.stats.family, Family::SourceOutline);
+    assert!(
+        out.text.len() <= cfg().view_budget_bytes,
+        "{}",
+        out.text.len()
+    );
+    assert!(out.text.starts_with("use std::io;\n"));
+    assert!(
+        out.text.contains("read src/handlers.rs with offset=LINE"),
+        "{}",
+        out.text
+    );
+    // Entries carry the file's line numbers: handler_k is defined on line 3 + 5k.
+    let entries: Vec<(usize, usize)> = out
+        .text
+        .lines()
+        .filter_map(|l| {
+            let (number, text) = l.trim_start().split_once(": pub fn handler_")?;
+            let k = text.split('(').next()?.parse().ok()?;
+            Some((number.parse().ok()?, k))
+        })
+        .collect();
+    assert!(entries.len() > 50, "{}", out.text);
+    assert!(
+        entries.iter().all(|(line, k)| *line == 3 + 5 * k),
+        "{entries:?}"
+    );
 }
 
 #[test]
