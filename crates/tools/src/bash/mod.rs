@@ -16,7 +16,7 @@ use serde_json::json;
 
 use self::output::CapturedOutput;
 use self::process::{run_command, CommandSpec, Termination};
-use crate::capture::{Overflow, RawOutput};
+use crate::capture::{Capture, Finished, Overflow, RawOutput};
 use crate::config::ToolEnv;
 use crate::permission::Action;
 use crate::workspace::SPILL_DIR_VAR;
@@ -176,34 +176,66 @@ impl Tool for BashTool {
         if let Some(err) = &output.spill_error {
             notes.push(format!("[the full output could not be saved: {err}]"));
         }
-        let rendered = render_output(output);
         let trailer = notes.join("\n");
-        let content = self.env.capture.finish(
+        let content = model_text(
+            &self.env.capture,
             &ctx.call_id,
-            RawOutput {
-                tool: "bash",
-                command: Some(&args.command),
-                exit_code,
-                text: &rendered.head,
-                overflow: rendered.tail.as_deref().map(|tail| Overflow {
-                    omitted_lines: rendered.omitted_lines,
-                    tail,
-                    spilled: output.spill.as_ref().map(|s| s.path.as_path()),
-                }),
-                trailer: &trailer,
-            },
-        );
-        let content = if rendered.head.is_empty() && rendered.tail.is_none() {
-            format!("(no output)\n{content}")
-        } else {
-            content
-        };
+            Some(&args.command),
+            exit_code,
+            output,
+            &trailer,
+        )
+        .text;
         let failed = exit_code != Some(0);
         Ok(ToolOutput {
             content,
             is_error: failed,
         })
     }
+}
+
+/// The text the model sees for a command's captured output, then `trailer` (exit code and
+/// notes): the output squashed by [`Capture`] — whole, read back from the spill file when
+/// it overflowed memory and fits [`Capture::whole_max_bytes`] — and the spill marker.
+/// `(no output)` stands for an empty output. `pith compress` calls this too, so both
+/// give the same bytes for the same output.
+pub fn model_text(
+    capture: &Capture,
+    call_id: &str,
+    command: Option<&str>,
+    exit_code: Option<i32>,
+    output: &CapturedOutput,
+    trailer: &str,
+) -> Finished {
+    let rendered = render_output(output);
+    let complete = output
+        .spill
+        .as_ref()
+        .is_some_and(|s| s.discarded == 0 && output.spill_error.is_none());
+    let mut finished = capture.finish_with_stats(
+        call_id,
+        RawOutput {
+            tool: "bash",
+            command,
+            exit_code,
+            text: &rendered.head,
+            overflow: rendered.tail.as_deref().map(|tail| Overflow {
+                omitted_lines: rendered.omitted_lines,
+                tail,
+                spilled: output.spill.as_ref().map(|s| s.path.as_path()),
+                complete,
+            }),
+            trailer,
+        },
+    );
+    if rendered.head.is_empty() && rendered.tail.is_none() {
+        finished.text = if finished.text.is_empty() {
+            "(no output)".to_owned()
+        } else {
+            format!("(no output)\n{}", finished.text)
+        };
+    }
+    finished
 }
 
 /// Names (from `names`) that contain one of `patterns`, case-insensitively: the
