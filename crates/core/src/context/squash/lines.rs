@@ -180,11 +180,16 @@ pub(crate) fn render(lines: &[&str], plan: &KeepPlan) -> Rendered {
     }
 }
 
+/// A cut shorter than this costs about as many tokens as the `…[N chars omitted]` marker
+/// that replaces it, so it is not made.
+const MIN_CUT_CHARS: usize = 40;
+
 /// Shortens `line` to about `max_chars` characters, keeping its head and tail and naming
-/// how many characters were cut; `None` when it already fits.
+/// how many characters were cut; `None` when it already fits or when fewer than
+/// [`MIN_CUT_CHARS`] characters would go (the marker would cost what it saves).
 pub(crate) fn shorten(line: &str, max_chars: usize) -> Option<String> {
     let total = line.chars().count();
-    if total <= max_chars || max_chars < 8 {
+    if total <= max_chars || max_chars < 8 || total - max_chars < MIN_CUT_CHARS {
         return None;
     }
     let head = max_chars * 3 / 4;
@@ -374,5 +379,7 @@ mod tests {
         let s = shorten(&line, 100).unwrap();
         assert!(s.contains("[200 chars omitted]"), "{s}");
         assert!(shorten("short", 100).is_none());
+        // Cutting 30 characters would cost what the marker costs.
+        assert!(shorten(&"x".repeat(130), 100).is_none());
     }
 }
