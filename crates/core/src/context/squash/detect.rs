@@ -247,6 +247,97 @@ fn view_kind(words: &[&str]) -> bool {
     }
 }
 
+/// The words of a simple command as the shell reads them: split on blanks outside
+/// quotes, quotes removed, backslash escapes resolved (no expansions).
+pub(crate) fn shell_words(segment: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = segment.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for q in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                    word.push(q);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(q) = chars.next() {
+                    match q {
+                        '"' => break,
+                        '\\' => match chars.next() {
+                            Some(e @ ('"' | '\\' | '$' | '`')) => word.push(e),
+                            Some(e) => {
+                                word.push('\\');
+                                word.push(e);
+                            }
+                            None => word.push('\\'),
+                        },
+                        _ => word.push(q),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(e) = chars.next() {
+                    word.push(e);
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            _ => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+}
+
+/// The simple command whose output a command line prints: the first of its last
+/// pipeline (after `cd` / `export` and other set-up commands), without leading
+/// `VAR=value` assignments and wrappers (`time`, `env`, `sudo`, …).
+pub(crate) fn last_pipeline_head(command: &str) -> Option<String> {
+    let segments = simple_commands(command);
+    let meaningful: Vec<&(String, bool)> = segments
+        .iter()
+        .filter(|(seg, piped)| {
+            *piped
+                || !matches!(
+                    program_words(seg).first().map(|w| base_name(w)),
+                    None | Some(
+                        "cd" | "export"
+                            | "source"
+                            | "."
+                            | "set"
+                            | "echo"
+                            | "pushd"
+                            | "popd"
+                            | "true"
+                    )
+                )
+        })
+        .collect();
+    let start = meaningful.iter().rposition(|(_, piped)| !*piped)?;
+    let segment = meaningful[start].0.as_str();
+    // `program_words` yields slices of `segment` past the assignments and wrappers.
+    let program = program_words(segment).first().copied()?;
+    let at = program.as_ptr() as usize - segment.as_ptr() as usize;
+    Some(segment[at..].to_owned())
+}
+
 /// Classifies a shell command by what its output will be.
 pub fn command_family(command: &str) -> CommandFamily {
     let segments = simple_commands(command);
@@ -525,6 +616,18 @@ mod tests {
         for (cmd, want) in cases {
             assert_eq!(command_family(cmd), want, "command {cmd:?}");
         }
+    }
+
+    #[test]
+    fn shell_words_follow_quotes_and_escapes() {
+        assert_eq!(
+            shell_words(r#"grep -C 2 "a \"b\" c" 'd e' f\ g"#),
+            ["grep", "-C", "2", "a \"b\" c", "d e", "f g"]
+        );
+        assert_eq!(
+            last_pipeline_head("cd /x && LC_ALL=C time grep -n 'a b' f.py | head").as_deref(),
+            Some("grep -n 'a b' f.py")
+        );
     }
 
     #[test]

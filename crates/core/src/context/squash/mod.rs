@@ -23,6 +23,7 @@ pub mod detect;
 mod failures;
 mod file_view;
 mod generic;
+mod grep_args;
 mod json;
 mod lines;
 mod log;
@@ -137,15 +138,25 @@ pub fn apply(
         None => {
             let error_count = errors.iter().filter(|e| **e).count();
             let mut family = detect::detect(tool, command, exit_code, output, error_count);
-            if family == Family::Grep && search::grep_shaped_share(&lines) < 0.5 {
-                // e.g. `ls -R && grep ...`: the command says grep, the content says otherwise.
-                family = detect::detect_from_content(tool, exit_code, output, error_count);
+            let bare = command
+                .filter(|_| family == Family::Grep)
+                .and_then(grep_args::parse)
+                .filter(grep_args::GrepArgs::bare_lines);
+            if let Some(args) = bare {
+                // One file without `-n`: the command's pattern tells matches from context.
+                let plan = search::bare_grep_plan(&lines, &args.matcher, config);
+                (Family::Grep, Body::Lines(plan))
+            } else {
+                if family == Family::Grep && search::grep_shaped_share(&lines) < 0.5 {
+                    // e.g. `ls -R && grep ...`: the command says grep, the content says otherwise.
+                    family = detect::detect_from_content(tool, exit_code, output, error_count);
+                }
+                if family == Family::FileView {
+                    // A view named by content only (no command) cannot happen; keep it exact.
+                    return unchanged(output, family);
+                }
+                dispatch(family, output, &lines, &errors, config)
             }
-            if family == Family::FileView {
-                // A view named by content only (no command) cannot happen; keep it exact.
-                return unchanged(output, family);
-            }
-            dispatch(family, output, &lines, &errors, config)
         }
     };
     let mut squashed = match body {

@@ -118,11 +118,46 @@ pub(crate) fn grep_plan(lines: &[&str], config: &SquashConfig) -> KeepPlan {
         kinds.push(kind);
         files.push(if kind == GrepLine::Other { "" } else { path });
     }
+    plan_classified(lines, &kinds, &files, config)
+}
+
+/// Plans the output of a grep over one file without `-n`: its lines carry neither a file
+/// nor a number, so the ones `matcher` (the command's pattern) selects are the matches,
+/// `--` separates groups, and the rest is `-A/-B/-C` context.
+pub(crate) fn bare_grep_plan(
+    lines: &[&str],
+    matcher: &regex::Regex,
+    config: &SquashConfig,
+) -> KeepPlan {
+    let kinds: Vec<GrepLine> = lines
+        .iter()
+        .map(|line| {
+            if *line == "--" {
+                GrepLine::Separator
+            } else if matcher.is_match(line) {
+                GrepLine::Match
+            } else {
+                GrepLine::Context
+            }
+        })
+        .collect();
+    let files = vec![""; lines.len()];
+    plan_classified(lines, &kinds, &files, config)
+}
+
+/// Plans grep lines whose kinds and files are known.
+fn plan_classified(
+    lines: &[&str],
+    kinds: &[GrepLine],
+    files: &[&str],
+    config: &SquashConfig,
+) -> KeepPlan {
+    let n = lines.len();
     let mut plan = KeepPlan::none(n);
     let mut matches_seen: HashMap<&str, usize> = HashMap::new();
     let distinct_files = files
         .iter()
-        .zip(&kinds)
+        .zip(kinds)
         .filter(|(_, k)| **k == GrepLine::Match)
         .map(|(f, _)| *f)
         .collect::<std::collections::HashSet<&str>>()
@@ -192,8 +227,8 @@ pub(crate) fn grep_plan(lines: &[&str], config: &SquashConfig) -> KeepPlan {
             plan.shortened.push((i, short));
         }
     }
-    join_runs(lines, &kinds, &files, &mut plan);
-    drop_repeated_paths(lines, &kinds, &files, &mut plan);
+    join_runs(lines, kinds, files, &mut plan);
+    drop_repeated_paths(lines, kinds, files, &mut plan);
     plan
 }
 
@@ -492,6 +527,37 @@ mod tests {
         assert!(out.text.contains("\n4:let x = 4;\n"));
         assert!(!out.text.contains("5:let x = 5;"));
         assert!(out.text.contains("[35 lines omitted]"), "{}", out.text);
+    }
+
+    #[test]
+    fn a_bare_single_file_grep_keeps_the_lines_its_pattern_selects() {
+        let mut owned: Vec<String> = Vec::new();
+        for group in 0..4 {
+            for k in 0..10 {
+                owned.push(format!("    context line {group}.{k}"));
+            }
+            owned.push(format!(
+                "    raise FieldError('Expression contains mixed types {group}')"
+            ));
+            for k in 0..10 {
+                owned.push(format!("    after line {group}.{k}"));
+            }
+            owned.push("--".into());
+        }
+        let lines: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let matcher = regex::Regex::new("Expression contains mixed types").unwrap();
+        let plan = bare_grep_plan(&lines, &matcher, &SquashConfig::default());
+        let out = render(&lines, &plan);
+        for group in 0..4 {
+            assert!(
+                out.text.contains(&format!("mixed types {group}')")),
+                "{}",
+                out.text
+            );
+        }
+        assert!(out.text.contains("context line 2.9") && out.text.contains("after line 2.0"));
+        assert!(!out.text.contains("context line 2.5"), "{}", out.text);
+        assert_eq!(out.represented + out.omitted, lines.len());
     }
 
     #[test]
