@@ -104,11 +104,12 @@ fn squash_meets_the_retention_and_savings_targets_on_real_sessions() {
     );
 }
 
-/// Regression floor for grep/find savings on this sample (measured 29.8%). The sample is
-/// dominated by `find` path lists, which are kept whole (every distinct path stays
-/// verbatim); the 50% target is checked on the full corpus (`cargo xtask eval`,
-/// table in docs/context-pipeline.md: 50.1%).
-const GREP_FIND_SAVED_FLOOR: f64 = 27.0;
+/// Regression floor for grep/find savings on this sample (measured 34.8%). The sample is
+/// dominated by `find` path lists, which are kept whole but for directory lines folded
+/// into their entries (every distinct path stays verbatim); the 50% target is
+/// checked on the shared corpus, both halves (`cargo xtask eval`, table in
+/// docs/context-pipeline.md).
+const GREP_FIND_SAVED_FLOOR: f64 = 32.0;
 
 #[test]
 fn print_sample_table() {

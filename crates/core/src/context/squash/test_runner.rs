@@ -47,7 +47,7 @@ static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
         r"|Ran \d+ tests? in .*",
         r"|(?:OK|FAILED)(?: \(.*\))?",
         r"|test result: .*",
-        r"|(?:ok|FAIL|PASS)\s.*",
+        r"|(?:ok|FAIL)\s.*|PASS",
         r"|Tests?:\s.*|Test Suites:\s.*|Snapshots:\s.*",
         r"|.*tests finished:.*",
         r"|collected \d+ items?.*",

@@ -111,8 +111,9 @@ fn a_view_above_the_cap_of_a_log_keeps_its_failures_within_the_budget() {
 
 #[test]
 fn a_view_above_the_cap_of_source_code_is_head_tail_and_an_outline() {
+    // About 1 MB of source.
     let mut source = String::from("use std::io;\n\n");
-    for k in 0..3_000 {
+    for k in 0..10_000 {
         source.push_str(&format!(
             "pub fn handler_{k}(input: &str) -> io::Result<usize> {{\n    let n = input.len() + {k};\n    Ok(n)\n}}\n\n"
         ));
@@ -281,6 +282,113 @@ fn cargo_and_go_failures_keep_their_identifiers() {
     ] {
         assert!(out.text.contains(must), "lost {must:?}:\n{}", out.text);
     }
+}
+
+#[test]
+fn after_the_block_cap_failures_are_named_by_their_header_only() {
+    let mut text = String::from(
+        "============================= test session starts ==============================\n",
+    );
+    text.push_str(&"tests/test_m.py::test_ok PASSED\n".repeat(100));
+    text.push_str(
+        "=================================== FAILURES ===================================\n",
+    );
+    for k in 0..30 {
+        text.push_str(&format!(
+            "________________________________ test_case_{k} ________________________________\n\n    def test_case_{k}():\n>       assert value({k}) == {}\nE       assert {k} == {}\n\ntests/test_m.py:{}: AssertionError\n",
+            k + 1,
+            k + 1,
+            10 * k + 3
+        ));
+    }
+    text.push_str(
+        "=========================== short test summary info ============================\n",
+    );
+    for k in 0..30 {
+        text.push_str(&format!(
+            "FAILED tests/test_m.py::test_case_{k} - assert {k} == {}\n",
+            k + 1
+        ));
+    }
+    text.push_str("============= 30 failed, 100 passed in 2.00s =============\n");
+    let out = apply("bash", Some("pytest tests"), Some(1), &text, &cfg());
+    for k in 0..30 {
+        let header = format!("_ test_case_{k} _");
+        assert!(out.text.contains(&header), "lost header {k}:\n{}", out.text);
+        assert!(out
+            .text
+            .contains(&format!("FAILED tests/test_m.py::test_case_{k} -")));
+        let detail = format!("E       assert {k} == {}", k + 1);
+        assert_eq!(
+            out.text.contains(&detail),
+            k < cfg().failure_blocks_max,
+            "block {k}'s detail:\n{}",
+            out.text
+        );
+    }
+    assert!(out.text.contains("30 failed, 100 passed in 2.00s"));
+    accounting_holds(&text, &out);
+}
+
+#[test]
+fn a_make_log_with_cargo_go_and_jest_steps_keeps_every_step_s_failures() {
+    let mut text =
+        String::from("make[1]: Entering directory '/src/core'\n   Compiling core v0.1.0\n");
+    text.push_str(
+        "     Running unittests src/lib.rs (target/debug/deps/core-1a2b)\n\nrunning 60 tests\n",
+    );
+    for i in 0..60 {
+        text.push_str(&format!("test tests::case_{i} ... ok\n"));
+    }
+    text.push_str("test tests::parse ... FAILED\n\nfailures:\n\n---- tests::parse stdout ----\nthread 'tests::parse' panicked at src/parse.rs:41:9:\nassertion `left == right` failed\n  left: 3\n right: 4\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\nfailures:\n    tests::parse\n\ntest result: FAILED. 60 passed; 1 failed; 0 ignored; 0 measured\n");
+    text.push_str(
+        "make[1]: Leaving directory '/src/core'\nmake[1]: Entering directory '/src/server'\n",
+    );
+    for i in 0..60 {
+        text.push_str(&format!(
+            "=== RUN   TestOk{i}\n--- PASS: TestOk{i} (0.00s)\n"
+        ));
+    }
+    text.push_str("=== RUN   TestServe\n--- FAIL: TestServe (0.01s)\n    serve_test.go:27: status = 500, want 200\nFAIL\nFAIL\texample.com/server\t0.02s\n");
+    text.push_str(
+        "make[1]: Leaving directory '/src/server'\nmake[1]: Entering directory '/src/web'\n",
+    );
+    for i in 0..60 {
+        text.push_str(&format!("PASS src/ok{i}.test.js\n"));
+    }
+    text.push_str("FAIL src/cart.test.js\n  ● cart › adds items\n\n    expect(received).toBe(expected) // Object.is equality\n\n    Expected: 3\n    Received: 2\n\n      12 |   cart.add(item);\n    > 13 |   expect(cart.size).toBe(3);\n         |                     ^\n\n      at Object.<anonymous> (src/cart.test.js:13:21)\n\nTest Suites: 1 failed, 60 passed, 61 total\nTests:       1 failed, 60 passed, 61 total\n");
+    text.push_str("make[1]: Leaving directory '/src/web'\n");
+    let out = apply("bash", Some("make check"), Some(2), &text, &cfg());
+    assert_eq!(out.stats.family, Family::MultiStep);
+    for must in [
+        "make[1]: Entering directory '/src/core'",
+        "thread 'tests::parse' panicked at src/parse.rs:41:9:",
+        "assertion `left == right` failed",
+        "  left: 3",
+        " right: 4",
+        "test result: FAILED. 60 passed; 1 failed; 0 ignored; 0 measured",
+        "make[1]: Entering directory '/src/server'",
+        "--- FAIL: TestServe (0.01s)",
+        "serve_test.go:27: status = 500, want 200",
+        "FAIL\texample.com/server\t0.02s",
+        "make[1]: Entering directory '/src/web'",
+        "● cart › adds items",
+        "Expected: 3",
+        "Received: 2",
+        "> 13 |   expect(cart.size).toBe(3);",
+        "Tests:       1 failed, 60 passed, 61 total",
+    ] {
+        assert!(out.text.contains(must), "lost {must:?}:\n{}", out.text);
+    }
+    assert!(!out.text.contains("TestOk30"), "{}", out.text);
+    assert!(!out.text.contains("PASS src/ok30.test.js"), "{}", out.text);
+    assert!(
+        out.text.contains("test tests::parse ... FAILED"),
+        "{}",
+        out.text
+    );
+    assert!(out.text.contains("FAIL src/cart.test.js"), "{}", out.text);
+    accounting_holds(&text, &out);
 }
 
 #[test]
