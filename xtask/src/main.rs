@@ -62,6 +62,10 @@ enum Task {
         /// print it; the report is not written. For iterating on the loop's cost.
         #[arg(long)]
         loop_only: bool,
+        /// Only measure squash (the criterion squash bench and squash per family on the
+        /// corpus) and print it; the report is not written.
+        #[arg(long, conflicts_with = "loop_only")]
+        squash_only: bool,
     },
     /// SIGKILL a session writer at random instants and check every transcript.
     Crash {
@@ -132,12 +136,16 @@ fn main() -> Result<()> {
             sessions,
             output,
             loop_only,
+            squash_only,
         } => {
             if rerun_in_release()? {
                 return Ok(());
             }
             if loop_only {
                 return bench::run_loop_only(quick);
+            }
+            if squash_only {
+                return bench::run_squash_only(quick, sessions.as_deref());
             }
             bench::run(&bench::BenchOptions {
                 quick,
