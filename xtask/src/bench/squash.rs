@@ -100,8 +100,9 @@ pub fn measure(samples: &[ToolSample], runs: usize, counter: &dyn TokenCounter) 
         for key in [family.clone(), "all".to_owned()] {
             let b = baseline.entry(key).or_default();
             b.tokens_after += counter.count(&cut) as u64;
+            // The same probes on the same families as the eval scores.
             match family.as_str() {
-                "test runners" => {
+                "test runners" | "other" => {
                     add(&mut b.failing_ids, &failing_ids(&sample.content), &cut);
                     add(
                         &mut b.failure_details,
@@ -109,7 +110,9 @@ pub fn measure(samples: &[ToolSample], runs: usize, counter: &dyn TokenCounter) 
                         &cut,
                     );
                     add(&mut b.summaries, &summary_lines(&sample.content), &cut);
-                    add(&mut b.error_lines, &error_lines(&sample.content), &cut);
+                    if family == "test runners" {
+                        add(&mut b.error_lines, &error_lines(&sample.content), &cut);
+                    }
                 }
                 "grep/find" => add(&mut b.paths, &paths(&sample.content), &cut),
                 _ => {}

@@ -41,10 +41,13 @@ static TRACE: LazyLock<Regex> = LazyLock::new(|| {
 /// True when `line` is a command trace: a step always starts here. The first byte
 /// decides whether the pattern is tried at all, so logs without traces cost one byte
 /// test per line.
-fn is_trace(line: &str) -> bool {
+///
+/// `tox` says whether the whole text holds `commands[` at all (tox's traces start with the
+/// environment's name, so only they need a search inside the line).
+fn is_trace(line: &str, tox: bool) -> bool {
     let candidate = match line.as_bytes().first() {
         Some(b'+' | b'$' | b'm' | b'#' | b'n') => true,
-        Some(_) => line.contains(": commands[") || line.contains(" run-test: commands["),
+        Some(_) => tox && line.contains("commands["),
         None => false,
     };
     candidate && TRACE.is_match(line)
@@ -73,15 +76,24 @@ const TRACE_REACH: usize = 3;
 const QUIET_HEAD: usize = 3;
 const QUIET_TAIL: usize = 3;
 
+/// Diff headers and hunks: output holding one is a diff.
+static DIFF: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)^(?:diff --git |@@ -)").expect("constant pattern compiles"));
+
+/// tox's trace marker (a literal search, memchr-fast).
+static TOX: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"commands\[").expect("constant pattern compiles"));
+
 fn looks_like_diff(text: &str) -> bool {
-    text.starts_with("diff --git") || text.contains("\ndiff --git") || text.contains("\n@@ -")
+    DIFF.is_match(text)
 }
 
 /// The line ranges of the steps of `text`; one range when it has a single step.
 pub(crate) fn split(text: &str, lines: &[&str]) -> Vec<std::ops::Range<usize>> {
     let n = lines.len();
     let diff = looks_like_diff(text);
-    let traces: Vec<bool> = lines.iter().map(|l| !diff && is_trace(l)).collect();
+    let tox = TOX.is_match(text);
+    let traces: Vec<bool> = lines.iter().map(|l| !diff && is_trace(l, tox)).collect();
     let sessions: Vec<bool> = lines.iter().map(|l| is_session_start(l)).collect();
     // A session printed inside a failure block (pytest's own tests capture nested runs)
     // is part of that failure, not a step.
@@ -145,6 +157,7 @@ pub(crate) fn plan(
         return None;
     }
     let diff = looks_like_diff(text);
+    let tox = TOX.is_match(text);
     let mut plan = KeepPlan::none(lines.len());
     for range in steps {
         let span = byte_span(text, lines, &range);
@@ -161,7 +174,7 @@ pub(crate) fn plan(
             quiet(step_lines)
         };
         plan.absorb(range.start, sub);
-        if !diff && is_trace(lines[range.start]) {
+        if !diff && is_trace(lines[range.start], tox) {
             plan.keep_at(range.start, priority::MUST);
         }
     }
