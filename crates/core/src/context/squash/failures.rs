@@ -27,8 +27,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::lines::priority;
+use super::lines::{priority, KeepPlan};
 use super::mark_matching_lines;
+use super::SquashConfig;
 
 fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("constant pattern compiles")
@@ -455,6 +456,20 @@ pub(crate) fn select(lines: &[&str], block: Block, cap: usize) -> Vec<(usize, Pi
         .filter(|&k| chosen[k])
         .filter_map(|k| pick[k].map(|p| (block.start + k, p)))
         .collect()
+}
+
+/// Adds to a log or generic plan what the failure blocks of `text` (tracebacks, panics,
+/// a test runner's blocks in a script's output) need, as a test run keeps them: a
+/// failure is worth its lines wherever it is printed.
+pub(crate) fn keep_blocks(text: &str, lines: &[&str], config: &SquashConfig, plan: &mut KeepPlan) {
+    for block in find_blocks(text, lines)
+        .into_iter()
+        .take(config.failure_blocks_max)
+    {
+        for (i, pick) in select(lines, block, config.failure_block_max_lines) {
+            plan.keep_at(i, pick.priority());
+        }
+    }
 }
 
 #[cfg(test)]

@@ -231,12 +231,18 @@ pub(crate) fn dispatch(
             }
         },
         Family::TestRunner => Body::Lines(test_runner::plan(output, lines, errors, config)),
-        Family::Log => Body::Lines(log::plan(output, lines, errors, config)),
+        Family::Log => {
+            let mut plan = log::plan(output, lines, errors, config);
+            failures::keep_blocks(output, lines, config, &mut plan);
+            Body::Lines(plan)
+        }
         Family::Grep => Body::Lines(search::grep_plan(lines, config)),
         Family::PathList => Body::Lines(search::paths_plan(output, lines, config)),
         Family::Ls => Body::Lines(search::ls_plan(lines, config)),
         Family::Generic | Family::MultiStep | Family::SourceOutline => {
-            Body::Lines(generic::plan(lines, errors, config.generic_budget_bytes))
+            let mut plan = generic::plan(lines, errors, config.generic_budget_bytes);
+            failures::keep_blocks(output, lines, config, &mut plan);
+            Body::Lines(plan)
         }
     };
     (family, body)

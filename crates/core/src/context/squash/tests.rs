@@ -392,6 +392,28 @@ fn a_make_log_with_cargo_go_and_jest_steps_keeps_every_step_s_failures() {
 }
 
 #[test]
+fn a_script_s_traceback_keeps_its_details_beside_the_generic_head_and_tail() {
+    let mut text = String::new();
+    for i in 0..200 {
+        text.push_str(&format!("processing record {i}: ok\n"));
+        if i == 100 {
+            text.push_str("Traceback (most recent call last):\n  File \"/work/reproduce.py\", line 12, in <module>\n    main()\n  File \"/work/app/models.py\", line 88, in main\n    raise LookupFailure(name)\napp.models.LookupFailure: no record named 'user_id'\n");
+        }
+    }
+    let out = apply("bash", Some("python reproduce.py"), Some(0), &text, &cfg());
+    for must in [
+        "processing record 0: ok",
+        "processing record 199: ok",
+        "Traceback (most recent call last):",
+        "File \"/work/app/models.py\", line 88, in main",
+        "app.models.LookupFailure: no record named 'user_id'",
+    ] {
+        assert!(out.text.contains(must), "lost {must:?}:\n{}", out.text);
+    }
+    accounting_holds(&text, &out);
+}
+
+#[test]
 fn logs_keep_errors_with_context_and_collapse_repeats() {
     let mut lines = vec!["build started".to_owned()];
     for i in 0..300 {
