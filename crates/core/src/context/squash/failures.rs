@@ -28,7 +28,6 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::lines::{priority, KeepPlan};
-use super::mark_matching_lines;
 use super::SquashConfig;
 
 fn re(pattern: &str) -> Regex {
@@ -67,46 +66,60 @@ pub(crate) struct Block {
     pub kind: BlockKind,
 }
 
-/// Every header shape, found in one pass; [`header_kind`] tells them apart.
-static HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    re(concat!(
-        r"(?m)^(?:_{3,} .+ _{3,}",
-        r"|(?:FAIL|ERROR): \S+ \(.*\)",
-        r"|---- .+ stdout ----",
-        r"|\s*--- FAIL: .*",
-        r"|\s*● .*",
-        r"|\s+\d+\) .*",
-        r"|\s*\d+ failing",
-        r"|Traceback \(most recent call last\):.*",
-        r"|.*panicked at.*)$"
-    ))
-});
+/// Rust's panic line (found by one literal search before any line is looked at).
+static PANIC: LazyLock<Regex> = LazyLock::new(|| re("panicked at"));
 
-fn header_kind(line: &str, in_mocha_list: bool) -> Option<BlockKind> {
-    let t = line.trim_start();
-    if line.starts_with("___") {
-        Some(BlockKind::Pytest)
-    } else if line.starts_with("FAIL: ") || line.starts_with("ERROR: ") {
-        Some(BlockKind::Unittest)
-    } else if line.starts_with("---- ") && line.ends_with(" stdout ----") {
-        Some(BlockKind::Cargo)
-    } else if t.starts_with("--- FAIL: ") {
-        Some(BlockKind::Go)
-    } else if t.starts_with("● ") && !t.starts_with("● Console") {
-        Some(BlockKind::Jest)
-    } else if in_mocha_list
-        && line.starts_with(char::is_whitespace)
-        && t.split_once(") ")
-            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    {
-        Some(BlockKind::Mocha)
-    } else if line.starts_with("Traceback (most recent call last):") {
-        Some(BlockKind::Traceback)
-    } else if line.contains("panicked at") {
-        Some(BlockKind::Panic)
-    } else {
-        None
-    }
+/// The block a header line opens, if `line` is one. Decided from the line's first bytes
+/// (a log without failures costs a byte test per line); `panics` says whether the text
+/// holds `panicked at` at all.
+fn header_kind(line: &str, in_mocha_list: bool, panics: bool) -> Option<BlockKind> {
+    let bytes = line.as_bytes();
+    let kind = match bytes.first()? {
+        b'_' => {
+            // `____ test_a ____`, not a bare rule of underscores.
+            let inner = line.trim_matches('_');
+            (line.starts_with("___")
+                && line.ends_with("___")
+                && inner.len() > 2
+                && inner.starts_with(' ')
+                && inner.ends_with(' '))
+            .then_some(BlockKind::Pytest)
+        }
+        b'F' | b'E' => {
+            // `FAIL: test_x (mod.Class)` / `ERROR: …`.
+            let rest = line
+                .strip_prefix("FAIL: ")
+                .or_else(|| line.strip_prefix("ERROR: "))?;
+            let (name, class) = rest.split_once(' ')?;
+            (!name.is_empty() && class.starts_with('(') && class.ends_with(')'))
+                .then_some(BlockKind::Unittest)
+        }
+        b'-' if line.starts_with("---- ") && line.ends_with(" stdout ----") => {
+            Some(BlockKind::Cargo)
+        }
+        b'-' if line.starts_with("--- FAIL: ") => Some(BlockKind::Go),
+        b'T' if line.starts_with("Traceback (most recent call last):") => {
+            Some(BlockKind::Traceback)
+        }
+        b' ' | b'\t' | 0xE2 => {
+            let t = line.trim_start();
+            if t.starts_with("--- FAIL: ") {
+                Some(BlockKind::Go)
+            } else if t.starts_with("● ") && !t.starts_with("● Console") {
+                Some(BlockKind::Jest)
+            } else if in_mocha_list
+                && t.len() < line.len()
+                && t.split_once(") ")
+                    .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            {
+                Some(BlockKind::Mocha)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    };
+    kind.or_else(|| (panics && line.contains("panicked at")).then_some(BlockKind::Panic))
 }
 
 fn is_mocha_failing_line(line: &str) -> bool {
@@ -204,19 +217,16 @@ fn is_secondary(line: &str) -> bool {
 /// The failure blocks of a test-runner output, in order, never overlapping.
 pub(crate) fn find_blocks(text: &str, lines: &[&str]) -> Vec<Block> {
     let n = lines.len();
-    let candidates = mark_matching_lines(text, lines, &HEADER);
+    let panics = PANIC.is_match(text);
     let mut in_mocha_list = false;
     let mut headers = vec![false; n];
     let mut kinds: Vec<Option<BlockKind>> = vec![None; n];
     for i in 0..n {
-        if !candidates[i] {
-            continue;
-        }
-        if is_mocha_failing_line(lines[i]) {
+        if lines[i].ends_with(" failing") && is_mocha_failing_line(lines[i]) {
             in_mocha_list = true;
             continue;
         }
-        kinds[i] = header_kind(lines[i], in_mocha_list);
+        kinds[i] = header_kind(lines[i], in_mocha_list, panics);
         headers[i] = kinds[i].is_some();
     }
     let mut blocks = Vec::new();

@@ -76,16 +76,18 @@ const TRACE_REACH: usize = 3;
 const QUIET_HEAD: usize = 3;
 const QUIET_TAIL: usize = 3;
 
-/// Diff headers and hunks: output holding one is a diff.
+/// Diff headers and hunks after a newline: output holding one is a diff. Plain literals,
+/// so the search is a SIMD substring scan (a `(?m)^` anchor would make it a full
+/// automaton pass).
 static DIFF: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?m)^(?:diff --git |@@ -)").expect("constant pattern compiles"));
+    LazyLock::new(|| Regex::new("\ndiff --git |\n@@ -").expect("constant pattern compiles"));
 
 /// tox's trace marker (a literal search, memchr-fast).
 static TOX: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"commands\[").expect("constant pattern compiles"));
 
 fn looks_like_diff(text: &str) -> bool {
-    DIFF.is_match(text)
+    text.starts_with("diff --git ") || text.starts_with("@@ -") || DIFF.is_match(text)
 }
 
 /// The line ranges of the steps of `text`; one range when it has a single step.
