@@ -2,8 +2,16 @@
 
 use assert_cmd::Command;
 
-fn pith() -> Command {
-    Command::cargo_bin("pith").expect("the pith binary is built for integration tests")
+/// `pith` with `home` as its HOME and working directory: no user or project config of
+/// the machine running the tests.
+fn pith(home: &std::path::Path) -> Command {
+    let mut command =
+        Command::cargo_bin("pith").expect("the pith binary is built for integration tests");
+    command
+        .env("HOME", home)
+        .env_remove("XDG_CONFIG_HOME")
+        .current_dir(home);
+    command
 }
 
 fn pytest_output() -> String {
@@ -25,7 +33,7 @@ fn pytest_output() -> String {
 fn squashed_output_ends_with_a_spill_file_holding_the_raw_input() {
     let tmp = tempfile::tempdir().unwrap();
     let input = pytest_output();
-    let out = pith()
+    let out = pith(tmp.path())
         .env("TMPDIR", tmp.path())
         .args([
             "compress",
@@ -77,7 +85,7 @@ fn squashed_output_ends_with_a_spill_file_holding_the_raw_input() {
 #[test]
 fn without_a_command_the_family_is_detected_from_content() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = pith()
+    let out = pith(tmp.path())
         .env("TMPDIR", tmp.path())
         .args(["compress", "--tool", "bash"])
         .write_stdin(pytest_output())
@@ -94,14 +102,15 @@ fn without_a_command_the_family_is_detected_from_content() {
 
 #[test]
 fn small_and_read_outputs_pass_unchanged_without_a_spill() {
-    pith()
+    let tmp = tempfile::tempdir().unwrap();
+    pith(tmp.path())
         .args(["compress", "-"])
         .write_stdin("short output\n")
         .assert()
         .success()
         .stdout("short output\n");
     let big = "x = 1\n".repeat(2_000);
-    pith()
+    pith(tmp.path())
         .args(["compress", "--tool", "read"])
         .write_stdin(big.clone())
         .assert()
@@ -111,8 +120,38 @@ fn small_and_read_outputs_pass_unchanged_without_a_spill() {
 
 #[test]
 fn a_missing_file_is_a_usage_error() {
-    pith()
+    let tmp = tempfile::tempdir().unwrap();
+    pith(tmp.path())
         .args(["compress", "/definitely/not/here.txt"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn the_context_section_of_the_configuration_applies_as_in_pith_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join(".config/pith")).unwrap();
+    std::fs::write(
+        tmp.path().join(".config/pith/config.toml"),
+        "[context]\nfloor_bytes = 1000000\n",
+    )
+    .unwrap();
+    let input = pytest_output();
+    pith(tmp.path())
+        .env("TMPDIR", tmp.path())
+        .args(["compress", "--command", "pytest tests"])
+        .write_stdin(input.clone())
+        .assert()
+        .success()
+        .stdout(input);
+    std::fs::write(
+        tmp.path().join(".config/pith/config.toml"),
+        "[context]\nflor_bytes = 10\n",
+    )
+    .unwrap();
+    pith(tmp.path())
+        .args(["compress", "--command", "pytest tests"])
+        .write_stdin(pytest_output())
         .assert()
         .code(2);
 }

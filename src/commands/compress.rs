@@ -1,47 +1,54 @@
 //! `pith compress`: squashes a tool output exactly as pith does before the model sees it.
 //!
-//! The squashed text goes to stdout and one stats line (bytes and tokens before / after)
-//! to stderr. There is no session here, so when squash dropped anything the raw input is
-//! written to a private spill file (`$TMPDIR/pith-spill/<random>.txt`, mode 0600, in a
-//! 0700 directory) and the output ends with the `[full output: <path>]` marker: nothing
-//! is lost. The spill file is not deleted by pith.
+//! One code path with the tools: the input is held the way the bash tool holds a
+//! command's output (`pith_tools::bash::output::capture_reader`: the same memory cap,
+//! the rest streamed to a spill file) and turned into text by the bash tool's own
+//! `pith_tools::bash::model_text` (other `--tool`s by `Capture::finish`, as those tools
+//! do), with the `[context]` settings of the configuration `pith run` would load here.
+//! So the printed bytes are the ones the tool would send the model, except the spill
+//! file's name: there is no session, so when anything was dropped the raw input is kept
+//! in `$TMPDIR/pith-spill/<n>.txt` (mode 0600, in a 0700 directory, never deleted by
+//! pith) and the marker names that path. The bash tool's status line (`[exit code: N]`)
+//! is not printed. One stats line (bytes and tokens before / after) goes to stderr.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{Read, Write};
+use std::path::Path;
 
 use anyhow::{Context, Result};
-use pith_core::context::squash::{self, SquashConfig};
+use pith_core::context::ContextConfig;
 use pith_core::{BpeCounter, Encoding, TokenCounter};
+use pith_providers::models::config::Config;
+use pith_tools::bash::model_text;
+use pith_tools::bash::output::capture_reader;
+use pith_tools::capture::{Capture, Finished, RawOutput, SpillDir};
+use pith_tools::Limits;
 
 use crate::cli::CompressArgs;
-use crate::commands::tokens::read_input;
+use crate::exit::ExitError;
 
-/// Reads the input, squashes it, spills the raw input if needed and prints the result.
+/// Reads the input, squashes it as the tool would, and prints the result.
 pub fn run(args: CompressArgs) -> Result<()> {
-    let bytes = read_input(args.file.as_deref())?;
-    let input = match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(err) => {
-            eprintln!("pith: warning: input is not valid UTF-8; invalid bytes became U+FFFD");
-            String::from_utf8_lossy(err.as_bytes()).into_owned()
+    let context = context_config()?;
+    let limits = Limits::default();
+    let spill = SpillDir::with_path_references(std::env::temp_dir().join("pith-spill"));
+    let capture =
+        Capture::new(spill, context.squash).with_whole_max_bytes(limits.squash_whole_max_bytes);
+    let input: Box<dyn Read> = match args.file.as_deref() {
+        Some(path) if path != Path::new("-") => {
+            Box::new(std::fs::File::open(path).map_err(|err| {
+                ExitError::usage(format!("cannot read {}: {err}", path.display()))
+            })?)
         }
+        _ => Box::new(std::io::stdin().lock()),
     };
-    let config = SquashConfig::default();
-    let squashed = squash::apply(
-        &args.tool,
-        args.command.as_deref(),
-        args.exit_code,
-        &input,
-        &config,
-    );
-    let text = if squashed.dropped_anything {
-        let path = spill(&input)?;
-        squash::with_spill_marker(&squashed.text, &path.to_string_lossy())
+    let (finished, raw_bytes) = if args.tool == "bash" {
+        compress_bash(&capture, &limits, input, &args)?
     } else {
-        squashed.text
+        compress_other(&capture, input, &args)?
     };
+    let text = finished.text;
     let counter = BpeCounter::new(Encoding::O200kBase);
-    let tokens_before = counter.count(&input);
+    let tokens_before = counter.count(&raw_bytes.text);
     let tokens_after = counter.count(&text);
     let mut stdout = std::io::stdout().lock();
     stdout
@@ -62,44 +69,103 @@ pub fn run(args: CompressArgs) -> Result<()> {
     };
     eprintln!(
         "pith compress: {} bytes -> {} bytes, {} tokens -> {} tokens ({saved:.1}% saved, {})",
-        input.len(),
+        raw_bytes.len,
         text.len(),
         tokens_before,
         tokens_after,
-        squashed.stats.family.as_str()
+        finished.stats.family.as_str()
     );
     Ok(())
 }
 
-/// Writes `raw` to a new private file under `$TMPDIR/pith-spill/` and returns its path.
-fn spill(raw: &str) -> Result<PathBuf> {
-    let dir = std::env::temp_dir().join("pith-spill");
-    create_private_dir(&dir)?;
-    let mut file = tempfile::Builder::new()
-        .prefix("")
-        .suffix(".txt")
-        .tempfile_in(&dir)
-        .with_context(|| format!("creating a spill file in {}", dir.display()))?;
-    file.write_all(raw.as_bytes())
-        .and_then(|()| file.as_file().sync_all())
-        .with_context(|| format!("writing the spill file {}", file.path().display()))?;
-    let (_, path) = file
-        .keep()
-        .with_context(|| format!("keeping the spill file in {}", dir.display()))?;
-    Ok(path)
+/// The raw input, for the stats line.
+struct RawInput {
+    /// Its text (invalid UTF-8 as U+FFFD).
+    text: String,
+    /// Its size in bytes.
+    len: usize,
 }
 
-#[cfg(unix)]
-fn create_private_dir(dir: &std::path::Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => Ok(()),
-        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(err) => Err(err).with_context(|| format!("creating {}", dir.display())),
+/// The `[context]` section `pith run` would use in the current directory.
+fn context_config() -> Result<ContextConfig> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let config = Config::load(&cwd, &|name| std::env::var(name).ok())
+        .map_err(|err| ExitError::usage(err.to_string()))?;
+    Ok(config
+        .context_config()
+        .map_err(|err| ExitError::usage(err.to_string()))?)
+}
+
+/// The bash tool's path: bounded capture, then the tool's own text.
+fn compress_bash(
+    capture: &Capture,
+    limits: &Limits,
+    input: Box<dyn Read>,
+    args: &CompressArgs,
+) -> Result<(Finished, RawInput)> {
+    let spill = capture.spill_dir().clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the I/O runtime")?;
+    let captured = runtime
+        .block_on(capture_reader(
+            input,
+            limits.bash_memory_cap_bytes,
+            limits.spill_cap_bytes,
+            Box::new(move || spill.create()),
+        ))
+        .map_err(|err| ExitError::usage(format!("cannot read the input: {err}")))?;
+    let raw = match &captured.spill {
+        // The whole input is in the spill file; read it back for the token count.
+        Some(spill) if captured.overflowed() => std::fs::read(&spill.path)
+            .with_context(|| format!("reading {}", spill.path.display()))?,
+        _ => captured.head.clone(),
+    };
+    if std::str::from_utf8(&raw).is_err() {
+        eprintln!("pith: warning: input is not valid UTF-8; invalid bytes became U+FFFD");
     }
+    let finished = model_text(
+        capture,
+        "compress",
+        args.command.as_deref(),
+        args.exit_code,
+        &captured,
+        "",
+    );
+    let len = usize::try_from(captured.total_bytes).unwrap_or(usize::MAX);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    Ok((finished, RawInput { text, len }))
 }
 
-#[cfg(not(unix))]
-fn create_private_dir(dir: &std::path::Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
+/// Any other tool: its whole text through [`Capture::finish_with_stats`].
+fn compress_other(
+    capture: &Capture,
+    mut input: Box<dyn Read>,
+    args: &CompressArgs,
+) -> Result<(Finished, RawInput)> {
+    let mut bytes = Vec::new();
+    input
+        .read_to_end(&mut bytes)
+        .map_err(|err| ExitError::usage(format!("cannot read the input: {err}")))?;
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(err) => {
+            eprintln!("pith: warning: input is not valid UTF-8; invalid bytes became U+FFFD");
+            String::from_utf8_lossy(err.as_bytes()).into_owned()
+        }
+    };
+    let finished = capture.finish_with_stats(
+        "compress",
+        RawOutput {
+            tool: &args.tool,
+            command: args.command.as_deref(),
+            exit_code: args.exit_code,
+            text: &text,
+            overflow: None,
+            trailer: "",
+        },
+    );
+    let len = text.len();
+    Ok((finished, RawInput { text, len }))
 }

@@ -1,16 +1,19 @@
 //! `cargo xtask eval --sessions DIR [--json FILE]`: runs squash over every tool result of
-//! real sessions (neutral JSONL format) and prints savings and retention per family.
+//! real sessions (neutral JSONL format) and prints savings and retention per family, for
+//! the tuning half, the held-out half ([`crate::split`]) and the whole corpus.
 //!
 //! The scoring lives in `eval_core.rs` (shared with the pith-core corpus test); this
 //! file only reads the sessions and writes the report.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use pith_core::context::squash::SquashConfig;
 use pith_core::{BpeCounter, Encoding};
 
-use crate::eval_core::{evaluate, markdown_table, samples_from_session};
+use crate::eval_core::{evaluate, markdown_table, samples_from_session, Report, ToolSample};
+use crate::split::{half_of, Half};
 
 /// The shared corpus: `../shared/corpus/sessions` relative to the workspace root, or
 /// one level further up (for worktrees under `wt/`).
@@ -39,8 +42,18 @@ pub fn default_sessions_dir() -> Result<PathBuf> {
         })
 }
 
-/// Runs the evaluation and prints the table (and writes JSON when asked).
-pub fn run(sessions: &Path, json: Option<&PathBuf>, list: Option<&str>) -> Result<()> {
+/// Runs the evaluation on each half of the corpus ([`crate::split`]) and on all of it,
+/// prints the tables (and writes JSON when asked).
+///
+/// `list` lists one family's outputs per half; with `missed`, the tuning half's list also
+/// shows the probe items each output lost (never the held-out half's: it is not looked
+/// at while tuning).
+pub fn run(
+    sessions: &Path,
+    json: Option<&PathBuf>,
+    list: Option<&str>,
+    missed: bool,
+) -> Result<()> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(sessions)
         .with_context(|| format!("reading session directory {}", sessions.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -50,54 +63,91 @@ pub fn run(sessions: &Path, json: Option<&PathBuf>, list: Option<&str>) -> Resul
     if files.is_empty() {
         bail!("no *.jsonl sessions in {}", sessions.display());
     }
-    let mut samples = Vec::new();
+    let mut by_half: BTreeMap<Half, (usize, Vec<ToolSample>)> = BTreeMap::new();
     let mut malformed = 0;
     for file in &files {
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
         let (mut s, bad) = samples_from_session(&text);
         malformed += bad;
-        samples.append(&mut s);
+        let entry = by_half.entry(half_of(file)).or_default();
+        entry.0 += 1;
+        entry.1.append(&mut s);
     }
     if malformed > 0 {
         eprintln!("eval: skipped {malformed} malformed lines");
     }
     let counter = BpeCounter::new(Encoding::O200kBase);
-    let report = evaluate(&samples, &SquashConfig::default(), &counter);
+    let config = SquashConfig::default();
+    let mut reports: BTreeMap<&str, Report> = BTreeMap::new();
+    for half in Half::ALL {
+        let Some((count, samples)) = by_half.get(&half) else {
+            continue;
+        };
+        let report = evaluate(samples, &config, &counter);
+        println!(
+            "## {} half: {count} sessions, {} tool results, {} above the {}-byte floor\n",
+            half.as_str(),
+            samples.len(),
+            report.overall.outputs,
+            config.floor_bytes
+        );
+        print!("{}", markdown_table(&report));
+        println!();
+        if let Some(family) = list {
+            print_list(&report, family, missed && half == Half::Tuning);
+        }
+        reports.insert(half.as_str(), report);
+    }
+    let all: Vec<ToolSample> = by_half.values().flat_map(|(_, s)| s.clone()).collect();
+    let report = evaluate(&all, &config, &counter);
     println!(
-        "{} sessions, {} tool results, {} above the {}-byte floor\n",
+        "## all: {} sessions, {} tool results, {} above the {}-byte floor\n",
         files.len(),
-        samples.len(),
+        all.len(),
         report.overall.outputs,
-        SquashConfig::default().floor_bytes
+        config.floor_bytes
     );
     print!("{}", markdown_table(&report));
-    if let Some(family) = list {
-        let mut rows: Vec<_> = report
-            .outputs
-            .iter()
-            .filter(|r| r.family == family)
-            .collect();
-        rows.sort_by_key(|r| std::cmp::Reverse(r.tokens_after));
-        println!("\n| tokens before | tokens after | paths kept | command |\n|---:|---:|---:|---|");
-        for r in rows {
-            println!(
-                "| {} | {} | {}/{} | `{}` |",
-                r.tokens_before,
-                r.tokens_after,
-                r.paths_kept,
-                r.paths_total,
-                r.command
-                    .replace('\n', " ")
-                    .chars()
-                    .take(110)
-                    .collect::<String>()
-            );
-        }
-    }
+    reports.insert("all", report);
     if let Some(path) = json {
-        let text = serde_json::to_string_pretty(&report).context("serialising the report")?;
+        let text = serde_json::to_string_pretty(&reports).context("serialising the report")?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+/// Lists one family's outputs, most tokens left first.
+fn print_list(report: &Report, family: &str, missed: bool) {
+    let mut rows: Vec<_> = report
+        .outputs
+        .iter()
+        .filter(|r| r.family == family)
+        .collect();
+    rows.sort_by_key(|r| std::cmp::Reverse(r.tokens_after));
+    println!(
+        "| tokens before | tokens after | paths kept | details kept | command |\n|---:|---:|---:|---:|---|"
+    );
+    for r in rows {
+        println!(
+            "| {} | {} | {}/{} | {}/{} | `{}` |",
+            r.tokens_before,
+            r.tokens_after,
+            r.paths_kept,
+            r.paths_total,
+            r.details_kept,
+            r.details_total,
+            r.command
+                .replace('\n', " ")
+                .chars()
+                .take(110)
+                .collect::<String>()
+        );
+        if missed {
+            for item in &r.missed {
+                println!("|   | missed | | | `{item}` |");
+            }
+        }
+    }
+    println!();
 }

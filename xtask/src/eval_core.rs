@@ -8,9 +8,23 @@
 //! - failing test identifiers: pytest `FAILED|ERROR a::b` and `a::b FAILED`, unittest /
 //!   django `FAIL: test_x (mod.Class)` and `ERROR: …`, cargo `test x ... FAILED`, go
 //!   `--- FAIL: X`;
+//! - failure details (what a developer reads to fix a failure): every pytest `E` line,
+//!   every pytest location line `path:line: ErrorType`, the exception line that ends each
+//!   Python traceback (`KeyError: 'user_id'`), every Rust `panicked at` line with the
+//!   message line after it and its `left:` / `right:` lines, and every indented message
+//!   line under a go `--- FAIL:` line;
+//! - summaries (one or two per test session): pytest `= 3 failed, 10 passed in 1.2s =`,
+//!   unittest `Ran 42 tests in 0.4s` and its `OK` / `FAILED (errors=1)` verdict, cargo
+//!   `test result: …`, go `ok  pkg 0.1s` / `FAIL pkg 0.1s`, jest `Tests: …`, sympy
+//!   `tests finished: …`;
 //! - error lines: distinct trimmed lines matching
 //!   `(?i)\b(error|exception|traceback|failed|failure|fatal|panic)\b`;
 //! - paths (grep / find): distinct `dir/…/name.ext` file paths.
+//!
+//! Failing ids, failure details and summaries are scored on test runners, on `other`
+//! outputs and on multi-step logs that [`multi_step_logs`] builds from corpus pieces
+//! (several test runs and other steps behind `+ command` traces, as a CI script prints
+//! them), since a real multi-step log is rare in the corpus.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
@@ -133,6 +147,77 @@ pub fn paths(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// pytest's location line after an `E` block: `tests/test_x.py:17: AssertionError`.
+static LOCATION_LINE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^[^\s:]+:\d+: (?:[A-Za-z_]\w*\.)*[A-Z]\w*$"));
+/// Summary lines of the common test runners (see the module docs).
+static SUMMARY_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"^(?:=+ )?(?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)",
+        r"|no tests ran)\b.* in [\d.]+s\b.*$",
+        r"|^Ran \d+ tests? in [\d.]+s$",
+        r"|^(?:OK|FAILED)(?: \(.*\))?$",
+        r"|^test result: .*$",
+        r"|^(?:ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\)).*$",
+        r"|^Tests:\s+.*\d.*$",
+        r"|^.*\btests finished: .*$",
+    ))
+});
+
+/// Distinct failure details in `text` (see the module docs for what counts).
+pub fn failure_details(text: &str) -> BTreeSet<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = BTreeSet::new();
+    let mut add = |line: &str| {
+        let t = line.trim();
+        if !t.is_empty() {
+            found.insert(t.to_owned());
+        }
+    };
+    for (i, line) in lines.iter().enumerate() {
+        if *line == "E" || line.starts_with("E ") {
+            if line.len() > 1 {
+                add(line);
+            }
+        } else if LOCATION_LINE.is_match(line) {
+            add(line);
+        } else if line.starts_with("Traceback (most recent call last)") {
+            if let Some(tail) = lines[i + 1..]
+                .iter()
+                .find(|l| !l.trim().is_empty() && !l.starts_with(char::is_whitespace))
+            {
+                add(tail);
+            }
+        } else if line.contains("panicked at") {
+            add(line);
+            for next in lines[i + 1..].iter().take(4) {
+                let t = next.trim_start();
+                if t.is_empty() || t.starts_with("note:") || t.starts_with("stack backtrace") {
+                    break;
+                }
+                add(next);
+            }
+        } else if line.trim_start().starts_with("--- FAIL:") {
+            for next in &lines[i + 1..] {
+                if !next.starts_with(char::is_whitespace) || next.trim_start().starts_with("--- ") {
+                    break;
+                }
+                add(next);
+            }
+        }
+    }
+    found
+}
+
+/// Distinct test-session summary lines in `text` (see the module docs).
+pub fn summary_lines(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| SUMMARY_LINE.is_match(l))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Totals of one probe.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Probe {
@@ -143,12 +228,16 @@ pub struct Probe {
 }
 
 impl Probe {
-    fn add(&mut self, items: &BTreeSet<String>, squashed: &str) {
+    /// Counts `items` and those present in `squashed`; returns the missing ones.
+    fn add(&mut self, items: &BTreeSet<String>, squashed: &str) -> Vec<String> {
         self.total += items.len() as u64;
-        self.kept += items
+        let missed: Vec<String> = items
             .iter()
-            .filter(|i| squashed.contains(i.as_str()))
-            .count() as u64;
+            .filter(|i| !squashed.contains(i.as_str()))
+            .cloned()
+            .collect();
+        self.kept += (items.len() - missed.len()) as u64;
+        missed
     }
 
     /// Percentage kept (100 when there was nothing to keep).
@@ -178,6 +267,10 @@ pub struct FamilyReport {
     pub tokens_after: u64,
     /// Failing test identifiers.
     pub failing_ids: Probe,
+    /// Failure details (assertion lines, exception lines, panics, go failure messages).
+    pub failure_details: Probe,
+    /// Test-session summary lines.
+    pub summaries: Probe,
     /// Error lines.
     pub error_lines: Probe,
     /// File paths.
@@ -214,6 +307,8 @@ impl FamilyReport {
         self.tokens_after += other.tokens_after;
         for (a, b) in [
             (&mut self.failing_ids, other.failing_ids),
+            (&mut self.failure_details, other.failure_details),
+            (&mut self.summaries, other.summaries),
             (&mut self.error_lines, other.error_lines),
             (&mut self.paths, other.paths),
         ] {
@@ -239,6 +334,13 @@ pub struct OutputRow {
     pub paths_total: u64,
     /// Of those, present verbatim in what the model sees.
     pub paths_kept: u64,
+    /// Failure details in the raw output (test runners, other, multi-step).
+    pub details_total: u64,
+    /// Of those, present verbatim in what the model sees.
+    pub details_kept: u64,
+    /// Probe items (failing ids, failure details, summaries, paths) not kept.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missed: Vec<String>,
 }
 
 /// The whole evaluation.
@@ -246,15 +348,69 @@ pub struct OutputRow {
 pub struct Report {
     /// Per family, keyed by [`eval_family`] name.
     pub families: BTreeMap<String, FamilyReport>,
-    /// Every output above the floor, in corpus order.
+    /// Every output above the floor, in corpus order (multi-step logs last).
     pub outputs: Vec<OutputRow>,
-    /// All families together.
+    /// All corpus outputs together (the built multi-step logs are not in it).
     pub overall: FamilyReport,
+    /// The multi-step logs built from the corpus pieces ([`multi_step_logs`]).
+    pub multi_step: FamilyReport,
 }
 
 /// A spill reference as the tools write it (`$PITH_SPILL_DIR/<n>.txt`), so that the
 /// marker's cost is counted as the model pays it.
 pub const EXAMPLE_SPILL_PATH: &str = "$PITH_SPILL_DIR/17.txt";
+
+/// The command line a built multi-step log is attributed to: a script whose name says
+/// nothing, so that its steps are found from the content alone.
+pub const MULTI_STEP_COMMAND: &str = "bash ci.sh";
+
+/// Test-runner outputs per built multi-step log.
+const TESTS_PER_MULTI_STEP_LOG: usize = 3;
+
+/// Multi-step logs built from corpus pieces, as a CI script run with `set -x` prints
+/// them: for every run of [`TESTS_PER_MULTI_STEP_LOG`] consecutive test-runner outputs
+/// above `floor`, one log of an `other` output (a set-up step) followed by the test
+/// outputs, each step behind a `+ command` trace of its command's first line. The log's
+/// exit code is that of the last failing step (0 when none failed).
+pub fn multi_step_logs(samples: &[ToolSample], floor: usize) -> Vec<ToolSample> {
+    let tests: Vec<&ToolSample> = samples
+        .iter()
+        .filter(|s| s.content.len() > floor && eval_family(&s.command) == "test runners")
+        .collect();
+    let others: Vec<&ToolSample> = samples
+        .iter()
+        .filter(|s| !s.content.trim().is_empty() && eval_family(&s.command) == "other")
+        .collect();
+    let mut logs = Vec::new();
+    for (k, group) in tests.chunks_exact(TESTS_PER_MULTI_STEP_LOG).enumerate() {
+        let mut steps: Vec<&ToolSample> = Vec::new();
+        if !others.is_empty() {
+            steps.push(others[k % others.len()]);
+        }
+        steps.extend(group.iter().copied());
+        let mut content = String::new();
+        let mut exit_code = Some(0);
+        for step in steps {
+            let first = step.command.lines().next().unwrap_or_default().trim();
+            content.push_str("+ ");
+            content.push_str(first);
+            content.push('\n');
+            content.push_str(&step.content);
+            if !content.ends_with('\n') {
+                content.push('\n');
+            }
+            if step.exit_code.is_some_and(|c| c != 0) {
+                exit_code = step.exit_code;
+            }
+        }
+        logs.push(ToolSample {
+            command: MULTI_STEP_COMMAND.to_owned(),
+            exit_code,
+            content,
+        });
+    }
+    logs
+}
 
 /// Runs every squasher once so that one-time regex compilation is not timed.
 fn warm_up(config: &SquashConfig) {
@@ -274,7 +430,77 @@ fn warm_up(config: &SquashConfig) {
     }
 }
 
-/// Squashes every sample above the floor and scores it.
+/// Squashes one sample as the bash tool does, scores it into `entry` and returns its row.
+fn score(
+    sample: &ToolSample,
+    family: &str,
+    config: &SquashConfig,
+    counter: &dyn TokenCounter,
+    entry: &mut FamilyReport,
+) -> OutputRow {
+    let started = Instant::now();
+    let squashed = squash::apply(
+        "bash",
+        Some(&sample.command),
+        sample.exit_code,
+        &sample.content,
+        config,
+    );
+    let seconds = started.elapsed().as_secs_f64();
+    let seen = if squashed.dropped_anything {
+        squash::with_spill_marker(&squashed.text, EXAMPLE_SPILL_PATH)
+    } else {
+        squashed.text.clone()
+    };
+    entry.outputs += 1;
+    entry.squashed += u64::from(squashed.dropped_anything);
+    entry.bytes_before += sample.content.len() as u64;
+    entry.bytes_after += seen.len() as u64;
+    let tokens_before = counter.count(&sample.content) as u64;
+    let tokens_after = counter.count(&seen) as u64;
+    entry.tokens_before += tokens_before;
+    entry.tokens_after += tokens_after;
+    entry.squash_seconds += seconds;
+    let mut row = OutputRow {
+        family: family.to_owned(),
+        command: sample.command.clone(),
+        tokens_before,
+        tokens_after,
+        ..OutputRow::default()
+    };
+    match family {
+        "test runners" | "other" | MULTI_STEP_FAMILY => {
+            let content = &sample.content;
+            row.missed
+                .extend(entry.failing_ids.add(&failing_ids(content), &seen));
+            let details = failure_details(content);
+            let missed = entry.failure_details.add(&details, &seen);
+            row.details_total = details.len() as u64;
+            row.details_kept = (details.len() - missed.len()) as u64;
+            row.missed.extend(missed);
+            row.missed
+                .extend(entry.summaries.add(&summary_lines(content), &seen));
+            if family != "other" {
+                entry.error_lines.add(&error_lines(content), &seen);
+            }
+        }
+        "grep/find" => {
+            let found = paths(&sample.content);
+            let missed = entry.paths.add(&found, &seen);
+            row.paths_total = found.len() as u64;
+            row.paths_kept = (found.len() - missed.len()) as u64;
+            row.missed.extend(missed);
+        }
+        _ => {}
+    }
+    row
+}
+
+/// The row name of the built multi-step logs.
+pub const MULTI_STEP_FAMILY: &str = "multi-step (built)";
+
+/// Squashes every sample above the floor and scores it, then the multi-step logs built
+/// from the samples.
 pub fn evaluate(
     samples: &[ToolSample],
     config: &SquashConfig,
@@ -287,50 +513,8 @@ pub fn evaluate(
             continue;
         }
         let family = eval_family(&sample.command);
-        let started = Instant::now();
-        let squashed = squash::apply(
-            "bash",
-            Some(&sample.command),
-            sample.exit_code,
-            &sample.content,
-            config,
-        );
-        let seconds = started.elapsed().as_secs_f64();
-        let seen = if squashed.dropped_anything {
-            squash::with_spill_marker(&squashed.text, EXAMPLE_SPILL_PATH)
-        } else {
-            squashed.text.clone()
-        };
         let entry = report.families.entry(family.to_owned()).or_default();
-        entry.outputs += 1;
-        entry.squashed += u64::from(squashed.dropped_anything);
-        entry.bytes_before += sample.content.len() as u64;
-        entry.bytes_after += seen.len() as u64;
-        let tokens_before = counter.count(&sample.content) as u64;
-        let tokens_after = counter.count(&seen) as u64;
-        entry.tokens_before += tokens_before;
-        entry.tokens_after += tokens_after;
-        entry.squash_seconds += seconds;
-        let mut row = OutputRow {
-            family: family.to_owned(),
-            command: sample.command.clone(),
-            tokens_before,
-            tokens_after,
-            ..OutputRow::default()
-        };
-        match family {
-            "test runners" => {
-                entry.failing_ids.add(&failing_ids(&sample.content), &seen);
-                entry.error_lines.add(&error_lines(&sample.content), &seen);
-            }
-            "grep/find" => {
-                let before = entry.paths;
-                entry.paths.add(&paths(&sample.content), &seen);
-                row.paths_total = entry.paths.total - before.total;
-                row.paths_kept = entry.paths.kept - before.kept;
-            }
-            _ => {}
-        }
+        let row = score(sample, family, config, counter, entry);
         report.outputs.push(row);
     }
     let mut overall = FamilyReport::default();
@@ -338,14 +522,20 @@ pub fn evaluate(
         overall.merge(family);
     }
     report.overall = overall;
+    let mut multi = FamilyReport::default();
+    for log in multi_step_logs(samples, config.floor_bytes) {
+        let row = score(&log, MULTI_STEP_FAMILY, config, counter, &mut multi);
+        report.outputs.push(row);
+    }
+    report.multi_step = multi;
     report
 }
 
 /// The report as a markdown table.
 pub fn markdown_table(report: &Report) -> String {
     let mut out = String::from(
-        "| family | outputs | tokens before | tokens after | saved | failing ids kept | error lines kept | paths kept | MB/s |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| family | outputs | tokens before | tokens after | saved | failing ids kept | failure details kept | summaries kept | error lines kept | paths kept | MB/s |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let probe = |p: &Probe| {
         if p.total == 0 {
@@ -358,19 +548,115 @@ pub fn markdown_table(report: &Report) -> String {
         .families
         .iter()
         .map(|(k, v)| (k.as_str(), v))
-        .chain(std::iter::once(("**all**", &report.overall)));
+        .chain(std::iter::once(("**all**", &report.overall)))
+        .chain((report.multi_step.outputs > 0).then_some((MULTI_STEP_FAMILY, &report.multi_step)));
     for (name, f) in rows {
         out.push_str(&format!(
-            "| {name} | {} | {} | {} | {:.1}% | {} | {} | {} | {:.0} |\n",
+            "| {name} | {} | {} | {} | {:.1}% | {} | {} | {} | {} | {} | {:.0} |\n",
             f.outputs,
             f.tokens_before,
             f.tokens_after,
             f.saved_percent(),
             probe(&f.failing_ids),
+            probe(&f.failure_details),
+            probe(&f.summaries),
             probe(&f.error_lines),
             probe(&f.paths),
             f.throughput_mb_s(),
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PYTEST: &str = "\
+============================= test session starts ==============================
+collected 3 items
+
+tests/test_x.py F..                                                      [100%]
+
+=================================== FAILURES ===================================
+____________________________________ test_a ____________________________________
+
+    def test_a():
+>       assert f() == 42
+E       assert 41 == 42
+E        +  where 41 = f()
+
+tests/test_x.py:17: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_x.py::test_a - assert 41 == 42
+========================= 1 failed, 2 passed in 0.12s ==========================
+";
+
+    #[test]
+    fn failure_details_find_assertions_locations_exceptions_panics_and_go_messages() {
+        let details = failure_details(PYTEST);
+        assert!(details.contains("E       assert 41 == 42"), "{details:?}");
+        assert!(details.contains("E        +  where 41 = f()"));
+        assert!(details.contains("tests/test_x.py:17: AssertionError"));
+        assert_eq!(details.len(), 3, "{details:?}");
+
+        let traceback = "Traceback (most recent call last):\n  File \"a.py\", line 3, in <module>\n    d['user_id']\nKeyError: 'user_id'\n";
+        assert!(failure_details(traceback).contains("KeyError: 'user_id'"));
+
+        let panic = "thread 'tests::parse' panicked at src/lib.rs:10:5:\nassertion `left == right` failed\n  left: 1\n right: 2\nnote: run with `RUST_BACKTRACE=1`\n";
+        let details = failure_details(panic);
+        assert!(details.contains("thread 'tests::parse' panicked at src/lib.rs:10:5:"));
+        assert!(details.contains("assertion `left == right` failed"));
+        assert!(details.contains("right: 2"));
+        assert!(!details.iter().any(|d| d.starts_with("note:")));
+
+        let go = "=== RUN   TestParse\n--- FAIL: TestParse (0.00s)\n    parse_test.go:12: got 1, want 2\nFAIL\n";
+        assert!(failure_details(go).contains("parse_test.go:12: got 1, want 2"));
+    }
+
+    #[test]
+    fn summaries_cover_the_common_runners() {
+        let text = format!(
+            "{PYTEST}Ran 42 tests in 0.423s\n\nFAILED (errors=1, skipped=1)\ntest result: FAILED. 3 passed; 1 failed\nok  \tgithub.com/x/y\t0.012s\nTests:       1 failed, 4 passed, 5 total\n"
+        );
+        let found = summary_lines(&text);
+        for want in [
+            "========================= 1 failed, 2 passed in 0.12s ==========================",
+            "Ran 42 tests in 0.423s",
+            "FAILED (errors=1, skipped=1)",
+            "test result: FAILED. 3 passed; 1 failed",
+            "ok  \tgithub.com/x/y\t0.012s",
+            "Tests:       1 failed, 4 passed, 5 total",
+        ] {
+            assert!(found.contains(want), "{want:?} not in {found:?}");
+        }
+        assert!(!found.iter().any(|l| l.starts_with("FAILED tests/")));
+    }
+
+    #[test]
+    fn multi_step_logs_chain_test_outputs_behind_command_traces() {
+        let sample = |command: &str, exit: i32, content: &str| ToolSample {
+            command: command.to_owned(),
+            exit_code: Some(exit),
+            content: content.to_owned(),
+        };
+        let big = PYTEST.repeat(20);
+        let samples = vec![
+            sample("pip install -e .", 0, "Successfully installed x\n"),
+            sample("python -m pytest tests", 1, &big),
+            sample("python -m pytest tests -k a", 0, &big),
+            sample("./tests/runtests.py x\necho done", 0, &big),
+            sample("pytest", 1, &big),
+        ];
+        let logs = multi_step_logs(&samples, 1_500);
+        assert_eq!(logs.len(), 1, "one full group of three test outputs");
+        let log = &logs[0];
+        assert_eq!(log.command, MULTI_STEP_COMMAND);
+        assert_eq!(log.exit_code, Some(1));
+        assert!(log.content.starts_with(
+            "+ pip install -e .\nSuccessfully installed x\n+ python -m pytest tests\n"
+        ));
+        assert!(log.content.contains("\n+ ./tests/runtests.py x\n"));
+        assert!(!log.content.contains("echo done"));
+    }
 }

@@ -13,6 +13,7 @@ mod eval;
 mod eval_core;
 mod local_llm;
 mod simulate;
+mod split;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -66,6 +67,10 @@ enum Task {
         /// and print it; the report is not written.
         #[arg(long)]
         startup_only: bool,
+        /// Only measure squash (the criterion squash bench and squash per family on the
+        /// corpus) and print it; the report is not written.
+        #[arg(long, conflicts_with_all = ["loop_only", "startup_only"])]
+        squash_only: bool,
     },
     /// SIGKILL a session writer at random instants and check every transcript.
     Crash {
@@ -88,6 +93,9 @@ enum Task {
         /// Also list this family's outputs (e.g. `grep/find`), most tokens left first.
         #[arg(long)]
         list: Option<String>,
+        /// With --list: show the probe items each output of the tuning half lost.
+        #[arg(long, requires = "list")]
+        missed: bool,
     },
     /// Replay real sessions through context policies at a window; compare cost and compactions.
     Simulate {
@@ -134,6 +142,7 @@ fn main() -> Result<()> {
             output,
             loop_only,
             startup_only,
+            squash_only,
         } => {
             if rerun_in_release()? {
                 return Ok(());
@@ -143,6 +152,9 @@ fn main() -> Result<()> {
             }
             if startup_only {
                 return bench::run_startup_only(quick);
+            }
+            if squash_only {
+                return bench::run_squash_only(quick, sessions.as_deref());
             }
             bench::run(&bench::BenchOptions {
                 quick,
@@ -155,12 +167,13 @@ fn main() -> Result<()> {
             sessions,
             json,
             list,
+            missed,
         } => {
             let sessions = match sessions {
                 Some(dir) => dir,
                 None => eval::default_sessions_dir()?,
             };
-            eval::run(&sessions, json.as_ref(), list.as_deref())
+            eval::run(&sessions, json.as_ref(), list.as_deref(), missed)
         }
         Task::Simulate {
             sessions,

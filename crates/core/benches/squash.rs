@@ -1,5 +1,10 @@
-//! Squash throughput on logs, JSON, grep and test-runner output (target: ≥ 100 MB/s on
-//! logs in release builds). Run with `cargo bench -p pith-core --bench squash`.
+//! Squash throughput on logs, JSON, grep and test-runner output, a 1 MB CI log of two
+//! test sessions (multi-step) and a 1 MB `cat` of it (a view above the cap) (target:
+//! ≥ 100 MB/s on logs in release builds). Run with `cargo bench -p pith-core --bench
+//! squash`.
+
+#[path = "../tests/support/ci_log.rs"]
+mod ci_log;
 
 use std::hint::black_box;
 
@@ -82,6 +87,12 @@ fn bench_squash(c: &mut Criterion) {
             build_grep(2 << 20),
         ),
         ("pytest_2mb", Some("pytest tests"), build_pytest(2 << 20)),
+        ("ci_log_1mb", Some("bash ci.sh"), ci_log::ci_log(1 << 20)),
+        (
+            "cat_ci_log_1mb",
+            Some("cat ci.log"),
+            ci_log::ci_log(1 << 20),
+        ),
     ];
     let mut group = c.benchmark_group("squash");
     group.sample_size(20);

@@ -1,6 +1,8 @@
 //! The eval's retention checks on the vendored corpus sample: squash must keep every
-//! failing test identifier, ≥ 95% of error lines and ≥ 95% of grep / find paths while
-//! saving the share of tokens. A regression in any squasher fails here.
+//! failing test identifier, ≥ 95% of failure details and of error lines, every test
+//! session's summary line (in real outputs and in the multi-step logs built from them)
+//! and ≥ 95% of grep / find paths while saving the share of tokens. A regression
+//! in any squasher fails here.
 //!
 //! The probes are the exact code of `cargo xtask eval` (`xtask/src/eval_core.rs`,
 //! included by path), so the test and the eval table can never disagree.
@@ -53,6 +55,14 @@ fn squash_meets_the_retention_and_savings_targets_on_real_sessions() {
         "error lines kept below 95%:\n{table}"
     );
     assert!(
+        tests.failure_details.total > 0 && tests.failure_details.percent() >= 95.0,
+        "failure details kept below 95%:\n{table}"
+    );
+    assert_eq!(
+        tests.summaries.kept, tests.summaries.total,
+        "every test session's summary line must be kept:\n{table}"
+    );
+    assert!(
         tests.saved_percent() >= 70.0,
         "test-runner savings below 70%:\n{table}"
     );
@@ -66,6 +76,27 @@ fn squash_meets_the_retention_and_savings_targets_on_real_sessions() {
         search.saved_percent() >= GREP_FIND_SAVED_FLOOR,
         "grep/find savings regressed:\n{table}"
     );
+    let multi = &report.multi_step;
+    assert!(
+        multi.outputs >= 5,
+        "too few built multi-step logs:\n{table}"
+    );
+    assert_eq!(
+        multi.failing_ids.kept, multi.failing_ids.total,
+        "multi-step logs must keep every failing id:\n{table}"
+    );
+    assert!(
+        multi.failure_details.percent() >= 95.0,
+        "multi-step logs keep too few failure details:\n{table}"
+    );
+    assert_eq!(
+        multi.summaries.kept, multi.summaries.total,
+        "multi-step logs must keep every session's summary:\n{table}"
+    );
+    assert!(
+        multi.saved_percent() >= 70.0,
+        "multi-step savings below 70%:\n{table}"
+    );
     let views = &report.families["file views"];
     assert_eq!(
         views.tokens_before, views.tokens_after,
@@ -73,11 +104,12 @@ fn squash_meets_the_retention_and_savings_targets_on_real_sessions() {
     );
 }
 
-/// Regression floor for grep/find savings on this sample (measured 29.8%). The sample is
-/// dominated by `find` path lists, which are kept whole (every distinct path stays
-/// verbatim); the 50% target is checked on the full corpus (`cargo xtask eval`,
-/// table in docs/context-pipeline.md: 50.1%).
-const GREP_FIND_SAVED_FLOOR: f64 = 27.0;
+/// Regression floor for grep/find savings on this sample (measured 34.8%). The sample is
+/// dominated by `find` path lists, which are kept whole but for directory lines folded
+/// into their entries (every distinct path stays verbatim); the 50% target is
+/// checked on the shared corpus, both halves (`cargo xtask eval`, table in
+/// docs/context-pipeline.md).
+const GREP_FIND_SAVED_FLOOR: f64 = 32.0;
 
 #[test]
 fn print_sample_table() {

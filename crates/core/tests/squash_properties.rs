@@ -81,12 +81,36 @@ proptest! {
         let input = lines.join("\n");
         let out = squash::apply(TOOLS[tool], COMMANDS[command], Some(1), &input, &SquashConfig::default());
         prop_assert!(out.text.len() <= input.len());
-        if out.dropped_anything && out.stats.family != squash::Family::Json {
+        // JSON is rewritten and a source outline adds its own lines; every other
+        // squasher shows original lines and gap markers only.
+        if out.dropped_anything
+            && !matches!(out.stats.family, squash::Family::Json | squash::Family::SourceOutline)
+        {
             let (represented, original) = accounting(&input, &out.text);
             prop_assert_eq!(represented, original, "kept + omitted != original:\n{}", out.text);
         }
         let with_marker = squash::with_spill_marker(&out.text, "/tmp/spill/x.txt");
         prop_assert!(with_marker.ends_with("[full output: /tmp/spill/x.txt]"));
+    }
+
+    #[test]
+    fn views_above_the_cap_stay_within_the_view_budget(
+        lines in proptest::collection::vec(line_strategy(), 100..600),
+        command in prop_oneof![Just("cat build.log"), Just("sed -n '1,9000p' x.py"), Just("head -n 5000 a.json")],
+    ) {
+        let config = SquashConfig {
+            file_view_cap_bytes: 4_000,
+            view_budget_bytes: 1_500,
+            ..SquashConfig::default()
+        };
+        let input = lines.join("\n");
+        prop_assume!(input.len() > config.file_view_cap_bytes);
+        let out = squash::apply("bash", Some(command), Some(0), &input, &config);
+        prop_assert!(out.text.len() <= config.view_budget_bytes, "{} bytes:\n{}", out.text.len(), out.text);
+        if out.stats.family != squash::Family::SourceOutline {
+            let (represented, original) = accounting(&input, &out.text);
+            prop_assert_eq!(represented, original, "kept + omitted != original:\n{}", out.text);
+        }
     }
 
     #[test]

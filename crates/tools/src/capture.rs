@@ -7,6 +7,14 @@
 //! the file, so the model can `read` it back: nothing is lost. The squash rules and the
 //! marker format live in core; this module owns only the files.
 //!
+//! An output that did not fit in memory is squashed whole, read back from its spill
+//! file, when that file holds all of it and is at most [`Capture::whole_max_bytes`]
+//! (16 MiB by default): a failure in the middle of a long log reaches the model. Larger
+//! outputs are squashed as head and tail around one exact gap marker.
+//!
+//! `pith compress` runs this very code (through `bash::model_text`), so it prints the
+//! bytes the bash tool would send the model, spill file name aside.
+//!
 //! Spill files are created `0600` in a `0700` directory and numbered `1.txt`, `2.txt`, …
 //! per session, never overwriting an existing file. The number keeps the spill marker
 //! short: the model pays for the path in every squashed result (a call-id name cost ~25
@@ -28,14 +36,27 @@ pub struct SpillDir {
     dir: PathBuf,
     /// The next number to try; shared by clones so parallel calls rarely collide.
     next: Arc<AtomicU64>,
+    /// Markers name files through `$PITH_SPILL_DIR` (else by their path).
+    through_variable: bool,
 }
 
 impl SpillDir {
-    /// Spill files go to `dir` (created `0700` on first use).
+    /// Spill files go to `dir` (created `0700` on first use); markers name them
+    /// `$PITH_SPILL_DIR/<n>.txt`, which the tools resolve.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
             next: Arc::new(AtomicU64::new(0)),
+            through_variable: true,
+        }
+    }
+
+    /// Spill files go to `dir`, and markers name them by their path: for readers that
+    /// do not know `$PITH_SPILL_DIR` (`pith compress`).
+    pub fn with_path_references(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            through_variable: false,
+            ..Self::new(dir)
         }
     }
 
@@ -78,11 +99,11 @@ impl SpillDir {
     }
 
     /// How a spill marker names `path`: `$PITH_SPILL_DIR/<name>` for a file directly in
-    /// this directory (the tools resolve the variable, the bash tool exports it), else the
-    /// path itself.
+    /// this directory (the tools resolve the variable, the bash tool exports it), else —
+    /// or for a directory made [`SpillDir::with_path_references`] — the path itself.
     pub fn reference(&self, path: &Path) -> String {
         match (path.parent(), path.file_name()) {
-            (Some(parent), Some(name)) if parent == self.dir => {
+            (Some(parent), Some(name)) if self.through_variable && parent == self.dir => {
                 format!("${SPILL_DIR_VAR}/{}", name.to_string_lossy())
             }
             _ => path.display().to_string(),
@@ -107,6 +128,9 @@ pub struct Overflow<'a> {
     pub tail: &'a str,
     /// The spill file holding the full raw output, when it could be written.
     pub spilled: Option<&'a Path>,
+    /// True when the spill file holds the whole output (nothing beyond the spill cap
+    /// was discarded, no write failed): then it may be squashed whole.
+    pub complete: bool,
 }
 
 /// The raw result of one tool call, before squash.
@@ -140,17 +164,46 @@ impl<'a> RawOutput<'a> {
     }
 }
 
+/// Outputs up to this size that did not fit in memory are read back from their spill
+/// file and squashed whole.
+pub const DEFAULT_WHOLE_MAX_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Squash + spill for one session.
 #[derive(Debug, Clone)]
 pub struct Capture {
     spill: SpillDir,
     squash: squash::Config,
+    whole_max_bytes: u64,
+}
+
+/// What [`Capture::finish_with_stats`] produced.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// The text the model sees.
+    pub text: String,
+    /// What squash did (for an output squashed as head and tail: to the head).
+    pub stats: squash::SquashStats,
 }
 
 impl Capture {
     /// Capture into `spill` with core's squash settings.
     pub fn new(spill: SpillDir, squash: squash::Config) -> Self {
-        Self { spill, squash }
+        Self {
+            spill,
+            squash,
+            whole_max_bytes: DEFAULT_WHOLE_MAX_BYTES,
+        }
+    }
+
+    /// Sets the largest spilled output that is read back and squashed whole.
+    pub fn with_whole_max_bytes(mut self, bytes: u64) -> Self {
+        self.whole_max_bytes = bytes;
+        self
+    }
+
+    /// The largest spilled output that is read back and squashed whole.
+    pub fn whole_max_bytes(&self) -> u64 {
+        self.whole_max_bytes
     }
 
     /// The spill directory.
@@ -162,29 +215,60 @@ impl Capture {
         squash::apply(raw.tool, raw.command, raw.exit_code, text, &self.squash)
     }
 
+    /// The whole output of an overflow, read back from its spill file and squashed,
+    /// when the file is complete, small enough, readable, and the squash is no longer
+    /// than the head and tail held in memory.
+    fn squash_whole(
+        &self,
+        raw: &RawOutput<'_>,
+        overflow: &Overflow<'_>,
+    ) -> Option<squash::Squashed> {
+        let path = overflow.spilled.filter(|_| overflow.complete)?;
+        let size = std::fs::metadata(path).ok()?.len();
+        if size > self.whole_max_bytes {
+            return None;
+        }
+        let bytes = std::fs::read(path).ok()?;
+        let whole = String::from_utf8_lossy(&bytes);
+        let squashed = self.squash(raw, &whole);
+        (squashed.text.len() <= raw.text.len() + overflow.tail.len()).then_some(squashed)
+    }
+
     /// The text the model sees for `raw`: squashed, then the trailer, then — when
     /// anything of the raw output is not shown — core's spill marker as the last line.
     /// A failure to write the spill file is reported in the text instead of the marker.
     pub fn finish(&self, call_id: &str, raw: RawOutput<'_>) -> String {
-        let (mut text, spilled) = match raw.overflow {
+        self.finish_with_stats(call_id, raw).text
+    }
+
+    /// [`Capture::finish`], with what squash did.
+    pub fn finish_with_stats(&self, call_id: &str, raw: RawOutput<'_>) -> Finished {
+        let (mut text, stats, spilled) = match raw.overflow {
             None => {
                 let squashed = self.squash(&raw, raw.text);
                 let spilled = squashed
                     .dropped_anything
                     .then(|| self.spill.write(raw.text.as_bytes()));
-                (squashed.text, spilled)
+                (squashed.text, squashed.stats, spilled)
             }
             Some(overflow) => {
-                // Head and tail are squashed separately around one exact gap marker, so
-                // every count in the result is true of the real output.
-                let mut text = self.squash(&raw, raw.text).text;
-                if !text.is_empty() && !text.ends_with('\n') {
-                    text.push('\n');
+                let spilled = overflow.spilled.map(|path| Ok(path.to_path_buf()));
+                match self.squash_whole(&raw, &overflow) {
+                    Some(squashed) => (squashed.text, squashed.stats, spilled),
+                    None => {
+                        // Head and tail are squashed separately around one exact gap
+                        // marker, so every count in the result is true of the real output.
+                        let head = self.squash(&raw, raw.text);
+                        let mut text = head.text;
+                        if !text.is_empty() && !text.ends_with('\n') {
+                            text.push('\n');
+                        }
+                        text.push_str(&squash::omitted_marker(overflow.omitted_lines));
+                        text.push('\n');
+                        text.push_str(&self.squash(&raw, overflow.tail).text);
+                        (text, head.stats, spilled)
+                    }
                 }
-                text.push_str(&squash::omitted_marker(overflow.omitted_lines));
-                text.push('\n');
-                text.push_str(&self.squash(&raw, overflow.tail).text);
-                (text, overflow.spilled.map(|path| Ok(path.to_path_buf())))
             }
         };
         if !raw.trailer.is_empty() {
@@ -193,7 +277,7 @@ impl Capture {
             }
             text.push_str(raw.trailer);
         }
-        match spilled {
+        let text = match spilled {
             None => text,
             Some(Ok(path)) => {
                 tracing::debug!(call_id, path = %path.display(), "raw tool output spilled");
@@ -209,7 +293,8 @@ impl Capture {
                 ));
                 text
             }
-        }
+        };
+        Finished { text, stats }
     }
 }
 
@@ -287,6 +372,7 @@ mod tests {
                     omitted_lines: 1_000_000,
                     tail: "y\ny\n",
                     spilled: Some(&spilled),
+                    complete: false,
                 }),
                 trailer: "[timed out]",
                 ..RawOutput::plain("bash", "y\ny\n")
@@ -299,6 +385,49 @@ mod tests {
                 spilled.display()
             )
         );
+    }
+
+    #[test]
+    fn a_complete_overflow_is_squashed_whole_from_its_spill_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let capture = Capture::new(SpillDir::new(dir.path().join("s")), Default::default());
+        let mut raw = String::new();
+        for i in 0..20_000 {
+            raw.push_str(&format!("2026-11-29T10:00:00Z INFO step {i} done\n"));
+            if i == 10_000 {
+                raw.push_str("Traceback (most recent call last):\n  File \"job.py\", line 3, in run\n    go()\nKeyError: 'user_id'\n");
+            }
+        }
+        let spilled = dir.path().join("all.txt");
+        std::fs::write(&spilled, &raw).unwrap();
+        // What memory held: the first and the last lines only.
+        let head = &raw[..raw[..4_000].rfind('\n').unwrap() + 1];
+        let tail_start = raw.len() - 2_000;
+        let tail = &raw[tail_start + raw[tail_start..].find('\n').unwrap() + 1..];
+        let overflow = |complete| RawOutput {
+            command: Some("python job.py"),
+            exit_code: Some(1),
+            overflow: Some(Overflow {
+                omitted_lines: 19_000,
+                tail,
+                spilled: Some(&spilled),
+                complete,
+            }),
+            ..RawOutput::plain("bash", head)
+        };
+        let whole = capture.finish("c1", overflow(true));
+        assert!(whole.contains("KeyError: 'user_id'"), "{whole}");
+        assert!(whole.ends_with(&format!("[full output: {}]", spilled.display())));
+        // A spill file that lost part of the output is not trusted whole.
+        let halves = capture.finish("c2", overflow(false));
+        assert!(!halves.contains("KeyError"), "{halves}");
+        assert!(halves.contains("[19000 lines omitted]"), "{halves}");
+        // Nor is one above the read-back cap.
+        let capped = capture
+            .clone()
+            .with_whole_max_bytes(1_000)
+            .finish("c3", overflow(true));
+        assert!(!capped.contains("KeyError"), "{capped}");
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub struct Limits {
     /// Largest spill file a command may produce; output beyond it is counted and
     /// discarded. Default 256 MiB.
     pub spill_cap_bytes: u64,
+    /// An output that overflowed memory is read back from its spill file and squashed
+    /// whole when it is at most this size (larger ones: head and tail). Default 16 MiB.
+    pub squash_whole_max_bytes: u64,
     /// Lines `read` returns when the call gives no `limit`. Default 2000.
     pub read_default_lines: usize,
     /// Longer lines are cut by `read` (with a note). Default 2000 characters.
@@ -57,6 +60,7 @@ impl Default for Limits {
             bash_drain_after_exit: Duration::from_secs(2),
             bash_memory_cap_bytes: 512 * 1024,
             spill_cap_bytes: 256 * 1024 * 1024,
+            squash_whole_max_bytes: crate::capture::DEFAULT_WHOLE_MAX_BYTES,
             read_default_lines: 2000,
             read_max_line_chars: 2000,
             read_max_page_bytes: 256 * 1024,
@@ -228,7 +232,8 @@ impl ToolEnv {
         let capture = Capture::new(
             SpillDir::new(workspace.spill_dir().to_path_buf()),
             config.squash,
-        );
+        )
+        .with_whole_max_bytes(limits.squash_whole_max_bytes);
         Ok(Self {
             workspace,
             permissions: Arc::new(PermissionPolicy::new(config.mode, config.approver)),

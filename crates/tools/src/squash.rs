@@ -3,7 +3,9 @@
 //! goes through these items, so the rules and the marker format exist once, in core.
 
 pub use pith_core::context::squash::marker::chars_omitted_suffix;
-pub use pith_core::context::squash::{apply, omitted_marker, with_spill_marker, Squashed};
+pub use pith_core::context::squash::{
+    apply, omitted_marker, with_spill_marker, Family, SquashStats, Squashed,
+};
 
 /// Core's squash settings (`[context]` section).
 pub type Config = pith_core::context::SquashConfig;

@@ -4,6 +4,9 @@
 
 mod common;
 
+#[path = "../../core/tests/support/ci_log.rs"]
+mod ci_log;
+
 use std::time::Duration;
 
 use common::{process_is_dead, read_pid, Fixture};
@@ -307,6 +310,31 @@ async fn large_output_is_squashed_and_the_raw_output_spilled() {
         counted.content.starts_with("20000\n"),
         "{}",
         counted.content
+    );
+}
+
+#[tokio::test]
+async fn a_one_megabyte_cat_of_a_ci_log_keeps_its_failures_within_the_view_budget() {
+    // Default limits: the log is twice the memory cap, so only the spill file holds its
+    // middle, where the failures are.
+    let fx = Fixture::build(PermissionMode::Full, None, Limits::default());
+    let log = ci_log::ci_log(1 << 20);
+    assert!(log.len() > 2 * Limits::default().bash_memory_cap_bytes);
+    fx.write("big.log", &log);
+    let result = fx.call("bash", json!({"command": "cat big.log"})).await;
+    ci_log::assert_keeps_everything(&result.content, "cat big.log through the bash tool");
+    let body = result
+        .content
+        .strip_suffix("\n[exit code: 0]\n[full output: $PITH_SPILL_DIR/1.txt]")
+        .unwrap_or_else(|| panic!("status and spill marker last: {}", result.content));
+    assert!(
+        body.len() <= pith_core::context::SquashConfig::default().view_budget_bytes,
+        "{} bytes:\n{body}",
+        body.len()
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.spill_dir().join("1.txt")).unwrap(),
+        log
     );
 }
 

@@ -153,6 +153,29 @@ pub fn run_startup_only(quick: bool) -> Result<()> {
     Ok(())
 }
 
+/// `--squash-only`: the squash figures alone — the criterion squash bench and squash per
+/// family against the truncation baseline on the corpus — printed as the report's
+/// section; the report is not written.
+pub fn run_squash_only(quick: bool, sessions: Option<&Path>) -> Result<()> {
+    let (root, target) = workspace_dirs()?;
+    let runs = if quick { 3 } else { 7 };
+    criterion::run_bench("pith-core", "squash", quick)?;
+    let criterion_results = criterion::read_group(&target, "squash")?;
+    let (_, corpus_dir) = load_corpus(sessions, &root)?;
+    let mut samples = Vec::new();
+    for file in crate::corpus::session_files(&corpus_dir)? {
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        samples.extend(samples_from_session(&text).0);
+    }
+    let counter = BpeCounter::new(Encoding::O200kBase);
+    let rows = squash::measure(&samples, runs, &counter);
+    let mut out = String::new();
+    report::write_squash(&mut out, &rows, &criterion_results);
+    print!("{out}");
+    Ok(())
+}
+
 /// Runs everything and writes the report.
 pub fn run(options: &BenchOptions) -> Result<()> {
     let (root, target) = workspace_dirs()?;

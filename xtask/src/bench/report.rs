@@ -114,6 +114,68 @@ fn policy<'a>(rows: &'a [PolicyRow], window: u64, name: &str) -> Option<&'a Poli
 }
 
 /// Renders the whole file; `previous` is the old file (its hand-written part is kept).
+/// The squash section: per family against the truncation baseline, then the synthetic
+/// criterion inputs (also printed alone by `cargo xtask bench --squash-only`).
+pub fn write_squash(
+    w: &mut String,
+    rows: &[super::squash::SquashRow],
+    criterion: &[CriterionResult],
+) {
+    let _ = writeln!(w, "\n## Squash per family vs head+tail truncation\n");
+    let _ = writeln!(
+        w,
+        "Corpus tool outputs above the 1,500-byte floor, squashed as pith's bash tool does at capture (spill marker included). Baseline: keep the first and last 1,500 bytes (squash's 3,000-byte generic budget) with one `[N bytes omitted]` line. Retention probes are the eval's (`cargo xtask eval`).\n"
+    );
+    let _ = writeln!(
+        w,
+        "| family | outputs | squash MB/s | tokens before | saved: squash | saved: truncation | failing ids kept: squash / trunc. | failure details kept: squash / trunc. | summaries kept: squash / trunc. | error lines kept: squash / trunc. | paths kept: squash / trunc. |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for row in rows {
+        let before = row.squash.tokens_before;
+        let saved = |after: u64| {
+            if before == 0 {
+                "–".to_owned()
+            } else {
+                format!("{:.1}%", 100.0 - after as f64 * 100.0 / before as f64)
+            }
+        };
+        let probe = |a: &crate::eval_core::Probe, b: &crate::eval_core::Probe| {
+            if a.total == 0 {
+                "–".to_owned()
+            } else {
+                format!("{:.1}% / {:.1}%", a.percent(), b.percent())
+            }
+        };
+        let _ = writeln!(
+            w,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            row.family,
+            row.squash.outputs,
+            row.mb_per_s.map_or("–".to_owned(), |s| s.show(0)),
+            before,
+            saved(row.squash.tokens_after),
+            saved(row.baseline.tokens_after),
+            probe(&row.squash.failing_ids, &row.baseline.failing_ids),
+            probe(&row.squash.failure_details, &row.baseline.failure_details),
+            probe(&row.squash.summaries, &row.baseline.summaries),
+            probe(&row.squash.error_lines, &row.baseline.error_lines),
+            probe(&row.squash.paths, &row.baseline.paths),
+        );
+    }
+    let _ = writeln!(w, "\nSynthetic inputs (`crates/core/benches/squash.rs`):\n");
+    let _ = writeln!(w, "| input | MB/s |\n|---|---:|");
+    for r in criterion.iter().filter(|r| r.id.starts_with("squash/")) {
+        if let Some(s) = mb_per_s(r) {
+            let _ = writeln!(
+                w,
+                "| {} | {} |",
+                r.id.trim_start_matches("squash/"),
+                s.show(0)
+            );
+        }
+    }
+}
+
 pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
     let mut out = String::new();
     let w = &mut out;
@@ -288,58 +350,7 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
         );
     }
 
-    // Squash.
-    let _ = writeln!(w, "\n## Squash per family vs head+tail truncation\n");
-    let _ = writeln!(
-        w,
-        "Corpus tool outputs above the 1,500-byte floor, squashed as pith's bash tool does at capture (spill marker included). Baseline: keep the first and last 1,500 bytes (squash's 3,000-byte generic budget) with one `[N bytes omitted]` line. Retention probes are the eval's (`cargo xtask eval`).\n"
-    );
-    let _ = writeln!(
-        w,
-        "| family | outputs | squash MB/s | tokens before | saved: squash | saved: truncation | failing ids kept: squash / trunc. | error lines kept: squash / trunc. | paths kept: squash / trunc. |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-    );
-    for row in &m.squash {
-        let before = row.squash.tokens_before;
-        let saved = |after: u64| {
-            if before == 0 {
-                "–".to_owned()
-            } else {
-                format!("{:.1}%", 100.0 - after as f64 * 100.0 / before as f64)
-            }
-        };
-        let probe = |a: &crate::eval_core::Probe, b: &crate::eval_core::Probe| {
-            if a.total == 0 {
-                "–".to_owned()
-            } else {
-                format!("{:.1}% / {:.1}%", a.percent(), b.percent())
-            }
-        };
-        let _ = writeln!(
-            w,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            row.family,
-            row.squash.outputs,
-            row.mb_per_s.map_or("–".to_owned(), |s| s.show(0)),
-            before,
-            saved(row.squash.tokens_after),
-            saved(row.baseline.tokens_after),
-            probe(&row.squash.failing_ids, &row.baseline.failing_ids),
-            probe(&row.squash.error_lines, &row.baseline.error_lines),
-            probe(&row.squash.paths, &row.baseline.paths),
-        );
-    }
-    let _ = writeln!(w, "\nSynthetic inputs (`crates/core/benches/squash.rs`):\n");
-    let _ = writeln!(w, "| input | MB/s |\n|---|---:|");
-    for r in m.criterion.iter().filter(|r| r.id.starts_with("squash/")) {
-        if let Some(s) = mb_per_s(r) {
-            let _ = writeln!(
-                w,
-                "| {} | {} |",
-                r.id.trim_start_matches("squash/"),
-                s.show(0)
-            );
-        }
-    }
+    write_squash(w, &m.squash, &m.criterion);
 
     // Session store.
     let _ = writeln!(w, "\n## Session store\n");

@@ -13,7 +13,8 @@ use pith_core::TokenCounter;
 
 use super::stats::Spread;
 use crate::eval_core::{
-    error_lines, eval_family, evaluate, failing_ids, paths, FamilyReport, Probe, ToolSample,
+    error_lines, eval_family, evaluate, failing_ids, failure_details, paths, summary_lines,
+    FamilyReport, Probe, ToolSample,
 };
 
 /// Bytes the truncation baseline keeps: squash's generic byte budget (3 000 by default),
@@ -50,6 +51,10 @@ pub struct BaselineFamily {
     pub tokens_after: u64,
     /// Failing test ids kept.
     pub failing_ids: Probe,
+    /// Failure details kept.
+    pub failure_details: Probe,
+    /// Summary lines kept.
+    pub summaries: Probe,
     /// Error lines kept.
     pub error_lines: Probe,
     /// Paths kept.
@@ -95,10 +100,19 @@ pub fn measure(samples: &[ToolSample], runs: usize, counter: &dyn TokenCounter) 
         for key in [family.clone(), "all".to_owned()] {
             let b = baseline.entry(key).or_default();
             b.tokens_after += counter.count(&cut) as u64;
+            // The same probes on the same families as the eval scores.
             match family.as_str() {
-                "test runners" => {
+                "test runners" | "other" => {
                     add(&mut b.failing_ids, &failing_ids(&sample.content), &cut);
-                    add(&mut b.error_lines, &error_lines(&sample.content), &cut);
+                    add(
+                        &mut b.failure_details,
+                        &failure_details(&sample.content),
+                        &cut,
+                    );
+                    add(&mut b.summaries, &summary_lines(&sample.content), &cut);
+                    if family == "test runners" {
+                        add(&mut b.error_lines, &error_lines(&sample.content), &cut);
+                    }
                 }
                 "grep/find" => add(&mut b.paths, &paths(&sample.content), &cut),
                 _ => {}

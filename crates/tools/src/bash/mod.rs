@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::output::CapturedOutput;
 use self::process::{run_command, CommandOutcome, CommandSpec, Termination};
-use crate::capture::{Overflow, RawOutput};
+use crate::capture::{Capture, Finished, Overflow, RawOutput};
 use crate::config::ToolEnv;
 use crate::permission::Action;
 use crate::sandbox::{self, denial::Denial, Confinement, SandboxConfig, SandboxMode};
@@ -337,28 +337,16 @@ impl BashTool {
             status.push(format!("[the full output could not be saved: {err}]"));
         }
         status.extend(after);
-        let rendered = render_output(output);
         let trailer = status.join("\n");
-        let content = self.env.capture.finish(
+        let content = model_text(
+            &self.env.capture,
             call_id,
-            RawOutput {
-                tool: "bash",
-                command: Some(command),
-                exit_code,
-                text: &rendered.head,
-                overflow: rendered.tail.as_deref().map(|tail| Overflow {
-                    omitted_lines: rendered.omitted_lines,
-                    tail,
-                    spilled: output.spill.as_ref().map(|s| s.path.as_path()),
-                }),
-                trailer: &trailer,
-            },
-        );
-        let content = if rendered.head.is_empty() && rendered.tail.is_none() {
-            format!("(no output)\n{content}")
-        } else {
-            content
-        };
+            Some(command),
+            exit_code,
+            output,
+            &trailer,
+        )
+        .text;
         let failed = exit_code != Some(0);
         Ok(ToolOutput {
             content,
@@ -366,6 +354,50 @@ impl BashTool {
             effects: Vec::new(),
         })
     }
+}
+
+/// The text the model sees for a command's captured output, then `trailer` (exit code and
+/// notes): the output squashed by [`Capture`] — whole, read back from the spill file when
+/// it overflowed memory and fits [`Capture::whole_max_bytes`] — and the spill marker.
+/// `(no output)` stands for an empty output. `pith compress` calls this too, so both
+/// give the same bytes for the same output.
+pub fn model_text(
+    capture: &Capture,
+    call_id: &str,
+    command: Option<&str>,
+    exit_code: Option<i32>,
+    output: &CapturedOutput,
+    trailer: &str,
+) -> Finished {
+    let rendered = render_output(output);
+    let complete = output
+        .spill
+        .as_ref()
+        .is_some_and(|s| s.discarded == 0 && output.spill_error.is_none());
+    let mut finished = capture.finish_with_stats(
+        call_id,
+        RawOutput {
+            tool: "bash",
+            command,
+            exit_code,
+            text: &rendered.head,
+            overflow: rendered.tail.as_deref().map(|tail| Overflow {
+                omitted_lines: rendered.omitted_lines,
+                tail,
+                spilled: output.spill.as_ref().map(|s| s.path.as_path()),
+                complete,
+            }),
+            trailer,
+        },
+    );
+    if rendered.head.is_empty() && rendered.tail.is_none() {
+        finished.text = if finished.text.is_empty() {
+            "(no output)".to_owned()
+        } else {
+            format!("(no output)\n{}", finished.text)
+        };
+    }
+    finished
 }
 
 /// Names (from `names`) that contain one of `patterns`, case-insensitively: the

@@ -207,6 +207,29 @@ impl OutputBuffer {
     }
 }
 
+/// Captures everything `reader` yields as [`OutputBuffer`] captures a command's output
+/// (same memory cap, same spill file): how `pith compress` holds its input, so that it
+/// squashes exactly what the bash tool would.
+pub async fn capture_reader(
+    mut reader: impl std::io::Read,
+    memory_cap: usize,
+    spill_cap: u64,
+    opener: SpillOpener,
+) -> io::Result<CapturedOutput> {
+    let mut buffer = OutputBuffer::new(memory_cap, spill_cap, opener);
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        buffer.push(&chunk[..n]).await;
+    }
+    Ok(buffer.finish().await)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +293,27 @@ mod tests {
         assert_eq!(spill.written, 50);
         assert_eq!(spill.discarded, 150);
         assert_eq!(std::fs::metadata(&spill.path).unwrap().len(), 50);
+    }
+
+    #[tokio::test]
+    async fn a_reader_is_captured_like_pushed_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let all: Vec<u8> = (0..5000)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        let read = capture_reader(&all[..], 1000, 1 << 20, opener(dir.path()))
+            .await
+            .unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let mut buffer = OutputBuffer::new(1000, 1 << 20, opener(other.path()));
+        for chunk in all.chunks(777) {
+            buffer.push(chunk).await;
+        }
+        let pushed = buffer.finish().await;
+        assert_eq!(read.head, pushed.head);
+        assert_eq!(read.tail, pushed.tail);
+        assert_eq!(read.total_lines, pushed.total_lines);
+        assert_eq!(std::fs::read(read.spill.unwrap().path).unwrap(), all);
     }
 
     #[tokio::test]

@@ -75,6 +75,12 @@ pub enum Family {
     /// Anything else: head + tail + important lines.
     #[serde(rename = "generic")]
     Generic,
+    /// Several steps (CI script, make, tox): each squashed by its own family.
+    #[serde(rename = "multi_step")]
+    MultiStep,
+    /// A source-code view above the cap: head, tail and an outline of definitions.
+    #[serde(rename = "source_outline")]
+    SourceOutline,
 }
 
 impl Family {
@@ -91,6 +97,8 @@ impl Family {
             Self::PathList => "path_list",
             Self::Ls => "ls",
             Self::Generic => "generic",
+            Self::MultiStep => "multi_step",
+            Self::SourceOutline => "source_outline",
         }
     }
 }
@@ -239,6 +247,97 @@ fn view_kind(words: &[&str]) -> bool {
     }
 }
 
+/// The words of a simple command as the shell reads them: split on blanks outside
+/// quotes, quotes removed, backslash escapes resolved (no expansions).
+pub(crate) fn shell_words(segment: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = segment.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for q in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                    word.push(q);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(q) = chars.next() {
+                    match q {
+                        '"' => break,
+                        '\\' => match chars.next() {
+                            Some(e @ ('"' | '\\' | '$' | '`')) => word.push(e),
+                            Some(e) => {
+                                word.push('\\');
+                                word.push(e);
+                            }
+                            None => word.push('\\'),
+                        },
+                        _ => word.push(q),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(e) = chars.next() {
+                    word.push(e);
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            _ => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+}
+
+/// The simple command whose output a command line prints: the first of its last
+/// pipeline (after `cd` / `export` and other set-up commands), without leading
+/// `VAR=value` assignments and wrappers (`time`, `env`, `sudo`, …).
+pub(crate) fn last_pipeline_head(command: &str) -> Option<String> {
+    let segments = simple_commands(command);
+    let meaningful: Vec<&(String, bool)> = segments
+        .iter()
+        .filter(|(seg, piped)| {
+            *piped
+                || !matches!(
+                    program_words(seg).first().map(|w| base_name(w)),
+                    None | Some(
+                        "cd" | "export"
+                            | "source"
+                            | "."
+                            | "set"
+                            | "echo"
+                            | "pushd"
+                            | "popd"
+                            | "true"
+                    )
+                )
+        })
+        .collect();
+    let start = meaningful.iter().rposition(|(_, piped)| !*piped)?;
+    let segment = meaningful[start].0.as_str();
+    // `program_words` yields slices of `segment` past the assignments and wrappers.
+    let program = program_words(segment).first().copied()?;
+    let at = program.as_ptr() as usize - segment.as_ptr() as usize;
+    Some(segment[at..].to_owned())
+}
+
 /// Classifies a shell command by what its output will be.
 pub fn command_family(command: &str) -> CommandFamily {
     let segments = simple_commands(command);
@@ -281,6 +380,82 @@ pub fn command_family(command: &str) -> CommandFamily {
         }
         _ => CommandFamily::Other,
     }
+}
+
+/// Where the lines of a single-file view come from: the file and the file line of the
+/// view's first line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewOrigin {
+    /// The file as the command names it.
+    pub path: String,
+    /// The file's line number of the view's first output line.
+    pub first_line: usize,
+}
+
+fn unquote(word: &str) -> &str {
+    word.trim_matches(|c| c == '\'' || c == '"')
+}
+
+/// The file and first line of a view that prints one file from its start or from a
+/// `sed -n 'A,Bp'` range: `cat [-n] F`, `nl [-ba] F`, `head [-n N] F`, `sed -n 'A,Bp' F`.
+/// `None` for anything else (pipelines, several files, `tail`).
+pub fn view_origin(command: &str) -> Option<ViewOrigin> {
+    let segments = simple_commands(command);
+    let meaningful: Vec<&(String, bool)> = segments
+        .iter()
+        .filter(|(seg, piped)| {
+            *piped
+                || !matches!(
+                    program_words(seg).first().map(|w| base_name(w)),
+                    None | Some("cd" | "export" | "set")
+                )
+        })
+        .collect();
+    let [(segment, false)] = meaningful.as_slice() else {
+        return None;
+    };
+    let words = program_words(segment);
+    let (program, args) = words.split_first()?;
+    let mut first_line = 1usize;
+    let mut operands: Vec<&str> = Vec::new();
+    match base_name(program) {
+        "cat" | "nl" => {
+            operands.extend(args.iter().filter(|w| !w.starts_with('-')));
+        }
+        "head" => {
+            let mut skip_next = false;
+            for w in args {
+                if skip_next {
+                    skip_next = false;
+                } else if *w == "-n" || *w == "-c" {
+                    skip_next = true;
+                } else if !w.starts_with('-') {
+                    operands.push(w);
+                }
+            }
+        }
+        "sed" => {
+            if args.first() != Some(&"-n") || args.len() != 3 {
+                return None;
+            }
+            let script = unquote(args[1]);
+            let range = script.strip_suffix('p')?;
+            let start = range.split(',').next()?;
+            first_line = start.parse().ok()?;
+            operands.push(args[2]);
+        }
+        _ => return None,
+    }
+    let [path] = operands.as_slice() else {
+        return None;
+    };
+    if path.contains(['>', '<', '*', '?', '$', '`']) {
+        return None;
+    }
+    Some(ViewOrigin {
+        path: unquote(path).to_owned(),
+        first_line: first_line.max(1),
+    })
 }
 
 /// Content signatures of test-runner output, searched in one pass.
@@ -441,6 +616,42 @@ mod tests {
         for (cmd, want) in cases {
             assert_eq!(command_family(cmd), want, "command {cmd:?}");
         }
+    }
+
+    #[test]
+    fn shell_words_follow_quotes_and_escapes() {
+        assert_eq!(
+            shell_words(r#"grep -C 2 "a \"b\" c" 'd e' f\ g"#),
+            ["grep", "-C", "2", "a \"b\" c", "d e", "f g"]
+        );
+        assert_eq!(
+            last_pipeline_head("cd /x && LC_ALL=C time grep -n 'a b' f.py | head").as_deref(),
+            Some("grep -n 'a b' f.py")
+        );
+    }
+
+    #[test]
+    fn view_origins_name_the_file_and_its_first_line() {
+        let at = |path: &str, first_line: usize| {
+            Some(ViewOrigin {
+                path: path.into(),
+                first_line,
+            })
+        };
+        assert_eq!(view_origin("cat big.py"), at("big.py", 1));
+        assert_eq!(
+            view_origin("cd /repo && cat -n src/a.py"),
+            at("src/a.py", 1)
+        );
+        assert_eq!(view_origin("nl -ba src/x.py"), at("src/x.py", 1));
+        assert_eq!(view_origin("head -n 5000 x.log"), at("x.log", 1));
+        assert_eq!(
+            view_origin("sed -n '120,4000p' lib/m.rs"),
+            at("lib/m.rs", 120)
+        );
+        assert_eq!(view_origin("tail -n 100 x.log"), None);
+        assert_eq!(view_origin("cat a.py b.py"), None);
+        assert_eq!(view_origin("nl -ba x.py | sed -n '10,20p'"), None);
     }
 
     #[test]

@@ -5,15 +5,14 @@
 //! budget lasts. Very long lines (minified files, one-line dumps) are shortened in the
 //! middle so that a single line cannot defeat the budget.
 
-use super::lines::{mark_runs, render, shorten, KeepPlan};
-use super::{Outcome, SquashConfig};
+use super::lines::{mark_runs, shorten, KeepPlan};
 
 const HEAD_LINES: usize = 10;
 const TAIL_LINES: usize = 10;
 
-/// Squashes `lines` to about `generic_budget_bytes`.
-pub(crate) fn squash(lines: &[&str], errors: &[bool], config: &SquashConfig) -> Outcome {
-    let budget = config.generic_budget_bytes.max(200);
+/// Plans `lines` to about `budget` bytes (`generic_budget_bytes`, or the view budget).
+pub(crate) fn plan(lines: &[&str], errors: &[bool], budget: usize) -> KeepPlan {
+    let budget = budget.max(200);
     let n = lines.len();
     let mut plan = KeepPlan::none(n);
     let run_start = mark_runs(lines, &mut plan, |a, b| lines[a] == lines[b]);
@@ -45,5 +44,5 @@ pub(crate) fn squash(lines: &[&str], errors: &[bool], config: &SquashConfig) -> 
         }
     }
     plan.shortened.sort_by_key(|(i, _)| *i);
-    render(lines, &plan).into()
+    plan
 }

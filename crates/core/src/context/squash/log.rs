@@ -13,8 +13,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::lines::{mark_runs, render, shorten, KeepPlan};
-use super::{Outcome, SquashConfig};
+use super::lines::{mark_runs, shorten, KeepPlan};
+use super::SquashConfig;
 
 /// Every keyword the log classifier looks at, found in one pass over the output.
 static LOG_WORDS: LazyLock<Regex> = LazyLock::new(|| {
@@ -141,13 +141,8 @@ pub(crate) fn same_masked(a: &str, b: &str) -> bool {
     }
 }
 
-/// Squashes a log-shaped output.
-pub(crate) fn squash(
-    text: &str,
-    lines: &[&str],
-    errors: &[bool],
-    config: &SquashConfig,
-) -> Outcome {
+/// Plans a log-shaped output.
+pub(crate) fn plan(text: &str, lines: &[&str], errors: &[bool], config: &SquashConfig) -> KeepPlan {
     let n = lines.len();
     let LineMarks {
         error: extra,
@@ -220,7 +215,7 @@ pub(crate) fn squash(
             }
         }
     }
-    render(lines, &plan).into()
+    plan
 }
 
 #[cfg(test)]

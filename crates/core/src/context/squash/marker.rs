@@ -1,7 +1,9 @@
 //! The one marker format of the context pipeline.
 //!
 //! Every gap left by squash is one line `[N lines omitted]`, and a result whose raw
-//! output was spilled ends with one line `[full output: <path>]`. The markers are
+//! output was spilled ends with one line `[full output: <path>]`. A source view above
+//! the cap also carries an outline block (`[outline of lines …]`, `LINE: text` entries,
+//! `[N more definitions not listed]`). The markers are
 //! deliberately bracketed prose, never comment-shaped (`// ...` is read as code and makes
 //! models loop). Nothing else in pith may format these lines: tools call
 //! [`with_spill_marker`], tests and the eval parse them with [`parse_omitted`].
@@ -35,6 +37,23 @@ pub fn with_spill_marker(squashed_text: &str, path: &str) -> String {
     }
     out.push_str(&marker);
     out
+}
+
+/// The first line of the outline of a source view (see `outline`): which lines it
+/// covers, how many definitions it found and how to read one.
+pub fn outline_header(first: usize, last: usize, definitions: usize, path: Option<&str>) -> String {
+    let how = match path {
+        Some(path) => format!("read {path} with offset=LINE"),
+        None => "read the full output named below with offset=LINE".to_owned(),
+    };
+    format!(
+        "[outline of lines {first}-{last}: {definitions} definitions as LINE: text; {how} to see one]"
+    )
+}
+
+/// The last line of an outline that could not list every definition.
+pub fn definitions_omitted_marker(count: usize) -> String {
+    format!("[{count} more definitions not listed]")
 }
 
 /// The suffix appended inside a line (or a JSON string) that was shortened.

@@ -4,8 +4,10 @@
 //! [`apply`] is called exactly once per tool result by the tools layer. It never alters
 //! `read` output, passes outputs at or under the floor unchanged, and otherwise picks a
 //! squasher by tool, command and content ([`detect`]): file views (byte-exact up to a
-//! cap), JSON, test runners, logs, grep / find / ls, or the generic fallback. Gaps are
-//! marked by exactly one `[N lines omitted]` line ([`marker`]) and the counts are exact.
+//! cap, then judged by content within a budget), JSON, test runners, multi-step logs
+//! (each step by its own family), logs, grep / find / ls, or the generic fallback. Gaps
+//! are marked by exactly one `[N lines omitted]` line ([`marker`]) and the counts are
+//! exact.
 //! When [`Squashed::dropped_anything`] is true the caller writes the raw output to a
 //! spill file and calls [`with_spill_marker`], so nothing is lost. This module does no
 //! I/O.
@@ -18,13 +20,17 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod detect;
+mod failures;
 mod file_view;
 mod generic;
+mod grep_args;
 mod json;
 mod lines;
 mod log;
 pub mod marker;
+mod outline;
 mod search;
+mod steps;
 mod test_runner;
 
 use std::sync::LazyLock;
@@ -33,7 +39,7 @@ use regex::Regex;
 use serde::Serialize;
 
 pub use super::config::SquashConfig;
-pub use detect::{command_family, CommandFamily, Family};
+pub use detect::{command_family, view_origin, CommandFamily, Family, ViewOrigin};
 pub use marker::{omitted_marker, parse_omitted, spill_marker, with_spill_marker};
 
 /// Squashing must save at least this many bytes (about what the spill marker line
@@ -121,36 +127,42 @@ pub fn apply(
     if output.len() <= config.floor_bytes {
         return unchanged(output, Family::Small);
     }
-    if output.len() <= config.file_view_cap_bytes
-        && command.is_some_and(|c| command_family(c) == CommandFamily::FileView)
-    {
+    let view = command.filter(|c| command_family(c) == CommandFamily::FileView);
+    if view.is_some() && output.len() <= config.file_view_cap_bytes {
         return unchanged(output, Family::FileView);
     }
     let lines = lines::split_lines(output);
     let errors = mark_matching_lines(output, &lines, &ERROR_LINE);
-    let error_count = errors.iter().filter(|e| **e).count();
-    let mut family = detect::detect(tool, command, exit_code, output, error_count);
-    if family == Family::Grep && search::grep_shaped_share(&lines) < 0.5 {
-        // e.g. `ls -R && grep ...`: the command says grep, the content says otherwise.
-        family = detect::detect_from_content(tool, exit_code, output, error_count);
-    }
-    let mut squashed = match family {
-        Family::Read | Family::Small => return unchanged(output, family),
-        Family::FileView => file_view::squash(&lines, config),
-        Family::Json => match json::squash(output, config) {
-            Some(text) => Outcome::whole(text),
-            None => {
-                // Parses only shallowly (e.g. deeper than serde_json's recursion limit).
-                family = Family::Generic;
-                generic::squash(&lines, &errors, config)
+    let (family, body) = match view {
+        Some(command) => file_view::squash(command, output, &lines, &errors, config),
+        None => {
+            let error_count = errors.iter().filter(|e| **e).count();
+            let mut family = detect::detect(tool, command, exit_code, output, error_count);
+            let bare = command
+                .filter(|_| family == Family::Grep)
+                .and_then(grep_args::parse)
+                .filter(grep_args::GrepArgs::bare_lines);
+            if let Some(args) = bare {
+                // One file without `-n`: the command's pattern tells matches from context.
+                let plan = search::bare_grep_plan(&lines, &args.matcher, config);
+                (Family::Grep, Body::Lines(plan))
+            } else {
+                if family == Family::Grep && search::grep_shaped_share(&lines) < 0.5 {
+                    // e.g. `ls -R && grep ...`: the command says grep, the content says otherwise.
+                    family = detect::detect_from_content(tool, exit_code, output, error_count);
+                }
+                if family == Family::FileView {
+                    // A view named by content only (no command) cannot happen; keep it exact.
+                    return unchanged(output, family);
+                }
+                dispatch(family, output, &lines, &errors, config)
             }
-        },
-        Family::TestRunner => test_runner::squash(output, &lines, &errors, config),
-        Family::Log => log::squash(output, &lines, &errors, config),
-        Family::Grep => search::squash_grep(&lines, config),
-        Family::PathList => search::squash_paths(output, &lines, config),
-        Family::Ls => search::squash_ls(&lines, config),
-        Family::Generic => generic::squash(&lines, &errors, config),
+        }
+    };
+    let mut squashed = match body {
+        Body::Unchanged => return unchanged(output, family),
+        Body::Whole(text) => Outcome::whole(text),
+        Body::Lines(plan) => lines::render(&lines, &plan).into(),
     };
     // Line squashers render lines without the final newline; restore the original's.
     if squashed.represented.is_some() && output.ends_with('\n') {
@@ -179,6 +191,61 @@ pub fn apply(
         text: squashed.text,
         dropped_anything: true,
     }
+}
+
+/// What a squasher produced: a plan over the original lines, or whole text (JSON, an
+/// outline), or nothing to do.
+pub(crate) enum Body {
+    /// Kept lines of the original.
+    Lines(lines::KeepPlan),
+    /// A rewritten text (JSON stays JSON; an outline adds lines of its own).
+    Whole(String),
+    /// Leave the output as it is.
+    Unchanged,
+}
+
+/// Runs the squasher of `family`; test-runner, log and generic outputs that hold several
+/// steps (`+ cmd` traces, repeated test sessions, …) are planned step by step.
+pub(crate) fn dispatch(
+    family: Family,
+    output: &str,
+    lines: &[&str],
+    errors: &[bool],
+    config: &SquashConfig,
+) -> (Family, Body) {
+    if matches!(family, Family::TestRunner | Family::Log | Family::Generic) {
+        if let Some(plan) = steps::plan(output, lines, errors, config) {
+            return (Family::MultiStep, Body::Lines(plan));
+        }
+    }
+    let body = match family {
+        Family::Read | Family::Small | Family::FileView => Body::Unchanged,
+        Family::Json => match json::squash(output, config) {
+            Some(text) => Body::Whole(text),
+            // Parses only shallowly (e.g. deeper than serde_json's recursion limit).
+            None => {
+                return (
+                    Family::Generic,
+                    Body::Lines(generic::plan(lines, errors, config.generic_budget_bytes)),
+                )
+            }
+        },
+        Family::TestRunner => Body::Lines(test_runner::plan(output, lines, errors, config)),
+        Family::Log => {
+            let mut plan = log::plan(output, lines, errors, config);
+            failures::keep_blocks(output, lines, config, &mut plan);
+            Body::Lines(plan)
+        }
+        Family::Grep => Body::Lines(search::grep_plan(lines, config)),
+        Family::PathList => Body::Lines(search::paths_plan(output, lines, config)),
+        Family::Ls => Body::Lines(search::ls_plan(lines, config)),
+        Family::Generic | Family::MultiStep | Family::SourceOutline => {
+            let mut plan = generic::plan(lines, errors, config.generic_budget_bytes);
+            failures::keep_blocks(output, lines, config, &mut plan);
+            Body::Lines(plan)
+        }
+    };
+    (family, body)
 }
 
 /// A squasher's text and its line accounting.

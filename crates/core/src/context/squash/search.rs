@@ -6,20 +6,24 @@
 //! when many files share the `grep_max_matches_total` budget (never fewer than one), (with
 //! up to `context_lines` of `-C` context around them), and one `[N lines omitted]` line
 //! right after a file's kept lines states how many of that file's lines were cut. Long
-//! match lines are shortened (to half of `match_line_max_chars` when files keep a single
+//! match lines are shortened (to a third of `match_line_max_chars` when files keep a single
 //! match), and a match text already shown for another file is replaced by
 //! `…[N chars omitted]` after its `path:line:` prefix; runs of such lines, and runs of
-//! binary-file matches, are joined into one line naming every file (see `join_runs`).
+//! binary-file matches, are joined into one line naming every file (see `join_runs`). A
+//! line right after a kept line of the same file drops the path it repeats and reads
+//! `N:text` (`N-text` for context, `text` unnumbered), as grep prints a single file's
+//! matches.
 //! Path lists are kept whole up to `path_list_cap_bytes`,
-//! then capped per directory; listings keep each directory header and its first
+//! then capped per directory, and a directory line directly followed by an entry inside
+//! it is folded into that entry; listings keep each directory header and its first
 //! `ls_max_entries_per_dir` entries.
 
 use std::collections::HashMap;
 
 use super::detect::grep_path_prefix;
-use super::lines::{render, shorten, KeepPlan};
+use super::lines::{shorten, KeepPlan};
 use super::marker::chars_omitted_suffix;
-use super::{Outcome, SquashConfig};
+use super::SquashConfig;
 
 /// What one grep output line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,8 +104,8 @@ pub(crate) fn grep_shaped_share(lines: &[&str]) -> f64 {
     }
 }
 
-/// Squashes grep output.
-pub(crate) fn squash_grep(lines: &[&str], config: &SquashConfig) -> Outcome {
+/// Plans grep output.
+pub(crate) fn grep_plan(lines: &[&str], config: &SquashConfig) -> KeepPlan {
     let n = lines.len();
     let mut kinds = Vec::with_capacity(n);
     let mut files: Vec<&str> = Vec::with_capacity(n);
@@ -114,11 +118,46 @@ pub(crate) fn squash_grep(lines: &[&str], config: &SquashConfig) -> Outcome {
         kinds.push(kind);
         files.push(if kind == GrepLine::Other { "" } else { path });
     }
+    plan_classified(lines, &kinds, &files, config)
+}
+
+/// Plans the output of a grep over one file without `-n`: its lines carry neither a file
+/// nor a number, so the ones `matcher` (the command's pattern) selects are the matches,
+/// `--` separates groups, and the rest is `-A/-B/-C` context.
+pub(crate) fn bare_grep_plan(
+    lines: &[&str],
+    matcher: &regex::Regex,
+    config: &SquashConfig,
+) -> KeepPlan {
+    let kinds: Vec<GrepLine> = lines
+        .iter()
+        .map(|line| {
+            if *line == "--" {
+                GrepLine::Separator
+            } else if matcher.is_match(line) {
+                GrepLine::Match
+            } else {
+                GrepLine::Context
+            }
+        })
+        .collect();
+    let files = vec![""; lines.len()];
+    plan_classified(lines, &kinds, &files, config)
+}
+
+/// Plans grep lines whose kinds and files are known.
+fn plan_classified(
+    lines: &[&str],
+    kinds: &[GrepLine],
+    files: &[&str],
+    config: &SquashConfig,
+) -> KeepPlan {
+    let n = lines.len();
     let mut plan = KeepPlan::none(n);
     let mut matches_seen: HashMap<&str, usize> = HashMap::new();
     let distinct_files = files
         .iter()
-        .zip(&kinds)
+        .zip(kinds)
         .filter(|(_, k)| **k == GrepLine::Match)
         .map(|(f, _)| *f)
         .collect::<std::collections::HashSet<&str>>()
@@ -176,18 +215,71 @@ pub(crate) fn squash_grep(lines: &[&str], config: &SquashConfig) -> Outcome {
             }
             let budget = line_max.max(prefix_len + 30);
             if lines[i].chars().count() > budget {
-                // A line that is cut anyway spends its budget on text, not indentation.
+                // A line too long spends its budget on text, not indentation.
                 let compact = format!("{}{}", &lines[i][..prefix_len], text.trim_start());
-                if let Some(short) = shorten(&compact, budget) {
-                    plan.shortened.push((i, short));
+                match shorten(&compact, budget) {
+                    Some(short) => plan.shortened.push((i, short)),
+                    None if compact.len() < lines[i].len() => plan.shortened.push((i, compact)),
+                    None => {}
                 }
             }
         } else if let Some(short) = shorten(lines[i], config.match_line_max_chars) {
             plan.shortened.push((i, short));
         }
     }
-    join_runs(lines, &kinds, &files, &mut plan);
-    render(lines, &plan).into()
+    join_runs(lines, kinds, files, &mut plan);
+    drop_repeated_paths(lines, kinds, files, &mut plan);
+    plan
+}
+
+/// A line right after a kept line of the same file shows `N:text` (`N-text` for
+/// context, `text` for an unnumbered match) instead of `path:N:text`, as grep prints the
+/// matches of a single file: the path was just shown. Lines after a gap marker and
+/// joined runs keep their path.
+fn drop_repeated_paths(lines: &[&str], kinds: &[GrepLine], files: &[&str], plan: &mut KeepPlan) {
+    let mut texts: Vec<Option<String>> = vec![None; lines.len()];
+    for (i, s) in std::mem::take(&mut plan.shortened) {
+        if let Some(slot) = texts.get_mut(i) {
+            *slot = Some(s);
+        }
+    }
+    for i in 1..lines.len() {
+        let file = files[i];
+        if !plan.keep[i]
+            || !plan.keep[i - 1]
+            || plan.joined[i]
+            || plan.joined[i - 1]
+            || plan.run[i - 1] > 1
+            || file.is_empty()
+            || files[i - 1] != file
+            || !matches!(kinds[i], GrepLine::Match | GrepLine::Context)
+        {
+            continue;
+        }
+        let separator = if kinds[i] == GrepLine::Match {
+            ':'
+        } else {
+            '-'
+        };
+        let current = texts[i].as_deref().unwrap_or(lines[i]);
+        let Some(rest) = current
+            .strip_prefix(file)
+            .and_then(|r| r.strip_prefix(separator))
+        else {
+            continue;
+        };
+        // Unnumbered matches (`grep -r` without `-n`) drop the path too, as grep prints
+        // a single file's matches; their context lines (`path-text`) cannot be told
+        // from a path with a dash, so they keep it.
+        if numbered(rest, separator) || kinds[i] == GrepLine::Match {
+            texts[i] = Some(rest.to_owned());
+        }
+    }
+    plan.shortened = texts
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.map(|s| (i, s)))
+        .collect();
 }
 
 /// What a kept grep line shows after its file name, for joining runs of files.
@@ -306,28 +398,69 @@ fn parent_dir(path: &str) -> &str {
         .map_or("", |(dir, _)| dir)
 }
 
-/// Squashes a path list: whole up to the cap, then capped per directory.
-pub(crate) fn squash_paths(text: &str, lines: &[&str], config: &SquashConfig) -> Outcome {
+/// Plans a path list: whole up to the cap, then capped per directory; a directory line
+/// directly followed by an entry inside it is folded into that entry (see
+/// [`fold_implied_directories`]).
+pub(crate) fn paths_plan(text: &str, lines: &[&str], config: &SquashConfig) -> KeepPlan {
     let n = lines.len();
     let mut plan = KeepPlan::none(n);
     if text.len() <= config.path_list_cap_bytes {
         plan.keep = vec![true; n];
-        return render(lines, &plan).into();
-    }
-    let mut per_dir: HashMap<&str, usize> = HashMap::new();
-    for (i, line) in lines.iter().enumerate() {
-        let seen = per_dir.entry(parent_dir(line)).or_insert(0);
-        *seen += 1;
-        if *seen <= config.ls_max_entries_per_dir.max(1) {
-            plan.keep(i);
+    } else {
+        let mut per_dir: HashMap<&str, usize> = HashMap::new();
+        for (i, line) in lines.iter().enumerate() {
+            let seen = per_dir.entry(parent_dir(line)).or_insert(0);
+            *seen += 1;
+            if *seen <= config.ls_max_entries_per_dir.max(1) {
+                plan.keep(i);
+            }
         }
     }
-    render(lines, &plan).into()
+    fold_implied_directories(lines, &mut plan);
+    plan
 }
 
-/// Squashes a directory listing: each section (a `dir:` header or a blank-line-separated
+/// True when `entry` lies inside the directory `dir` (`.` holds every `./…` path).
+fn is_inside(entry: &str, dir: &str) -> bool {
+    let dir = dir.trim_end();
+    let dir = if dir.len() > 1 {
+        dir.trim_end_matches('/')
+    } else {
+        dir
+    };
+    !dir.is_empty()
+        && entry.len() > dir.len() + 1
+        && entry.starts_with(dir)
+        && entry.as_bytes()[dir.len()] == b'/'
+}
+
+/// `find` lists a directory just before what it holds: a kept directory line directly
+/// followed by a kept entry inside it says nothing that entry does not (its path names
+/// the directory), so the chain `./a`, `./a/b`, `./a/b/c.py` shows as `./a/b/c.py`
+/// alone, standing for its three lines. Every path still appears verbatim as written
+/// or as the start of a longer one.
+fn fold_implied_directories(lines: &[&str], plan: &mut KeepPlan) {
+    let n = lines.len();
+    let mut i = 0;
+    while i + 1 < n {
+        let mut j = i;
+        while j + 1 < n && plan.keep[j] && plan.keep[j + 1] && is_inside(lines[j + 1], lines[j]) {
+            j += 1;
+        }
+        if j > i {
+            plan.run[i] = u32::try_from(j - i + 1).unwrap_or(u32::MAX);
+            plan.joined[i] = true;
+            plan.shortened.push((i, lines[j].to_owned()));
+            i = j + 1;
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// Plans a directory listing: each section (a `dir:` header or a blank-line-separated
 /// block) keeps its header and first entries.
-pub(crate) fn squash_ls(lines: &[&str], config: &SquashConfig) -> Outcome {
+pub(crate) fn ls_plan(lines: &[&str], config: &SquashConfig) -> KeepPlan {
     let n = lines.len();
     let mut plan = KeepPlan::none(n);
     let cap = config.ls_max_entries_per_dir.max(1);
@@ -349,12 +482,17 @@ pub(crate) fn squash_ls(lines: &[&str], config: &SquashConfig) -> Outcome {
             plan.keep(i);
         }
     }
-    render(lines, &plan).into()
+    plan
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::squash::lines::{render, Rendered};
+
+    fn squash_grep(lines: &[&str], config: &SquashConfig) -> Rendered {
+        render(lines, &grep_plan(lines, config))
+    }
 
     #[test]
     fn grep_keeps_every_path_and_caps_matches_per_file() {
@@ -383,9 +521,66 @@ mod tests {
             .collect();
         let refs: Vec<&str> = few.iter().map(String::as_str).collect();
         let out = squash_grep(&refs, &SquashConfig::default());
-        assert!(out.text.contains("src/big.rs:4:"));
-        assert!(!out.text.contains("src/big.rs:5:"));
+        assert!(out
+            .text
+            .starts_with("src/big.rs:0:let x = 0;\n1:let x = 1;\n"));
+        assert!(out.text.contains("\n4:let x = 4;\n"));
+        assert!(!out.text.contains("5:let x = 5;"));
         assert!(out.text.contains("[35 lines omitted]"), "{}", out.text);
+    }
+
+    #[test]
+    fn a_bare_single_file_grep_keeps_the_lines_its_pattern_selects() {
+        let mut owned: Vec<String> = Vec::new();
+        for group in 0..4 {
+            for k in 0..10 {
+                owned.push(format!("    context line {group}.{k}"));
+            }
+            owned.push(format!(
+                "    raise FieldError('Expression contains mixed types {group}')"
+            ));
+            for k in 0..10 {
+                owned.push(format!("    after line {group}.{k}"));
+            }
+            owned.push("--".into());
+        }
+        let lines: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let matcher = regex::Regex::new("Expression contains mixed types").unwrap();
+        let plan = bare_grep_plan(&lines, &matcher, &SquashConfig::default());
+        let out = render(&lines, &plan);
+        for group in 0..4 {
+            assert!(
+                out.text.contains(&format!("mixed types {group}')")),
+                "{}",
+                out.text
+            );
+        }
+        assert!(out.text.contains("context line 2.9") && out.text.contains("after line 2.0"));
+        assert!(!out.text.contains("context line 2.5"), "{}", out.text);
+        assert_eq!(out.represented + out.omitted, lines.len());
+    }
+
+    #[test]
+    fn directories_followed_by_their_entries_fold_into_them() {
+        let lines = vec![
+            ".",
+            "./AUTHORS",
+            "./src",
+            "./src/core",
+            "./src/core/lib.rs",
+            "./src/core/mod.rs",
+            "./src/empty",
+            "./srcs.txt",
+        ];
+        let text = lines.join("\n");
+        let plan = paths_plan(&text, &lines, &SquashConfig::default());
+        let out = render(&lines, &plan);
+        assert_eq!(
+            out.text,
+            "./AUTHORS\n./src/core/lib.rs\n./src/core/mod.rs\n./src/empty\n./srcs.txt"
+        );
+        assert_eq!(out.represented + out.omitted, lines.len());
+        assert!(is_inside("./a/b", "./a/") && !is_inside("./ab", "./a"));
     }
 
     #[test]
@@ -393,15 +588,32 @@ mod tests {
         let refs = vec!["a.py-1-x", "a.py:2:match", "a.py-3-y", "--", "a.py-9-z"];
         let out = squash_grep(&refs, &SquashConfig::default());
         assert!(
-            out.text.starts_with("a.py-1-x\na.py:2:match\na.py-3-y"),
+            out.text.starts_with("a.py-1-x\na.py:2:match\n3-y"),
             "{}",
             out.text
         );
     }
 
+    #[test]
+    fn a_file_s_consecutive_kept_lines_name_it_once() {
+        let refs = vec![
+            "src/a.rs:3:let x = 1;",
+            "src/a.rs:9:let y = 2;",
+            "src/b.rs:4:let z = 3;",
+            "src/b.rs:5:let w = 4;",
+            "notes.txt:unnumbered line here",
+            "notes.txt:another unnumbered one",
+        ];
+        let (text, _) = accounted(&refs);
+        assert_eq!(
+            text,
+            "src/a.rs:3:let x = 1;\n9:let y = 2;\nsrc/b.rs:4:let z = 3;\n5:let w = 4;\nnotes.txt:unnumbered line here\nanother unnumbered one"
+        );
+    }
+
     fn accounted(lines: &[&str]) -> (String, usize) {
         let out = squash_grep(lines, &SquashConfig::default());
-        let represented = out.represented.expect("grep squash is line based");
+        let represented = out.represented;
         assert_eq!(
             represented + out.omitted,
             lines.len(),

@@ -2,13 +2,16 @@
 //! go test, jest / vitest / mocha): keep what identifies and explains each failure, drop
 //! passing-test noise.
 //!
-//! Always kept verbatim: every failing test identifier line, every error / assertion
-//! line (the eval's error-line pattern, pytest `E` and `>` lines, go `_test.go:N:`
-//! messages, jest `Expected` / `Received`, cargo `panicked at` and its `left` / `right`),
-//! the first project `file:line` frame and the last frame of each traceback (with its
-//! source line), and the summary lines. Progress dots, `PASSED` / `ok` lines, database
-//! setup chatter, the middle of tracebacks, lines already shown earlier in the output
-//! (repeated frames and exceptions) and runs of identical lines go. What budget
+//! Failure blocks ([`super::failures`]) are kept by block: the first
+//! `failure_blocks_max` blocks keep their header, details, last frames and captured
+//! output tail within `failure_block_max_lines` lines (whole when they fit); later blocks
+//! keep their header only (it names the test). Outside blocks, always kept verbatim:
+//! every failing test identifier line, every error / assertion line (the eval's
+//! error-line pattern, pytest `E` and `>` lines, go `_test.go:N:` messages, jest
+//! `Expected` / `Received`), the first project `file:line` frame and the last frame of
+//! each traceback (with its source line), and the summary lines. Progress dots,
+//! `PASSED` / `ok` lines, database setup chatter, lines already shown earlier in the
+//! output (repeated frames and exceptions) and runs of identical lines go. What budget
 //! is left (`test_context_budget_bytes`) goes to lines next to the kept ones.
 
 use std::collections::HashSet;
@@ -16,8 +19,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::lines::{mark_runs, render, shorten, KeepPlan};
-use super::{mark_matching_lines, Outcome, SquashConfig};
+use super::failures::{self, is_project_frame, Pick};
+use super::lines::{mark_runs, priority, shorten, KeepPlan};
+use super::{mark_matching_lines, SquashConfig};
 
 fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("constant pattern compiles")
@@ -43,7 +47,7 @@ static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
         r"|Ran \d+ tests? in .*",
         r"|(?:OK|FAILED)(?: \(.*\))?",
         r"|test result: .*",
-        r"|(?:ok|FAIL|PASS)\s.*",
+        r"|(?:ok|FAIL)\s.*|PASS",
         r"|Tests?:\s.*|Test Suites:\s.*|Snapshots:\s.*",
         r"|.*tests finished:.*",
         r"|collected \d+ items?.*",
@@ -84,21 +88,13 @@ static NOISE: LazyLock<Regex> = LazyLock::new(|| {
     ))
 });
 
-fn is_project_frame(line: &str) -> bool {
-    !(line.contains("/lib/python")
-        || line.contains("site-packages")
-        || line.contains("<frozen")
-        || line.contains("/usr/lib/")
-        || line.contains("node_modules"))
-}
+/// Kept lines longer than this are shortened, unless they are error or detail lines.
+const LINE_CAP_CHARS: usize = 500;
+/// Error and detail lines are shortened only beyond this.
+const DETAIL_LINE_CAP_CHARS: usize = 2_000;
 
-/// Squashes test-runner output.
-pub(crate) fn squash(
-    text: &str,
-    lines: &[&str],
-    errors: &[bool],
-    config: &SquashConfig,
-) -> Outcome {
+/// Plans test-runner output.
+pub(crate) fn plan(text: &str, lines: &[&str], errors: &[bool], config: &SquashConfig) -> KeepPlan {
     let n = lines.len();
     let failing = mark_matching_lines(text, lines, &FAILING_ID);
     let summary = mark_matching_lines(text, lines, &SUMMARY);
@@ -107,58 +103,95 @@ pub(crate) fn squash(
 
     let mut plan = KeepPlan::none(n);
     let run_start = mark_runs(lines, &mut plan, |a, b| lines[a] == lines[b]);
-    let mut mandatory = vec![false; n];
-    for i in 0..n {
-        if errors[i] || failing[i] || summary[i] || assertion[i] {
-            mandatory[i] = true;
-        }
-    }
-    // `panicked at` is followed by the message and `left` / `right`.
-    for i in 0..n {
-        if lines[i].contains("panicked at") {
-            for j in i + 1..(i + 4).min(n) {
-                if lines[j].trim().is_empty() {
-                    break;
-                }
-                mandatory[j] = true;
-            }
-        }
-    }
-    keep_assertion_blocks(lines, errors, &mut mandatory);
-    // pytest location right after an `E` block.
-    for i in 1..n {
-        if (1..=3).any(|d| i >= d && lines[i - d].starts_with('E')) && LOCATION.is_match(lines[i]) {
-            mandatory[i] = true;
-        }
-    }
-    keep_traceback_ends(lines, &frame, &mut mandatory);
 
     // A line already shown earlier (a repeated frame, the same exception for every
     // parametrised case) is not shown again; identifiers and summaries always are.
     let mut shown: HashSet<&str> = HashSet::new();
+
+    // Failure blocks: the first ones in detail, the rest by their header.
+    let blocks = failures::find_blocks(text, lines);
+    let mut in_block = vec![false; n];
+    let mut detail = vec![false; n];
+    for (k, block) in blocks.iter().enumerate() {
+        in_block[block.start..block.end].fill(true);
+        if k >= config.failure_blocks_max {
+            plan.keep_at(run_start[block.start], priority::MUST);
+            continue;
+        }
+        let mut skip_source = false;
+        for (i, pick) in failures::select(lines, *block, config.failure_block_max_lines) {
+            let first_time = shown.insert(lines[i]);
+            let keep = match pick {
+                Pick::Header | Pick::LastDetail => true,
+                Pick::FrameSource => !skip_source,
+                Pick::Frame => {
+                    skip_source = !first_time;
+                    first_time
+                }
+                Pick::Detail | Pick::Context => first_time,
+            };
+            if pick != Pick::Frame {
+                skip_source = false;
+            }
+            if keep {
+                plan.keep_at(run_start[i], pick.priority());
+                detail[i] = pick.priority() <= priority::DETAIL;
+            }
+        }
+    }
+
+    let mut mandatory = vec![false; n];
+    for i in 0..n {
+        // Ids, summaries and error lines count everywhere (inside blocks too: captured
+        // output may hold a nested test run); the other patterns only outside blocks,
+        // where no block says which of their lines matter.
+        if errors[i] || failing[i] || summary[i] || (!in_block[i] && assertion[i]) {
+            mandatory[i] = true;
+        }
+    }
+    keep_assertion_blocks(lines, errors, &in_block, &mut mandatory);
+    // pytest location right after an `E` block.
+    for i in 1..n {
+        if !in_block[i]
+            && (1..=3).any(|d| i >= d && lines[i - d].starts_with('E'))
+            && LOCATION.is_match(lines[i])
+        {
+            mandatory[i] = true;
+        }
+    }
+    keep_traceback_ends(lines, &frame, &in_block, &mut mandatory);
+
     for i in 0..n {
         if !mandatory[i] {
             continue;
         }
-        let first_time = shown.insert(lines[i]);
-        if first_time || failing[i] || summary[i] {
-            plan.keep(run_start[i]);
+        let first_time = shown.insert(lines[i]) || plan.keep[run_start[i]];
+        if failing[i] || summary[i] {
+            plan.keep_at(run_start[i], priority::MUST);
+        } else if first_time {
+            plan.keep_at(run_start[i], priority::DETAIL);
         } else {
             mandatory[i] = false;
         }
     }
-    // Spend the context budget on neighbours of kept lines.
+    // Spend the context budget on neighbours of kept failure lines (not of ids and
+    // summaries: next to a session header are only platform and plugin versions).
     let mut budget = config.test_context_budget_bytes;
     'fill: for distance in 1..=2usize {
         for i in 0..n {
-            if !mandatory[i] {
+            if !mandatory[i] || failing[i] || summary[i] {
                 continue;
             }
             for j in [i.checked_sub(distance), Some(i + distance)]
                 .into_iter()
                 .flatten()
             {
-                if j >= n || plan.keep[j] || run_start[j] != j || NOISE.is_match(lines[j]) {
+                if j >= n
+                    || plan.keep[j]
+                    || in_block[j]
+                    || run_start[j] != j
+                    || NOISE.is_match(lines[j])
+                {
                     continue;
                 }
                 let cost = lines[j].len() + 1;
@@ -166,24 +199,34 @@ pub(crate) fn squash(
                     break 'fill;
                 }
                 budget -= cost;
-                plan.keep(j);
+                plan.keep_at(j, priority::CONTEXT);
             }
         }
     }
     for i in 0..n {
-        if plan.keep[i] && !errors[i] {
-            if let Some(short) = shorten(lines[i], 500) {
+        if plan.keep[i] {
+            let cap = if errors[i] || detail[i] {
+                DETAIL_LINE_CAP_CHARS
+            } else {
+                LINE_CAP_CHARS
+            };
+            if let Some(short) = shorten(lines[i], cap) {
                 plan.shortened.push((i, short));
             }
         }
     }
-    render(lines, &plan).into()
+    plan
 }
 
 /// pytest `E` blocks: the first lines (the assertion itself) and the last line of each
 /// block are kept, and every line in it that matches the error pattern; the middle of a
 /// long block (echoed captured output, huge diffs) goes.
-fn keep_assertion_blocks(lines: &[&str], errors: &[bool], mandatory: &mut [bool]) {
+fn keep_assertion_blocks(
+    lines: &[&str],
+    errors: &[bool],
+    in_block: &[bool],
+    mandatory: &mut [bool],
+) {
     const HEAD: usize = 3;
     let is_e = |l: &str| l == "E" || l.starts_with("E ");
     let n = lines.len();
@@ -198,7 +241,7 @@ fn keep_assertion_blocks(lines: &[&str], errors: &[bool], mandatory: &mut [bool]
             i += 1;
         }
         for j in start..i {
-            if j < start + HEAD || j + 1 == i || errors[j] {
+            if !in_block[j] && (j < start + HEAD || j + 1 == i || errors[j]) {
                 mandatory[j] = true;
             }
         }
@@ -207,11 +250,11 @@ fn keep_assertion_blocks(lines: &[&str], errors: &[bool], mandatory: &mut [bool]
 
 /// In every block of consecutive frames (frames and their indented source lines), keeps
 /// the first project frame and the last frame, each with its source line.
-fn keep_traceback_ends(lines: &[&str], frame: &[bool], mandatory: &mut [bool]) {
+fn keep_traceback_ends(lines: &[&str], frame: &[bool], in_block: &[bool], mandatory: &mut [bool]) {
     let n = lines.len();
     let mut i = 0;
     while i < n {
-        if !frame[i] {
+        if !frame[i] || in_block[i] {
             i += 1;
             continue;
         }
@@ -240,12 +283,16 @@ fn keep_traceback_ends(lines: &[&str], frame: &[bool], mandatory: &mut [bool]) {
             .unwrap_or(frames[0]);
         let last = frames[frames.len() - 1];
         // The exception line right after the block ends the traceback.
-        if j < n && !lines[j].trim().is_empty() {
+        if j < n && !lines[j].trim().is_empty() && !in_block[j] {
             mandatory[j] = true;
         }
         for f in [first, last] {
+            if in_block[f] {
+                continue;
+            }
             mandatory[f] = true;
             if f + 1 < n
+                && !in_block[f + 1]
                 && !frame[f + 1]
                 && lines[f + 1].starts_with(char::is_whitespace)
                 && !lines[f + 1].trim().is_empty()

@@ -48,7 +48,7 @@ fn output_at_the_floor_passes_unchanged() {
 }
 
 #[test]
-fn file_view_is_byte_exact_under_the_cap_and_cut_at_a_line_boundary_above() {
+fn file_view_is_byte_exact_under_the_cap_and_within_the_view_budget_above() {
     let file: String = (0..200)
         .map(|i| format!("    let value_{i} = compute({i});\n"))
         .collect();
@@ -59,20 +59,99 @@ fn file_view_is_byte_exact_under_the_cap_and_cut_at_a_line_boundary_above() {
     );
 
     let huge: String = (0..3000)
-        .map(|i| format!("line {i} of a very large source file\n"))
+        .map(|i| format!("line {i} of a very large text file\n"))
         .collect();
     let out = apply(
         "bash",
-        Some("nl -ba big.py | sed -n '1,4000p'"),
+        Some("nl -ba big.txt | sed -n '1,4000p'"),
         Some(0),
         &huge,
         &cfg(),
     );
     assert!(out.dropped_anything);
-    assert!(out.text.len() <= 50_000 + 40);
-    assert!(huge.starts_with(out.text.split("\n[").next().unwrap()));
-    assert!(out.text.trim_end().ends_with("lines omitted]"));
+    assert!(
+        out.text.len() <= cfg().view_budget_bytes,
+        "{}",
+        out.text.len()
+    );
+    assert!(out
+        .text
+        .starts_with("line 0 of a very large text file\nline 1 "));
+    assert!(out
+        .text
+        .trim_end()
+        .ends_with("line 2999 of a very large text file"));
     accounting_holds(&huge, &out);
+}
+
+#[test]
+fn a_view_above_the_cap_of_a_log_keeps_its_failures_within_the_budget() {
+    let mut log = String::new();
+    let mut i = 0;
+    while log.len() < 400_000 {
+        log.push_str(&format!(
+            "2026-11-29T10:00:{:02}Z INFO worker-{}: processed batch {i}\n",
+            i % 60,
+            i % 8
+        ));
+        i += 1;
+        if i == 5_000 {
+            log.push_str("Traceback (most recent call last):\n  File \"/srv/app/jobs.py\", line 88, in run\n    payload['user_id']\nKeyError: 'user_id'\n");
+        }
+    }
+    let out = apply("bash", Some("cat worker.log"), Some(0), &log, &cfg());
+    assert!(
+        out.text.len() <= cfg().view_budget_bytes,
+        "{}",
+        out.text.len()
+    );
+    assert!(out.text.contains("KeyError: 'user_id'"), "{}", out.text);
+    accounting_holds(&log, &out);
+}
+
+#[test]
+fn a_view_above_the_cap_of_source_code_is_head_tail_and_an_outline() {
+    // About 1 MB of source.
+    let mut source = String::from("use std::io;\n\n");
+    for k in 0..10_000 {
+        source.push_str(&format!(
+            "pub fn handler_{k}(input: &str) -> io::Result<usize> {{\n    let n = input.len() + {k};\n    Ok(n)\n}}\n\n"
+        ));
+    }
+    let out = apply(
+        "bash",
+        Some("cat src/handlers.rs"),
+        Some(0),
+        &source,
+        &cfg(),
+    );
+    assert_eq!(out.stats.family, Family::SourceOutline);
+    assert!(
+        out.text.len() <= cfg().view_budget_bytes,
+        "{}",
+        out.text.len()
+    );
+    assert!(out.text.starts_with("use std::io;\n"));
+    assert!(
+        out.text.contains("read src/handlers.rs with offset=LINE"),
+        "{}",
+        out.text
+    );
+    // Entries carry the file's line numbers: handler_k is defined on line 3 + 5k.
+    let entries: Vec<(usize, usize)> = out
+        .text
+        .lines()
+        .filter_map(|l| {
+            let (number, text) = l.trim_start().split_once(": pub fn handler_")?;
+            let k = text.split('(').next()?.parse().ok()?;
+            Some((number.parse().ok()?, k))
+        })
+        .collect();
+    assert!(entries.len() > 50, "{}", out.text);
+    assert!(
+        entries.iter().all(|(line, k)| *line == 3 + 5 * k),
+        "{entries:?}"
+    );
 }
 
 #[test]
@@ -203,6 +282,135 @@ fn cargo_and_go_failures_keep_their_identifiers() {
     ] {
         assert!(out.text.contains(must), "lost {must:?}:\n{}", out.text);
     }
+}
+
+#[test]
+fn after_the_block_cap_failures_are_named_by_their_header_only() {
+    let mut text = String::from(
+        "============================= test session starts ==============================\n",
+    );
+    text.push_str(&"tests/test_m.py::test_ok PASSED\n".repeat(100));
+    text.push_str(
+        "=================================== FAILURES ===================================\n",
+    );
+    for k in 0..30 {
+        text.push_str(&format!(
+            "________________________________ test_case_{k} ________________________________\n\n    def test_case_{k}():\n>       assert value({k}) == {}\nE       assert {k} == {}\n\ntests/test_m.py:{}: AssertionError\n",
+            k + 1,
+            k + 1,
+            10 * k + 3
+        ));
+    }
+    text.push_str(
+        "=========================== short test summary info ============================\n",
+    );
+    for k in 0..30 {
+        text.push_str(&format!(
+            "FAILED tests/test_m.py::test_case_{k} - assert {k} == {}\n",
+            k + 1
+        ));
+    }
+    text.push_str("============= 30 failed, 100 passed in 2.00s =============\n");
+    let out = apply("bash", Some("pytest tests"), Some(1), &text, &cfg());
+    for k in 0..30 {
+        let header = format!("_ test_case_{k} _");
+        assert!(out.text.contains(&header), "lost header {k}:\n{}", out.text);
+        assert!(out
+            .text
+            .contains(&format!("FAILED tests/test_m.py::test_case_{k} -")));
+        let detail = format!("E       assert {k} == {}", k + 1);
+        assert_eq!(
+            out.text.contains(&detail),
+            k < cfg().failure_blocks_max,
+            "block {k}'s detail:\n{}",
+            out.text
+        );
+    }
+    assert!(out.text.contains("30 failed, 100 passed in 2.00s"));
+    accounting_holds(&text, &out);
+}
+
+#[test]
+fn a_make_log_with_cargo_go_and_jest_steps_keeps_every_step_s_failures() {
+    let mut text =
+        String::from("make[1]: Entering directory '/src/core'\n   Compiling core v0.1.0\n");
+    text.push_str(
+        "     Running unittests src/lib.rs (target/debug/deps/core-1a2b)\n\nrunning 60 tests\n",
+    );
+    for i in 0..60 {
+        text.push_str(&format!("test tests::case_{i} ... ok\n"));
+    }
+    text.push_str("test tests::parse ... FAILED\n\nfailures:\n\n---- tests::parse stdout ----\nthread 'tests::parse' panicked at src/parse.rs:41:9:\nassertion `left == right` failed\n  left: 3\n right: 4\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\nfailures:\n    tests::parse\n\ntest result: FAILED. 60 passed; 1 failed; 0 ignored; 0 measured\n");
+    text.push_str(
+        "make[1]: Leaving directory '/src/core'\nmake[1]: Entering directory '/src/server'\n",
+    );
+    for i in 0..60 {
+        text.push_str(&format!(
+            "=== RUN   TestOk{i}\n--- PASS: TestOk{i} (0.00s)\n"
+        ));
+    }
+    text.push_str("=== RUN   TestServe\n--- FAIL: TestServe (0.01s)\n    serve_test.go:27: status = 500, want 200\nFAIL\nFAIL\texample.com/server\t0.02s\n");
+    text.push_str(
+        "make[1]: Leaving directory '/src/server'\nmake[1]: Entering directory '/src/web'\n",
+    );
+    for i in 0..60 {
+        text.push_str(&format!("PASS src/ok{i}.test.js\n"));
+    }
+    text.push_str("FAIL src/cart.test.js\n  ● cart › adds items\n\n    expect(received).toBe(expected) // Object.is equality\n\n    Expected: 3\n    Received: 2\n\n      12 |   cart.add(item);\n    > 13 |   expect(cart.size).toBe(3);\n         |                     ^\n\n      at Object.<anonymous> (src/cart.test.js:13:21)\n\nTest Suites: 1 failed, 60 passed, 61 total\nTests:       1 failed, 60 passed, 61 total\n");
+    text.push_str("make[1]: Leaving directory '/src/web'\n");
+    let out = apply("bash", Some("make check"), Some(2), &text, &cfg());
+    assert_eq!(out.stats.family, Family::MultiStep);
+    for must in [
+        "make[1]: Entering directory '/src/core'",
+        "thread 'tests::parse' panicked at src/parse.rs:41:9:",
+        "assertion `left == right` failed",
+        "  left: 3",
+        " right: 4",
+        "test result: FAILED. 60 passed; 1 failed; 0 ignored; 0 measured",
+        "make[1]: Entering directory '/src/server'",
+        "--- FAIL: TestServe (0.01s)",
+        "serve_test.go:27: status = 500, want 200",
+        "FAIL\texample.com/server\t0.02s",
+        "make[1]: Entering directory '/src/web'",
+        "● cart › adds items",
+        "Expected: 3",
+        "Received: 2",
+        "> 13 |   expect(cart.size).toBe(3);",
+        "Tests:       1 failed, 60 passed, 61 total",
+    ] {
+        assert!(out.text.contains(must), "lost {must:?}:\n{}", out.text);
+    }
+    assert!(!out.text.contains("TestOk30"), "{}", out.text);
+    assert!(!out.text.contains("PASS src/ok30.test.js"), "{}", out.text);
+    assert!(
+        out.text.contains("test tests::parse ... FAILED"),
+        "{}",
+        out.text
+    );
+    assert!(out.text.contains("FAIL src/cart.test.js"), "{}", out.text);
+    accounting_holds(&text, &out);
+}
+
+#[test]
+fn a_script_s_traceback_keeps_its_details_beside_the_generic_head_and_tail() {
+    let mut text = String::new();
+    for i in 0..200 {
+        text.push_str(&format!("processing record {i}: ok\n"));
+        if i == 100 {
+            text.push_str("Traceback (most recent call last):\n  File \"/work/reproduce.py\", line 12, in <module>\n    main()\n  File \"/work/app/models.py\", line 88, in main\n    raise LookupFailure(name)\napp.models.LookupFailure: no record named 'user_id'\n");
+        }
+    }
+    let out = apply("bash", Some("python reproduce.py"), Some(0), &text, &cfg());
+    for must in [
+        "processing record 0: ok",
+        "processing record 199: ok",
+        "Traceback (most recent call last):",
+        "File \"/work/app/models.py\", line 88, in main",
+        "app.models.LookupFailure: no record named 'user_id'",
+    ] {
+        assert!(out.text.contains(must), "lost {must:?}:\n{}", out.text);
+    }
+    accounting_holds(&text, &out);
 }
 
 #[test]
