@@ -73,6 +73,9 @@ impl Fixture {
                     tokens_before: 182_344,
                     tokens_after: 12_003,
                     usage: None,
+                    ledger: None,
+                    ledger_tokens: 0,
+                    restored_files: Vec::new(),
                 },
             ])
             .unwrap();

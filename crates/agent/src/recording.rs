@@ -14,8 +14,8 @@
 //! text does not already end with one (two model requests are two messages).
 
 use pith_core::{
-    Compaction, CompactionTrigger, EventSink, HistoryRewrite, LoopEvent, Message, PersistError,
-    Role, TurnSink, Usage,
+    CompactionTrigger, EventSink, HistoryRewrite, LoopEvent, Message, PersistError, Role, TurnSink,
+    Usage,
 };
 use pith_session::{items_from_messages, Event, Session, TranscriptItem};
 
@@ -30,6 +30,8 @@ pub struct CompactionNote {
     pub tokens_before: u64,
     /// Estimated tokens after.
     pub tokens_after: u64,
+    /// Tokens of the session ledger the replacement carries (0 without one).
+    pub ledger_tokens: u64,
 }
 
 impl CompactionNote {
@@ -105,29 +107,16 @@ impl TurnRecorder {
         session: &mut Session,
     ) -> pith_session::Result<()> {
         let (record, note, usage) = match rewrite {
-            HistoryRewrite::Compaction(Compaction {
-                trigger,
-                replacement,
-                summary,
-                tokens_before,
-                tokens_after,
-                usage,
-            }) => (
-                Event::compaction(
-                    *trigger,
-                    replacement,
-                    summary.clone(),
-                    *tokens_before,
-                    *tokens_after,
-                    *usage,
-                ),
+            HistoryRewrite::Compaction(compaction) => (
+                Event::from_compaction(compaction),
                 CompactionNote {
-                    trigger: *trigger,
+                    trigger: compaction.trigger,
                     micro: false,
-                    tokens_before: *tokens_before,
-                    tokens_after: *tokens_after,
+                    tokens_before: compaction.tokens_before,
+                    tokens_after: compaction.tokens_after,
+                    ledger_tokens: compaction.carried.ledger_tokens,
                 },
-                *usage,
+                compaction.usage,
             ),
             HistoryRewrite::Micro(step) => (
                 Event::micro_compaction(step),
@@ -136,6 +125,7 @@ impl TurnRecorder {
                     micro: true,
                     tokens_before: step.tokens_before,
                     tokens_after: step.tokens_after,
+                    ledger_tokens: 0,
                 },
                 None,
             ),
@@ -279,7 +269,7 @@ mod tests {
     }
 
     fn auto(summary: &str) -> HistoryRewrite {
-        HistoryRewrite::Compaction(Compaction {
+        HistoryRewrite::Compaction(pith_core::Compaction {
             trigger: CompactionTrigger::Auto,
             replacement: vec![Message::user(format!(
                 "<compacted_context>{summary}</compacted_context>"
@@ -288,6 +278,7 @@ mod tests {
             tokens_before: 1000,
             tokens_after: 10,
             usage: None,
+            carried: pith_core::Carried::default(),
         })
     }
 

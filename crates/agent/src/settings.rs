@@ -19,7 +19,7 @@ use pith_providers::models::config::{
 };
 use pith_providers::models::project::system_prompt_for;
 use pith_providers::tool_loop::enforced_output_cap;
-use pith_providers::{AgentLoop, LoopOptions};
+use pith_providers::{AgentLoop, LedgerOptions, LoopOptions};
 use pith_tools::{PermissionMode, SandboxConfig, SandboxMode, UserDirs};
 
 use crate::overrides::Overrides;
@@ -113,6 +113,7 @@ impl Settings {
             temperature: model.temperature,
             prune: context.prune(),
             output_cap: enforced_output_cap(model.output_cap),
+            ledger: LedgerOptions::from_context(&context),
             ..LoopOptions::default()
         };
         if let Some(seconds) = config.limits.no_content_timeout_s {

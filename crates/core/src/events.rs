@@ -58,6 +58,8 @@ pub enum AutoCompaction {
         tokens_before: u64,
         /// Estimated input tokens of the replacement.
         tokens_after: u64,
+        /// Tokens of the session ledger in the replacement (0 without one).
+        ledger_tokens: u64,
     },
     /// The child token was cancelled; history is unchanged.
     Cancelled,

@@ -24,7 +24,7 @@ pub use effect::{FileAction, FileEffect};
 pub use events::{AutoCompaction, Discard, EventSink, LoopEvent, Usage};
 pub use message::{Message, Part, Role, ToolCall, ToolResult};
 pub use rewrite::{
-    Compaction, CompactionTrigger, HistoryRewrite, InMemory, PersistError, TurnSink,
+    Carried, Compaction, CompactionTrigger, HistoryRewrite, InMemory, PersistError, TurnSink,
 };
 pub use tokens::{BpeCounter, Encoding, RequestEstimate, RequestEstimator, TokenCounter};
 pub use tool::{

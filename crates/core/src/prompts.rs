@@ -47,12 +47,33 @@ continues right after it:
 - Do not restate the latest user message: it is kept verbatim next to your summary.
 - Start directly with the first section heading. No preamble, no closing remarks.";
 
+/// Introduces the session ledger in a summary request: the facts pith keeps anyway, so
+/// the summary can spend its words elsewhere.
+pub const LEDGER_IN_SUMMARY_REQUEST: &str = "\
+pith keeps the facts below and attaches them to your summary verbatim: the user's \
+messages, the files read and changed, the latest commands and their errors, the failing \
+tests and the files holding full outputs. Do not copy them into your summary; spend it \
+on what they do not say: the user's intent, your reasoning, the decisions taken and why, \
+what was ruled out, and the exact next step.";
+
+/// Opening of the files re-attached to a replacement after a compaction.
+pub const RESTORED_FILES_INTRO: &str = "\
+The current content of the files worked on most recently, read from disk after the \
+compaction (as `read` shows them):";
+
 /// First line of the deterministic summary used when the model could not write one (it
 /// kept calling tools past the allowed rounds).
 pub const FALLBACK_SUMMARY_HEADER: &str = "\
 [No model summary: the model kept calling tools instead of writing one, so pith compacted \
 without it. The user's earlier messages follow, newest first; re-read files and re-run \
 commands for anything else you need.]";
+
+/// The summary pith writes itself when the model could not and the session ledger (which
+/// holds the user's messages) goes with it.
+pub const FALLBACK_SUMMARY_WITH_LEDGER: &str = "\
+[No model summary: the model kept calling tools instead of writing one, so pith compacted \
+without it. The session ledger below keeps the user's messages and the session's facts; \
+re-read files and re-run commands for anything else you need.]";
 
 /// Opening of the note pith adds to the history after an answer that was cut off (see
 /// [`truncation_notice`]); pith's own notes to the model all start with `[pith]`.

@@ -46,6 +46,20 @@ pub struct Compaction {
     pub tokens_after: u64,
     /// Usage of the summary request(s), when the provider reported it.
     pub usage: Option<Usage>,
+    /// The session ledger and the files the replacement carries besides the summary.
+    pub carried: Carried,
+}
+
+/// What a compaction's replacement carries besides the summary and the latest user
+/// message (see `context::ledger`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Carried {
+    /// The rendered `<session_ledger>` block.
+    pub ledger: Option<String>,
+    /// Its tokens.
+    pub ledger_tokens: u64,
+    /// Paths of the files re-attached, read fresh from disk.
+    pub restored_files: Vec<String>,
 }
 
 /// A rewrite of the conversation history.

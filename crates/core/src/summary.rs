@@ -11,7 +11,7 @@ use crate::message::{Message, Part, Role};
 use crate::prompts::{
     AUTO_COMPACTION_REQUIREMENTS, CLOSING_LINE, COMPACTED_CONTEXT_CLOSE, COMPACTED_CONTEXT_OPEN,
     COMPACTION_GUIDANCE, FALLBACK_SUMMARY_HEADER, LAST_USER_MESSAGE_CLOSE, LAST_USER_MESSAGE_OPEN,
-    MANUAL_FOCUS_PREFIX, SUMMARY_SECTIONS,
+    LEDGER_IN_SUMMARY_REQUEST, MANUAL_FOCUS_PREFIX, RESTORED_FILES_INTRO, SUMMARY_SECTIONS,
 };
 use crate::tokens::TokenCounter;
 
@@ -27,7 +27,15 @@ pub const SECTION_HEADINGS: [&str; 5] = [
 /// The prompt for `/compact`, sent as the last user message after the normal history.
 /// `focus` is the user's optional steering text; blank focus is ignored.
 pub fn manual_prompt(focus: Option<&str>) -> String {
-    let mut prompt = format!("{COMPACTION_GUIDANCE}\n\n{SUMMARY_SECTIONS}\n");
+    manual_prompt_with(focus, None)
+}
+
+/// [`manual_prompt`] showing the session ledger the replacement will carry.
+pub fn manual_prompt_with(focus: Option<&str>, ledger: Option<&str>) -> String {
+    let mut prompt = format!(
+        "{COMPACTION_GUIDANCE}\n\n{}{SUMMARY_SECTIONS}\n",
+        ledger_note(ledger)
+    );
     if let Some(focus) = focus.map(str::trim).filter(|f| !f.is_empty()) {
         prompt.push_str(&format!("\n{MANUAL_FOCUS_PREFIX} {focus}\n"));
     }
@@ -38,9 +46,83 @@ pub fn manual_prompt(focus: Option<&str>) -> String {
 /// The prompt for automatic compaction, sent as the last user message of the private
 /// summary request.
 pub fn auto_prompt() -> String {
+    auto_prompt_with(None)
+}
+
+/// [`auto_prompt`] showing the session ledger the replacement will carry.
+pub fn auto_prompt_with(ledger: Option<&str>) -> String {
     format!(
-        "{COMPACTION_GUIDANCE}\n\n{AUTO_COMPACTION_REQUIREMENTS}\n\n{SUMMARY_SECTIONS}\n\n{CLOSING_LINE}"
+        "{COMPACTION_GUIDANCE}\n\n{AUTO_COMPACTION_REQUIREMENTS}\n\n{}{SUMMARY_SECTIONS}\n\n{CLOSING_LINE}",
+        ledger_note(ledger)
     )
+}
+
+/// The ledger paragraph of a summary request (empty without a ledger).
+fn ledger_note(ledger: Option<&str>) -> String {
+    match ledger {
+        Some(ledger) => format!("{LEDGER_IN_SUMMARY_REQUEST}\n{ledger}\n\n"),
+        None => String::new(),
+    }
+}
+
+/// A file re-attached to a replacement, as `read` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoredFile {
+    /// The path, as the ledger shows it.
+    pub path: String,
+    /// Its content as the `read` tool shows it (numbered lines, paging note).
+    pub content: String,
+}
+
+/// What a compaction's replacement message is made of.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplacementParts<'a> {
+    /// The summary (the model's, or pith's fallback).
+    pub summary: &'a str,
+    /// The rendered session ledger.
+    pub ledger: Option<&'a str>,
+    /// Files re-attached, read fresh from disk.
+    pub restored_files: &'a [RestoredFile],
+    /// The latest user message, quoted verbatim (automatic compaction: the task goes
+    /// on; a manual compaction's ledger lists every user message instead).
+    pub last_user_message: Option<&'a str>,
+}
+
+/// The text of the one user message a compaction leaves: the summary, the ledger, the
+/// restored files and the latest user message, each in its own tag. Without ledger and
+/// restored files this is exactly [`compacted_user_text`] (automatic) or the summary
+/// alone (manual).
+pub fn replacement_text(parts: ReplacementParts<'_>) -> String {
+    if parts.ledger.is_none() && parts.restored_files.is_empty() {
+        return match parts.last_user_message {
+            Some(last) => compacted_user_text(parts.summary, last),
+            None => parts.summary.to_owned(),
+        };
+    }
+    let mut text = format!(
+        "{COMPACTED_CONTEXT_OPEN}{}{COMPACTED_CONTEXT_CLOSE}",
+        parts.summary
+    );
+    if let Some(ledger) = parts.ledger {
+        text.push('\n');
+        text.push_str(ledger);
+    }
+    if !parts.restored_files.is_empty() {
+        text.push_str(&format!("\n{RESTORED_FILES_INTRO}"));
+        for file in parts.restored_files {
+            text.push_str(&format!(
+                "\n<restored_file path=\"{}\">\n{}\n</restored_file>",
+                file.path,
+                file.content.trim_end()
+            ));
+        }
+    }
+    if let Some(last) = parts.last_user_message {
+        text.push_str(&format!(
+            "\n{LAST_USER_MESSAGE_OPEN}{last}{LAST_USER_MESSAGE_CLOSE}"
+        ));
+    }
+    text
 }
 
 /// Why a summary was rejected.

@@ -22,6 +22,6 @@ pub mod tool_loop;
 pub mod wire;
 
 pub use tool_loop::{
-    AgentLoop, LoopError, LoopOptions, ManualCompaction, TurnFailure, TurnSummary,
+    AgentLoop, LedgerOptions, LoopError, LoopOptions, ManualCompaction, TurnFailure, TurnSummary,
 };
 pub use wire::{ChunkStream, ModelRequest, ProviderAdapter, ProviderError, StreamChunk};

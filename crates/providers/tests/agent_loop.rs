@@ -18,7 +18,7 @@ use pith_core::{
 };
 use pith_providers::tool_loop::request::Timeouts;
 use pith_providers::tool_loop::retry::RetryPolicy;
-use pith_providers::{AgentLoop, LoopError, LoopOptions, ProviderError};
+use pith_providers::{AgentLoop, LedgerOptions, LoopError, LoopOptions, ProviderError};
 use serde_json::json;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio_util::sync::CancellationToken;
@@ -82,6 +82,8 @@ fn harness_with(adapter: MockAdapter, window: u64) -> Harness {
             idle: Duration::from_secs(5),
             ..Timeouts::default()
         },
+        // Seed 002's exact prompts and replacements; tests/ledger.rs covers the ledger.
+        ledger: LedgerOptions::off(),
         ..LoopOptions::default()
     };
     let agent = AgentLoop::new(

@@ -320,6 +320,7 @@ mod tests {
             usage: None,
             tokens_before: 900,
             tokens_after: 100,
+            ledger_tokens: 0,
         });
         let notice = notice.expect("Applied must be announced");
         assert_eq!(

@@ -57,6 +57,9 @@ fn compaction_pair(i: usize) -> Vec<Event> {
             tokens_before: 180_000,
             tokens_after: 9_000,
             usage: None,
+            ledger: None,
+            ledger_tokens: 0,
+            restored_files: Vec::new(),
         },
     ]
 }

@@ -21,6 +21,10 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 pub use pith_core::CompactionTrigger;
 
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
 /// One event of a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind")]
@@ -93,6 +97,20 @@ pub enum Event {
         /// Usage of the summary request, when reported.
         #[serde(rename = "usage", default)]
         usage: Option<Usage>,
+        /// The session ledger the replacement carries (also inside `messages`; kept here
+        /// so replay can show it on its own).
+        #[serde(rename = "ledger", default, skip_serializing_if = "Option::is_none")]
+        ledger: Option<String>,
+        /// Its tokens.
+        #[serde(rename = "ledger_tokens", default, skip_serializing_if = "is_zero")]
+        ledger_tokens: u64,
+        /// Files re-attached to the replacement, read fresh from disk.
+        #[serde(
+            rename = "restored_files",
+            default,
+            skip_serializing_if = "Vec::is_empty"
+        )]
+        restored_files: Vec<String>,
     },
     /// A rule-based micro-compaction (dedup + prune) replaced the history.
     #[serde(rename = "micro_compaction_applied")]
@@ -173,6 +191,25 @@ impl Event {
             tokens_before,
             tokens_after,
             usage,
+            ledger: None,
+            ledger_tokens: 0,
+            restored_files: Vec::new(),
+        }
+    }
+
+    /// The `compaction_applied` record of a compaction the loop is about to install,
+    /// with the ledger and files it carries.
+    pub fn from_compaction(compaction: &pith_core::Compaction) -> Self {
+        Event::CompactionApplied {
+            trigger: compaction.trigger,
+            messages: without_system(&compaction.replacement),
+            summary: compaction.summary.clone(),
+            tokens_before: compaction.tokens_before,
+            tokens_after: compaction.tokens_after,
+            usage: compaction.usage,
+            ledger: compaction.carried.ledger.clone(),
+            ledger_tokens: compaction.carried.ledger_tokens,
+            restored_files: compaction.carried.restored_files.clone(),
         }
     }
 
@@ -387,6 +424,9 @@ mod tests {
             tokens_before: 100,
             tokens_after: 10,
             usage: None,
+            ledger: None,
+            ledger_tokens: 0,
+            restored_files: Vec::new(),
         };
         let value = line_json(&compaction);
         assert_eq!(value["kind"], "compaction_applied");

@@ -283,6 +283,9 @@ mod tests {
             tokens_before: 1000,
             tokens_after: 100,
             usage: None,
+            ledger: None,
+            ledger_tokens: 0,
+            restored_files: Vec::new(),
         }
     }
 

@@ -93,6 +93,9 @@ fn event() -> impl Strategy<Value = Event> {
                 tokens_before: 100,
                 tokens_after: 10,
                 usage: None,
+                ledger: manual.then(|| "<session_ledger>\n</session_ledger>".to_owned()),
+                ledger_tokens: if manual { 5 } else { 0 },
+                restored_files: Vec::new(),
             }),
         prop::collection::vec(message(), 0..3).prop_map(|messages| {
             Event::MicroCompactionApplied {

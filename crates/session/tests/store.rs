@@ -39,6 +39,9 @@ fn compaction(summary: &str) -> Event {
         tokens_before: 900,
         tokens_after: 90,
         usage: None,
+        ledger: None,
+        ledger_tokens: 0,
+        restored_files: Vec::new(),
     }
 }
 

@@ -125,6 +125,18 @@ pub struct ContextConfig {
     /// the schemas) when they would take more than this percentage of the input budget
     /// (`mcp_defer_percent`; 0 always defers, 100 never).
     pub mcp_defer_percent: u8,
+    /// Most tokens of the session ledger every compaction carries, as a percentage of the
+    /// input budget (`ledger_percent`; 0 turns the ledger off).
+    pub ledger_percent: u8,
+    /// Most tokens of the ledger's user messages (`ledger_user_messages_max_tokens`; the
+    /// smaller of this and the ledger's budget applies).
+    pub ledger_user_messages_max_tokens: u64,
+    /// Files re-attached after a compaction, read fresh from disk (`restore_files`; 0
+    /// turns it off).
+    pub restore_files: usize,
+    /// Most tokens of the re-attached files together, as a percentage of the input
+    /// budget (`restore_files_percent`).
+    pub restore_files_percent: u8,
 }
 
 /// Default of [`ContextConfig::mcp_defer_percent`].
@@ -140,11 +152,31 @@ impl Default for ContextConfig {
             prune_min_user_turns: prune.min_user_turns,
             micro_percent: crate::budget::DEFAULT_MICRO_PERCENT,
             mcp_defer_percent: DEFAULT_MCP_DEFER_PERCENT,
+            ledger_percent: 10,
+            ledger_user_messages_max_tokens: 8_000,
+            restore_files: 3,
+            restore_files_percent: 15,
         }
     }
 }
 
 impl ContextConfig {
+    /// The ledger's budgets for an input budget of `input_budget` tokens.
+    pub fn ledger_budget(&self, input_budget: u64) -> super::ledger::LedgerBudget {
+        super::ledger::LedgerBudget::for_input_budget(
+            input_budget,
+            self.ledger_percent.min(100),
+            self.ledger_user_messages_max_tokens,
+        )
+    }
+
+    /// Most tokens of the files re-attached after a compaction.
+    pub fn restore_budget(&self, input_budget: u64) -> usize {
+        let tokens =
+            input_budget.saturating_mul(u64::from(self.restore_files_percent.min(100))) / 100;
+        usize::try_from(tokens).unwrap_or(usize::MAX)
+    }
+
     /// The prune thresholds of this section.
     pub fn prune(&self) -> PruneConfig {
         PruneConfig {
@@ -169,6 +201,21 @@ mod tests {
         assert_eq!(config.prune().minimum, 20_000);
         assert_eq!(config.prune().min_user_turns, 2);
         assert_eq!(config.mcp_defer_percent, 5);
+        assert_eq!(config.ledger_percent, 10);
+        assert_eq!(config.ledger_user_messages_max_tokens, 8_000);
+        assert_eq!(config.restore_files, 3);
+        assert_eq!(config.restore_files_percent, 15);
+        let ledger = config.ledger_budget(27_904);
+        assert_eq!(
+            (ledger.total_tokens, ledger.user_messages_tokens),
+            (2_790, 2_790)
+        );
+        let ledger = config.ledger_budget(190_000);
+        assert_eq!(
+            (ledger.total_tokens, ledger.user_messages_tokens),
+            (19_000, 8_000)
+        );
+        assert_eq!(config.restore_budget(27_904), 4_185);
     }
 
     #[test]

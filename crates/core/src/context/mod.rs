@@ -13,6 +13,7 @@
 
 pub mod config;
 pub mod dedup;
+pub mod ledger;
 pub mod policy;
 pub mod prune;
 pub mod squash;

@@ -1,9 +1,11 @@
 //! The [`AgentLoop`] value: one conversation's state as the loop holds it, and its
 //! read-only accessors. Turns are in `turn`, the per-request decision in `decision`, the
-//! summary compactions in `compaction`.
+//! summary compactions in `compaction`, the session ledger and re-attached files in
+//! `carry`.
 
 use std::sync::Arc;
 
+use pith_core::context::ledger::{FileProbe, Ledger};
 use pith_core::context::PolicyMemory;
 use pith_core::{
     ContextBudget, EventSink, LoopEvent, Message, RequestEstimate, RequestEstimator, TokenCounter,
@@ -33,6 +35,10 @@ pub struct AgentLoop {
     pub(super) estimator: RequestEstimator,
     pub(super) options: LoopOptions,
     pub(super) memory: PolicyMemory,
+    /// The session ledger, observed as the history grows (see `carry`).
+    pub(super) ledger: Ledger,
+    /// The disk as the ledger sees it, when the loop has a workspace.
+    pub(super) files: Option<Arc<dyn FileProbe>>,
 }
 
 impl std::fmt::Debug for AgentLoop {
@@ -67,6 +73,8 @@ impl AgentLoop {
             estimator,
             options,
             memory: PolicyMemory::default(),
+            ledger: Ledger::default(),
+            files: None,
         }
     }
 
@@ -160,6 +168,7 @@ impl AgentLoop {
 
     /// Appends a message to the history and reports it.
     pub(super) fn push(&mut self, message: Message, events: &mut dyn EventSink) {
+        self.observe_appended(&message);
         events.emit(LoopEvent::MessageAppended(message.clone()));
         Arc::make_mut(&mut self.history).push(message);
     }

@@ -16,14 +16,16 @@
 
 use std::sync::Arc;
 
+use pith_core::context::ledger::RenderedLedger;
 use pith_core::events::compaction_token;
+use pith_core::prompts::FALLBACK_SUMMARY_WITH_LEDGER;
 use pith_core::summary::{
-    auto_prompt, build_manual_replacement, compacted_user_text, fallback_summary, manual_prompt,
-    validate_summary,
+    auto_prompt_with, fallback_summary, manual_prompt_with, replacement_text, validate_summary,
+    ReplacementParts,
 };
 use pith_core::{
-    AutoCompaction, Compaction, CompactionTrigger, Discard, HistoryRewrite, LoopEvent, Message,
-    Part, Role, TurnSink, Usage,
+    AutoCompaction, Carried, Compaction, CompactionTrigger, Discard, HistoryRewrite, LoopEvent,
+    Message, Part, Role, TurnSink, Usage,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -78,8 +80,11 @@ impl AgentLoop {
             cancel: child.clone(),
         }));
         let tools = self.tools.definitions();
+        let ledger = self.render_ledger(true);
         let mut messages = self.history.to_vec();
-        messages.push(Message::user(auto_prompt()));
+        messages.push(Message::user(auto_prompt_with(
+            ledger.as_ref().map(|l| l.text.as_str()),
+        )));
         let messages = self.fit_if_needed(messages, &tools);
         let request = self.request(Arc::new(messages), tools.clone());
         let outcome = self
@@ -94,7 +99,7 @@ impl AgentLoop {
                     "the model kept calling tools instead of summarising; compacted without its summary"
                         .to_owned(),
                 ));
-                self.fallback_summary()
+                self.fallback_summary(ledger.is_some())
             }
             SummaryOutcome::Cancelled { .. } => {
                 self.memory.record_unapplied_attempt();
@@ -119,7 +124,7 @@ impl AgentLoop {
             }
         };
 
-        let replacement = vec![Message::user(compacted_user_text(&summary, last_user_text))];
+        let (replacement, carried) = self.replacement(&summary, ledger, Some(last_user_text));
         let tokens_after = self
             .estimator
             .estimate(&self.system_prompt, &replacement, &tools)
@@ -131,6 +136,7 @@ impl AgentLoop {
             tokens_before,
             tokens_after,
             usage: Some(usage),
+            carried,
         };
         let rewrite = HistoryRewrite::Compaction(compaction);
         if let Err(error) = sink.persist(&rewrite) {
@@ -145,6 +151,7 @@ impl AgentLoop {
             return Ok(());
         };
         self.install(compaction.replacement.clone());
+        self.mark_restored_seen(&compaction.carried.restored_files);
         let freed = tokens_before.saturating_sub(tokens_after);
         let useless = self
             .memory
@@ -155,6 +162,7 @@ impl AgentLoop {
             usage: compaction.usage,
             tokens_before,
             tokens_after,
+            ledger_tokens: compaction.carried.ledger_tokens,
         }));
         if useless {
             sink.emit(LoopEvent::Notice(format!(
@@ -181,8 +189,12 @@ impl AgentLoop {
         }
         let tokens_before = self.estimate().total as u64;
         let tools = self.tools.definitions();
+        let ledger = self.render_ledger(false);
         let mut messages = self.history.to_vec();
-        messages.push(Message::user(manual_prompt(focus)));
+        messages.push(Message::user(manual_prompt_with(
+            focus,
+            ledger.as_ref().map(|l| l.text.as_str()),
+        )));
         let messages = self.fit_if_needed(messages, &tools);
         let request = self.request(Arc::new(messages), tools.clone());
         let outcome = self
@@ -196,12 +208,12 @@ impl AgentLoop {
                     "the model kept calling tools instead of summarising; compacted without its summary"
                         .to_owned(),
                 ));
-                self.fallback_summary()
+                self.fallback_summary(ledger.is_some())
             }
             SummaryOutcome::Cancelled { .. } => return Err(LoopError::Cancelled),
             SummaryOutcome::Failed { reason, .. } => return Err(LoopError::Compaction(reason)),
         };
-        let replacement = build_manual_replacement(&summary);
+        let (replacement, carried) = self.replacement(&summary, ledger, None);
         let tokens_after = self
             .estimator
             .estimate(&self.system_prompt, &replacement, &tools)
@@ -213,8 +225,10 @@ impl AgentLoop {
             tokens_before,
             tokens_after,
             usage: Some(usage),
+            carried: carried.clone(),
         }))?;
         self.install(replacement.clone());
+        self.mark_restored_seen(&carried.restored_files);
         self.memory = Default::default();
         Ok(ManualCompaction {
             summary,
@@ -222,11 +236,40 @@ impl AgentLoop {
             usage,
             tokens_before,
             tokens_after,
+            ledger_tokens: carried.ledger_tokens,
+            restored_files: carried.restored_files,
         })
     }
 
+    /// The replacement history of a compaction: one user message with the summary, the
+    /// ledger, the re-attached files and (automatic compaction) the latest user message.
+    fn replacement(
+        &self,
+        summary: &str,
+        ledger: Option<RenderedLedger>,
+        last_user_message: Option<&str>,
+    ) -> (Vec<Message>, Carried) {
+        let restored = self.restore_files();
+        let text = replacement_text(ReplacementParts {
+            summary,
+            ledger: ledger.as_ref().map(|l| l.text.as_str()),
+            restored_files: &restored,
+            last_user_message,
+        });
+        let carried = Carried {
+            ledger_tokens: ledger.as_ref().map_or(0, |l| l.tokens as u64),
+            ledger: ledger.map(|l| l.text),
+            restored_files: restored.into_iter().map(|f| f.path).collect(),
+        };
+        (vec![Message::user(text)], carried)
+    }
+
     /// pith's own summary of the current history, for when the model could not write one.
-    fn fallback_summary(&self) -> String {
+    /// With a ledger (which holds the user's messages) it is a short note.
+    fn fallback_summary(&self, with_ledger: bool) -> String {
+        if with_ledger {
+            return FALLBACK_SUMMARY_WITH_LEDGER.to_owned();
+        }
         let max = FALLBACK_SUMMARY_MAX_TOKENS.min(self.budget.input_budget / 10);
         fallback_summary(
             &self.history,

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
 use crate::tool_loop::options::{LoopError, TurnSummary};
-use crate::tool_loop::overflow::{fit_to_budget, Fitted};
+use crate::tool_loop::overflow::{fit_to_budget_with, Fitted};
 use crate::wire::adapter::ModelRequest;
 
 /// A request ready to send.
@@ -121,13 +121,17 @@ impl AgentLoop {
         }
     }
 
+    /// The fitted request; the session ledger stands in for any dropped messages (the
+    /// latest user message stays in the request, so the ledger leaves it out).
     fn fit(&self, messages: &[Message], tools: &[ToolDefinition]) -> Fitted {
-        fit_to_budget(
+        let ledger = self.render_ledger(true);
+        fit_to_budget_with(
             self.estimator.counter().as_ref(),
             &self.system_prompt,
             messages,
             tools,
             self.budget.input_budget,
+            ledger.as_ref().map(|l| l.text.as_str()),
         )
     }
 

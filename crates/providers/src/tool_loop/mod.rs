@@ -15,6 +15,7 @@
 //! transcript never disagrees with what the model is sent.
 
 mod agent;
+mod carry;
 mod compaction;
 mod decision;
 mod execute;
@@ -27,6 +28,6 @@ mod turn;
 
 pub use agent::AgentLoop;
 pub use options::{
-    enforced_output_cap, LoopError, LoopOptions, ManualCompaction, TurnFailure, TurnSummary,
-    DEFAULT_OUTPUT_CAP_TOKENS,
+    enforced_output_cap, LedgerOptions, LoopError, LoopOptions, ManualCompaction, TurnFailure,
+    TurnSummary, DEFAULT_OUTPUT_CAP_TOKENS,
 };

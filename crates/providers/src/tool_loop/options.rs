@@ -1,6 +1,6 @@
 //! The loop's knobs and the shapes of its results.
 
-use pith_core::context::PruneConfig;
+use pith_core::context::{ContextConfig, PruneConfig};
 use pith_core::{Message, PersistError, Usage};
 use thiserror::Error;
 
@@ -36,6 +36,50 @@ pub struct LoopOptions {
     pub output_cap: u64,
     /// Identical lines or sentences in a row that end a degenerate answer.
     pub repeated_line_limit: usize,
+    /// The session ledger every compaction carries, and the files it re-attaches.
+    pub ledger: LedgerOptions,
+}
+
+/// The session ledger's budgets (the `[context]` keys of the same names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LedgerOptions {
+    /// Most tokens of the ledger, percent of the input budget (0: no ledger).
+    pub ledger_percent: u8,
+    /// Most tokens of its user messages.
+    pub user_messages_max_tokens: u64,
+    /// Files re-attached after a compaction (0: none).
+    pub restore_files: usize,
+    /// Most tokens of the re-attached files together, percent of the input budget.
+    pub restore_files_percent: u8,
+}
+
+impl LedgerOptions {
+    /// The options a `[context]` section gives.
+    pub fn from_context(context: &ContextConfig) -> Self {
+        Self {
+            ledger_percent: context.ledger_percent,
+            user_messages_max_tokens: context.ledger_user_messages_max_tokens,
+            restore_files: context.restore_files,
+            restore_files_percent: context.restore_files_percent,
+        }
+    }
+
+    /// No ledger and no re-attached files: compactions carry the summary and the latest
+    /// user message only (as before the ledger existed).
+    pub fn off() -> Self {
+        Self {
+            ledger_percent: 0,
+            user_messages_max_tokens: 0,
+            restore_files: 0,
+            restore_files_percent: 0,
+        }
+    }
+}
+
+impl Default for LedgerOptions {
+    fn default() -> Self {
+        Self::from_context(&ContextConfig::default())
+    }
 }
 
 /// Output cap of models whose own cap nobody knows.
@@ -62,6 +106,7 @@ impl Default for LoopOptions {
             prune: PruneConfig::default(),
             output_cap: enforced_output_cap(DEFAULT_OUTPUT_CAP_TOKENS),
             repeated_line_limit: 50,
+            ledger: LedgerOptions::default(),
         }
     }
 }
@@ -113,10 +158,15 @@ pub struct ManualCompaction {
     /// The summary (trimmed): the model's, or pith's own when the model kept calling
     /// tools.
     pub summary: String,
-    /// The new history: one user message holding the summary.
+    /// The new history: one user message holding the summary, the ledger and the
+    /// re-attached files.
     pub replacement: Vec<Message>,
     /// Usage of the compaction requests.
     pub usage: Usage,
+    /// Tokens of the session ledger in the replacement (0 without one).
+    pub ledger_tokens: u64,
+    /// Files re-attached to the replacement.
+    pub restored_files: Vec<String>,
     /// Estimated request size before.
     pub tokens_before: u64,
     /// Estimated request size after.

@@ -7,7 +7,8 @@
 //!    (the raw output of squashed results is already in a spill file);
 //! 2. drop the oldest conversation units (a user message, or an assistant message with
 //!    its tool results — never splitting a call from its result), never the latest user
-//!    message, leaving one note saying how many messages were dropped;
+//!    message, leaving one note saying how many messages were dropped, followed by the
+//!    session ledger, which stands in for them;
 //! 3. cap the largest remaining text.
 //!
 //! The fitted messages are used for the request only; the loop's history is not
@@ -56,6 +57,19 @@ pub fn fit_to_budget(
     messages: &[Message],
     tools: &[ToolDefinition],
     input_budget: u64,
+) -> Fitted {
+    fit_to_budget_with(counter, system, messages, tools, input_budget, None)
+}
+
+/// [`fit_to_budget`] where `stand_in` (the rendered session ledger) follows the note
+/// that says how many messages were dropped: it stands in for them.
+pub fn fit_to_budget_with(
+    counter: &dyn TokenCounter,
+    system: &str,
+    messages: &[Message],
+    tools: &[ToolDefinition],
+    input_budget: u64,
+    stand_in: Option<&str>,
 ) -> Fitted {
     let tokens_before = estimate(counter, system, messages, tools);
     let mut fitted = Fitted {
@@ -107,9 +121,16 @@ pub fn fit_to_budget(
     let mut drop_until = 0;
     while fitted.tokens_after > input_budget && drop_until < protected_from {
         drop_until = next_unit_end(&fitted.messages, drop_until).min(protected_from);
-        let mut candidate = vec![Message::user(format!(
-            "[{drop_until} earlier messages were dropped to fit the context window]"
-        ))];
+        let note = match stand_in {
+            Some(ledger) => format!(
+                "[{drop_until} earlier messages were dropped to fit the context window; the \
+                 session ledger below keeps their facts]\n{ledger}"
+            ),
+            None => {
+                format!("[{drop_until} earlier messages were dropped to fit the context window]")
+            }
+        };
+        let mut candidate = vec![Message::user(note)];
         candidate.extend_from_slice(&fitted.messages[drop_until..]);
         fitted.tokens_after = estimate(counter, system, &candidate, tools);
         if fitted.tokens_after <= input_budget || drop_until >= protected_from {
@@ -325,6 +346,33 @@ mod tests {
         assert!(fitted.messages[0]
             .text_content()
             .contains("earlier messages were dropped"));
+    }
+
+    #[test]
+    fn the_ledger_stands_in_for_the_dropped_messages_within_the_budget() {
+        let mut messages = Vec::new();
+        for i in 0..40 {
+            messages.push(Message::user(format!(
+                "question {i} {}",
+                "word ".repeat(100)
+            )));
+            messages.push(Message::assistant(format!(
+                "answer {i} {}",
+                "word ".repeat(100)
+            )));
+        }
+        messages.push(Message::user("the latest request"));
+        let ledger = "<session_ledger>\n## User messages\n- question 0\n</session_ledger>";
+        let fitted = fit_to_budget_with(&counter(), "sys", &messages, &[], 2_000, Some(ledger));
+        assert!(fitted.tokens_after <= 2_000);
+        assert!(fitted.dropped_messages > 0);
+        let note = fitted.messages[0].text_content();
+        assert!(note.contains("earlier messages were dropped"), "{note}");
+        assert!(note.ends_with(ledger), "{note}");
+        assert_eq!(
+            fitted.messages.last().unwrap().text_content(),
+            "the latest request"
+        );
     }
 
     #[test]

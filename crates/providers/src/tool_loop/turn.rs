@@ -28,6 +28,7 @@ impl AgentLoop {
     ) -> Result<TurnSummary, TurnFailure> {
         let mut summary = TurnSummary::default();
         let last_user_text = user_message.text_content();
+        self.observe_user(&last_user_text);
         Arc::make_mut(&mut self.history).push(user_message);
         // Beyond the seed: a new user message is new history, so a conversation that
         // already crosses the threshold when the user speaks is compacted before the

@@ -20,7 +20,9 @@ use pith_providers::tool_loop::retry::RetryPolicy;
 use pith_providers::wire::anthropic::Anthropic;
 use pith_providers::wire::openai_chat::OpenAiChat;
 use pith_providers::wire::openai_responses::OpenAiResponses;
-use pith_providers::{AgentLoop, LoopOptions, ProviderAdapter, TurnFailure, TurnSummary};
+use pith_providers::{
+    AgentLoop, LedgerOptions, LoopOptions, ProviderAdapter, TurnFailure, TurnSummary,
+};
 use pith_testkit::{Protocol, RecordedRequest, Script, TestServer, Turn};
 use serde_json::{json, Value};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -90,6 +92,9 @@ impl Tool for ReadTool {
 }
 
 /// Options for tests: short retry delays and timeouts so faults resolve in milliseconds.
+///
+/// The session ledger is off, so these tests check seed 002's exact prompts and
+/// replacements; `tests/ledger.rs` checks what the ledger adds.
 pub fn fast_options() -> LoopOptions {
     LoopOptions {
         retry: RetryPolicy {
@@ -102,6 +107,7 @@ pub fn fast_options() -> LoopOptions {
             idle: Duration::from_millis(500),
             ..Timeouts::default()
         },
+        ledger: LedgerOptions::off(),
         ..LoopOptions::default()
     }
 }

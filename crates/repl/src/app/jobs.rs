@@ -207,6 +207,7 @@ mod tests {
                 usage: None,
                 tokens_before: 15_000,
                 tokens_after: 900,
+                ledger_tokens: 0,
             }),
             LoopEvent::TextDelta("After".into()),
         ];

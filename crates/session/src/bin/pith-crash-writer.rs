@@ -77,6 +77,9 @@ fn main() -> ExitCode {
                         tokens_before: seq * 100,
                         tokens_after: seq,
                         usage: None,
+                        ledger: None,
+                        ledger_tokens: 0,
+                        restored_files: Vec::new(),
                     },
                 ])
                 .map(|seqs| seqs.last().copied().unwrap_or(seq)),

@@ -482,6 +482,96 @@ pub(crate) fn keep_blocks(text: &str, lines: &[&str], config: &SquashConfig, pla
     }
 }
 
+/// One failing test as a test runner reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailingTest {
+    /// The test's id as the runner prints it (`tests/test_a.py::test_x`,
+    /// `test_x (mod.Class)`, `tests::a`, `TestA`, `Suite › test`).
+    pub id: String,
+    /// The first line that says what went wrong (exception, assertion, panic), when one
+    /// was found.
+    pub error: Option<String>,
+}
+
+/// pytest's short summary: `FAILED tests/test_a.py::test_x - AssertionError: …`.
+static SUMMARY_LINE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(?:FAILED|ERROR) (\S+)(?: - (.+))?$"));
+
+/// A line that says what went wrong, in a failure block.
+static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"^\s*(?:E\s+)?(?:[\w.]*(?:Error|Exception|Failure|Failed|Interrupt|Exit)\b(?:\s*\[\w+\])?:?.*",
+        r"|.*panicked at.*|assert.*|\s*(?:left|right|expected|Expected|Received)\b.*:.*",
+        r"|\s+\S+_test\.go:\d+: .*)$"
+    ))
+});
+
+/// Most failing tests reported for one output.
+const MAX_FAILING_TESTS: usize = 200;
+
+/// The test id a block's header names, for runner blocks (not bare tracebacks or panics).
+fn header_id(line: &str, kind: BlockKind) -> Option<String> {
+    let t = line.trim();
+    let id = match kind {
+        BlockKind::Pytest => t.trim_matches('_').trim(),
+        BlockKind::Unittest => t
+            .strip_prefix("FAIL: ")
+            .or_else(|| t.strip_prefix("ERROR: "))?,
+        BlockKind::Cargo => t.strip_prefix("---- ")?.strip_suffix(" stdout ----")?,
+        BlockKind::Go => {
+            let rest = t.strip_prefix("--- FAIL: ")?;
+            rest.split_once(" (").map_or(rest, |(name, _)| name)
+        }
+        BlockKind::Jest => t.strip_prefix("● ")?,
+        BlockKind::Mocha => t.split_once(") ")?.1,
+        BlockKind::Traceback | BlockKind::Panic => return None,
+    };
+    (!id.is_empty()).then(|| id.to_owned())
+}
+
+/// The failing tests of a test runner's output, in the order it printed them: from
+/// pytest's short summary lines when there are any, and from the failure blocks' headers
+/// (see the module docs). Each carries the first line of its block that says what went
+/// wrong. A test named by both is reported once, with the summary's fuller id.
+pub fn failing_tests(text: &str) -> Vec<FailingTest> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut tests: Vec<FailingTest> = Vec::new();
+    for line in &lines {
+        if let Some(captures) = SUMMARY_LINE.captures(line.trim_end()) {
+            let id = captures[1].to_owned();
+            // A node id (`path::test`, `path.py`), not unittest's `FAILED (failures=1)`.
+            let node_id = !id.starts_with('(') && (id.contains("::") || id.contains('.'));
+            if node_id && !tests.iter().any(|t| t.id == id) && tests.len() < MAX_FAILING_TESTS {
+                tests.push(FailingTest {
+                    id,
+                    error: captures.get(2).map(|m| m.as_str().trim().to_owned()),
+                });
+            }
+        }
+    }
+    for block in find_blocks(text, &lines) {
+        let Some(id) = header_id(lines[block.start], block.kind) else {
+            continue;
+        };
+        let error = lines[block.start + 1..block.end]
+            .iter()
+            .find(|l| ERROR_LINE.is_match(l))
+            .map(|l| l.trim().trim_start_matches("E ").trim().to_owned());
+        // pytest headers name `test_x` or `Class.test_x`; the summary names the node id.
+        let short = id.replace('.', "::");
+        let known = tests
+            .iter()
+            .position(|t| t.id == id || t.id.ends_with(&format!("::{short}")));
+        match known {
+            Some(index) if tests[index].error.is_none() => tests[index].error = error,
+            Some(_) => {}
+            None if tests.len() < MAX_FAILING_TESTS => tests.push(FailingTest { id, error }),
+            None => {}
+        }
+    }
+    tests
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -630,5 +720,65 @@ done
         let few = select(&lines, blocks[0], 3);
         assert_eq!(few.len(), 3);
         assert_eq!(few[0].1, Pick::Header);
+    }
+
+    #[test]
+    fn failing_tests_come_from_the_summary_and_the_block_headers() {
+        let pytest = "\
+============================= FAILURES =============================
+____________________________ test_one ____________________________
+
+    def test_one():
+>       assert 1 == 2
+E       assert 1 == 2
+
+tests/test_a.py:3: AssertionError
+___________________________ Klass.test_two ___________________________
+E   ValueError: bad value
+=========================== short test summary info ============================
+FAILED tests/test_a.py::test_one - assert 1 == 2
+FAILED tests/test_a.py::Klass::test_two
+========================= 2 failed, 3 passed in 0.12s ==========================";
+        let tests = failing_tests(pytest);
+        assert_eq!(
+            tests,
+            vec![
+                FailingTest {
+                    id: "tests/test_a.py::test_one".into(),
+                    error: Some("assert 1 == 2".into())
+                },
+                FailingTest {
+                    id: "tests/test_a.py::Klass::test_two".into(),
+                    error: Some("ValueError: bad value".into())
+                },
+            ]
+        );
+        let unittest = "\
+======================================================================
+FAIL: test_x (app.tests.ModelTests)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File \"/app/tests.py\", line 9, in test_x
+    self.assertEqual(a, b)
+AssertionError: 1 != 2
+
+----------------------------------------------------------------------
+Ran 4 tests in 0.010s
+
+FAILED (failures=1)";
+        assert_eq!(
+            failing_tests(unittest),
+            vec![FailingTest {
+                id: "test_x (app.tests.ModelTests)".into(),
+                error: Some("AssertionError: 1 != 2".into())
+            }]
+        );
+        let cargo = "---- tests::adds stdout ----\nthread 'tests::adds' panicked at src/lib.rs:9:5:\nassertion failed\n\nfailures:\n    tests::adds\n\ntest result: FAILED. 0 passed; 1 failed";
+        let tests = failing_tests(cargo);
+        assert_eq!(tests.len(), 1);
+        assert_eq!(tests[0].id, "tests::adds");
+        assert!(tests[0].error.as_deref().unwrap().contains("panicked at"));
+        assert!(failing_tests("Traceback (most recent call last):\nValueError: x").is_empty());
+        assert!(failing_tests("all 12 passed").is_empty());
     }
 }

@@ -20,7 +20,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod detect;
-mod failures;
+pub mod failures;
 mod file_view;
 mod generic;
 mod grep_args;
@@ -40,6 +40,7 @@ use serde::Serialize;
 
 pub use super::config::SquashConfig;
 pub use detect::{command_family, view_origin, CommandFamily, Family, ViewOrigin};
+pub use failures::{failing_tests, FailingTest};
 pub use marker::{omitted_marker, parse_omitted, spill_marker, with_spill_marker};
 
 /// Squashing must save at least this many bytes (about what the spill marker line

@@ -1,0 +1,643 @@
+//! The session ledger: the facts of a session that every compaction carries, built by
+//! pith from the conversation's own events. The model never writes it.
+//!
+//! Five sections (rendered by [`render`] as one `<session_ledger>` block within a hard
+//! token budget):
+//!
+//! - **User messages** — every user message, verbatim (identical repeats once, with
+//!   their count);
+//! - **Files** — every path a tool read, wrote, edited, created or deleted: the last
+//!   action, the line ranges read, and whether the file on disk changed since the model
+//!   last saw it (a content fingerprint compared through a [`FileProbe`]);
+//! - **Commands** — the latest shell commands with their exit codes, the last error
+//!   line of failing ones (kept longer than passing ones) and their spill files;
+//! - **Tests** — per test command, the failing test ids of its latest run with the first
+//!   error line of each (from the squash test-runner detectors); cleared when a later
+//!   run of the same command passes;
+//! - **Spills** — the files holding full outputs the model only saw squashed.
+//!
+//! File facts come from the tools' [`crate::FileEffect`]s when a result carries them,
+//! else from the call: `read` / `write` / `edit` arguments, and for shell commands the
+//! rule in [`shell`].
+//!
+//! The ledger is a pure fold over the conversation: resuming a session rebuilds it by
+//! observing the recorded messages again, in order.
+
+pub mod render;
+pub mod shell;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::context::squash::{command_family, failing_tests, CommandFamily, FailingTest};
+use crate::effect::FileAction;
+use crate::message::{Message, Part, Role, ToolCall, ToolResult};
+use crate::prompts::TRUNCATION_NOTICE_PREFIX;
+
+pub use render::{render, LedgerBudget, RenderedLedger};
+
+/// Files the ledger tracks at most (the least recently touched are forgotten first).
+const MAX_FILES: usize = 500;
+/// Commands remembered.
+const MAX_COMMANDS: usize = 200;
+/// Test commands remembered.
+const MAX_TEST_COMMANDS: usize = 20;
+/// Spill files remembered.
+const MAX_SPILLS: usize = 200;
+/// Distinct user messages remembered (older ones are counted, not kept).
+const MAX_USER_MESSAGES: usize = 500;
+/// Longest command text or error line kept, in characters.
+const MAX_LINE_CHARS: usize = 300;
+
+/// The disk as the ledger needs to see it: what a file's content is now, and the file as
+/// the `read` tool shows it (for the files re-attached after a compaction). Implemented
+/// by the agent over the workspace; simulations have none.
+pub trait FileProbe: Send + Sync {
+    /// The fingerprint ([`crate::effect::fingerprint`]) of `path` now; `None` when it
+    /// does not exist or cannot be read.
+    fn fingerprint(&self, path: &str) -> Option<String>;
+
+    /// `path` as the `read` tool shows it from line `offset` (1-based), at most
+    /// `max_bytes`; `None` when it cannot be read as text.
+    fn show(&self, path: &str, offset: u64, max_bytes: usize) -> Option<String>;
+}
+
+/// One distinct user message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserEntry {
+    /// The text, verbatim.
+    pub text: String,
+    /// How many times it was sent.
+    pub count: u32,
+    /// Observation order of its latest sending.
+    pub order: u64,
+}
+
+/// What the session did to one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEntry {
+    /// The path, relative to the workspace when inside it.
+    pub path: String,
+    /// The latest action.
+    pub last_action: FileAction,
+    /// True when the session changed the file at some point.
+    pub changed: bool,
+    /// True when the model read all of it at some point.
+    pub read_whole: bool,
+    /// Line ranges read (merged, sorted).
+    pub ranges: Vec<(u64, u64)>,
+    /// True when the model read an unknown part of it (`tail`, `awk`).
+    pub read_partly: bool,
+    /// Fingerprint of the content the model last saw or wrote, when known.
+    pub seen: Option<String>,
+    /// Tool turn of the latest action.
+    pub turn: u64,
+    /// Observation order of the latest action.
+    pub order: u64,
+}
+
+/// One shell command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandEntry {
+    /// The command (its first line and a count of the others when it has several).
+    pub command: String,
+    /// The command as run, for comparing runs.
+    pub key: String,
+    /// The exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// True when it failed (non-zero exit, signal, timeout, or a tool error).
+    pub failed: bool,
+    /// The last error line of a failing command's output.
+    pub error_line: Option<String>,
+    /// The spill file of its full output.
+    pub spill: Option<String>,
+    /// Tool turn.
+    pub turn: u64,
+    /// Observation order.
+    pub order: u64,
+}
+
+/// The failing tests of one test command's latest failing run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestRun {
+    /// The command as shown.
+    pub command: String,
+    /// The command as run (the key a later run is matched by).
+    pub key: String,
+    /// The failing tests, in the runner's order.
+    pub failures: Vec<FailingTest>,
+    /// Tool turn.
+    pub turn: u64,
+    /// Observation order.
+    pub order: u64,
+}
+
+/// One spill file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpillEntry {
+    /// The path as the marker names it.
+    pub path: String,
+    /// What produced it: the tool, and the command for shells.
+    pub origin: String,
+    /// Observation order.
+    pub order: u64,
+}
+
+/// The session ledger (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ledger {
+    root: Option<String>,
+    order: u64,
+    tool_turns: u64,
+    users: Vec<UserEntry>,
+    users_forgotten: u32,
+    files: HashMap<String, FileEntry>,
+    commands: VecDeque<CommandEntry>,
+    tests: Vec<TestRun>,
+    spills: Vec<SpillEntry>,
+    pending: HashMap<String, ToolCall>,
+}
+
+impl Ledger {
+    /// An empty ledger; paths under `root` (the workspace) are shown relative to it.
+    pub fn new(root: Option<String>) -> Self {
+        Self {
+            root: root.map(|r| r.trim_end_matches('/').to_owned()),
+            ..Self::default()
+        }
+    }
+
+    /// Forgets everything (`/clear`), keeping the workspace root.
+    pub fn reset(&mut self) {
+        *self = Self::new(self.root.take());
+    }
+
+    fn tick(&mut self) -> u64 {
+        self.order += 1;
+        self.order
+    }
+
+    /// A message the user sent. pith's own notes (`[pith] …`) are not user messages.
+    pub fn observe_user(&mut self, text: &str) {
+        if text.trim().is_empty() || text.starts_with(TRUNCATION_NOTICE_PREFIX) {
+            return;
+        }
+        let order = self.tick();
+        if let Some(entry) = self.users.iter_mut().find(|u| u.text == text) {
+            entry.count += 1;
+            entry.order = order;
+            return;
+        }
+        if self.users.len() >= MAX_USER_MESSAGES {
+            self.users.remove(0);
+            self.users_forgotten += 1;
+        }
+        self.users.push(UserEntry {
+            text: text.to_owned(),
+            count: 1,
+            order,
+        });
+    }
+
+    /// An assistant or tool message appended to the history (user messages come through
+    /// [`Ledger::observe_user`]: the history also holds pith's own notes in user
+    /// messages).
+    pub fn observe_message(&mut self, message: &Message, probe: Option<&dyn FileProbe>) {
+        match message.role {
+            Role::Assistant => {
+                let mut calls = message.tool_calls().peekable();
+                if calls.peek().is_some() {
+                    self.tool_turns += 1;
+                }
+                for call in calls {
+                    self.pending.insert(call.id.clone(), call.clone());
+                }
+            }
+            Role::Tool => {
+                for part in &message.parts {
+                    if let Part::ToolResult(result) = part {
+                        self.observe_result(result, probe);
+                    }
+                }
+            }
+            Role::User | Role::System => {}
+        }
+    }
+
+    /// The ledger of a whole recorded conversation: `user_messages` and `turns` in the
+    /// order they happened (see [`Observed`]).
+    pub fn rebuild<'a>(
+        root: Option<String>,
+        observed: impl IntoIterator<Item = Observed<'a>>,
+    ) -> Self {
+        let mut ledger = Self::new(root);
+        for item in observed {
+            match item {
+                Observed::User(text) => ledger.observe_user(text),
+                Observed::Message(message) => ledger.observe_message(message, None),
+            }
+        }
+        ledger
+    }
+
+    fn observe_result(&mut self, result: &ToolResult, probe: Option<&dyn FileProbe>) {
+        let call = self.pending.remove(&result.call_id);
+        let tool = call.as_ref().map_or("tool", |c| c.name.as_str()).to_owned();
+        let command = call.as_ref().and_then(shell_command);
+        let exit_code = exit_code(&result.content);
+        let order = self.tick();
+        if !result.effects.is_empty() {
+            for effect in &result.effects {
+                self.touch(
+                    &effect.path,
+                    effect.action,
+                    effect.lines,
+                    false,
+                    effect.fingerprint.clone(),
+                    order,
+                );
+            }
+        } else if let Some(command) = &command {
+            let effects = shell::file_effects(command);
+            let ran = !(result.is_error && exit_code.is_none());
+            if ran && exit_code.is_none_or(|code| code == 0) {
+                for read in &effects.reads {
+                    let seen = probe.and_then(|p| p.fingerprint(&read.path));
+                    self.touch(
+                        &read.path,
+                        FileAction::Read,
+                        read.lines,
+                        read.partial,
+                        seen,
+                        order,
+                    );
+                }
+            }
+            if ran {
+                for write in &effects.writes {
+                    let seen = probe.and_then(|p| p.fingerprint(&write.path));
+                    self.touch(&write.path, write.action, None, false, seen, order);
+                }
+            }
+        } else if let Some(call) = &call {
+            if !result.is_error {
+                self.observe_file_tool(call, probe, order);
+            }
+        }
+        let spill = spill_path(&result.content);
+        if let Some(command) = &command {
+            self.observe_command(command, result, exit_code, spill.clone(), order);
+        }
+        if let Some(path) = spill {
+            let origin = match &command {
+                Some(command) => format!("{tool} `{}`", first_line(command)),
+                None => tool.clone(),
+            };
+            self.spills.retain(|s| s.path != path);
+            if self.spills.len() >= MAX_SPILLS {
+                self.spills.remove(0);
+            }
+            self.spills.push(SpillEntry {
+                path,
+                origin,
+                order,
+            });
+        }
+    }
+
+    /// File facts of a `read`, `write` or `edit` call that carried no effects (older
+    /// transcripts, other agents' sessions).
+    fn observe_file_tool(&mut self, call: &ToolCall, probe: Option<&dyn FileProbe>, order: u64) {
+        let Some(path) = ["path", "file_path", "filePath", "file"]
+            .iter()
+            .find_map(|key| call.arguments.get(*key).and_then(|v| v.as_str()))
+        else {
+            return;
+        };
+        let action = match call.name.to_ascii_lowercase().as_str() {
+            "read" | "view" | "read_file" | "cat" => FileAction::Read,
+            "write" | "create" | "write_file" => FileAction::Written,
+            "edit" | "multiedit" | "str_replace" | "edit_file" | "apply_patch" => {
+                FileAction::Edited
+            }
+            _ => return,
+        };
+        let lines = (action == FileAction::Read)
+            .then(|| {
+                let offset = call.arguments.get("offset")?.as_u64()?.max(1);
+                let limit = call.arguments.get("limit")?.as_u64()?.max(1);
+                Some((offset, offset + limit - 1))
+            })
+            .flatten();
+        let seen = probe.and_then(|p| p.fingerprint(path));
+        self.touch(path, action, lines, false, seen, order);
+    }
+
+    fn touch(
+        &mut self,
+        path: &str,
+        action: FileAction,
+        lines: Option<(u64, u64)>,
+        partial: bool,
+        seen: Option<String>,
+        order: u64,
+    ) {
+        let path = self.display_path(path);
+        if path.is_empty() {
+            return;
+        }
+        if !self.files.contains_key(&path) && self.files.len() >= MAX_FILES {
+            if let Some(oldest) = self
+                .files
+                .values()
+                .min_by_key(|f| f.order)
+                .map(|f| f.path.clone())
+            {
+                self.files.remove(&oldest);
+            }
+        }
+        let turn = self.tool_turns;
+        let entry = self.files.entry(path.clone()).or_insert_with(|| FileEntry {
+            path,
+            last_action: action,
+            changed: false,
+            read_whole: false,
+            ranges: Vec::new(),
+            read_partly: false,
+            seen: None,
+            turn,
+            order,
+        });
+        entry.last_action = action;
+        entry.turn = turn;
+        entry.order = order;
+        entry.seen = seen;
+        if action.changes_file() {
+            entry.changed = true;
+        } else {
+            match lines {
+                Some(range) => merge_range(&mut entry.ranges, range),
+                None if partial => entry.read_partly = true,
+                None => entry.read_whole = true,
+            }
+        }
+    }
+
+    /// `path` as the ledger shows it: relative to the workspace root when inside it,
+    /// normalised.
+    fn display_path(&self, path: &str) -> String {
+        let path = path.trim();
+        if let Some(root) = &self.root {
+            if let Some(rest) = path.strip_prefix(root.as_str()) {
+                if let Some(relative) = rest.strip_prefix('/') {
+                    return shell::normalise(relative);
+                }
+            }
+        }
+        shell::normalise(path)
+    }
+
+    fn observe_command(
+        &mut self,
+        command: &str,
+        result: &ToolResult,
+        exit_code: Option<i32>,
+        spill: Option<String>,
+        order: u64,
+    ) {
+        let failed = result.is_error || exit_code.is_some_and(|code| code != 0);
+        let key = command.split_whitespace().collect::<Vec<_>>().join(" ");
+        let entry = CommandEntry {
+            command: command_display(command),
+            key: key.clone(),
+            exit_code,
+            failed,
+            error_line: failed.then(|| error_line(&result.content)).flatten(),
+            spill,
+            turn: self.tool_turns,
+            order,
+        };
+        if self.commands.len() >= MAX_COMMANDS {
+            self.commands.pop_front();
+        }
+        self.commands.push_back(entry);
+
+        let is_test = command_family(command) == CommandFamily::TestRunner
+            || crate::context::squash::detect::looks_like_test_output(&result.content);
+        if !is_test {
+            return;
+        }
+        let failures = failing_tests(&result.content);
+        if !failures.is_empty() {
+            self.tests.retain(|t| t.key != key);
+            if self.tests.len() >= MAX_TEST_COMMANDS {
+                self.tests.remove(0);
+            }
+            self.tests.push(TestRun {
+                command: command_display(command),
+                key,
+                failures,
+                turn: self.tool_turns,
+                order,
+            });
+        } else if exit_code == Some(0) {
+            self.tests.retain(|t| t.key != key);
+        }
+    }
+
+    /// Marks `path` as seen with `fingerprint` (its content was just shown to the model,
+    /// e.g. re-attached after a compaction).
+    pub fn mark_seen(&mut self, path: &str, fingerprint: Option<String>) {
+        let path = self.display_path(path);
+        if let Some(entry) = self.files.get_mut(&path) {
+            entry.seen = fingerprint;
+        }
+    }
+
+    /// The distinct user messages, oldest first.
+    pub fn user_messages(&self) -> &[UserEntry] {
+        &self.users
+    }
+
+    /// Every file, most recently touched first.
+    pub fn files(&self) -> Vec<&FileEntry> {
+        let mut files: Vec<&FileEntry> = self.files.values().collect();
+        files.sort_by_key(|file| std::cmp::Reverse(file.order));
+        files
+    }
+
+    /// The commands remembered, oldest first.
+    pub fn commands(&self) -> impl Iterator<Item = &CommandEntry> {
+        self.commands.iter()
+    }
+
+    /// The failing test runs, oldest first.
+    pub fn test_runs(&self) -> &[TestRun] {
+        &self.tests
+    }
+
+    /// The spill files, oldest first.
+    pub fn spills(&self) -> &[SpillEntry] {
+        &self.spills
+    }
+
+    /// Tool turns (assistant messages with tool calls) observed.
+    pub fn tool_turns(&self) -> u64 {
+        self.tool_turns
+    }
+
+    /// True when nothing was observed yet.
+    pub fn is_empty(&self) -> bool {
+        self.users.is_empty()
+            && self.files.is_empty()
+            && self.commands.is_empty()
+            && self.spills.is_empty()
+    }
+
+    /// The files to re-attach after a compaction: the `limit` most recently edited or
+    /// read ones that still exist (not deleted), most recent first.
+    pub fn recent_files(&self, limit: usize) -> Vec<&FileEntry> {
+        self.files()
+            .into_iter()
+            .filter(|f| f.last_action != FileAction::Deleted)
+            .take(limit)
+            .collect()
+    }
+}
+
+/// One recorded event, for [`Ledger::rebuild`].
+#[derive(Debug, Clone, Copy)]
+pub enum Observed<'a> {
+    /// A message the user sent.
+    User(&'a str),
+    /// An assistant or tool message.
+    Message(&'a Message),
+}
+
+fn merge_range(ranges: &mut Vec<(u64, u64)>, (first, last): (u64, u64)) {
+    ranges.push((first.min(last), first.max(last)));
+    ranges.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for (a, b) in ranges.drain(..) {
+        match merged.last_mut() {
+            Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    *ranges = merged;
+}
+
+/// The shell command of a call, when the call runs one: a `command` argument (a string,
+/// or an argv array joined with spaces).
+pub fn shell_command(call: &ToolCall) -> Option<String> {
+    let command = call.arguments.get("command")?;
+    match command {
+        serde_json::Value::String(text) => Some(text.clone()),
+        serde_json::Value::Array(words) => {
+            let words: Vec<&str> = words.iter().filter_map(|w| w.as_str()).collect();
+            // `["bash", "-lc", "script"]` runs the script.
+            match words.as_slice() {
+                [shell, flag, script]
+                    if flag.starts_with('-') && flag.contains('c') && shell.ends_with("sh") =>
+                {
+                    Some((*script).to_owned())
+                }
+                _ => Some(words.join(" ")),
+            }
+        }
+        _ => None,
+    }
+}
+
+static EXIT_CODE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^\[exit code: (-?\d+)\]$").expect("constant pattern compiles")
+});
+static SPILL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^\[full output: ([^\]\n]+)\]$").expect("constant pattern compiles")
+});
+
+/// The exit code pith's bash tool reported in `content` (`[exit code: N]`).
+pub fn exit_code(content: &str) -> Option<i32> {
+    EXIT_CODE
+        .captures_iter(content)
+        .last()
+        .and_then(|c| c[1].parse().ok())
+}
+
+/// The spill file a result names (`[full output: PATH]`).
+pub fn spill_path(content: &str) -> Option<String> {
+    SPILL
+        .captures_iter(content)
+        .last()
+        .map(|c| c[1].trim().to_owned())
+}
+
+/// A line that says what went wrong.
+static ERROR_WORDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i)error|exception|traceback|fail|fatal|panic|denied|not found|no such file",
+        r"|cannot|can't|unable to|invalid|undefined|refused|abort|segmentation fault",
+        r"|command not found|syntax"
+    ))
+    .expect("constant pattern compiles")
+});
+
+/// True for the lines pith adds to a tool output (exit code, notes, markers).
+fn is_pith_line(line: &str) -> bool {
+    let t = line.trim();
+    (t.starts_with('[') && t.ends_with(']'))
+        && (t.starts_with("[exit code")
+            || t.starts_with("[full output")
+            || t.starts_with("[killed by")
+            || t.starts_with("[timed out")
+            || t.ends_with("omitted]")
+            || t.starts_with("[output was")
+            || t.starts_with("[background"))
+        || t == "(no output)"
+}
+
+/// The last line of a failing command's output that says what went wrong: the last line
+/// with an error word (`error`, `exception`, `fail`, `not found`, …), else the last
+/// non-empty line; pith's own status lines are skipped. Cut to 300 characters.
+pub fn error_line(content: &str) -> Option<String> {
+    let lines: Vec<&str> = content
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !is_pith_line(l))
+        .collect();
+    let line = lines
+        .iter()
+        .rev()
+        .find(|l| ERROR_WORDS.is_match(l))
+        .or(lines.last())?;
+    Some(cut_chars(line.trim(), MAX_LINE_CHARS))
+}
+
+/// `text` cut to `max` characters with `…`.
+pub(crate) fn cut_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+fn first_line(command: &str) -> String {
+    cut_chars(command.trim().lines().next().unwrap_or_default(), 120)
+}
+
+/// A command as the ledger shows it: its first line, and how many lines follow.
+fn command_display(command: &str) -> String {
+    let trimmed = command.trim();
+    let mut lines = trimmed.lines();
+    let first = cut_chars(lines.next().unwrap_or_default(), MAX_LINE_CHARS);
+    let more = lines.count();
+    if more == 0 {
+        first
+    } else {
+        format!("{first} … (+{more} lines)")
+    }
+}
+
+#[cfg(test)]
+mod tests;

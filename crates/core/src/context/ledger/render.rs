@@ -1,0 +1,458 @@
+//! The ledger as the model reads it: one `<session_ledger>` block within a hard token
+//! budget.
+//!
+//! Sections come in a stable order (User messages, Files, Commands, Tests, Spills),
+//! entries newest first. When everything does not fit, the budget is shared out by
+//! water-filling: every section that needs less than an equal share gets all it needs,
+//! the others split the rest equally (user messages never more than their own cap).
+//! Within its share a section keeps its newest entries; a user message that does not fit
+//! whole keeps its head and tail around `[N tokens omitted]`; whatever is left out is
+//! counted in a closing `[N older … omitted]` line, never dropped silently.
+
+use crate::effect::FileAction;
+use crate::summary::head_tail_tokens;
+use crate::tokens::TokenCounter;
+
+use super::{cut_chars, FileEntry, FileProbe, Ledger};
+
+/// Opening tag of the rendered ledger.
+pub const LEDGER_OPEN: &str = "<session_ledger>";
+/// Closing tag of the rendered ledger.
+pub const LEDGER_CLOSE: &str = "</session_ledger>";
+/// The line under the opening tag.
+const LEDGER_INTRO: &str = "Facts pith recorded from the whole session, exact and \
+newest first (not written by the model):";
+
+/// Recent commands always listed (when they fit).
+const RECENT_COMMANDS: usize = 10;
+/// Older failing commands listed beyond the recent ones.
+const OLDER_FAILING_COMMANDS: usize = 10;
+/// Failing tests of one run shown with their error line; the rest by id only.
+const TESTS_WITH_ERRORS: usize = 20;
+/// Tokens kept for a section's closing `[N older … omitted]` line.
+const OMITTED_LINE_TOKENS: usize = 12;
+/// Smallest share worth cutting a user message into.
+const MIN_CUT_TOKENS: usize = 80;
+
+/// How many tokens the rendered ledger may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LedgerBudget {
+    /// The whole block.
+    pub total_tokens: usize,
+    /// The user messages section at most.
+    pub user_messages_tokens: usize,
+}
+
+impl LedgerBudget {
+    /// The budget for an input budget of `input_budget` tokens: `percent`% of it, and
+    /// for user messages the smaller of `user_messages_max_tokens` and that.
+    pub fn for_input_budget(input_budget: u64, percent: u8, user_messages_max_tokens: u64) -> Self {
+        let total = input_budget.saturating_mul(u64::from(percent)) / 100;
+        Self {
+            total_tokens: usize::try_from(total).unwrap_or(usize::MAX),
+            user_messages_tokens: usize::try_from(total.min(user_messages_max_tokens))
+                .unwrap_or(usize::MAX),
+        }
+    }
+}
+
+/// A rendered ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedLedger {
+    /// The `<session_ledger>` block.
+    pub text: String,
+    /// Its tokens.
+    pub tokens: usize,
+    /// Entries left out for the budget (over all sections).
+    pub omitted: usize,
+}
+
+/// One section before budgeting.
+struct Section {
+    heading: String,
+    /// Entries newest first, with their tokens.
+    entries: Vec<(String, usize)>,
+    /// What an omitted entry is called in the closing line (`older files`).
+    omitted_noun: &'static str,
+    /// Whether an entry that does not fit may be cut (user messages).
+    cuttable: bool,
+    /// Most tokens this section may take.
+    cap: usize,
+    /// Entries counted as omitted before budgeting.
+    omitted_before: usize,
+}
+
+impl Section {
+    fn demand(&self, counter: &dyn TokenCounter) -> usize {
+        let entries: usize = self.entries.iter().map(|(_, t)| t + 1).sum();
+        // The heading, the entries and room for the closing `[N … omitted]` line.
+        (counter.count(&self.heading) + 1 + entries + OMITTED_LINE_TOKENS).min(self.cap)
+    }
+}
+
+/// Renders `ledger` within `budget`. `exclude_latest_user` leaves the latest user
+/// message out (the replacement quotes it right after the ledger). `probe` tells which
+/// files changed on disk since the model last saw them. `None` when there is nothing to
+/// show or no budget.
+pub fn render(
+    ledger: &Ledger,
+    budget: LedgerBudget,
+    exclude_latest_user: bool,
+    counter: &dyn TokenCounter,
+    probe: Option<&dyn FileProbe>,
+) -> Option<RenderedLedger> {
+    if ledger.is_empty() || budget.total_tokens == 0 {
+        return None;
+    }
+    let sections = sections(ledger, budget, exclude_latest_user, counter, probe);
+    if sections.iter().all(|s| s.entries.is_empty()) {
+        return None;
+    }
+    let wrapper = format!("{LEDGER_OPEN}\n{LEDGER_INTRO}\n{LEDGER_CLOSE}");
+    let available = budget
+        .total_tokens
+        .saturating_sub(counter.count(&wrapper) + 2);
+    let mut shares = water_fill(&sections, available, counter);
+    // Entry counts are summed per entry: the joined text can differ by a few tokens.
+    // Shrink the largest share until the whole block fits.
+    for _ in 0..32 {
+        let (text, omitted) = assemble(&sections, &shares, counter);
+        let tokens = counter.count(&text);
+        if tokens <= budget.total_tokens {
+            return Some(RenderedLedger {
+                text,
+                tokens,
+                omitted,
+            });
+        }
+        let excess = tokens - budget.total_tokens;
+        let Some(largest) = (0..shares.len()).max_by_key(|&i| shares[i]) else {
+            break;
+        };
+        shares[largest] = shares[largest].saturating_sub(excess + 8);
+    }
+    // Still too large (a budget smaller than the headings): the block's head and tail.
+    let (text, omitted) = assemble(&sections, &shares, counter);
+    let text = head_tail_tokens(counter, &text, budget.total_tokens.saturating_sub(8));
+    let tokens = counter.count(&text);
+    Some(RenderedLedger {
+        text,
+        tokens,
+        omitted,
+    })
+}
+
+/// Equal shares, where a section needing less than its share gives the rest to others.
+fn water_fill(sections: &[Section], available: usize, counter: &dyn TokenCounter) -> Vec<usize> {
+    let demands: Vec<usize> = sections.iter().map(|s| s.demand(counter)).collect();
+    let mut order: Vec<usize> = (0..sections.len())
+        .filter(|&i| !sections[i].entries.is_empty())
+        .collect();
+    order.sort_by_key(|&i| demands[i]);
+    let mut shares = vec![0; sections.len()];
+    let mut left = available;
+    let mut remaining = order.len();
+    for i in order {
+        let share = left / remaining.max(1);
+        shares[i] = demands[i].min(share);
+        left -= shares[i];
+        remaining -= 1;
+    }
+    shares
+}
+
+/// The block with each section cut to its share, and the number of entries left out.
+fn assemble(sections: &[Section], shares: &[usize], counter: &dyn TokenCounter) -> (String, usize) {
+    let mut out = format!("{LEDGER_OPEN}\n{LEDGER_INTRO}\n");
+    let mut omitted_total = 0;
+    for (section, &share) in sections.iter().zip(shares) {
+        if section.entries.is_empty() {
+            continue;
+        }
+        let heading_tokens = counter.count(&section.heading) + 1;
+        if share < heading_tokens + 8 {
+            omitted_total += section.entries.len() + section.omitted_before;
+            out.push_str(&format!(
+                "{}\n[{} {} omitted]\n",
+                section.heading,
+                section.entries.len() + section.omitted_before,
+                section.omitted_noun
+            ));
+            continue;
+        }
+        // Room for the closing `[N … omitted]` line.
+        let mut left = share.saturating_sub(heading_tokens + OMITTED_LINE_TOKENS);
+        let mut body = String::new();
+        let mut shown = 0;
+        for (text, tokens) in &section.entries {
+            if *tokens < left {
+                body.push_str(text);
+                body.push('\n');
+                left -= tokens + 1;
+                shown += 1;
+                continue;
+            }
+            if section.cuttable && left >= MIN_CUT_TOKENS {
+                let cut = head_tail_tokens(counter, text, left - 4);
+                left = left.saturating_sub(counter.count(&cut) + 1);
+                body.push_str(&cut);
+                body.push('\n');
+                shown += 1;
+            }
+            break;
+        }
+        let omitted = section.entries.len() - shown + section.omitted_before;
+        out.push_str(&section.heading);
+        out.push('\n');
+        out.push_str(&body);
+        if omitted > 0 {
+            out.push_str(&format!("[{omitted} {} omitted]\n", section.omitted_noun));
+        }
+        omitted_total += section.entries.len() - shown;
+    }
+    out.push_str(LEDGER_CLOSE);
+    (out, omitted_total)
+}
+
+fn entries(texts: Vec<String>, counter: &dyn TokenCounter) -> Vec<(String, usize)> {
+    texts
+        .into_iter()
+        .map(|text| {
+            let tokens = counter.count(&text);
+            (text, tokens)
+        })
+        .collect()
+}
+
+fn sections(
+    ledger: &Ledger,
+    budget: LedgerBudget,
+    exclude_latest_user: bool,
+    counter: &dyn TokenCounter,
+    probe: Option<&dyn FileProbe>,
+) -> Vec<Section> {
+    vec![
+        user_section(ledger, budget, exclude_latest_user, counter),
+        files_section(ledger, counter, probe),
+        commands_section(ledger, counter),
+        tests_section(ledger, counter),
+        spills_section(ledger, counter),
+    ]
+}
+
+fn user_section(
+    ledger: &Ledger,
+    budget: LedgerBudget,
+    exclude_latest_user: bool,
+    counter: &dyn TokenCounter,
+) -> Section {
+    let users = ledger.user_messages();
+    let latest = users.iter().map(|u| u.order).max();
+    let mut numbered: Vec<(usize, &super::UserEntry)> = users.iter().enumerate().collect();
+    numbered.sort_by_key(|entry| std::cmp::Reverse(entry.1.order));
+    let texts = numbered
+        .into_iter()
+        .filter(|(_, u)| !(exclude_latest_user && Some(u.order) == latest))
+        .map(|(index, user)| {
+            let repeats = if user.count > 1 {
+                format!(" (sent {} times)", user.count)
+            } else {
+                String::new()
+            };
+            format!(
+                "--- message {}{repeats}\n{}",
+                index + 1 + ledger.users_forgotten as usize,
+                user.text
+            )
+        })
+        .collect();
+    let heading = if exclude_latest_user {
+        "## User messages (the latest one is quoted after this block)"
+    } else {
+        "## User messages"
+    };
+    Section {
+        heading: heading.to_owned(),
+        entries: entries(texts, counter),
+        omitted_noun: "older user messages",
+        cuttable: true,
+        cap: budget.user_messages_tokens,
+        omitted_before: ledger.users_forgotten as usize,
+    }
+}
+
+fn describe_file(file: &FileEntry, probe: Option<&dyn FileProbe>) -> String {
+    let mut parts = vec![format!(
+        "{} (turn {})",
+        action_word(file.last_action),
+        file.turn
+    )];
+    if file.read_whole {
+        parts.push("read whole".to_owned());
+    } else if !file.ranges.is_empty() {
+        let ranges: Vec<String> = file
+            .ranges
+            .iter()
+            .take(12)
+            .map(|(a, b)| {
+                if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}-{b}")
+                }
+            })
+            .collect();
+        let more = file.ranges.len().saturating_sub(12);
+        let more = if more > 0 {
+            format!(" and {more} more ranges")
+        } else {
+            String::new()
+        };
+        parts.push(format!("read lines {}{more}", ranges.join(", ")));
+    } else if file.read_partly {
+        parts.push("read in part".to_owned());
+    }
+    if let (Some(seen), Some(probe)) = (&file.seen, probe) {
+        match probe.fingerprint(&file.path) {
+            Some(now) if &now != seen => parts.push("CHANGED ON DISK since last seen".to_owned()),
+            None if file.last_action != FileAction::Deleted => {
+                parts.push("MISSING on disk now".to_owned())
+            }
+            _ => {}
+        }
+    }
+    format!("- {}: {}", file.path, parts.join("; "))
+}
+
+fn action_word(action: FileAction) -> &'static str {
+    action.word()
+}
+
+fn files_section(
+    ledger: &Ledger,
+    counter: &dyn TokenCounter,
+    probe: Option<&dyn FileProbe>,
+) -> Section {
+    let files = ledger.files();
+    // Files the session changed first, then files it only read; each newest first.
+    let (changed, read): (Vec<&FileEntry>, Vec<&FileEntry>) =
+        files.into_iter().partition(|f| f.changed);
+    let texts = changed
+        .into_iter()
+        .chain(read)
+        .map(|f| describe_file(f, probe))
+        .collect();
+    Section {
+        heading: "## Files (changed by the session first, then read; newest first)".to_owned(),
+        entries: entries(texts, counter),
+        omitted_noun: "older files",
+        cuttable: false,
+        cap: usize::MAX,
+        omitted_before: 0,
+    }
+}
+
+fn commands_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
+    let commands: Vec<&super::CommandEntry> = ledger.commands().collect();
+    let mut chosen = Vec::new();
+    let mut older_failing = 0;
+    for (age, command) in commands.iter().rev().enumerate() {
+        if age < RECENT_COMMANDS {
+            chosen.push(*command);
+            continue;
+        }
+        // An older failure stays until a later run of the same command passes.
+        let fixed = commands
+            .iter()
+            .any(|later| later.order > command.order && later.key == command.key && !later.failed);
+        if command.failed && !fixed && older_failing < OLDER_FAILING_COMMANDS {
+            chosen.push(*command);
+            older_failing += 1;
+        }
+    }
+    let texts = chosen
+        .into_iter()
+        .map(|c| {
+            let status = match (c.exit_code, c.failed) {
+                (Some(code), _) => format!("exit {code}"),
+                (None, true) => "failed".to_owned(),
+                (None, false) => "done".to_owned(),
+            };
+            let mut line = format!("- `{}` → {status} (turn {})", c.command, c.turn);
+            if let Some(error) = &c.error_line {
+                line.push_str(&format!("\n  last error: {error}"));
+            }
+            if let Some(spill) = &c.spill {
+                line.push_str(&format!("\n  full output: {spill}"));
+            }
+            line
+        })
+        .collect();
+    Section {
+        heading: "## Commands (newest first; failing ones stay until they pass)".to_owned(),
+        entries: entries(texts, counter),
+        omitted_noun: "older commands",
+        cuttable: false,
+        cap: usize::MAX,
+        omitted_before: commands
+            .len()
+            .saturating_sub(RECENT_COMMANDS + older_failing),
+    }
+}
+
+fn tests_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
+    let texts = ledger
+        .test_runs()
+        .iter()
+        .rev()
+        .map(|run| {
+            let mut text = format!(
+                "- `{}` (turn {}): {} failing",
+                run.command,
+                run.turn,
+                run.failures.len()
+            );
+            for test in run.failures.iter().take(TESTS_WITH_ERRORS) {
+                text.push_str(&format!("\n  - {}", test.id));
+                if let Some(error) = &test.error {
+                    text.push_str(&format!(": {}", cut_chars(error, 200)));
+                }
+            }
+            let rest: Vec<&str> = run
+                .failures
+                .iter()
+                .skip(TESTS_WITH_ERRORS)
+                .map(|t| t.id.as_str())
+                .collect();
+            if !rest.is_empty() {
+                text.push_str(&format!("\n  - also failing: {}", rest.join(", ")));
+            }
+            text
+        })
+        .collect();
+    Section {
+        heading: "## Failing tests (latest failing run of each test command)".to_owned(),
+        entries: entries(texts, counter),
+        omitted_noun: "older test runs",
+        cuttable: false,
+        cap: usize::MAX,
+        omitted_before: 0,
+    }
+}
+
+fn spills_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
+    let texts = ledger
+        .spills()
+        .iter()
+        .rev()
+        .map(|s| format!("- {} ← {}", s.path, s.origin))
+        .collect();
+    Section {
+        heading: "## Full outputs (seen squashed; read them for details)".to_owned(),
+        entries: entries(texts, counter),
+        omitted_noun: "older spill files",
+        cuttable: false,
+        cap: usize::MAX,
+        omitted_before: 0,
+    }
+}

@@ -1,0 +1,422 @@
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::json;
+
+use super::*;
+use crate::effect::FileEffect;
+use crate::{BpeCounter, Encoding, TokenCounter};
+
+fn counter() -> BpeCounter {
+    BpeCounter::new(Encoding::O200kBase)
+}
+
+fn big_budget() -> LedgerBudget {
+    LedgerBudget {
+        total_tokens: 20_000,
+        user_messages_tokens: 8_000,
+    }
+}
+
+fn bash_call(id: &str, command: &str) -> Message {
+    Message::assistant_with_calls(
+        "",
+        vec![ToolCall {
+            id: id.into(),
+            name: "bash".into(),
+            arguments: json!({ "command": command }),
+        }],
+    )
+}
+
+fn run(ledger: &mut Ledger, id: &str, command: &str, output: &str, code: i32) {
+    ledger.observe_message(&bash_call(id, command), None);
+    let content = format!("{output}\n[exit code: {code}]");
+    ledger.observe_message(&Message::tool_result(id, content, code != 0), None);
+}
+
+fn text(ledger: &Ledger) -> String {
+    render(ledger, big_budget(), false, &counter(), None)
+        .map(|r| r.text)
+        .unwrap_or_default()
+}
+
+/// A disk with fixed fingerprints.
+struct FakeDisk(Mutex<HashMap<String, String>>);
+
+impl FileProbe for FakeDisk {
+    fn fingerprint(&self, path: &str) -> Option<String> {
+        self.0.lock().unwrap().get(path).cloned()
+    }
+    fn show(&self, path: &str, _offset: u64, _max_bytes: usize) -> Option<String> {
+        self.fingerprint(path)
+            .map(|f| format!("     1\tcontent of {path} ({f})"))
+    }
+}
+
+#[test]
+fn user_messages_are_kept_verbatim_newest_first_and_repeats_once() {
+    let mut ledger = Ledger::new(None);
+    ledger.observe_user("never touch the public API");
+    ledger.observe_user("continue");
+    ledger.observe_user("continue");
+    ledger.observe_user(&format!("{TRUNCATION_NOTICE_PREFIX}: cut"));
+    ledger.observe_user("now fix the test");
+    let out = text(&ledger);
+    let api = out.find("never touch the public API").unwrap();
+    let cont = out.find("continue").unwrap();
+    let fix = out.find("now fix the test").unwrap();
+    assert!(fix < cont && cont < api, "{out}");
+    assert!(out.contains("(sent 2 times)"), "{out}");
+    assert!(
+        !out.contains("was cut off") && !out.contains(": cut"),
+        "{out}"
+    );
+    let without_latest = render(&ledger, big_budget(), true, &counter(), None)
+        .unwrap()
+        .text;
+    assert!(!without_latest.contains("now fix the test"));
+    assert!(without_latest.contains("never touch the public API"));
+}
+
+#[test]
+fn shell_commands_give_files_commands_and_spills() {
+    let mut ledger = Ledger::new(Some("/work/repo/".into()));
+    run(
+        &mut ledger,
+        "1",
+        "nl -ba src/app.py | sed -n '10,40p'",
+        "10\tx",
+        0,
+    );
+    run(&mut ledger, "2", "sed -n '50,60p' src/app.py", "50\ty", 0);
+    run(
+        &mut ledger,
+        "3",
+        "sed -i 's/a/b/' /work/repo/src/app.py",
+        "",
+        0,
+    );
+    run(
+        &mut ledger,
+        "4",
+        "cat <<'EOF' > repro.py\nimport app\nEOF",
+        "",
+        0,
+    );
+    run(
+        &mut ledger,
+        "5",
+        "python repro.py",
+        "Traceback (most recent call last):\n  File \"repro.py\", line 1\nValueError: bad input\n[full output: $PITH_SPILL_DIR/3.txt]",
+        1,
+    );
+    run(
+        &mut ledger,
+        "6",
+        "cat missing.py",
+        "cat: missing.py: No such file",
+        1,
+    );
+    let out = text(&ledger);
+    assert!(
+        out.contains("- src/app.py: edited (turn 3); read lines 10-40, 50-60"),
+        "{out}"
+    );
+    assert!(out.contains("- repro.py: written (turn 4)"), "{out}");
+    assert!(
+        !out.contains("- missing.py"),
+        "a failed read is no read: {out}"
+    );
+    assert!(
+        out.contains("- `python repro.py` → exit 1 (turn 5)\n  last error: ValueError: bad input\n  full output: $PITH_SPILL_DIR/3.txt"),
+        "{out}"
+    );
+    assert!(
+        out.contains("- $PITH_SPILL_DIR/3.txt ← bash `python repro.py`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("`cat <<'EOF' > repro.py … (+2 lines)` → exit 0"),
+        "{out}"
+    );
+}
+
+#[test]
+fn effects_win_over_arguments_and_read_arguments_are_understood() {
+    let mut ledger = Ledger::new(None);
+    let call = |id: &str, name: &str, args: serde_json::Value| {
+        Message::assistant_with_calls(
+            "",
+            vec![ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: args,
+            }],
+        )
+    };
+    ledger.observe_message(
+        &call(
+            "a",
+            "read",
+            json!({"path": "lib.rs", "offset": 5, "limit": 10}),
+        ),
+        None,
+    );
+    ledger.observe_message(&Message::tool_result("a", "5\tx", false), None);
+    ledger.observe_message(&call("b", "bash", json!({"command": "make"})), None);
+    let mut result = ToolResult::new("b", "[exit code: 0]", false);
+    result.effects.push(FileEffect {
+        path: "gen/out.c".into(),
+        action: FileAction::Changed,
+        lines: None,
+        fingerprint: None,
+    });
+    ledger.observe_message(
+        &Message {
+            role: Role::Tool,
+            parts: vec![Part::ToolResult(result)],
+        },
+        None,
+    );
+    ledger.observe_message(&call("c", "write", json!({"path": "x.txt"})), None);
+    ledger.observe_message(&Message::tool_result("c", "refused", true), None);
+    let out = text(&ledger);
+    assert!(
+        out.contains("- lib.rs: read (turn 1); read lines 5-14"),
+        "{out}"
+    );
+    assert!(
+        out.contains("- gen/out.c: changed by a command (turn 2)"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("x.txt"),
+        "a refused write changed nothing: {out}"
+    );
+}
+
+#[test]
+fn failing_tests_stay_until_the_same_command_passes() {
+    let mut ledger = Ledger::new(None);
+    let failing = "=== FAILURES ===\n___ test_a ___\nE   AssertionError: 1 != 2\n=== short test summary info ===\nFAILED tests/test_x.py::test_a - AssertionError: 1 != 2\n=== 1 failed in 0.1s ===";
+    run(&mut ledger, "1", "pytest tests/test_x.py", failing, 1);
+    run(&mut ledger, "2", "pytest tests/test_y.py", failing, 1);
+    let out = text(&ledger);
+    assert!(
+        out.contains("- `pytest tests/test_x.py` (turn 1): 1 failing\n  - tests/test_x.py::test_a: AssertionError: 1 != 2"),
+        "{out}"
+    );
+    run(
+        &mut ledger,
+        "3",
+        "pytest  tests/test_x.py",
+        "=== 3 passed in 0.1s ===",
+        0,
+    );
+    let out = text(&ledger);
+    assert!(!out.contains("`pytest tests/test_x.py` (turn"), "{out}");
+    assert!(
+        out.contains("`pytest tests/test_y.py` (turn 2): 1 failing"),
+        "{out}"
+    );
+}
+
+#[test]
+fn failing_commands_outlive_passing_ones_until_they_pass() {
+    let mut ledger = Ledger::new(None);
+    run(
+        &mut ledger,
+        "f",
+        "cargo build",
+        "error[E0308]: mismatched types",
+        101,
+    );
+    run(&mut ledger, "g", "make docs", "fatal: no docs", 2);
+    for i in 0..30 {
+        run(&mut ledger, &format!("ok{i}"), &format!("echo {i}"), "", 0);
+    }
+    let out = text(&ledger);
+    assert!(out.contains("`cargo build` → exit 101"), "{out}");
+    assert!(out.contains("error[E0308]: mismatched types"), "{out}");
+    assert!(
+        !out.contains("`echo 3` →"),
+        "old passing commands go: {out}"
+    );
+    assert!(out.contains("[20 older commands omitted]"), "{out}");
+    run(&mut ledger, "h", "cargo build", "Finished", 0);
+    for i in 0..10 {
+        run(
+            &mut ledger,
+            &format!("more{i}"),
+            &format!("echo more {i}"),
+            "",
+            0,
+        );
+    }
+    let out = text(&ledger);
+    assert!(
+        !out.contains("mismatched types"),
+        "fixed failures go: {out}"
+    );
+    assert!(out.contains("`make docs` → exit 2"), "{out}");
+}
+
+#[test]
+fn files_changed_on_disk_since_last_seen_are_flagged() {
+    let disk = FakeDisk(Mutex::new(HashMap::from([
+        ("a.rs".to_owned(), "1:aaaa".to_owned()),
+        ("b.rs".to_owned(), "1:bbbb".to_owned()),
+    ])));
+    let mut ledger = Ledger::new(None);
+    ledger.observe_message(&bash_call("1", "cat a.rs b.rs gone.rs"), Some(&disk));
+    ledger.observe_message(
+        &Message::tool_result("1", "x\n[exit code: 0]", false),
+        Some(&disk),
+    );
+    disk.0
+        .lock()
+        .unwrap()
+        .insert("a.rs".into(), "2:cccc".into());
+    disk.0.lock().unwrap().remove("b.rs");
+    let out = render(&ledger, big_budget(), false, &counter(), Some(&disk))
+        .unwrap()
+        .text;
+    assert!(
+        out.contains("- a.rs: read (turn 1); read whole; CHANGED ON DISK since last seen"),
+        "{out}"
+    );
+    assert!(
+        out.contains("- b.rs: read (turn 1); read whole; MISSING on disk now"),
+        "{out}"
+    );
+    assert!(
+        out.contains("- gone.rs: read (turn 1); read whole\n"),
+        "never seen, no claim: {out}"
+    );
+    ledger.mark_seen("a.rs", Some("2:cccc".into()));
+    let out = render(&ledger, big_budget(), false, &counter(), Some(&disk))
+        .unwrap()
+        .text;
+    assert!(
+        !out.contains("a.rs: read (turn 1); read whole; CHANGED"),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_rendered_ledger_never_exceeds_its_budget_and_says_what_it_left_out() {
+    let counter = counter();
+    let mut ledger = Ledger::new(None);
+    ledger.observe_user(&format!(
+        "START {} END",
+        "the task in detail ".repeat(3_000)
+    ));
+    for i in 0..40 {
+        ledger.observe_user(&format!("instruction number {i}: keep going"));
+    }
+    for i in 0..300 {
+        run(
+            &mut ledger,
+            &format!("c{i}"),
+            &format!("sed -i 's/x/y/' src/file_{i}.py && cat src/other_{i}.py"),
+            "boom error here",
+            i % 3,
+        );
+    }
+    for total in [0, 40, 200, 1_000, 2_790, 8_000] {
+        let budget = LedgerBudget {
+            total_tokens: total,
+            user_messages_tokens: total.min(8_000),
+        };
+        let Some(rendered) = render(&ledger, budget, true, &counter, None) else {
+            assert_eq!(total, 0);
+            continue;
+        };
+        assert!(
+            rendered.tokens <= total && counter.count(&rendered.text) == rendered.tokens,
+            "{} > {total}",
+            rendered.tokens
+        );
+        assert!(rendered.omitted > 0);
+        if total >= 1_000 {
+            let text = &rendered.text;
+            // The long first message is either cut around a marker or counted as left out.
+            assert!(
+                text.contains("older user messages omitted]") || text.contains("tokens omitted]"),
+                "{text}"
+            );
+            assert!(text.contains("older files omitted]"), "{text}");
+            assert!(
+                text.contains("src/file_299.py: edited"),
+                "newest first: {text}"
+            );
+            assert!(text.starts_with(render::LEDGER_OPEN) && text.ends_with(render::LEDGER_CLOSE));
+        }
+    }
+    // A message longer than its share keeps head and tail around the marker.
+    let mut one = Ledger::new(None);
+    one.observe_user(&format!(
+        "START {} END",
+        "the task in detail ".repeat(3_000)
+    ));
+    let budget = LedgerBudget {
+        total_tokens: 1_000,
+        user_messages_tokens: 1_000,
+    };
+    let text = render(&one, budget, false, &counter, None).unwrap().text;
+    assert!(
+        text.contains("START") && text.contains("END") && text.contains("tokens omitted]"),
+        "{text}"
+    );
+}
+
+#[test]
+fn rebuilding_from_the_record_gives_the_live_ledger() {
+    let messages = vec![
+        bash_call("1", "cat a.py"),
+        Message::tool_result("1", "x\n[exit code: 0]", false),
+        bash_call("2", "pytest"),
+        Message::tool_result(
+            "2",
+            "FAILED t.py::test_a - AssertionError\n=== 1 failed ===\n[exit code: 1]",
+            true,
+        ),
+    ];
+    let mut live = Ledger::new(None);
+    live.observe_user("do it");
+    for message in &messages {
+        live.observe_message(message, None);
+    }
+    let observed =
+        std::iter::once(Observed::User("do it")).chain(messages.iter().map(Observed::Message));
+    assert_eq!(Ledger::rebuild(None, observed), live);
+    let mut cleared = live.clone();
+    cleared.reset();
+    assert!(cleared.is_empty());
+}
+
+#[test]
+fn exit_codes_spills_and_error_lines_are_read_from_pith_output() {
+    assert_eq!(exit_code("a\n[exit code: 2]"), Some(2));
+    assert_eq!(exit_code("no code"), None);
+    assert_eq!(
+        spill_path("x\n[full output: $PITH_SPILL_DIR/7.txt]\n[exit code: 0]").as_deref(),
+        Some("$PITH_SPILL_DIR/7.txt")
+    );
+    assert_eq!(
+        error_line("ok\nerror: linking failed\nsummary line\n[exit code: 1]").as_deref(),
+        Some("error: linking failed")
+    );
+    assert_eq!(
+        error_line("just output\nlast\n[exit code: 3]").as_deref(),
+        Some("last")
+    );
+    assert_eq!(error_line("(no output)\n[exit code: 1]"), None);
+    let argv = ToolCall {
+        id: "x".into(),
+        name: "shell".into(),
+        arguments: json!({"command": ["bash", "-lc", "cat a.txt"]}),
+    };
+    assert_eq!(shell_command(&argv).as_deref(), Some("cat a.txt"));
+}

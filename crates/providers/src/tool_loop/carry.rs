@@ -1,0 +1,137 @@
+//! What a compaction carries besides the summary: the session ledger the loop keeps up to
+//! date as messages are appended, and the files re-attached after a compaction.
+//!
+//! The ledger is observed at exactly the points where the history grows (the user's
+//! message at the start of a turn, every appended assistant and tool message), so it is
+//! the same fold a resumed session rebuilds from its transcript.
+
+use std::sync::Arc;
+
+use pith_core::context::ledger::{render, FileProbe, Ledger, RenderedLedger};
+use pith_core::summary::RestoredFile;
+use pith_core::Message;
+
+use crate::tool_loop::agent::AgentLoop;
+
+/// Most bytes asked of one re-attached file (before it is fitted to its token share).
+const RESTORE_MAX_BYTES: usize = 256 * 1024;
+/// A file is re-attached only when at least this many tokens are left for it.
+const RESTORE_MIN_TOKENS: usize = 200;
+
+impl AgentLoop {
+    /// The session ledger as it stands.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// Replaces the ledger (a resumed session's, rebuilt from its transcript; an empty
+    /// one after `/clear`).
+    pub fn set_ledger(&mut self, ledger: Ledger) {
+        self.ledger = ledger;
+    }
+
+    /// Gives the loop a view of the disk: fingerprints for "changed since last seen",
+    /// and the content of the files re-attached after a compaction.
+    pub fn set_file_probe(&mut self, probe: Arc<dyn FileProbe>) {
+        self.files = Some(probe);
+    }
+
+    /// The ledger rendered within its budget; `None` when it is off or empty.
+    /// `exclude_latest_user` leaves the latest user message out (the replacement quotes
+    /// it after the ledger).
+    pub fn render_ledger(&self, exclude_latest_user: bool) -> Option<RenderedLedger> {
+        let options = self.options.ledger;
+        if options.ledger_percent == 0 {
+            return None;
+        }
+        let budget = pith_core::context::ledger::LedgerBudget::for_input_budget(
+            self.budget.input_budget,
+            options.ledger_percent,
+            options.user_messages_max_tokens,
+        );
+        render(
+            &self.ledger,
+            budget,
+            exclude_latest_user,
+            self.estimator.counter().as_ref(),
+            self.files.as_deref(),
+        )
+    }
+
+    /// Records a message the user sent in the ledger.
+    pub(super) fn observe_user(&mut self, text: &str) {
+        self.ledger.observe_user(text);
+    }
+
+    /// Records an appended assistant or tool message in the ledger.
+    pub(super) fn observe_appended(&mut self, message: &Message) {
+        self.ledger.observe_message(message, self.files.as_deref());
+    }
+
+    /// The files to re-attach after a compaction: the most recently edited or read ones
+    /// that can be read as text now, as `read` shows them, within the restore budget.
+    pub(super) fn restore_files(&self) -> Vec<RestoredFile> {
+        let options = self.options.ledger;
+        let Some(probe) = self.files.as_deref() else {
+            return Vec::new();
+        };
+        if options.restore_files == 0 || options.ledger_percent == 0 {
+            return Vec::new();
+        }
+        let counter = self.estimator.counter();
+        let budget = self
+            .budget
+            .input_budget
+            .saturating_mul(u64::from(options.restore_files_percent.min(100)))
+            / 100;
+        let mut left = usize::try_from(budget).unwrap_or(usize::MAX);
+        let mut restored = Vec::new();
+        // A few candidates more than wanted: some may be gone or binary by now.
+        for file in self.ledger.recent_files(options.restore_files * 3) {
+            if restored.len() >= options.restore_files || left < RESTORE_MIN_TOKENS {
+                break;
+            }
+            let offset = if file.read_whole || file.changed {
+                1
+            } else {
+                file.ranges.first().map_or(1, |range| range.0)
+            };
+            let mut max_bytes = left.saturating_mul(4).min(RESTORE_MAX_BYTES);
+            let mut shown = None;
+            for _ in 0..4 {
+                let Some(content) = probe.show(&file.path, offset, max_bytes) else {
+                    break;
+                };
+                let tokens = counter.count(&content);
+                if tokens <= left {
+                    shown = Some((content, tokens));
+                    break;
+                }
+                // Fewer bytes in proportion, with a margin.
+                max_bytes = max_bytes * left / tokens.max(1) * 9 / 10;
+                if max_bytes < 256 {
+                    break;
+                }
+            }
+            if let Some((content, tokens)) = shown {
+                left -= tokens;
+                restored.push(RestoredFile {
+                    path: file.path.clone(),
+                    content,
+                });
+            }
+        }
+        restored
+    }
+
+    /// After a replacement that re-attached `restored` was installed: the model has now
+    /// seen those files as they are on disk.
+    pub(super) fn mark_restored_seen(&mut self, restored: &[String]) {
+        let Some(probe) = self.files.clone() else {
+            return;
+        };
+        for path in restored {
+            self.ledger.mark_seen(path, probe.fingerprint(path));
+        }
+    }
+}
