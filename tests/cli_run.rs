@@ -94,7 +94,7 @@ fn replay_renders_the_job_and_a_continued_session_starts_from_the_compacted_hist
     assert_eq!(result["text"], json!("Let me look.\nDone."));
     assert_eq!(
         result["compactions"],
-        json!([{"trigger": "auto", "tokens_before": result["compactions"][0]["tokens_before"], "tokens_after": result["compactions"][0]["tokens_after"]}])
+        json!([{"trigger": "auto", "tokens_before": result["compactions"][0]["tokens_before"], "tokens_after": result["compactions"][0]["tokens_after"], "ledger_tokens": result["compactions"][0]["ledger_tokens"]}])
     );
     assert_eq!(result["turns"], json!(2));
     assert_eq!(result["error"], Value::Null);

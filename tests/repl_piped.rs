@@ -54,7 +54,9 @@ fn piped_input_runs_turns_and_commands_and_persists_a_manual_compaction() {
     .unwrap();
     let root = tempfile::tempdir().unwrap();
     let output = pith(root.path(), &server)
-        .write_stdin("hello\n/context\n/compact keep the parser\nand then?\n/frobnicate\n/exit\n")
+        .write_stdin(
+            "/ledger\nhello\n/context\n/ledger\n/compact keep the parser\nand then?\n/frobnicate\n/exit\n",
+        )
         .output()
         .unwrap();
     let stdout = String::from_utf8(output.stdout).unwrap();
@@ -73,6 +75,22 @@ fn piped_input_runs_turns_and_commands_and_persists_a_manual_compaction() {
         "the manual summary is shown: {stdout}"
     );
     assert!(stdout.contains("Context compacted ("), "{stdout}");
+    assert!(
+        stdout.contains("The session ledger is empty"),
+        "/ledger before any message: {stdout}"
+    );
+    assert!(
+        stdout.contains("Session ledger: ")
+            && stdout.contains("carried verbatim by the next compaction"),
+        "/context shows the ledger's size: {stdout}"
+    );
+    let ledger_at = stdout
+        .find("<session_ledger>")
+        .expect("/ledger shows the ledger");
+    assert!(
+        stdout[ledger_at..].contains("--- message 1\nhello\n"),
+        "the user's message is in the ledger: {stdout}"
+    );
     assert!(stdout.contains("Second answer."), "{stdout}");
     assert!(stdout.contains("unknown command /frobnicate"), "{stdout}");
 

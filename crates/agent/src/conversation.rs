@@ -20,6 +20,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use pith_core::context::ledger::{Ledger, RenderedLedger};
 use pith_core::{ContextBudget, EventSink, LoopEvent, Message, RequestEstimate, TokenCounter};
 use pith_mcp::McpHub;
 use pith_providers::models::config::Config;
@@ -224,7 +225,12 @@ impl Conversation {
                 true,
             ),
         };
-        let (agent, toolset) = build_agent(&cwd, &settings, &frontend, &mut session, history)?;
+        let ledger = match &records {
+            Some(records) => crate::ledger::rebuild(&cwd, records),
+            None => crate::ledger::fresh(&cwd),
+        };
+        let (agent, toolset) =
+            build_agent(&cwd, &settings, &frontend, &mut session, history, ledger)?;
         let mcp = crate::mcp::start(servers.servers, &frontend.env, &cwd);
         Ok(Opened {
             value: Conversation {
@@ -400,6 +406,7 @@ impl Conversation {
             &self.frontend,
             &mut self.session,
             history,
+            self.agent.ledger().clone(),
         )?;
         let notices = settings.notices.clone();
         self.overrides = overrides;
@@ -420,6 +427,7 @@ impl Conversation {
             &self.frontend,
             &mut session,
             Vec::new(),
+            crate::ledger::fresh(&self.cwd),
         )?;
         self.replace_session(session, built, true);
         Ok(())
@@ -458,6 +466,7 @@ impl Conversation {
             &self.frontend,
             &mut resumed.session,
             resumed.history,
+            crate::ledger::rebuild(&self.cwd, &resumed.records),
         )?;
         let mut notices = settings.notices.clone();
         notices.extend(resumed.warnings.iter().map(|w| format!("warning: {w}")));
@@ -541,6 +550,17 @@ impl Conversation {
         self.agent.estimate()
     }
 
+    /// The session ledger as the next compaction would carry it (`None` when the ledger
+    /// is off or has nothing yet), for `/ledger` and `/context`.
+    pub fn ledger_preview(&self) -> Option<RenderedLedger> {
+        self.agent.render_ledger(false)
+    }
+
+    /// The ledger's token budget (0 when it is off).
+    pub fn ledger_budget_tokens(&self) -> usize {
+        self.agent.ledger_budget_tokens()
+    }
+
     /// The history, without the system prompt.
     pub fn history(&self) -> &[Message] {
         self.agent.history()
@@ -566,14 +586,15 @@ fn create_session(
         .map_err(ConversationError::failure)
 }
 
-/// The loop of `session` with its tools and `history`, and the tool set (MCP tools join
-/// its registry before the first turn).
+/// The loop of `session` with its tools, `history` and session `ledger`, and the tool
+/// set (MCP tools join its registry before the first turn).
 fn build_agent(
     cwd: &Path,
     settings: &Settings,
     frontend: &Frontend,
     session: &mut Session,
     history: Vec<Message>,
+    ledger: Ledger,
 ) -> Result<(AgentLoop, Toolset), ConversationError> {
     session.set_max_record_bytes(settings.max_record_bytes);
     let spill_dir = session.spill_dir().map_err(ConversationError::failure)?;
@@ -589,6 +610,8 @@ fn build_agent(
         .build_loop(cwd, tools.registry())
         .map_err(ConversationError::usage)?;
     agent.set_history(history);
+    agent.set_ledger(ledger);
+    agent.set_file_probe(tools.disk_probe());
     Ok((agent, tools))
 }
 

@@ -20,6 +20,7 @@
 pub mod conversation;
 pub mod diagnostics;
 pub mod exit;
+pub mod ledger;
 pub mod mcp;
 pub mod overrides;
 pub mod recording;

@@ -17,6 +17,13 @@ pub struct CompactionReport {
     pub tokens_before: u64,
     /// Estimated tokens after.
     pub tokens_after: u64,
+    /// Tokens of the session ledger the replacement carried (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ledger_tokens: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 impl From<&CompactionNote> for CompactionReport {
@@ -25,6 +32,7 @@ impl From<&CompactionNote> for CompactionReport {
             trigger: note.kind(),
             tokens_before: note.tokens_before,
             tokens_after: note.tokens_after,
+            ledger_tokens: note.ledger_tokens,
         }
     }
 }
@@ -77,9 +85,11 @@ pub fn stream_event(event: &LoopEvent) -> Option<Value> {
         LoopEvent::AutoCompaction(AutoCompaction::Applied {
             tokens_before,
             tokens_after,
+            ledger_tokens,
             ..
         }) => {
-            json!({"type": "compaction", "trigger": "auto", "tokens_before": tokens_before, "tokens_after": tokens_after})
+            json!({"type": "compaction", "trigger": "auto", "tokens_before": tokens_before,
+                   "tokens_after": tokens_after, "ledger_tokens": ledger_tokens})
         }
         LoopEvent::MicroCompaction(step) => {
             json!({"type": "compaction", "trigger": "micro", "tokens_before": step.tokens_before, "tokens_after": step.tokens_after})

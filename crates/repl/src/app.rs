@@ -243,6 +243,7 @@ impl App {
                 }
                 self.context_report()
             }
+            Command::Ledger => self.ledger_report(),
             Command::Sessions => self.sessions(),
             Command::Resume { id } => self.resume(&id),
             Command::Clear => self.clear(),

@@ -24,6 +24,8 @@ pub enum Command {
     },
     /// `/context`: the budget breakdown.
     Context,
+    /// `/ledger`: the session ledger the next compaction carries.
+    Ledger,
     /// `/sessions`: this project's sessions.
     Sessions,
     /// `/resume ID`: switch to another session.
@@ -45,7 +47,7 @@ pub enum Command {
 }
 
 /// Every command with its one-line help, in `/help` order.
-pub const HELP: [(&str, &str); 8] = [
+pub const HELP: [(&str, &str); 9] = [
     (
         "/compact [focus]",
         "summarise the conversation now; the focus text steers what the summary keeps",
@@ -53,6 +55,10 @@ pub const HELP: [(&str, &str); 8] = [
     (
         "/context",
         "show where the context goes: system prompt, tools, messages, free space",
+    ),
+    (
+        "/ledger",
+        "show the session ledger: what every compaction keeps verbatim (your messages, files, commands, failing tests)",
     ),
     ("/sessions", "list this project's sessions"),
     ("/resume ID", "continue another session of this project"),
@@ -88,6 +94,7 @@ pub fn parse_input(line: &str) -> Input {
     let command = match name {
         "compact" => Ok(Command::Compact { focus: argument }),
         "context" => no_argument(Command::Context, name, &argument),
+        "ledger" => no_argument(Command::Ledger, name, &argument),
         "sessions" => no_argument(Command::Sessions, name, &argument),
         "clear" => no_argument(Command::Clear, name, &argument),
         "help" | "?" => no_argument(Command::Help, name, &argument),
@@ -168,6 +175,8 @@ mod tests {
         assert!(matches!(parse_input("/frobnicate"), Input::Invalid(m) if m.contains("/help")));
         assert_eq!(parse_input("/quit"), Input::Command(Command::Exit));
         assert_eq!(parse_input("/context"), Input::Command(Command::Context));
+        assert_eq!(parse_input("/ledger"), Input::Command(Command::Ledger));
+        assert!(matches!(parse_input("/ledger x"), Input::Invalid(_)));
         assert_eq!(parse_input("/sessions"), Input::Command(Command::Sessions));
         assert_eq!(parse_input("/help"), Input::Command(Command::Help));
     }

@@ -28,6 +28,9 @@ pub struct ContextFigures {
     /// Tokens of MCP tool definitions (the loader and its catalog included), part of
     /// the estimate's tool figure but shown as their own row.
     pub mcp_definitions: usize,
+    /// Tokens of the session ledger as the next compaction would carry it, and its
+    /// budget (both 0 when the ledger is off). Not part of the next request.
+    pub ledger: (usize, usize),
 }
 
 impl ContextFigures {
@@ -54,7 +57,14 @@ impl ContextFigures {
             assistant,
             tool_results,
             mcp_definitions: 0,
+            ledger: (0, 0),
         }
+    }
+
+    /// Shows the session ledger's size (`tokens` of `budget`) below the rows.
+    pub fn with_ledger(mut self, tokens: usize, budget: usize) -> Self {
+        self.ledger = (tokens, budget);
+        self
     }
 
     /// Shows `tokens` of the tool definitions as the "MCP definitions" row.
@@ -97,6 +107,14 @@ impl ContextFigures {
             thousands(budget.auto_threshold),
             thousands(budget.micro_threshold),
         ));
+        let (ledger, ledger_budget) = self.ledger;
+        if ledger_budget > 0 {
+            lines.push(format!(
+                "Session ledger: {} of {} tokens, carried verbatim by the next compaction (/ledger shows it).",
+                thousands(ledger as u64),
+                thousands(ledger_budget as u64),
+            ));
+        }
         if self.estimate.anchored_on_reported_usage {
             lines.push(
                 "The total is anchored on the usage the provider reported; the rows are local counts."
@@ -168,10 +186,16 @@ mod tests {
             anchored_on_reported_usage: false,
         };
         let figures = ContextFigures::new(budget, estimate, &history, &counter);
+        assert!(!figures.lines().join("\n").contains("Session ledger"));
+        let figures = figures.with_ledger(321, 2_867);
         assert!(figures.tool_results > figures.user, "{figures:?}");
         assert!(figures.user > 0 && figures.assistant > 0);
         let report = figures.lines().join("\n");
         assert!(report.contains("1,210 / 28,672"), "{report}");
+        assert!(
+            report.contains("Session ledger: 321 of 2,867 tokens"),
+            "{report}"
+        );
         assert!(report.contains("system prompt"), "{report}");
         assert!(report.contains("tool definitions"), "{report}");
         assert!(report.contains("tool results"), "{report}");

@@ -21,7 +21,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 pub use pith_core::CompactionTrigger;
 
-fn is_zero(value: &u64) -> bool {
+pub(crate) fn is_zero(value: &u64) -> bool {
     *value == 0
 }
 

@@ -137,6 +137,20 @@ pub enum UiEntry {
         /// summary is private and is `None` here.
         #[serde(rename = "summary")]
         visible_summary: Option<String>,
+        /// Tokens of the session ledger the replacement carried (0: none).
+        #[serde(
+            rename = "ledger_tokens",
+            default,
+            skip_serializing_if = "crate::event::is_zero"
+        )]
+        ledger_tokens: u64,
+        /// Files re-attached to the replacement.
+        #[serde(
+            rename = "restored_files",
+            default,
+            skip_serializing_if = "Vec::is_empty"
+        )]
+        restored_files: Vec<String>,
     },
     /// A micro-compaction marker.
     #[serde(rename = "micro_compaction")]
@@ -210,6 +224,8 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
                 summary,
                 tokens_before,
                 tokens_after,
+                ledger_tokens,
+                restored_files,
                 ..
             } => UiEntry::Compaction {
                 seq,
@@ -221,6 +237,8 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
                     CompactionTrigger::Manual => Some(summary.clone()),
                     CompactionTrigger::Auto => None,
                 },
+                ledger_tokens: *ledger_tokens,
+                restored_files: restored_files.clone(),
             },
             Event::MicroCompactionApplied {
                 tokens_reclaimed,

@@ -68,6 +68,8 @@ pub fn ui_text(entries: &[UiEntry], out: &mut dyn Write) -> io::Result<()> {
                 tokens_before,
                 tokens_after,
                 visible_summary,
+                ledger_tokens,
+                restored_files,
                 ..
             } => {
                 writeln!(out)?;
@@ -83,6 +85,16 @@ pub fn ui_text(entries: &[UiEntry], out: &mut dyn Write) -> io::Result<()> {
                 )?;
                 if let Some(summary) = visible_summary {
                     write_indented(out, summary, "  ", usize::MAX)?;
+                }
+                if *ledger_tokens > 0 {
+                    writeln!(
+                        out,
+                        "  [session ledger carried: {} tokens]",
+                        thousands(*ledger_tokens)
+                    )?;
+                }
+                if !restored_files.is_empty() {
+                    writeln!(out, "  [re-attached: {}]", restored_files.join(", "))?;
                 }
             }
             UiEntry::MicroCompaction {
@@ -323,9 +335,30 @@ mod tests {
             tokens_before: 182_344,
             tokens_after: 12_003,
             visible_summary: None,
+            ledger_tokens: 0,
+            restored_files: Vec::new(),
         }]);
         assert!(
             text.contains("context compacted automatically: 182,344 -> 12,003 tokens"),
+            "{text}"
+        );
+        assert!(!text.contains("ledger"), "{text}");
+        let text = render(&[UiEntry::Compaction {
+            seq: 5,
+            ts: "t".into(),
+            trigger: CompactionTrigger::Auto,
+            tokens_before: 182_344,
+            tokens_after: 12_003,
+            visible_summary: None,
+            ledger_tokens: 1_834,
+            restored_files: vec!["src/lib.rs".into(), "tests/a.rs".into()],
+        }]);
+        assert!(
+            text.contains("[session ledger carried: 1,834 tokens]"),
+            "{text}"
+        );
+        assert!(
+            text.contains("[re-attached: src/lib.rs, tests/a.rs]"),
             "{text}"
         );
     }

@@ -15,6 +15,7 @@ pub mod bash;
 pub mod capture;
 pub mod config;
 mod diff;
+pub mod disk_probe;
 pub mod edit;
 pub mod fingerprint;
 pub mod glob;

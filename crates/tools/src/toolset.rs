@@ -45,6 +45,15 @@ impl Toolset {
     pub fn env(&self) -> &Arc<ToolEnv> {
         &self.env
     }
+
+    /// The workspace's files as the session ledger sees them (fingerprints, and files
+    /// re-attached after a compaction, shown as `read` shows them).
+    pub fn disk_probe(&self) -> Arc<crate::disk_probe::DiskProbe> {
+        Arc::new(crate::disk_probe::DiskProbe::new(
+            self.env.workspace.clone(),
+            self.env.limits.clone(),
+        ))
+    }
 }
 
 /// Builds the registry of the seven tools for one session.

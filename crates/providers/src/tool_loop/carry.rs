@@ -36,6 +36,17 @@ impl AgentLoop {
         self.files = Some(probe);
     }
 
+    /// The ledger's token budget (0 when the ledger is off).
+    pub fn ledger_budget_tokens(&self) -> usize {
+        let options = self.options.ledger;
+        pith_core::context::ledger::LedgerBudget::for_input_budget(
+            self.budget.input_budget,
+            options.ledger_percent,
+            options.user_messages_max_tokens,
+        )
+        .total_tokens
+    }
+
     /// The ledger rendered within its budget; `None` when it is off or empty.
     /// `exclude_latest_user` leaves the latest user message out (the replacement quotes
     /// it after the ledger).

@@ -1,5 +1,6 @@
 //! The slash commands other than `/compact` (which is a job, see `jobs`).
 
+use pith_core::format::thousands;
 use pith_session::render;
 
 use super::App;
@@ -29,8 +30,44 @@ impl App {
             self.conversation.history(),
             self.conversation.counter().as_ref(),
         )
-        .with_mcp_definitions(self.conversation.mcp_definition_tokens());
+        .with_mcp_definitions(self.conversation.mcp_definition_tokens())
+        .with_ledger(
+            self.conversation
+                .ledger_preview()
+                .map_or(0, |ledger| ledger.tokens),
+            self.conversation.ledger_budget_tokens(),
+        );
         self.screen.block(&figures.lines().join("\n"));
+    }
+
+    pub(super) fn ledger_report(&mut self) {
+        let budget = self.conversation.ledger_budget_tokens();
+        if budget == 0 {
+            self.screen.message(
+                Tone::Dim,
+                "The session ledger is off ([context] ledger_percent = 0).",
+            );
+            return;
+        }
+        match self.conversation.ledger_preview() {
+            None => self.screen.message(
+                Tone::Dim,
+                "The session ledger is empty: nothing sent or done yet.",
+            ),
+            Some(ledger) => {
+                let omitted = if ledger.omitted > 0 {
+                    format!(", {} older entries left out for the budget", ledger.omitted)
+                } else {
+                    String::new()
+                };
+                self.screen.block(&format!(
+                    "{}\nSession ledger: {} of {} tokens{omitted}. Every compaction carries it verbatim.",
+                    ledger.text.trim_end(),
+                    thousands(ledger.tokens as u64),
+                    thousands(budget as u64),
+                ));
+            }
+        }
     }
 
     pub(super) fn sessions(&mut self) {

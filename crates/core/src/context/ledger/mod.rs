@@ -248,19 +248,26 @@ impl Ledger {
         let command = call.as_ref().and_then(shell_command);
         let exit_code = exit_code(&result.content);
         let order = self.tick();
-        if !result.effects.is_empty() {
-            for effect in &result.effects {
-                self.touch(
-                    &effect.path,
-                    effect.action,
-                    effect.lines,
-                    false,
-                    effect.fingerprint.clone(),
-                    order,
-                );
-            }
-        } else if let Some(command) = &command {
+        for effect in &result.effects {
+            self.touch(
+                &effect.path,
+                effect.action,
+                effect.lines,
+                false,
+                effect.fingerprint.clone(),
+                order,
+            );
+        }
+        if let Some(command) = &command {
+            // The tool's effects (bash: what `git status` saw change) are exact; the
+            // parse adds what they cannot see: reads, and writes outside a git work tree
+            // or to ignored files.
             let effects = shell::file_effects(command);
+            let reported: Vec<String> = result
+                .effects
+                .iter()
+                .map(|e| self.display_path(&e.path))
+                .collect();
             let ran = !(result.is_error && exit_code.is_none());
             if ran && exit_code.is_none_or(|code| code == 0) {
                 for read in &effects.reads {
@@ -277,11 +284,14 @@ impl Ledger {
             }
             if ran {
                 for write in &effects.writes {
+                    if reported.contains(&self.display_path(&write.path)) {
+                        continue;
+                    }
                     let seen = probe.and_then(|p| p.fingerprint(&write.path));
                     self.touch(&write.path, write.action, None, false, seen, order);
                 }
             }
-        } else if let Some(call) = &call {
+        } else if let Some(call) = call.as_ref().filter(|_| result.effects.is_empty()) {
             if !result.is_error {
                 self.observe_file_tool(call, probe, order);
             }

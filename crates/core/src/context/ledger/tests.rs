@@ -420,3 +420,49 @@ fn exit_codes_spills_and_error_lines_are_read_from_pith_output() {
     };
     assert_eq!(shell_command(&argv).as_deref(), Some("cat a.txt"));
 }
+
+#[test]
+fn a_bash_call_with_git_effects_still_records_what_the_parse_sees() {
+    let mut ledger = Ledger::new(Some("/repo".into()));
+    ledger.observe_message(
+        &bash_call(
+            "a",
+            "cat src/main.rs && sed -i 's/a/b/' src/lib.rs && echo x > /tmp/notes.txt",
+        ),
+        None,
+    );
+    let mut result = ToolResult::new("a", "fn main() {}\n[exit code: 0]", false);
+    result.effects.push(FileEffect {
+        path: "src/lib.rs".into(),
+        action: FileAction::Changed,
+        lines: None,
+        fingerprint: Some("7:abc".into()),
+    });
+    ledger.observe_message(
+        &Message {
+            role: Role::Tool,
+            parts: vec![Part::ToolResult(result)],
+        },
+        None,
+    );
+    let files: Vec<(String, FileAction)> = ledger
+        .files()
+        .iter()
+        .map(|f| (f.path.clone(), f.last_action))
+        .collect();
+    assert!(
+        files.contains(&("src/main.rs".into(), FileAction::Read)),
+        "{files:?}"
+    );
+    assert!(
+        files.contains(&("src/lib.rs".into(), FileAction::Changed)),
+        "git's effect wins over the parse for the same file: {files:?}"
+    );
+    assert!(
+        files
+            .iter()
+            .any(|(p, a)| p == "/tmp/notes.txt" && a.changes_file()),
+        "a write git cannot see comes from the parse: {files:?}"
+    );
+    assert_eq!(files.len(), 3, "{files:?}");
+}

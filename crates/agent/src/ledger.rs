@@ -1,0 +1,93 @@
+//! The session ledger of a recorded session: the same fold the loop keeps as the
+//! history grows, replayed over every record of the transcript, so a resumed session
+//! carries the facts of its whole life, compactions before the resume included.
+
+use std::path::Path;
+
+use pith_core::context::ledger::{Ledger, Observed};
+use pith_core::Role;
+use pith_session::{Event, Record};
+
+/// An empty ledger for a new session in `cwd`.
+pub fn fresh(cwd: &Path) -> Ledger {
+    Ledger::new(Some(cwd.display().to_string()))
+}
+
+/// The ledger of the session whose records are `records`, in `cwd`.
+pub fn rebuild(cwd: &Path, records: &[Record]) -> Ledger {
+    let observed = records.iter().flat_map(|record| -> Vec<Observed<'_>> {
+        match &record.event {
+            Event::UserMessage { message } if message.role == Role::User => {
+                vec![Observed::User(message_text(message))]
+            }
+            Event::AssistantTurn { messages, .. } => {
+                messages.iter().map(Observed::Message).collect()
+            }
+            _ => Vec::new(),
+        }
+    });
+    Ledger::rebuild(Some(cwd.display().to_string()), observed)
+}
+
+/// The text of a user message (its first text part: user messages hold one).
+fn message_text(message: &pith_core::Message) -> &str {
+    message
+        .parts
+        .iter()
+        .find_map(|part| match part {
+            pith_core::Part::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pith_core::{Message, ToolCall};
+    use serde_json::json;
+
+    fn record(seq: u64, event: Event) -> Record {
+        Record {
+            seq,
+            ts: String::new(),
+            event,
+        }
+    }
+
+    #[test]
+    fn the_whole_transcript_is_folded_in_order() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "read".into(),
+            arguments: json!({"path": "src/lib.rs"}),
+        };
+        let records = vec![
+            record(
+                1,
+                Event::UserMessage {
+                    message: Message::user("keep the API stable"),
+                },
+            ),
+            record(
+                2,
+                Event::AssistantTurn {
+                    messages: vec![
+                        Message::assistant_with_calls("", vec![call]),
+                        Message::tool_result("c1", "fn parse() {}", false),
+                    ],
+                    items: Vec::new(),
+                    usage: None,
+                    interrupted: false,
+                    error: None,
+                },
+            ),
+        ];
+        let ledger = rebuild(Path::new("/repo"), &records);
+        assert_eq!(ledger.user_messages().len(), 1);
+        assert_eq!(ledger.user_messages()[0].text, "keep the API stable");
+        assert_eq!(ledger.files().len(), 1);
+        assert_eq!(ledger.files()[0].path, "src/lib.rs");
+        assert!(fresh(Path::new("/repo")).is_empty());
+    }
+}

@@ -1,0 +1,167 @@
+//! End-to-end: the session ledger through the real `pith run` binary against the testkit
+//! server. A compaction carries the user's messages verbatim and the files worked on
+//! (re-attached from disk), a resumed session rebuilds the ledger from its transcript,
+//! and the transcript, the JSON report, stream-json and replay all show it.
+
+mod common;
+
+use common::{records, stderr, stdout, Sandbox};
+use pith_testkit::{Script, TestServer, Turn};
+use serde_json::{json, Value};
+
+const MODEL: &str = "anthropic/claude-sonnet-4-5"; // 200k window: auto threshold 171,000
+const SUMMARY: &str = "## Goal\nFinish the report.";
+const FIRST_INSTRUCTION: &str = "Read notes.txt. House rule: every answer ends with the word OVER.";
+
+/// The text of the first message of request `index`.
+fn first_message_text(server: &TestServer, index: usize) -> String {
+    let request = &server.requests()[index].body;
+    request["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_resumed_session_compacts_with_the_ledger_of_its_whole_life() {
+    let sandbox = Sandbox::new();
+    let workspace = sandbox.workspace();
+    std::fs::write(workspace.join("notes.txt"), "the deadline is friday\n").unwrap();
+    std::fs::write(workspace.join("plan.md"), "1. draft\n2. review\n").unwrap();
+    let server = TestServer::start(Script::anthropic([
+        // Job 1: reads notes.txt, no compaction.
+        Turn::text("Reading.").with_tool_call("read", json!({"path": "notes.txt"})),
+        Turn::text("Noted. OVER"),
+        // Job 2 (resumed): reads plan.md over the threshold, compacts, finishes.
+        Turn::text("Now the plan.")
+            .with_tool_call("read", json!({"path": "plan.md"}))
+            .with_usage(180_000, 40),
+        Turn::text(SUMMARY),
+        Turn::text("Done. OVER"),
+    ]))
+    .unwrap();
+
+    let first = sandbox.run(
+        &server,
+        &["--model", MODEL, "--format", "json", FIRST_INSTRUCTION],
+    );
+    assert_eq!(first.status.code(), Some(0), "stderr: {}", stderr(&first));
+    let report: Value = serde_json::from_str(stdout(&first).trim()).unwrap();
+    let session_id = report["session_id"].as_str().unwrap().to_owned();
+
+    // Someone edits notes.txt between the jobs.
+    std::fs::write(workspace.join("notes.txt"), "the deadline is monday\n").unwrap();
+
+    let second = sandbox.run(
+        &server,
+        &[
+            "--session",
+            &session_id,
+            "--format",
+            "stream-json",
+            "now read plan.md",
+        ],
+    );
+    assert_eq!(second.status.code(), Some(0), "stderr: {}", stderr(&second));
+    let events: Vec<Value> = stdout(&second)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    let compaction = events
+        .iter()
+        .find(|e| e["type"] == "compaction")
+        .expect("a compaction event");
+    let ledger_tokens = compaction["ledger_tokens"].as_u64().unwrap();
+    // 10% of the input budget (200k window minus the output reserve).
+    assert!(
+        ledger_tokens > 0 && ledger_tokens <= 19_000,
+        "ledger tokens {ledger_tokens}"
+    );
+    let result = events.last().unwrap();
+    assert_eq!(
+        result["compactions"][0]["ledger_tokens"],
+        json!(ledger_tokens)
+    );
+
+    // The request after the compaction starts from the replacement: the summary, the
+    // ledger with the first job's instruction verbatim and both files, the files
+    // re-attached from disk as they are now, and the latest user message.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    let replacement = first_message_text(&server, 4);
+    assert!(replacement.starts_with(&format!("<compacted_context>{SUMMARY}")));
+    assert!(
+        replacement.contains(FIRST_INSTRUCTION),
+        "the first job's instruction survives verbatim: {replacement}"
+    );
+    let notes = replacement
+        .lines()
+        .find(|l| l.starts_with("- notes.txt"))
+        .unwrap_or_else(|| panic!("notes.txt in the ledger: {replacement}"));
+    assert!(notes.contains("CHANGED ON DISK since last seen"), "{notes}");
+    assert!(replacement.contains("<restored_file path=\"plan.md\">"));
+    assert!(replacement.contains("     2\t2. review"), "{replacement}");
+    assert!(
+        replacement.contains("the deadline is monday"),
+        "re-attached from disk as it is now: {replacement}"
+    );
+    assert!(replacement.ends_with("<last_user_message>now read plan.md</last_user_message>"));
+    // The summary request showed the model the ledger.
+    let summary_request = requests[3].body.to_string();
+    assert!(summary_request.contains("<session_ledger>"));
+
+    // The transcript records what the replacement carried.
+    let transcript = records(&sandbox.only_transcript());
+    let applied = transcript
+        .iter()
+        .find(|r| r["kind"] == "compaction_applied")
+        .expect("compaction_applied");
+    assert_eq!(applied["ledger_tokens"], json!(ledger_tokens));
+    assert!(applied["ledger"]
+        .as_str()
+        .unwrap()
+        .contains(FIRST_INSTRUCTION));
+    assert_eq!(applied["restored_files"][0], json!("plan.md"));
+
+    // Replay says so.
+    let replay = sandbox
+        .pith(None)
+        .args(["replay", &session_id])
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+    let text = stdout(&replay);
+    assert!(text.contains("[session ledger carried:"), "{text}");
+    assert!(text.contains("[re-attached: plan.md"), "{text}");
+}
+
+#[test]
+fn ledger_percent_zero_turns_the_ledger_off() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.workspace().join("notes.txt"), "x\n").unwrap();
+    std::fs::create_dir_all(sandbox.workspace().join(".pith")).unwrap();
+    std::fs::write(
+        sandbox.workspace().join(".pith/config.toml"),
+        "[context]\nledger_percent = 0\n",
+    )
+    .unwrap();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Reading.")
+            .with_tool_call("read", json!({"path": "notes.txt"}))
+            .with_usage(180_000, 40),
+        Turn::text(SUMMARY),
+        Turn::text("Done."),
+    ]))
+    .unwrap();
+    let output = sandbox.run(&server, &["--model", MODEL, "--format", "json", "go"]);
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let replacement = first_message_text(&server, 2);
+    assert_eq!(
+        replacement,
+        format!(
+            "<compacted_context>{SUMMARY}</compacted_context>\n<last_user_message>go</last_user_message>"
+        )
+    );
+    let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(report["compactions"][0].get("ledger_tokens"), None);
+}
