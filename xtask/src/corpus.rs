@@ -16,6 +16,8 @@ use serde_json::Value;
 /// One session of the corpus.
 #[derive(Debug, Clone)]
 pub struct CorpusSession {
+    /// The file stem of the session (`django__django-11815`); empty when parsed from text.
+    pub name: String,
     /// The system prompt (empty when the session has none).
     pub system: String,
     /// The conversation without the system prompt, in order.
@@ -35,6 +37,7 @@ fn str_field<'a>(value: &'a Value, key: &str) -> &'a str {
 /// Parses one session. Malformed lines and unknown roles are counted and skipped.
 pub fn parse_session(jsonl: &str) -> CorpusSession {
     let mut session = CorpusSession {
+        name: String::new(),
         system: String::new(),
         messages: Vec::new(),
         commands: HashMap::new(),
@@ -124,7 +127,12 @@ pub fn read_sessions(dir: &Path) -> Result<Vec<CorpusSession>> {
         .map(|file| {
             let text = std::fs::read_to_string(file)
                 .with_context(|| format!("reading {}", file.display()))?;
-            Ok(parse_session(&text))
+            let mut session = parse_session(&text);
+            session.name = file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Ok(session)
         })
         .collect()
 }

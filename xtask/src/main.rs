@@ -11,6 +11,7 @@ mod crash;
 mod demo;
 mod eval;
 mod eval_core;
+mod fidelity;
 mod local_llm;
 mod simulate;
 mod split;
@@ -97,6 +98,25 @@ enum Task {
         #[arg(long, requires = "list")]
         missed: bool,
     },
+    /// Probe what survives each compaction (user messages, files, reads, failing tests,
+    /// errors) for pith's session ledger and the keen and codex replacements.
+    Fidelity {
+        /// Directory of sessions in the neutral JSONL format (default: the shared corpus).
+        #[arg(long)]
+        sessions: Option<PathBuf>,
+        /// Context window in tokens (repeat for several).
+        #[arg(long = "window", required = true)]
+        windows: Vec<u64>,
+        /// Write pith's view after each compaction here, one text file per compaction.
+        #[arg(long)]
+        dump: Option<PathBuf>,
+        /// Also write the rows as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Print what pith's views lost, for sessions of the tuning half only.
+        #[arg(long)]
+        missed: bool,
+    },
     /// Replay real sessions through context policies at a window; compare cost and compactions.
     Simulate {
         /// Directory of sessions in the neutral JSONL format (default: the shared corpus,
@@ -174,6 +194,28 @@ fn main() -> Result<()> {
                 None => eval::default_sessions_dir()?,
             };
             eval::run(&sessions, json.as_ref(), list.as_deref(), missed)
+        }
+        Task::Fidelity {
+            sessions,
+            windows,
+            dump,
+            json,
+            missed,
+        } => {
+            if rerun_in_release()? {
+                return Ok(());
+            }
+            let sessions = match sessions {
+                Some(dir) => dir,
+                None => eval::default_sessions_dir()?,
+            };
+            fidelity::run(&fidelity::FidelityOptions {
+                sessions,
+                windows,
+                dump,
+                json,
+                missed,
+            })
         }
         Task::Simulate {
             sessions,

@@ -8,6 +8,7 @@
 //!   pipeline, mirroring the agent loop);
 //! - [`ledger`] — the prompt-cache cost model.
 
+pub mod disk;
 pub mod ledger;
 pub mod policy;
 pub mod replay;

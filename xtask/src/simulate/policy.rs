@@ -7,7 +7,11 @@
 //!   shaped) keeping the newest 70% and summarising the rest with the LLM.
 //! - `tiered` (pith): squash at capture, micro-compaction (dedup + prune) and LLM
 //!   compaction as `pith_core::context::policy::decide` says. Variants override pith's
-//!   defaults: `tiered:micro=60,protect=20000,minimum=10000,turns=1`.
+//!   defaults: `tiered:micro=60,protect=20000,minimum=10000,turns=1`. What an LLM
+//!   compaction's replacement carries is `carry=pith` (pith's default: summary, session
+//!   ledger, re-attached files, last user message), `carry=keen` (summary and last user
+//!   message, seed 002) or `carry=codex` (summary after the user messages, newest first,
+//!   within 20,000 tokens).
 
 use anyhow::{bail, Context, Result};
 use pith_core::context::{ContextConfig, PruneConfig};
@@ -25,7 +29,42 @@ pub enum Policy {
         micro_percent: u8,
         /// Prune thresholds.
         prune: PruneConfig,
+        /// What an LLM compaction's replacement carries.
+        carry: Carry,
     },
+}
+
+/// What the replacement of an LLM compaction carries besides the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Carry {
+    /// Summary + last user message (seed 002).
+    Keen,
+    /// The user messages, newest first within 20,000 tokens, then the summary (Codex CLI).
+    Codex,
+    /// Summary + session ledger + re-attached files + last user message (pith).
+    Pith,
+}
+
+impl Carry {
+    /// All designs, in report order.
+    pub const ALL: [Carry; 3] = [Carry::Keen, Carry::Codex, Carry::Pith];
+
+    /// The name used in specs and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Carry::Keen => "keen",
+            Carry::Codex => "codex",
+            Carry::Pith => "pith",
+        }
+    }
+
+    /// Parses a name of [`Carry::as_str`].
+    pub fn parse(name: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.as_str() == name)
+            .with_context(|| format!("unknown carry `{name}` (keen, codex, pith)"))
+    }
 }
 
 impl Policy {
@@ -35,6 +74,19 @@ impl Policy {
         Self::Tiered {
             micro_percent: config.micro_percent,
             prune: config.prune(),
+            carry: if config.ledger_percent > 0 {
+                Carry::Pith
+            } else {
+                Carry::Keen
+            },
+        }
+    }
+
+    /// What this policy's LLM compactions carry (`keen` for keen and zesdex).
+    pub fn carry(&self) -> Carry {
+        match self {
+            Self::Tiered { carry, .. } => *carry,
+            _ => Carry::Keen,
         }
     }
 
@@ -49,6 +101,7 @@ impl Policy {
                 let Self::Tiered {
                     mut micro_percent,
                     mut prune,
+                    mut carry,
                 } = Self::tiered_default()
                 else {
                     unreachable!("tiered_default is tiered")
@@ -63,14 +116,16 @@ impl Policy {
                         "protect" => prune.protect = value.parse().with_context(bad)?,
                         "minimum" => prune.minimum = value.parse().with_context(bad)?,
                         "turns" => prune.min_user_turns = value.parse().with_context(bad)?,
+                        "carry" => carry = Carry::parse(value)?,
                         other => bail!(
-                            "unknown tiered parameter `{other}` (micro, protect, minimum, turns)"
+                            "unknown tiered parameter `{other}` (micro, protect, minimum, turns, carry)"
                         ),
                     }
                 }
                 Ok(Self::Tiered {
                     micro_percent,
                     prune,
+                    carry,
                 })
             }
             other => bail!("unknown policy `{other}` (keen, zesdex, tiered[:key=value,…])"),
@@ -94,11 +149,16 @@ mod tests {
         let Policy::Tiered {
             micro_percent,
             prune,
-        } = Policy::parse("tiered:micro=60,turns=1").unwrap()
+            carry,
+        } = Policy::parse("tiered:micro=60,turns=1,carry=codex").unwrap()
         else {
             panic!("tiered expected")
         };
         assert_eq!((micro_percent, prune.min_user_turns), (60, 1));
+        assert_eq!(carry, Carry::Codex);
+        assert_eq!(Policy::tiered_default().carry(), Carry::Pith);
+        assert_eq!(Policy::Keen.carry(), Carry::Keen);
+        assert!(Policy::parse("tiered:carry=all").is_err());
         assert_eq!(prune.protect, PruneConfig::default().protect);
     }
 

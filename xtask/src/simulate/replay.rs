@@ -18,16 +18,23 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use pith_core::context::ledger::{
+    render, restore_files, Ledger as SessionLedger, LedgerBudget, RestoreBudget,
+};
 use pith_core::context::squash::{self, command_family, CommandFamily, SquashConfig};
 use pith_core::context::{collapse, decide, prune_old_tool_outputs, Action, Facts, PolicyMemory};
 use pith_core::message::{Message, Part, Role};
-use pith_core::summary::{auto_prompt, build_auto_replacement, strip_system};
+use pith_core::summary::{
+    auto_prompt, auto_prompt_with, build_auto_replacement, replacement_text, strip_system,
+    ReplacementParts,
+};
 use pith_core::tokens::{count_message, estimate_request};
 use pith_core::{ContextBudget, RequestEstimator, TokenCounter};
 use serde::Serialize;
 
+use super::disk::SessionDisk;
 use super::ledger::{Block, Ledger, LedgerTotals, Prices};
-use super::policy::Policy;
+use super::policy::{Carry, Policy};
 use crate::corpus::CorpusSession;
 use crate::eval_core::EXAMPLE_SPILL_PATH;
 
@@ -39,6 +46,8 @@ const PROMPT_ID: u64 = 1;
 const ZESDEX_FIRST_SHAPE_PERCENT: u64 = 85;
 const ZESDEX_RESHAPE_PERCENT: u64 = 95;
 const ZESDEX_RETAIN_PERCENT: u64 = 70;
+/// Tokens of user messages the `codex` replacement keeps (Codex CLI's figure).
+const CODEX_USER_MESSAGES_TOKENS: usize = 20_000;
 
 /// What stays fixed across policies and sessions.
 pub struct SimParams {
@@ -103,6 +112,21 @@ pub struct SessionOutcome {
     pub llm_compactions: u64,
     /// Agent requests still over the input budget after the policy acted.
     pub overflowing_requests: u64,
+    /// The model's view right after each LLM compaction (only when asked for).
+    pub views: Vec<CompactionView>,
+}
+
+/// The model's view right after one LLM compaction.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CompactionView {
+    /// Index in the session of the last message before the compaction.
+    pub after_message: usize,
+    /// The history the next request carries (system prompt excluded).
+    pub messages: Vec<Message>,
+    /// Tokens of the session ledger in it (0 for designs without one).
+    pub ledger_tokens: u64,
+    /// The input budget it was made for.
+    pub input_budget: u64,
 }
 
 /// The pith tool a corpus bash command corresponds to (see the module docs).
@@ -135,10 +159,16 @@ struct Replay<'a> {
     ledger: Ledger,
     outcome: SessionOutcome,
     last_user_text: String,
+    carry: Carry,
+    session_ledger: SessionLedger,
+    disk: SessionDisk,
+    user_texts: Vec<String>,
+    record_views: bool,
+    message_index: usize,
 }
 
 impl<'a> Replay<'a> {
-    fn new(params: &'a SimParams, system: &str, budget: ContextBudget) -> Self {
+    fn new(params: &'a SimParams, system: &str, budget: ContextBudget, carry: Carry) -> Self {
         let counter = params.counter.as_ref();
         Self {
             params,
@@ -154,6 +184,12 @@ impl<'a> Replay<'a> {
             ledger: Ledger::default(),
             outcome: SessionOutcome::default(),
             last_user_text: String::new(),
+            carry,
+            session_ledger: SessionLedger::default(),
+            disk: SessionDisk::default(),
+            user_texts: Vec::new(),
+            record_views: false,
+            message_index: 0,
         }
     }
 
@@ -221,23 +257,146 @@ impl<'a> Replay<'a> {
 
     /// The summary request (history prefix + compaction prompt) and its output.
     fn summary_request(&mut self, upto: usize) {
+        self.summary_request_with(upto, PROMPT_ID, self.prompt_tokens);
+    }
+
+    /// [`Self::summary_request`] with a prompt of `prompt_tokens` under block `prompt_id`.
+    fn summary_request_with(&mut self, upto: usize, prompt_id: u64, prompt_tokens: usize) {
         let mut blocks = self.blocks(upto);
-        blocks.push((PROMPT_ID, self.prompt_tokens));
+        blocks.push((prompt_id, prompt_tokens));
         self.ledger.send(blocks, &self.params.prices);
         self.ledger
             .summary_output(self.params.summary_tokens, &self.params.prices);
         self.outcome.llm_compactions += 1;
     }
 
-    /// Automatic LLM compaction (seed 002): summary request, then the replacement.
+    /// Automatic LLM compaction (seed 002): summary request, then the replacement, which
+    /// carries what the policy's [`Carry`] says.
     fn llm_compaction(&mut self) {
-        self.summary_request(self.history.len());
-        let replacement = build_auto_replacement(
-            &[Message::system(self.system.clone())],
-            &self.params.summary,
-            &self.last_user_text,
-        );
-        self.set_history(strip_system(&replacement));
+        let mut ledger_tokens = 0;
+        let replacement = match self.carry {
+            Carry::Keen => {
+                self.summary_request(self.history.len());
+                strip_system(&build_auto_replacement(
+                    &[Message::system(self.system.clone())],
+                    &self.params.summary,
+                    &self.last_user_text,
+                ))
+            }
+            Carry::Codex => {
+                self.summary_request(self.history.len());
+                self.codex_replacement()
+            }
+            Carry::Pith => {
+                let counter = Arc::clone(&self.params.counter);
+                let config = pith_core::context::ContextConfig::default();
+                let budget = LedgerBudget::for_input_budget(
+                    self.budget.input_budget,
+                    config.ledger_percent.max(1),
+                    config.ledger_user_messages_max_tokens,
+                );
+                let rendered = render(
+                    &self.session_ledger,
+                    budget,
+                    true,
+                    counter.as_ref(),
+                    Some(&self.disk),
+                );
+                // The summary request shows the ledger; its prompt is its own block.
+                let prompt = auto_prompt_with(rendered.as_ref().map(|r| r.text.as_str()));
+                let prompt_tokens = count_message(counter.as_ref(), &Message::user(prompt));
+                let prompt_id = self.fresh_id();
+                self.summary_request_with(self.history.len(), prompt_id, prompt_tokens);
+                let restore_tokens =
+                    self.budget.input_budget * u64::from(config.restore_files_percent) / 100;
+                let restored = restore_files(
+                    &self.session_ledger,
+                    &self.disk,
+                    counter.as_ref(),
+                    RestoreBudget {
+                        files: config.restore_files,
+                        tokens: restore_tokens as usize,
+                    },
+                );
+                ledger_tokens = rendered.as_ref().map_or(0, |r| r.tokens as u64);
+                vec![Message::user(replacement_text(ReplacementParts {
+                    summary: &self.params.summary,
+                    ledger: rendered.as_ref().map(|r| r.text.as_str()),
+                    restored_files: &restored,
+                    last_user_message: Some(&self.last_user_text),
+                }))]
+            }
+        };
+        self.set_history(replacement);
+        if self.record_views {
+            self.outcome.views.push(CompactionView {
+                after_message: self.message_index.saturating_sub(1),
+                messages: self.history.clone(),
+                ledger_tokens,
+                input_budget: self.budget.input_budget,
+            });
+        }
+    }
+
+    /// Codex CLI's replacement: the user messages, newest first within
+    /// [`CODEX_USER_MESSAGES_TOKENS`] (a message that does not fit whole is cut), in
+    /// their order, then the summary.
+    fn codex_replacement(&self) -> Vec<Message> {
+        let counter = self.params.counter.as_ref();
+        let mut left = CODEX_USER_MESSAGES_TOKENS;
+        let mut kept = Vec::new();
+        for text in self.user_texts.iter().rev() {
+            if left == 0 {
+                break;
+            }
+            let tokens = counter.count(text);
+            if tokens <= left {
+                kept.push(text.clone());
+                left -= tokens;
+            } else {
+                let cut: String = text.chars().take(left * 4).collect();
+                kept.push(format!("{cut}\n[truncated]"));
+                left = 0;
+            }
+        }
+        kept.reverse();
+        let mut messages: Vec<Message> = kept.into_iter().map(Message::user).collect();
+        messages.push(Message::user(self.params.summary.clone()));
+        messages
+    }
+
+    /// What the session ledger observes of an assistant message (its calls as the
+    /// session made them, before they are renamed for dedup).
+    fn observe_assistant(&mut self, message: &Message) {
+        if self.carry == Carry::Pith {
+            self.session_ledger
+                .observe_message(message, Some(&self.disk));
+        }
+    }
+
+    /// What the session ledger observes of a tool message: the result as pith's model
+    /// saw it (squashed), with the exit code line pith's bash tool writes.
+    fn observe_tool(&mut self, session: &CorpusSession, squashed: &Message, raw: &Message) {
+        if self.carry != Carry::Pith {
+            return;
+        }
+        for part in &raw.parts {
+            if let Part::ToolResult(result) = part {
+                if let Some(command) = session.commands.get(&result.call_id) {
+                    let code = session.exit_codes.get(&result.call_id).copied();
+                    self.disk.observe(command, code, &result.content);
+                }
+            }
+        }
+        let mut seen = squashed.clone();
+        for part in &mut seen.parts {
+            if let Part::ToolResult(result) = part {
+                if let Some(code) = session.exit_codes.get(&result.call_id) {
+                    result.content.push_str(&format!("\n[exit code: {code}]"));
+                }
+            }
+        }
+        self.session_ledger.observe_message(&seen, Some(&self.disk));
     }
 
     /// Dedup + prune of the current history, not applied: (new history, tokens freed).
@@ -340,6 +499,17 @@ impl<'a> Replay<'a> {
 
 /// Replays `session` under `policy` with window `params.window`.
 pub fn replay(session: &CorpusSession, policy: &Policy, params: &SimParams) -> SessionOutcome {
+    replay_with(session, policy, params, false)
+}
+
+/// [`replay`], also recording the model's view after each LLM compaction when
+/// `record_views` (for `cargo xtask fidelity`).
+pub fn replay_with(
+    session: &CorpusSession,
+    policy: &Policy,
+    params: &SimParams,
+    record_views: bool,
+) -> SessionOutcome {
     let budget = match policy {
         Policy::Tiered { micro_percent, .. } => {
             ContextBudget::with_micro_percent(params.window, *micro_percent)
@@ -347,14 +517,20 @@ pub fn replay(session: &CorpusSession, policy: &Policy, params: &SimParams) -> S
         _ => ContextBudget::for_window(params.window),
     };
     let squash_config = SquashConfig::default();
-    let mut replay = Replay::new(params, &session.system, budget);
+    let mut replay = Replay::new(params, &session.system, budget, policy.carry());
+    replay.record_views = record_views;
     let mut memory = PolicyMemory::default();
     let mut keen_new_history = true;
     let mut shaped = false;
-    for message in &session.messages {
+    for (index, message) in session.messages.iter().enumerate() {
+        replay.message_index = index;
         match message.role {
             Role::User | Role::System => {
                 replay.last_user_text = message.text_content();
+                replay.user_texts.push(replay.last_user_text.clone());
+                if replay.carry == Carry::Pith {
+                    replay.session_ledger.observe_user(&replay.last_user_text);
+                }
                 replay.push(message.clone());
                 memory.record_new_history();
                 keen_new_history = true;
@@ -379,6 +555,7 @@ pub fn replay(session: &CorpusSession, policy: &Policy, params: &SimParams) -> S
                         }
                     }
                 }
+                replay.observe_tool(session, &message, &session.messages[index]);
                 replay.push(message);
                 memory.record_new_history();
                 keen_new_history = true;
@@ -396,6 +573,7 @@ pub fn replay(session: &CorpusSession, policy: &Policy, params: &SimParams) -> S
                 }
                 let blocks = replay.blocks(replay.history.len());
                 replay.ledger.send(blocks, &params.prices);
+                replay.observe_assistant(message);
                 let mut message = message.clone();
                 for part in &mut message.parts {
                     if let Part::ToolCall(call) = part {

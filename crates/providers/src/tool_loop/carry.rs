@@ -7,16 +7,13 @@
 
 use std::sync::Arc;
 
-use pith_core::context::ledger::{render, FileProbe, Ledger, RenderedLedger};
+use pith_core::context::ledger::{
+    render, restore_files, FileProbe, Ledger, RenderedLedger, RestoreBudget,
+};
 use pith_core::summary::RestoredFile;
 use pith_core::Message;
 
 use crate::tool_loop::agent::AgentLoop;
-
-/// Most bytes asked of one re-attached file (before it is fitted to its token share).
-const RESTORE_MAX_BYTES: usize = 256 * 1024;
-/// A file is re-attached only when at least this many tokens are left for it.
-const RESTORE_MIN_TOKENS: usize = 200;
 
 impl AgentLoop {
     /// The session ledger as it stands.
@@ -89,50 +86,20 @@ impl AgentLoop {
         if options.restore_files == 0 || options.ledger_percent == 0 {
             return Vec::new();
         }
-        let counter = self.estimator.counter();
-        let budget = self
+        let tokens = self
             .budget
             .input_budget
             .saturating_mul(u64::from(options.restore_files_percent.min(100)))
             / 100;
-        let mut left = usize::try_from(budget).unwrap_or(usize::MAX);
-        let mut restored = Vec::new();
-        // A few candidates more than wanted: some may be gone or binary by now.
-        for file in self.ledger.recent_files(options.restore_files * 3) {
-            if restored.len() >= options.restore_files || left < RESTORE_MIN_TOKENS {
-                break;
-            }
-            let offset = if file.read_whole || file.changed {
-                1
-            } else {
-                file.ranges.first().map_or(1, |range| range.0)
-            };
-            let mut max_bytes = left.saturating_mul(4).min(RESTORE_MAX_BYTES);
-            let mut shown = None;
-            for _ in 0..4 {
-                let Some(content) = probe.show(&file.path, offset, max_bytes) else {
-                    break;
-                };
-                let tokens = counter.count(&content);
-                if tokens <= left {
-                    shown = Some((content, tokens));
-                    break;
-                }
-                // Fewer bytes in proportion, with a margin.
-                max_bytes = max_bytes * left / tokens.max(1) * 9 / 10;
-                if max_bytes < 256 {
-                    break;
-                }
-            }
-            if let Some((content, tokens)) = shown {
-                left -= tokens;
-                restored.push(RestoredFile {
-                    path: file.path.clone(),
-                    content,
-                });
-            }
-        }
-        restored
+        restore_files(
+            &self.ledger,
+            probe,
+            self.estimator.counter().as_ref(),
+            RestoreBudget {
+                files: options.restore_files,
+                tokens: usize::try_from(tokens).unwrap_or(usize::MAX),
+            },
+        )
     }
 
     /// After a replacement that re-attached `restored` was installed: the model has now

@@ -24,6 +24,7 @@
 //! observing the recorded messages again, in order.
 
 pub mod render;
+pub mod restore;
 pub mod shell;
 
 use std::collections::{HashMap, VecDeque};
@@ -37,6 +38,7 @@ use crate::message::{Message, Part, Role, ToolCall, ToolResult};
 use crate::prompts::TRUNCATION_NOTICE_PREFIX;
 
 pub use render::{render, LedgerBudget, RenderedLedger};
+pub use restore::{restore_files, RestoreBudget};
 
 /// Files the ledger tracks at most (the least recently touched are forgotten first).
 const MAX_FILES: usize = 500;

@@ -1,0 +1,69 @@
+//! Which files a compaction re-attaches, and how: the most recently changed or read files
+//! that can be shown as text now, each as `read` shows it, within a token budget.
+
+use super::{FileProbe, Ledger};
+use crate::summary::RestoredFile;
+use crate::TokenCounter;
+
+/// Most bytes asked of one re-attached file (before it is fitted to its token share).
+const RESTORE_MAX_BYTES: usize = 256 * 1024;
+/// A file is re-attached only when at least this many tokens are left for it.
+const RESTORE_MIN_TOKENS: usize = 200;
+
+/// How many files, and how many tokens in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestoreBudget {
+    /// Files re-attached at most.
+    pub files: usize,
+    /// Tokens of all re-attached files at most.
+    pub tokens: usize,
+}
+
+/// The files to re-attach: the ledger's most recent ones (changed or read) that `probe`
+/// can show now, newest first, each shown from its first line (a file read only in part:
+/// from the first range read) and cut to what is left of the budget.
+pub fn restore_files(
+    ledger: &Ledger,
+    probe: &dyn FileProbe,
+    counter: &dyn TokenCounter,
+    budget: RestoreBudget,
+) -> Vec<RestoredFile> {
+    let mut left = budget.tokens;
+    let mut restored = Vec::new();
+    // A few candidates more than wanted: some may be gone or binary by now.
+    for file in ledger.recent_files(budget.files.saturating_mul(3)) {
+        if restored.len() >= budget.files || left < RESTORE_MIN_TOKENS {
+            break;
+        }
+        let offset = if file.read_whole || file.changed {
+            1
+        } else {
+            file.ranges.first().map_or(1, |range| range.0)
+        };
+        let mut max_bytes = left.saturating_mul(4).min(RESTORE_MAX_BYTES);
+        let mut shown = None;
+        for _ in 0..4 {
+            let Some(content) = probe.show(&file.path, offset, max_bytes) else {
+                break;
+            };
+            let tokens = counter.count(&content);
+            if tokens <= left {
+                shown = Some((content, tokens));
+                break;
+            }
+            // Fewer bytes in proportion, with a margin.
+            max_bytes = max_bytes * left / tokens.max(1) * 9 / 10;
+            if max_bytes < 256 {
+                break;
+            }
+        }
+        if let Some((content, tokens)) = shown {
+            left -= tokens;
+            restored.push(RestoredFile {
+                path: file.path.clone(),
+                content,
+            });
+        }
+    }
+    restored
+}
