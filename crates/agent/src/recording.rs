@@ -384,6 +384,7 @@ mod tests {
                     tokens_reclaimed: 5,
                     tokens_before: 10,
                     tokens_after: 5,
+                    duration_ms: 0,
                 }),
                 &mut session,
             )

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use pith_core::context::PolicyMemory;
 use pith_core::{
-    ContextBudget, EventSink, LoopEvent, Message, RequestEstimate, RequestEstimator, TokenCounter,
-    ToolDefinition, ToolRegistry,
+    ContextBudget, EventSink, LoopEvent, LoopHooks, Message, NoHooks, RequestEstimate,
+    RequestEstimator, TokenCounter, ToolDefinition, ToolRegistry,
 };
 
 use crate::tool_loop::guard::GuardLimits;
@@ -33,6 +33,10 @@ pub struct AgentLoop {
     pub(super) estimator: RequestEstimator,
     pub(super) options: LoopOptions,
     pub(super) memory: PolicyMemory,
+    /// Called at the loop's hook points (tool calls, compactions, the end of an answer).
+    pub(super) hooks: Arc<dyn LoopHooks>,
+    /// Model requests sent so far (the id of the next one is this plus one).
+    pub(super) requests_sent: u64,
 }
 
 impl std::fmt::Debug for AgentLoop {
@@ -67,7 +71,15 @@ impl AgentLoop {
             estimator,
             options,
             memory: PolicyMemory::default(),
+            hooks: Arc::new(NoHooks),
+            requests_sent: 0,
         }
+    }
+
+    /// Sets the hooks the loop calls before and after tool calls and compactions and
+    /// when the model stops (default: [`NoHooks`]).
+    pub fn set_hooks(&mut self, hooks: Arc<dyn LoopHooks>) {
+        self.hooks = hooks;
     }
 
     /// The conversation so far, without the system prompt.

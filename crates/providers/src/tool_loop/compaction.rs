@@ -10,26 +10,35 @@
 //! gets no further say: pith compacts with its own deterministic summary
 //! (`summary::fallback_summary`) rather than fail while the context stays full.
 //!
+//! Hooks: `PreCompact` runs first and may add instructions to the summary request or, for
+//! an automatic compaction, block it (the turn goes on; the overflow fallback still fits
+//! a request that would not fit). `PostCompact` (and `SessionStart` of source `compact`)
+//! run once the summary exists and before the replacement is persisted, so what they
+//! print is part of the recorded replacement.
+//!
 //! Transactional: the replacement is handed to the [`TurnSink`] to persist, and installed
 //! only when that succeeded. On cancellation, failure or a failed write, the history is
 //! unchanged.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use pith_core::events::compaction_token;
+use pith_core::hooks::{context_block, CompactGate, CompactionFacts};
 use pith_core::summary::{
     auto_prompt, build_manual_replacement, compacted_user_text, fallback_summary, manual_prompt,
-    validate_summary,
+    validate_summary, with_hook_instructions,
 };
 use pith_core::{
-    AutoCompaction, Compaction, CompactionTrigger, Discard, HistoryRewrite, LoopEvent, Message,
-    Part, Role, TurnSink, Usage,
+    AutoCompaction, Compaction, CompactionTrigger, Discard, EventSink, HistoryRewrite, HookEvent,
+    LoopEvent, Message, NoHooks, Part, RequestPurpose, RequestReport, Role, TurnSink, Usage,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
 use crate::tool_loop::execute::execute_calls;
 use crate::tool_loop::options::{LoopError, ManualCompaction, TurnSummary};
+use crate::tool_loop::report::{emit_hooks, request_report};
 use crate::tool_loop::request::{send_with_retries, Visibility};
 use crate::wire::adapter::ModelRequest;
 use crate::wire::error::ProviderError;
@@ -73,18 +82,43 @@ impl AgentLoop {
         cancel: &CancellationToken,
         turn: &mut TurnSummary,
     ) -> Result<(), LoopError> {
+        let hooks = Arc::clone(&self.hooks);
+        let gate = hooks
+            .pre_compact(CompactionTrigger::Auto, tokens_before, None, cancel)
+            .await;
+        emit_hooks(gate.runs, sink);
+        let instructions = match gate.value {
+            CompactGate::Proceed { instructions } => instructions,
+            CompactGate::Block { reason } => {
+                self.memory.record_unapplied_attempt();
+                if cancel.is_cancelled() {
+                    return Err(LoopError::Cancelled);
+                }
+                sink.emit(LoopEvent::Notice(format!(
+                    "automatic compaction skipped: {reason}"
+                )));
+                return Ok(());
+            }
+        };
+        let started = Instant::now();
         let child = compaction_token(cancel);
         sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Started {
             cancel: child.clone(),
+            tokens_before,
         }));
         let tools = self.tools.definitions();
         let mut messages = self.history.to_vec();
-        messages.push(Message::user(auto_prompt()));
+        messages.push(Message::user(with_hook_instructions(
+            auto_prompt(),
+            instructions.as_deref(),
+        )));
         let messages = self.fit_if_needed(messages, &tools);
         let request = self.request(Arc::new(messages), tools.clone());
+        let mut reports = Vec::new();
         let outcome = self
-            .summary_request(request, Visibility::Private, &child)
+            .summary_request(request, Visibility::Private, &child, &mut reports)
             .await;
+        self.emit_requests(reports, sink);
         let usage = outcome.usage();
         turn.usage += usage;
         let summary = match outcome {
@@ -120,10 +154,17 @@ impl AgentLoop {
         };
 
         let replacement = vec![Message::user(compacted_user_text(&summary, last_user_text))];
-        let tokens_after = self
-            .estimator
-            .estimate(&self.system_prompt, &replacement, &tools)
-            .total as u64;
+        let (replacement, tokens_after) = self
+            .after_summary(
+                CompactionTrigger::Auto,
+                replacement,
+                &summary,
+                tokens_before,
+                &tools,
+                sink,
+                cancel,
+            )
+            .await;
         let compaction = Compaction {
             trigger: CompactionTrigger::Auto,
             replacement,
@@ -155,6 +196,7 @@ impl AgentLoop {
             usage: compaction.usage,
             tokens_before,
             tokens_after,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         }));
         if useless {
             sink.emit(LoopEvent::Notice(format!(
@@ -180,14 +222,42 @@ impl AgentLoop {
             ));
         }
         let tokens_before = self.estimate().total as u64;
+        let hooks = Arc::clone(&self.hooks);
+        let gate = hooks
+            .pre_compact(CompactionTrigger::Manual, tokens_before, focus, cancel)
+            .await;
+        emit_hooks(gate.runs, sink);
+        let instructions = match gate.value {
+            CompactGate::Proceed { instructions } => instructions,
+            // The user asked for this one: a hook's block is shown, not obeyed.
+            CompactGate::Block { reason } => {
+                sink.emit(LoopEvent::Notice(format!(
+                    "a PreCompact hook asked not to compact ({reason}); compacting as you asked"
+                )));
+                None
+            }
+        };
+        if cancel.is_cancelled() {
+            return Err(LoopError::Cancelled);
+        }
         let tools = self.tools.definitions();
         let mut messages = self.history.to_vec();
-        messages.push(Message::user(manual_prompt(focus)));
+        messages.push(Message::user(with_hook_instructions(
+            manual_prompt(focus),
+            instructions.as_deref(),
+        )));
         let messages = self.fit_if_needed(messages, &tools);
         let request = self.request(Arc::new(messages), tools.clone());
+        let mut reports = Vec::new();
         let outcome = self
-            .summary_request(request, Visibility::Visible(&mut *sink), cancel)
+            .summary_request(
+                request,
+                Visibility::Visible(&mut *sink),
+                cancel,
+                &mut reports,
+            )
             .await;
+        self.emit_requests(reports, sink);
         let usage = outcome.usage();
         let summary = match outcome {
             SummaryOutcome::Summary { summary, .. } => summary,
@@ -202,10 +272,17 @@ impl AgentLoop {
             SummaryOutcome::Failed { reason, .. } => return Err(LoopError::Compaction(reason)),
         };
         let replacement = build_manual_replacement(&summary);
-        let tokens_after = self
-            .estimator
-            .estimate(&self.system_prompt, &replacement, &tools)
-            .total as u64;
+        let (replacement, tokens_after) = self
+            .after_summary(
+                CompactionTrigger::Manual,
+                replacement,
+                &summary,
+                tokens_before,
+                &tools,
+                sink,
+                cancel,
+            )
+            .await;
         sink.persist(&HistoryRewrite::Compaction(Compaction {
             trigger: CompactionTrigger::Manual,
             replacement: replacement.clone(),
@@ -225,6 +302,49 @@ impl AgentLoop {
         })
     }
 
+    /// The replacement with what the `PostCompact` (and `SessionStart` `compact`) hooks
+    /// add appended as its last part, and its estimated size.
+    #[allow(clippy::too_many_arguments)]
+    async fn after_summary(
+        &mut self,
+        trigger: CompactionTrigger,
+        mut replacement: Vec<Message>,
+        summary: &str,
+        tokens_before: u64,
+        tools: &[pith_core::ToolDefinition],
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> (Vec<Message>, u64) {
+        let estimate = |agent: &mut Self, messages: &[Message]| {
+            agent
+                .estimator
+                .estimate(&agent.system_prompt, messages, tools)
+                .total as u64
+        };
+        let tokens_after = estimate(self, &replacement);
+        let hooks = Arc::clone(&self.hooks);
+        let hooked = hooks
+            .post_compact(
+                CompactionFacts {
+                    trigger,
+                    tokens_before,
+                    tokens_after,
+                    summary,
+                },
+                cancel,
+            )
+            .await;
+        emit_hooks(hooked.runs, sink);
+        let (Some(context), Some(last)) = (hooked.value, replacement.last_mut()) else {
+            return (replacement, tokens_after);
+        };
+        last.parts.push(Part::Text {
+            text: context_block(HookEvent::PostCompact, &context),
+        });
+        let tokens_after = estimate(self, &replacement);
+        (replacement, tokens_after)
+    }
+
     /// pith's own summary of the current history, for when the model could not write one.
     fn fallback_summary(&self) -> String {
         let max = FALLBACK_SUMMARY_MAX_TOKENS.min(self.budget.input_budget / 10);
@@ -242,6 +362,7 @@ impl AgentLoop {
         mut request: ModelRequest,
         mut visibility: Visibility<'_>,
         cancel: &CancellationToken,
+        reports: &mut Vec<RequestReport>,
     ) -> SummaryOutcome {
         let mut usage = Usage::default();
         let denying = self.tools.denying();
@@ -251,7 +372,8 @@ impl AgentLoop {
                 Visibility::Visible(sink) => Visibility::Visible(&mut **sink),
                 Visibility::Private => Visibility::Private,
             };
-            let response = match send_with_retries(
+            let started = Instant::now();
+            let sent = send_with_retries(
                 self.adapter.as_ref(),
                 &request,
                 &self.options.retry,
@@ -260,8 +382,14 @@ impl AgentLoop {
                 sent_visibility,
                 cancel,
             )
-            .await
-            {
+            .await;
+            reports.push(request_report(
+                self,
+                RequestPurpose::Compaction,
+                started,
+                &sent,
+            ));
+            let response = match sent {
                 Ok(response) => response,
                 Err(failure) => {
                     return match failure.error {
@@ -298,10 +426,24 @@ impl AgentLoop {
             rounds += 1;
             let results = match &mut visibility {
                 Visibility::Visible(sink) => {
-                    execute_calls(&denying, &response.tool_calls, &mut **sink, cancel).await
+                    execute_calls(
+                        &denying,
+                        &NoHooks,
+                        &response.tool_calls,
+                        &mut **sink,
+                        cancel,
+                    )
+                    .await
                 }
                 Visibility::Private => {
-                    execute_calls(&denying, &response.tool_calls, &mut Discard, cancel).await
+                    execute_calls(
+                        &denying,
+                        &NoHooks,
+                        &response.tool_calls,
+                        &mut Discard,
+                        cancel,
+                    )
+                    .await
                 }
             };
             if cancel.is_cancelled() {
