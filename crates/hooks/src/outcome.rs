@@ -155,10 +155,16 @@ pub fn interpret(spec: &HookSpec, captured: &Captured, config: &SquashConfig) ->
     }
     if code != 0 {
         let detail = first_line(&stderr_text);
-        let message = if detail.is_empty() {
-            format!("exit {code}; ignored")
+        // `sh -c` reports a program a signal ended as 128 + the signal.
+        let what = if (129..=128 + 64).contains(&code) {
+            format!("it crashed (signal {}, exit {code})", code - 128)
         } else {
-            format!("exit {code}: {}; ignored", clean(detail, config))
+            format!("exit {code}")
+        };
+        let message = if detail.is_empty() {
+            format!("{what}; ignored")
+        } else {
+            format!("{what}: {}; ignored", clean(detail, config))
         };
         let effect = error(&mut run, message);
         return (run, effect);
