@@ -220,10 +220,13 @@ pub struct RunArgs {
     /// Workspace directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Start the MCP servers of the project's .mcp.json even if it is not trusted yet
-    /// (for this run only; nothing is recorded).
+    /// Use the project's own .mcp.json servers and .pith/config.toml hooks even if they
+    /// are not trusted yet (for this run only; nothing is recorded).
     #[arg(long)]
     pub trust_project: bool,
+    /// With --format stream-json, also emit text and reasoning deltas as they arrive.
+    #[arg(long)]
+    pub include_partial: bool,
 }
 
 /// `pith mcp …`.

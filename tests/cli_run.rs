@@ -204,15 +204,19 @@ fn stream_json_emits_one_event_per_line_ending_with_the_result() {
         types,
         [
             "session_started",
+            "request",
             "assistant",
+            "tool_started",
             "tool_result",
             "compaction_started",
+            "request",
             "compaction",
+            "request",
             "assistant",
             "result"
         ]
     );
-    assert_eq!(events[1]["tool_calls"][0]["name"], json!("read"));
+    assert_eq!(events[2]["tool_calls"][0]["name"], json!("read"));
     assert_eq!(events.last().unwrap()["text"], json!("Let me look.\nDone."));
     assert!(
         !stdout(&output).contains("Read the notes."),

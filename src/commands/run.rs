@@ -42,6 +42,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             FormatArg::Json => OutputFormat::Json,
             FormatArg::StreamJson => OutputFormat::StreamJson,
         },
+        include_partial: args.include_partial,
     };
     let overrides = Overrides {
         model: args.model,

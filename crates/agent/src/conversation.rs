@@ -21,7 +21,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pith_core::context::ledger::{Ledger, RenderedLedger};
-use pith_core::{ContextBudget, EventSink, LoopEvent, Message, RequestEstimate, TokenCounter};
+use pith_core::hooks::context_block;
+use pith_core::{
+    ContextBudget, EventSink, HookEvent, HookRun, LoopEvent, Message, RequestEstimate, TokenCounter,
+};
+use pith_hooks::{Hooks, HooksConfig, PromptGate, SessionInfo, SessionSource};
 use pith_mcp::McpHub;
 use pith_providers::models::config::Config;
 use pith_providers::{AgentLoop, LoopError, ManualCompaction, TurnSummary};
@@ -119,6 +123,10 @@ pub enum TurnError {
     /// the end of the turn.
     #[error("{0}")]
     Record(String),
+    /// A `UserPromptSubmit` hook blocked the prompt: nothing was sent or recorded but the
+    /// hook's run.
+    #[error("a UserPromptSubmit hook blocked the prompt: {0}")]
+    Blocked(String),
 }
 
 /// What a turn did.
@@ -165,6 +173,15 @@ pub struct Conversation {
     mcp: Option<Arc<McpHub>>,
     /// The MCP tools are in `agent`'s registry.
     mcp_installed: bool,
+    /// The hooks that run (user's, and the project's once trusted).
+    hooks_config: Arc<HooksConfig>,
+    /// The hooks of the current session (also installed in `agent`).
+    hooks: Arc<Hooks>,
+    /// The `SessionStart` hooks have yet to run for the current session (with this
+    /// source), before its next prompt.
+    session_start: Option<SessionSource>,
+    /// Context the `SessionStart` hooks added, waiting for a prompt that is sent.
+    session_context: Option<String>,
 }
 
 impl Conversation {
@@ -187,6 +204,10 @@ impl Conversation {
         let servers =
             crate::mcp::configured_servers(&cwd, &config, &frontend.env, overrides.trust_project)?;
         notices.extend(servers.notices);
+        let configured =
+            crate::hooks::configured_hooks(&cwd, &config, &frontend.env, overrides.trust_project)?;
+        notices.extend(configured.notices);
+        let hooks_config = Arc::new(configured.config);
         let query = match &overrides.session {
             SessionChoice::New => None,
             SessionChoice::Resume(query) => Some(query.clone()),
@@ -229,8 +250,20 @@ impl Conversation {
             Some(records) => crate::ledger::rebuild(&cwd, records),
             None => crate::ledger::fresh(&cwd),
         };
-        let (agent, toolset) =
-            build_agent(&cwd, &settings, &frontend, &mut session, history, ledger)?;
+        let source = if records.is_some() {
+            SessionSource::Resume
+        } else {
+            SessionSource::New
+        };
+        let (agent, toolset, hooks) = build_agent(
+            &cwd,
+            &settings,
+            &frontend,
+            &mut session,
+            history,
+            ledger,
+            &hooks_config,
+        )?;
         let mcp = crate::mcp::start(servers.servers, &frontend.env, &cwd);
         Ok(Opened {
             value: Conversation {
@@ -246,6 +279,10 @@ impl Conversation {
                 toolset,
                 mcp,
                 mcp_installed: false,
+                hooks_config,
+                hooks,
+                session_start: Some(source),
+                session_context: None,
             },
             notices,
             resumed: records,
@@ -260,7 +297,15 @@ impl Conversation {
         sink: &mut dyn EventSink,
         cancel: &CancellationToken,
     ) -> TurnOutcome {
-        let user = Message::user(text);
+        let user = match self.before_prompt(text, sink, cancel).await {
+            Ok(user) => user,
+            Err(error) => {
+                return TurnOutcome {
+                    error: Some(error),
+                    ..TurnOutcome::default()
+                }
+            }
+        };
         if let Err(error) = self.session.append(Event::UserMessage {
             message: user.clone(),
         }) {
@@ -272,6 +317,7 @@ impl Conversation {
             };
         }
         self.unused = false;
+        self.session_context = None;
         self.prepare_mcp_tools(sink, cancel).await;
         // Edits to AGENTS.md or PITH.md apply from the next turn; an unchanged prompt
         // stays byte-identical for the prompt cache.
@@ -313,6 +359,57 @@ impl Conversation {
             compactions: recorder.compactions().to_vec(),
             error: error.map(TurnError::Loop),
             record_error,
+        }
+    }
+
+    /// The hooks before a prompt is sent: `SessionStart` (once per session) and
+    /// `UserPromptSubmit`. Their runs are recorded and shown; the message to send is the
+    /// prompt with their context after it, or the turn ends here when a hook blocked it.
+    async fn before_prompt(
+        &mut self,
+        text: &str,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<Message, TurnError> {
+        let hooks = Arc::clone(&self.hooks);
+        let mut runs = Vec::new();
+        if let Some(source) = self.session_start.take() {
+            let hooked = hooks.session_start(source, cancel).await;
+            runs.extend(hooked.runs);
+            self.session_context = hooked.value;
+        }
+        let gate = hooks.user_prompt_submit(text, cancel).await;
+        runs.extend(gate.runs);
+        self.record_hook_runs(runs, sink);
+        if cancel.is_cancelled() {
+            return Err(TurnError::Loop(LoopError::Cancelled));
+        }
+        let prompt_context = match gate.value {
+            PromptGate::Block { reason } => return Err(TurnError::Blocked(reason)),
+            PromptGate::Proceed { context } => context,
+        };
+        let mut message = text.to_owned();
+        if let Some(context) = &self.session_context {
+            message.push_str(&context_block(HookEvent::SessionStart, context));
+        }
+        if let Some(context) = prompt_context {
+            message.push_str(&context_block(HookEvent::UserPromptSubmit, &context));
+        }
+        Ok(Message::user(message))
+    }
+
+    /// Records hook runs that happened outside the loop and shows them to `sink`. A run
+    /// that cannot be recorded is still shown, with a notice.
+    fn record_hook_runs(&mut self, runs: Vec<HookRun>, sink: &mut dyn EventSink) {
+        for run in runs {
+            match self.session.append(Event::HookRun(run.clone())) {
+                Ok(_) => self.unused = false,
+                Err(error) => sink.emit(LoopEvent::Notice(format!(
+                    "cannot record the {} hook's run: {error}",
+                    run.event
+                ))),
+            }
+            sink.emit(LoopEvent::Hook(run));
         }
     }
 
@@ -400,19 +497,21 @@ impl Conversation {
             Settings::resolve(&overrides, None, &self.config, self.frontend.env.as_ref())
                 .map_err(ConversationError::usage)?;
         let history = self.agent.history().to_vec();
-        let (agent, toolset) = build_agent(
+        let (agent, toolset, hooks) = build_agent(
             &self.cwd,
             &settings,
             &self.frontend,
             &mut self.session,
             history,
             self.agent.ledger().clone(),
+            &self.hooks_config,
         )?;
         let notices = settings.notices.clone();
         self.overrides = overrides;
         self.settings = settings;
         self.agent = agent;
         self.toolset = toolset;
+        self.hooks = hooks;
         self.mcp_installed = false;
         Ok(notices)
     }
@@ -428,8 +527,10 @@ impl Conversation {
             &mut session,
             Vec::new(),
             crate::ledger::fresh(&self.cwd),
+            &self.hooks_config,
         )?;
         self.replace_session(session, built, true);
+        self.session_start = Some(SessionSource::New);
         Ok(())
     }
 
@@ -467,11 +568,13 @@ impl Conversation {
             &mut resumed.session,
             resumed.history,
             crate::ledger::rebuild(&self.cwd, &resumed.records),
+            &self.hooks_config,
         )?;
         let mut notices = settings.notices.clone();
         notices.extend(resumed.warnings.iter().map(|w| format!("warning: {w}")));
         self.settings = settings;
         self.replace_session(resumed.session, built, false);
+        self.session_start = Some(SessionSource::Resume);
         Ok(Opened {
             value: (),
             notices,
@@ -479,10 +582,16 @@ impl Conversation {
         })
     }
 
-    fn replace_session(&mut self, session: Session, built: (AgentLoop, Toolset), unused: bool) {
+    fn replace_session(
+        &mut self,
+        session: Session,
+        built: (AgentLoop, Toolset, Arc<Hooks>),
+        unused: bool,
+    ) {
         let previous = std::mem::replace(&mut self.session, session);
         let was_unused = std::mem::replace(&mut self.unused, unused);
-        (self.agent, self.toolset) = built;
+        (self.agent, self.toolset, self.hooks) = built;
+        self.session_context = None;
         self.mcp_installed = false;
         retire(previous, was_unused);
     }
@@ -586,8 +695,8 @@ fn create_session(
         .map_err(ConversationError::failure)
 }
 
-/// The loop of `session` with its tools, `history` and session `ledger`, and the tool
-/// set (MCP tools join its registry before the first turn).
+/// The loop of `session` with its tools, hooks, `history` and session `ledger`, the
+/// tool set (MCP tools join its registry before the first turn) and the session's hooks.
 fn build_agent(
     cwd: &Path,
     settings: &Settings,
@@ -595,7 +704,8 @@ fn build_agent(
     session: &mut Session,
     history: Vec<Message>,
     ledger: Ledger,
-) -> Result<(AgentLoop, Toolset), ConversationError> {
+    hooks_config: &Arc<HooksConfig>,
+) -> Result<(AgentLoop, Toolset, Arc<Hooks>), ConversationError> {
     session.set_max_record_bytes(settings.max_record_bytes);
     let spill_dir = session.spill_dir().map_err(ConversationError::failure)?;
     let mut tools = ToolsConfig::new(cwd, spill_dir)
@@ -612,7 +722,20 @@ fn build_agent(
     agent.set_history(history);
     agent.set_ledger(ledger);
     agent.set_file_probe(tools.disk_probe());
-    Ok((agent, tools))
+    let hooks = Arc::new(
+        Hooks::new(
+            Arc::clone(hooks_config),
+            SessionInfo {
+                session_id: session.id().to_owned(),
+                transcript_path: session.transcript_path().to_path_buf(),
+                cwd: cwd.to_path_buf(),
+            },
+            settings.context.squash.clone(),
+        )
+        .with_approver(frontend.approver.clone()),
+    );
+    agent.set_hooks(hooks.clone());
+    Ok((agent, tools, hooks))
 }
 
 fn retire(session: Session, unused: bool) {

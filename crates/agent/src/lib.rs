@@ -13,13 +13,15 @@
 //! - [`ExitCode`] ([`exit`]): the process exit codes every command shares.
 //! - [`diagnostics`]: `PITH_LOG` / `RUST_LOG` tracing into `$PITH_HOME/logs/pith.log`.
 //! - [`mcp`]: which MCP servers a conversation gets (config files, trusted `.mcp.json`)
-//!   and `pith mcp list`; [`trust`]: the user's trust in a project's own files.
+//!   and `pith mcp list`; [`hooks`]: which hooks it runs (config files, trusted
+//!   `.pith/config.toml`); [`trust`]: the user's trust in a project's own files.
 //!
 //! Dependencies point down: front-ends → agent → {providers, session, mcp → tools} → core.
 
 pub mod conversation;
 pub mod diagnostics;
 pub mod exit;
+pub mod hooks;
 pub mod ledger;
 pub mod mcp;
 pub mod overrides;

@@ -40,7 +40,7 @@ pub struct TrustQuestion {
     pub servers: Vec<String>,
 }
 
-fn trust_store(env: &Env) -> Result<TrustStore, ConversationError> {
+pub(crate) fn trust_store(env: &Env) -> Result<TrustStore, ConversationError> {
     let store = SessionStore::from_lookup(env.as_ref())
         .map_err(|e| ConversationError::Usage(e.to_string()))?;
     let data_dir = store.root().parent().unwrap_or(store.root());

@@ -221,6 +221,16 @@ pub struct Recording<'a> {
 impl EventSink for Recording<'_> {
     fn emit(&mut self, event: LoopEvent) {
         self.recorder.observe(&event);
+        if let LoopEvent::Hook(run) = &event {
+            // Every hook run is in the transcript; one that cannot be written is still
+            // shown, with the reason.
+            if let Err(error) = self.session.append(Event::HookRun(run.clone())) {
+                self.frontend.emit(LoopEvent::Notice(format!(
+                    "cannot record the {} hook's run: {error}",
+                    run.event
+                )));
+            }
+        }
         self.frontend.emit(event);
     }
 }
@@ -375,6 +385,7 @@ mod tests {
                     tokens_reclaimed: 5,
                     tokens_before: 10,
                     tokens_after: 5,
+                    duration_ms: 0,
                 }),
                 &mut session,
             )

@@ -1,5 +1,5 @@
-//! Trust in a project's own files that make pith run programs: `.mcp.json` now, hooks
-//! later. A checked-out repository must not start processes just because pith was opened
+//! Trust in a project's own files that make pith run programs: `.mcp.json` and the hooks
+//! of `.pith/config.toml`. A checked-out repository must not start processes just because pith was opened
 //! in it, so such a [`ProjectFiles`] set is used only once the user trusted it.
 //!
 //! Trust is recorded per project directory, kind of file set and SHA-256 of the files'
@@ -30,6 +30,16 @@ impl ProjectFiles {
             project: project.to_path_buf(),
             kind: "mcp".into(),
             files: vec![PathBuf::from(".mcp.json")],
+        }
+    }
+
+    /// The project's `.pith/config.toml`, for the hooks it configures (trusted as a whole
+    /// file: any change to it asks again).
+    pub fn hooks(project: &Path) -> Self {
+        Self {
+            project: project.to_path_buf(),
+            kind: "hooks".into(),
+            files: vec![PathBuf::from(".pith").join("config.toml")],
         }
     }
 

@@ -10,6 +10,7 @@ use std::ops::AddAssign;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::hooks::HookRun;
 use crate::message::{Message, ToolCall, ToolResult};
 
 /// Token usage of one or more model requests.
@@ -43,6 +44,8 @@ pub enum AutoCompaction {
     Started {
         /// Cancels only this compaction.
         cancel: CancellationToken,
+        /// Estimated input tokens of the history being compacted.
+        tokens_before: u64,
     },
     /// A valid replacement was installed in the loop's history. `replacement` holds the
     /// system message(s) followed by the compacted user message; front-ends strip the
@@ -60,6 +63,9 @@ pub enum AutoCompaction {
         tokens_after: u64,
         /// Tokens of the session ledger in the replacement (0 without one).
         ledger_tokens: u64,
+        /// Wall time from [`AutoCompaction::Started`] until the replacement was persisted
+        /// and installed, milliseconds.
+        duration_ms: u64,
     },
     /// The child token was cancelled; history is unchanged.
     Cancelled,
@@ -81,6 +87,43 @@ pub struct MicroCompaction {
     pub tokens_before: u64,
     /// Estimated input tokens after the step.
     pub tokens_after: u64,
+    /// Wall time of the step (measuring, dedup, prune, persisting), milliseconds.
+    pub duration_ms: u64,
+}
+
+/// What a model request was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RequestPurpose {
+    /// A request of the user's turn.
+    #[serde(rename = "turn")]
+    Turn,
+    /// A summary request of an automatic or manual compaction.
+    #[serde(rename = "compaction")]
+    Compaction,
+}
+
+/// One model request as it ended, retries included: what it cost and how long it took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestReport {
+    /// Counts the loop's requests from 1 (turn and compaction requests alike).
+    pub id: u64,
+    /// What the request was for.
+    pub purpose: RequestPurpose,
+    /// The wire protocol (`anthropic`, `openai-chat`, `openai-responses`, …).
+    pub protocol: String,
+    /// The model id sent.
+    pub model: String,
+    /// Usage the provider reported for the successful attempt (zero when it reported
+    /// none, or the request failed).
+    pub usage: Usage,
+    /// True when the provider reported usage.
+    pub usage_reported: bool,
+    /// Wall time from the first attempt to the end of the last, milliseconds.
+    pub duration_ms: u64,
+    /// Attempts after the first.
+    pub retries: u32,
+    /// Why the request failed for good, when it did (`cancelled` when it was cancelled).
+    pub error: Option<String>,
 }
 
 /// Everything the tool loop reports while a turn runs, in order.
@@ -122,6 +165,10 @@ pub enum LoopEvent {
     AutoCompaction(AutoCompaction),
     /// A micro-compaction was applied.
     MicroCompaction(MicroCompaction),
+    /// A model request ended (successfully or not).
+    RequestFinished(RequestReport),
+    /// A hook ran (see [`crate::hooks`]).
+    Hook(HookRun),
     /// Something the user should know that is not assistant content (e.g. a request
     /// was trimmed to fit the context window).
     Notice(String),

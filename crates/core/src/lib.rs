@@ -11,6 +11,7 @@ pub mod context;
 pub mod effect;
 pub mod events;
 pub mod format;
+pub mod hooks;
 pub mod message;
 pub mod prompts;
 pub mod rewrite;
@@ -21,7 +22,10 @@ pub mod tool;
 
 pub use budget::ContextBudget;
 pub use effect::{FileAction, FileEffect};
-pub use events::{AutoCompaction, Discard, EventSink, LoopEvent, Usage};
+pub use events::{
+    AutoCompaction, Discard, EventSink, LoopEvent, RequestPurpose, RequestReport, Usage,
+};
+pub use hooks::{HookEvent, HookOutcome, HookRun, LoopHooks, NoHooks};
 pub use message::{Message, Part, Role, ToolCall, ToolResult};
 pub use rewrite::{
     Carried, Compaction, CompactionTrigger, HistoryRewrite, InMemory, PersistError, TurnSink,

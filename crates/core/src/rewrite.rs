@@ -29,6 +29,16 @@ pub enum CompactionTrigger {
     Auto,
 }
 
+impl CompactionTrigger {
+    /// `manual` or `auto`, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Manual => "manual",
+            Self::Auto => "auto",
+        }
+    }
+}
+
 /// A summary compaction (automatic or manual) about to replace the history.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Compaction {

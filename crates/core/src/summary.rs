@@ -125,6 +125,16 @@ pub fn replacement_text(parts: ReplacementParts<'_>) -> String {
     text
 }
 
+/// A summary prompt with the instructions a `PreCompact` hook added, after it.
+pub fn with_hook_instructions(prompt: String, instructions: Option<&str>) -> String {
+    match instructions.map(str::trim).filter(|i| !i.is_empty()) {
+        Some(instructions) => {
+            format!("{prompt}\n\nAdditional instructions for this summary:\n{instructions}")
+        }
+        None => prompt,
+    }
+}
+
 /// Why a summary was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SummaryError {
@@ -269,6 +279,16 @@ mod tests {
         assert!(with.contains("focus on: keep the API changes\n"));
         assert!(!manual_prompt(None).contains(MANUAL_FOCUS_PREFIX));
         assert!(!manual_prompt(Some("   ")).contains(MANUAL_FOCUS_PREFIX));
+    }
+
+    #[test]
+    fn hook_instructions_follow_the_prompt_only_when_there_are_some() {
+        assert_eq!(with_hook_instructions("P".into(), None), "P");
+        assert_eq!(with_hook_instructions("P".into(), Some("  \n")), "P");
+        assert_eq!(
+            with_hook_instructions("P".into(), Some("keep the TODO list\n")),
+            "P\n\nAdditional instructions for this summary:\nkeep the TODO list"
+        );
     }
 
     #[test]

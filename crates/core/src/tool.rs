@@ -48,6 +48,9 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// The provider's id of this call (used e.g. to name spill files).
     pub call_id: String,
+    /// A `PreToolUse` hook approved this call (or the user did, on a hook's request):
+    /// the permission policy does not ask again. What the mode refuses stays refused.
+    pub pre_approved: bool,
 }
 
 /// What a tool produced.
@@ -339,6 +342,17 @@ impl ToolRegistry {
     /// Executes `call` and returns the result the model will see. Never fails: every
     /// problem becomes an error result. A deferred tool is loaded before it runs.
     pub async fn execute(&self, call: &ToolCall, cancel: &CancellationToken) -> ToolResult {
+        self.execute_with(call, cancel, false).await
+    }
+
+    /// [`ToolRegistry::execute`], with `pre_approved` set when a hook approved the call
+    /// (see [`ToolContext::pre_approved`]).
+    pub async fn execute_with(
+        &self,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+        pre_approved: bool,
+    ) -> ToolResult {
         let result =
             |content: String, is_error: bool| ToolResult::new(call.id.clone(), content, is_error);
         if self.deny_all {
@@ -367,6 +381,7 @@ impl ToolRegistry {
         let ctx = ToolContext {
             cancel: cancel.clone(),
             call_id: call.id.clone(),
+            pre_approved,
         };
         match tool.run(call.arguments.clone(), &ctx).await {
             Ok(output) => ToolResult {

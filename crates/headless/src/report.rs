@@ -1,7 +1,7 @@
 //! The machine-readable result and stream events of a headless job (docs/headless.md).
 
 use pith_agent::CompactionNote;
-use pith_core::{AutoCompaction, LoopEvent, Role, Usage};
+use pith_core::{AutoCompaction, LoopEvent, RequestPurpose, RequestReport, Role, Usage};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -37,6 +37,52 @@ impl From<&CompactionNote> for CompactionReport {
     }
 }
 
+/// One model request in the result's `requests` list and in a stream-json `request`
+/// event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequestEntry {
+    /// Counts the job's requests from 1 (turn and compaction requests alike).
+    pub id: u64,
+    /// `turn` or `compaction`.
+    pub purpose: RequestPurpose,
+    /// The wire protocol.
+    pub protocol: String,
+    /// The model id sent.
+    pub model: String,
+    /// Input tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Input tokens served from the provider's prompt cache.
+    pub cached_input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// False when the provider reported no usage (the counts are then 0).
+    pub usage_reported: bool,
+    /// Wall time, retries included, milliseconds.
+    pub duration_ms: u64,
+    /// Attempts after the first.
+    pub retries: u32,
+    /// Why it failed for good, if it did.
+    pub error: Option<String>,
+}
+
+impl From<&RequestReport> for RequestEntry {
+    fn from(report: &RequestReport) -> Self {
+        Self {
+            id: report.id,
+            purpose: report.purpose,
+            protocol: report.protocol.clone(),
+            model: report.model.clone(),
+            input_tokens: report.usage.input_tokens,
+            cached_input_tokens: report.usage.cached_input_tokens,
+            output_tokens: report.usage.output_tokens,
+            usage_reported: report.usage_reported,
+            duration_ms: report.duration_ms,
+            retries: report.retries,
+            error: report.error.clone(),
+        }
+    }
+}
+
 /// The result of a job: `--format json` prints it, stream-json ends with it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunReport {
@@ -54,6 +100,8 @@ pub struct RunReport {
     pub cost: Option<f64>,
     /// Compactions applied during the job.
     pub compactions: Vec<CompactionReport>,
+    /// Every model request of the job, in order.
+    pub requests: Vec<RequestEntry>,
     /// The error that ended the job, if any.
     pub error: Option<String>,
 }
@@ -64,9 +112,28 @@ pub fn session_started(session_id: &str, model: &str, cwd: &str, resumed: bool) 
 }
 
 /// The stream-json line for one loop event, or `None` for events stream-json does not
-/// carry (deltas, usage, request starts).
-pub fn stream_event(event: &LoopEvent) -> Option<Value> {
+/// carry (usage, request starts; deltas unless `include_partial`).
+pub fn stream_event(event: &LoopEvent, include_partial: bool) -> Option<Value> {
     Some(match event {
+        LoopEvent::TextDelta(text) if include_partial => {
+            json!({"type": "text_delta", "text": text})
+        }
+        LoopEvent::ReasoningDelta(text) if include_partial => {
+            json!({"type": "reasoning_delta", "text": text})
+        }
+        LoopEvent::ToolCallStarted(call) => {
+            json!({"type": "tool_started", "call_id": call.id, "name": call.name, "arguments": call.arguments})
+        }
+        LoopEvent::RequestFinished(report) => {
+            let mut value = serde_json::to_value(RequestEntry::from(report)).ok()?;
+            value["type"] = Value::from("request");
+            value
+        }
+        LoopEvent::Hook(run) => {
+            let mut value = serde_json::to_value(run).ok()?;
+            value["type"] = Value::from("hook");
+            value
+        }
         LoopEvent::MessageAppended(message) if message.role == Role::Assistant => {
             let calls: Vec<Value> = message
                 .tool_calls()
@@ -79,20 +146,23 @@ pub fn stream_event(event: &LoopEvent) -> Option<Value> {
             json!({"type": "tool_result", "call_id": result.call_id, "name": call.name,
                    "is_error": result.is_error, "bytes": result.content.len(), "preview": preview})
         }
-        LoopEvent::AutoCompaction(AutoCompaction::Started { .. }) => {
-            json!({"type": "compaction_started"})
+        LoopEvent::AutoCompaction(AutoCompaction::Started { tokens_before, .. }) => {
+            json!({"type": "compaction_started", "trigger": "auto", "tokens_before": tokens_before})
         }
         LoopEvent::AutoCompaction(AutoCompaction::Applied {
             tokens_before,
             tokens_after,
             ledger_tokens,
+            duration_ms,
             ..
         }) => {
             json!({"type": "compaction", "trigger": "auto", "tokens_before": tokens_before,
-                   "tokens_after": tokens_after, "ledger_tokens": ledger_tokens})
+                   "tokens_after": tokens_after, "ledger_tokens": ledger_tokens,
+                   "duration_ms": duration_ms})
         }
         LoopEvent::MicroCompaction(step) => {
-            json!({"type": "compaction", "trigger": "micro", "tokens_before": step.tokens_before, "tokens_after": step.tokens_after})
+            json!({"type": "compaction", "trigger": "micro", "tokens_before": step.tokens_before,
+                   "tokens_after": step.tokens_after, "duration_ms": step.duration_ms})
         }
         LoopEvent::AutoCompaction(AutoCompaction::Cancelled) => {
             json!({"type": "compaction_cancelled"})
@@ -109,4 +179,170 @@ pub fn stream_event(event: &LoopEvent) -> Option<Value> {
         LoopEvent::OutputTruncated { reason } => json!({"type": "truncated", "reason": reason}),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pith_core::events::MicroCompaction;
+    use pith_core::{HookEvent, HookOutcome, HookRun, Message, ToolCall, ToolResult};
+    use tokio_util::sync::CancellationToken;
+
+    const SCHEMA: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/stream-json.schema.json"
+    ));
+
+    fn compile() -> (boon::Schemas, boon::SchemaIndex) {
+        let schema: Value = serde_json::from_str(SCHEMA).unwrap();
+        let url = schema["$id"].as_str().unwrap().to_owned();
+        let mut schemas = boon::Schemas::new();
+        let mut compiler = boon::Compiler::new();
+        compiler.add_resource(&url, schema).unwrap();
+        let index = compiler.compile(&url, &mut schemas).unwrap();
+        (schemas, index)
+    }
+
+    /// Every line stream-json can print, one of each kind, checked against the schema,
+    /// and every kind the schema names is among them.
+    #[test]
+    fn every_event_kind_matches_the_documented_schema() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            arguments: json!({"command": "ls"}),
+        };
+        let report = RequestReport {
+            id: 1,
+            purpose: RequestPurpose::Turn,
+            protocol: "anthropic".into(),
+            model: "claude".into(),
+            usage: Usage {
+                input_tokens: 10,
+                cached_input_tokens: 2,
+                output_tokens: 3,
+            },
+            usage_reported: true,
+            duration_ms: 12,
+            retries: 1,
+            error: None,
+        };
+        let run = HookRun {
+            event: HookEvent::PreToolUse,
+            matcher: Some("bash".into()),
+            command: "guard.sh".into(),
+            outcome: HookOutcome::Block,
+            exit_code: Some(2),
+            duration_ms: 4,
+            decision: None,
+            message: Some("no".into()),
+            stdout: String::new(),
+            stderr: "no\n".into(),
+        };
+        let events = vec![
+            LoopEvent::TextDelta("He".into()),
+            LoopEvent::ReasoningDelta("think".into()),
+            LoopEvent::MessageAppended(Message::assistant("Hello")),
+            LoopEvent::ToolCallStarted(call.clone()),
+            LoopEvent::ToolCallFinished {
+                call: call.clone(),
+                result: ToolResult::new("c1", "out", false),
+            },
+            LoopEvent::RequestFinished(report.clone()),
+            LoopEvent::RequestFinished(RequestReport {
+                purpose: RequestPurpose::Compaction,
+                usage_reported: false,
+                error: Some("cancelled".into()),
+                ..report.clone()
+            }),
+            LoopEvent::AutoCompaction(AutoCompaction::Started {
+                cancel: CancellationToken::new(),
+                tokens_before: 171_000,
+            }),
+            LoopEvent::AutoCompaction(AutoCompaction::Applied {
+                replacement: Vec::new(),
+                summary: "S".into(),
+                usage: None,
+                tokens_before: 171_000,
+                tokens_after: 900,
+                ledger_tokens: 400,
+                duration_ms: 1500,
+            }),
+            LoopEvent::MicroCompaction(MicroCompaction {
+                replacement: Vec::new(),
+                tokens_reclaimed: 5,
+                tokens_before: 10,
+                tokens_after: 5,
+                duration_ms: 0,
+            }),
+            LoopEvent::AutoCompaction(AutoCompaction::Cancelled),
+            LoopEvent::AutoCompaction(AutoCompaction::Failed {
+                reason: "disk full".into(),
+            }),
+            LoopEvent::Retrying {
+                attempt: 1,
+                delay_ms: 500,
+                reason: "HTTP 529".into(),
+            },
+            LoopEvent::Notice("trimmed".into()),
+            LoopEvent::OutputTruncated {
+                reason: "output cap".into(),
+            },
+            LoopEvent::Hook(run.clone()),
+            LoopEvent::Hook(HookRun {
+                matcher: None,
+                exit_code: None,
+                outcome: HookOutcome::Timeout,
+                ..run
+            }),
+        ];
+        let mut lines: Vec<Value> = events
+            .iter()
+            .filter_map(|event| stream_event(event, true))
+            .collect();
+        lines.push(session_started("s", "anthropic/claude", "/w", false));
+        let result = RunReport {
+            session_id: "s".into(),
+            model: "anthropic/claude".into(),
+            text: "Hello".into(),
+            turns: 1,
+            usage: report.usage,
+            cost: Some(0.01),
+            compactions: vec![CompactionReport {
+                trigger: "auto",
+                tokens_before: 171_000,
+                tokens_after: 900,
+                ledger_tokens: 400,
+            }],
+            requests: vec![RequestEntry::from(&report)],
+            error: None,
+        };
+        let mut result = serde_json::to_value(&result).unwrap();
+        result["type"] = Value::from("result");
+        lines.push(result);
+
+        let (schemas, index) = compile();
+        for line in &lines {
+            if let Err(error) = schemas.validate(line, index) {
+                panic!("{line} does not match the schema: {error:#}");
+            }
+        }
+        let schema: Value = serde_json::from_str(SCHEMA).unwrap();
+        for kind in schema["oneOf"].as_array().unwrap() {
+            let name = kind["$ref"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("#/$defs/");
+            assert!(
+                lines.iter().any(|l| l["type"] == name),
+                "no line of kind {name} was checked"
+            );
+        }
+        // Deltas are only carried with --include-partial.
+        assert!(stream_event(&LoopEvent::TextDelta("x".into()), false).is_none());
+        // A line with a field the schema does not know is rejected: the schema is strict.
+        let mut extra = lines[0].clone();
+        extra["surprise"] = Value::from(1);
+        assert!(schemas.validate(&extra, index).is_err());
+    }
 }

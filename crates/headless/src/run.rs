@@ -8,7 +8,7 @@ use pith_core::{AutoCompaction, EventSink, LoopEvent};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::report::{self, CompactionReport, RunReport};
+use crate::report::{self, CompactionReport, RequestEntry, RunReport};
 
 /// How the result is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -29,6 +29,8 @@ pub struct Job {
     pub prompt: String,
     /// Output format.
     pub format: OutputFormat,
+    /// stream-json also carries text and reasoning deltas.
+    pub include_partial: bool,
 }
 
 /// Runs the job and returns the process exit code. `cancel` is cancelled on SIGINT /
@@ -69,18 +71,21 @@ pub async fn run(
             ),
         );
     }
-    let outcome = {
+    let (outcome, requests) = {
         let mut printer = Printer {
             stream_json,
+            include_partial: job.include_partial,
+            requests: Vec::new(),
             out: &mut *out,
             err: &mut *err,
         };
-        conversation
+        let outcome = conversation
             .run_turn(&job.prompt, &mut printer, &cancel)
-            .await
+            .await;
+        (outcome, printer.requests)
     };
     let code = outcome.exit_code();
-    print_result(&job, &conversation, &outcome, out);
+    print_result(&job, &conversation, &outcome, requests, out);
     if code == ExitCode::Interrupted {
         let _ = writeln!(
             err,
@@ -101,6 +106,7 @@ fn print_result(
     job: &Job,
     conversation: &Conversation,
     outcome: &TurnOutcome,
+    requests: Vec<RequestEntry>,
     out: &mut (dyn Write + Send),
 ) {
     let result = RunReport {
@@ -119,6 +125,7 @@ fn print_result(
             .iter()
             .map(CompactionReport::from)
             .collect(),
+        requests,
         error: outcome
             .error
             .as_ref()
@@ -150,18 +157,27 @@ fn emit(out: &mut (dyn Write + Send), value: &impl serde::Serialize) {
 }
 
 /// Prints the turn's events as they happen: stream-json lines, or in text mode the
-/// notices on stderr.
+/// notices on stderr. Collects the requests for the result.
 struct Printer<'a> {
     stream_json: bool,
+    include_partial: bool,
+    requests: Vec<RequestEntry>,
     out: &'a mut (dyn Write + Send),
     err: &'a mut (dyn Write + Send),
 }
 
 impl EventSink for Printer<'_> {
     fn emit(&mut self, event: LoopEvent) {
+        if let LoopEvent::RequestFinished(report) = &event {
+            self.requests.push(RequestEntry::from(report));
+        }
         if !self.stream_json {
             let line = match &event {
                 LoopEvent::Notice(text) => text.clone(),
+                LoopEvent::Hook(run) => match hook_line(run) {
+                    Some(line) => line,
+                    None => return,
+                },
                 LoopEvent::OutputTruncated { reason } => {
                     format!("the answer was cut off: {reason}; incomplete tool calls were not run")
                 }
@@ -173,8 +189,23 @@ impl EventSink for Printer<'_> {
             let _ = writeln!(self.err, "pith: {line}");
             return;
         }
-        if let Some(value) = report::stream_event(&event) {
+        if let Some(value) = report::stream_event(&event, self.include_partial) {
             emit(self.out, &value);
         }
+    }
+}
+
+/// How a hook run shows on stderr in text mode: blocks, failures and timeouts always, a
+/// successful run only when it has a message for the user.
+fn hook_line(run: &pith_core::HookRun) -> Option<String> {
+    use pith_core::HookOutcome;
+    let what = format!("{} hook `{}`", run.event, run.command);
+    let message = run.message.as_deref().unwrap_or("");
+    match run.outcome {
+        HookOutcome::Proceed if message.is_empty() => None,
+        HookOutcome::Proceed => Some(format!("{what}: {message}")),
+        HookOutcome::Block => Some(format!("{what} blocked: {message}")),
+        HookOutcome::Error => Some(format!("{what} failed: {message}")),
+        HookOutcome::Timeout => Some(format!("{what} {message}")),
     }
 }

@@ -94,14 +94,14 @@ impl Tool for McpTool {
         let summary = shorten(&Value::Object(arguments.clone()).to_string(), SUMMARY_CHARS);
         self.env
             .permissions
-            .authorize(
+            .authorize_call(
                 Action::External {
                     tool: self.spec.name.clone(),
                     summary,
                     read_only_hint: self.spec.read_only_hint,
                     auto_approve: self.server.config().auto_approve,
                 },
-                &ctx.cancel,
+                ctx,
             )
             .await?;
         let result = self

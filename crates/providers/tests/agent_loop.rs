@@ -266,7 +266,7 @@ async fn cancelling_the_child_token_keeps_history_and_the_parent_finishes() {
     let watcher = tokio::spawn(async move {
         let mut seen = Vec::new();
         while let Some(event) = rx.recv().await {
-            if let LoopEvent::AutoCompaction(AutoCompaction::Started { cancel }) = &event {
+            if let LoopEvent::AutoCompaction(AutoCompaction::Started { cancel, .. }) = &event {
                 cancel.cancel(); // Esc
             }
             seen.push(event);
@@ -310,7 +310,7 @@ async fn cancelling_the_turn_stops_the_compactor_and_the_turn() {
         let mut child = None;
         let mut seen = Vec::new();
         while let Some(event) = rx.recv().await {
-            if let LoopEvent::AutoCompaction(AutoCompaction::Started { cancel }) = &event {
+            if let LoopEvent::AutoCompaction(AutoCompaction::Started { cancel, .. }) = &event {
                 turn_for_watcher.cancel(); // Ctrl+C
                 child = Some(cancel.clone());
             }

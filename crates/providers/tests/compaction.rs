@@ -216,7 +216,7 @@ async fn cancelling_the_child_token_mid_summary_keeps_history_and_the_parent_fin
     let watcher = tokio::spawn(async move {
         let mut seen = Vec::new();
         while let Some(event) = rx.recv().await {
-            if let LoopEvent::AutoCompaction(AutoCompaction::Started { cancel }) = &event {
+            if let LoopEvent::AutoCompaction(AutoCompaction::Started { cancel, .. }) = &event {
                 let (server, cancel) = (server.clone(), cancel.clone());
                 tokio::spawn(async move {
                     // Esc once the summary is streaming: its request arrived and chunks flow.
@@ -271,7 +271,7 @@ async fn cancelling_the_turn_mid_summary_stops_both_and_sends_nothing_more(proto
         let mut child = None;
         let mut seen = Vec::new();
         while let Some(event) = rx.recv().await {
-            if let LoopEvent::AutoCompaction(AutoCompaction::Started { cancel }) = &event {
+            if let LoopEvent::AutoCompaction(AutoCompaction::Started { cancel, .. }) = &event {
                 child = Some(cancel.clone());
                 let (server, turn) = (server.clone(), turn_for_watcher.clone());
                 tokio::spawn(async move {

@@ -67,14 +67,15 @@ pub fn run(overrides: Overrides) -> Result<(), ReplError> {
     Ok(())
 }
 
-/// Asks once whether the project's `.mcp.json` may start its servers (only at a terminal;
-/// piped input leaves it untrusted, and the conversation says so). A changed file asks
-/// again.
+/// Asks once whether the project's `.mcp.json` may start its servers and whether the
+/// hooks of its `.pith/config.toml` may run (only at a terminal; piped input leaves them
+/// untrusted, and the conversation says so). A changed file asks again.
 fn ask_project_trust(overrides: &Overrides, frontend: &Frontend, screen: &mut Screen) {
     if !screen.is_interactive() {
         return;
     }
     let cwd = std::fs::canonicalize(&overrides.cwd).unwrap_or_else(|_| overrides.cwd.clone());
+    ask_hooks_trust(&cwd, frontend, screen);
     let question = match pith_agent::mcp::trust_question(&cwd, &frontend.env) {
         Ok(Some(question)) => question,
         Ok(None) => return,
@@ -103,6 +104,44 @@ fn ask_project_trust(overrides: &Overrides, frontend: &Frontend, screen: &mut Sc
     }
     if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
         if let Err(error) = pith_agent::mcp::trust(&question, &frontend.env) {
+            screen.message(Tone::Error, &format!("cannot record the trust: {error}"));
+        }
+    }
+}
+
+/// Asks once whether the hooks of the project's `.pith/config.toml` may run.
+fn ask_hooks_trust(cwd: &std::path::Path, frontend: &Frontend, screen: &mut Screen) {
+    let question = match pith_agent::hooks::trust_question(cwd, &frontend.env) {
+        Ok(Some(question)) => question,
+        Ok(None) => return,
+        Err(error) => {
+            screen.message(
+                Tone::Error,
+                &format!("cannot check the project's hooks: {error}"),
+            );
+            return;
+        }
+    };
+    let mut text = format!(
+        "{} .pith/config.toml in {} would run these hooks:",
+        if question.changed {
+            "The changed"
+        } else {
+            "This project's"
+        },
+        cwd.display()
+    );
+    for hook in &question.hooks {
+        text.push_str(&format!("\n  {hook}"));
+    }
+    screen.message(Tone::Dim, &text);
+    screen.message(Tone::Dim, "Trust these hooks and let them run? [y/N]");
+    let mut answer = String::new();
+    if io::stdin().read_line(&mut answer).is_err() {
+        return;
+    }
+    if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
+        if let Err(error) = pith_agent::hooks::trust(&question, &frontend.env) {
             screen.message(Tone::Error, &format!("cannot record the trust: {error}"));
         }
     }

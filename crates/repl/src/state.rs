@@ -157,7 +157,7 @@ impl BusyState {
     /// Follows the automatic compaction lifecycle; returns what to tell the user.
     pub fn on_auto_compaction(&mut self, event: &AutoCompaction) -> Option<Notice> {
         match event {
-            AutoCompaction::Started { cancel } => {
+            AutoCompaction::Started { cancel, .. } => {
                 self.compactor = Some(cancel.clone());
                 None
             }
@@ -279,6 +279,7 @@ mod tests {
         let child = turn.child_token();
         state.on_auto_compaction(&AutoCompaction::Started {
             cancel: child.clone(),
+            tokens_before: 0,
         });
         assert_eq!(
             state.loader(),
@@ -313,6 +314,7 @@ mod tests {
         let mut state = BusyState::turn(turn.clone());
         state.on_auto_compaction(&AutoCompaction::Started {
             cancel: turn.child_token(),
+            tokens_before: 0,
         });
         let notice = state.on_auto_compaction(&AutoCompaction::Applied {
             replacement: Vec::new(),
@@ -321,6 +323,7 @@ mod tests {
             tokens_before: 900,
             tokens_after: 100,
             ledger_tokens: 0,
+            duration_ms: 0,
         });
         let notice = notice.expect("Applied must be announced");
         assert_eq!(
@@ -340,6 +343,7 @@ mod tests {
         let mut state = BusyState::turn(turn.clone());
         state.on_auto_compaction(&AutoCompaction::Started {
             cancel: turn.child_token(),
+            tokens_before: 0,
         });
         let notice = state.on_auto_compaction(&AutoCompaction::Failed {
             reason: "empty summary".into(),
@@ -356,6 +360,7 @@ mod tests {
         let child = turn.child_token();
         state.on_auto_compaction(&AutoCompaction::Started {
             cancel: child.clone(),
+            tokens_before: 0,
         });
         let reaction = press(&mut state, KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert_eq!(reaction, Reaction::Notice(Notice::Interrupting));

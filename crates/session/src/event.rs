@@ -128,6 +128,11 @@ pub enum Event {
         #[serde(rename = "tokens_after")]
         tokens_after: u64,
     },
+    /// A hook ran (docs/hooks.md): what it was, how it ended, what it printed (squashed).
+    /// An audit record: projection into the model view skips it (what a hook added to
+    /// the conversation is in the messages of the records around it).
+    #[serde(rename = "hook_run")]
+    HookRun(pith_core::HookRun),
     /// A record of a kind this version does not know (written by a newer pith). Kept
     /// verbatim so nothing is lost; skipped by projection. Never written by `append`.
     #[serde(skip)]
@@ -140,12 +145,13 @@ pub enum Event {
 }
 
 /// Kinds this version understands, as written in the `kind` field.
-pub const KNOWN_KINDS: [&str; 5] = [
+pub const KNOWN_KINDS: [&str; 6] = [
     "session_started",
     "user_message",
     "assistant_turn",
     "compaction_applied",
     "micro_compaction_applied",
+    "hook_run",
 ];
 
 impl Event {
@@ -157,13 +163,17 @@ impl Event {
             Event::AssistantTurn { .. } => "assistant_turn",
             Event::CompactionApplied { .. } => "compaction_applied",
             Event::MicroCompactionApplied { .. } => "micro_compaction_applied",
+            Event::HookRun(_) => "hook_run",
             Event::Unknown { kind, .. } => kind,
         }
     }
 
     /// True for events that close a turn (the default fsync points).
     pub fn ends_turn(&self) -> bool {
-        !matches!(self, Event::UserMessage { .. } | Event::Unknown { .. })
+        !matches!(
+            self,
+            Event::UserMessage { .. } | Event::HookRun(_) | Event::Unknown { .. }
+        )
     }
 
     /// A `user_message` holding one text part.
@@ -290,6 +300,7 @@ fn static_kind(event: &Event) -> &'static str {
         Event::AssistantTurn { .. } => "assistant_turn",
         Event::CompactionApplied { .. } => "compaction_applied",
         Event::MicroCompactionApplied { .. } => "micro_compaction_applied",
+        Event::HookRun(_) => "hook_run",
         Event::Unknown { .. } => "unknown",
     }
 }
@@ -449,6 +460,34 @@ mod tests {
     }
 
     #[test]
+    fn a_hook_run_record_has_the_documented_shape_and_round_trips() {
+        let run = Event::HookRun(pith_core::HookRun {
+            event: pith_core::HookEvent::PreToolUse,
+            matcher: Some("bash".into()),
+            command: ".pith/hooks/guard.sh".into(),
+            outcome: pith_core::HookOutcome::Block,
+            exit_code: Some(2),
+            duration_ms: 12,
+            decision: None,
+            message: Some("rm -rf outside the workspace".into()),
+            stdout: String::new(),
+            stderr: "rm -rf outside the workspace\n".into(),
+        });
+        let value = line_json(&run);
+        assert_eq!(
+            value,
+            json!({"v": 1, "seq": 7, "ts": "2026-11-29T13:10:15.123Z", "kind": "hook_run",
+                   "event": "PreToolUse", "matcher": "bash", "command": ".pith/hooks/guard.sh",
+                   "outcome": "block", "exit_code": 2, "duration_ms": 12, "decision": null,
+                   "message": "rm -rf outside the workspace", "stdout": "",
+                   "stderr": "rm -rf outside the workspace\n"})
+        );
+        let line = encode_line(7, "2026-11-29T13:10:15.123Z", &run).unwrap();
+        assert_eq!(decode_line(line.trim_end()).unwrap().event, run);
+        assert!(!run.ends_turn(), "a hook run is not a durability point");
+    }
+
+    #[test]
     fn every_known_event_round_trips_through_a_line() {
         let events = vec![
             Event::user_text("fix the bug"),
@@ -503,6 +542,7 @@ mod tests {
             tokens_reclaimed: 3,
             tokens_before: 9,
             tokens_after: 6,
+            duration_ms: 0,
         });
         assert!(
             matches!(&micro, Event::MicroCompactionApplied { messages, tokens_reclaimed: 3, .. }

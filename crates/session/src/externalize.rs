@@ -63,6 +63,7 @@ fn payloads_mut(event: &mut Event) -> Vec<&mut String> {
         }
         Event::CompactionApplied { messages, .. }
         | Event::MicroCompactionApplied { messages, .. } => of_messages(messages.iter_mut()),
+        Event::HookRun(run) => vec![&mut run.stdout, &mut run.stderr],
         Event::SessionStarted { .. } | Event::Unknown { .. } => Vec::new(),
     }
 }

@@ -32,7 +32,7 @@ pub fn project_model_owned(records: Vec<Record>) -> Vec<Message> {
     let mut history: Vec<Message> = Vec::new();
     for record in records.into_iter().skip(start) {
         match record.event {
-            Event::SessionStarted { .. } | Event::Unknown { .. } => {}
+            Event::SessionStarted { .. } | Event::HookRun(_) | Event::Unknown { .. } => {}
             Event::UserMessage { message } => history.push(message),
             Event::AssistantTurn { messages, .. } => history.extend(messages),
             Event::CompactionApplied { messages, .. }
@@ -171,6 +171,23 @@ pub enum UiEntry {
         #[serde(rename = "tokens_after")]
         tokens_after: u64,
     },
+    /// A hook ran.
+    #[serde(rename = "hook")]
+    Hook(HookEntry),
+}
+
+/// A hook run, as `pith replay` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HookEntry {
+    /// Record sequence number.
+    #[serde(rename = "seq")]
+    pub seq: u64,
+    /// Record time.
+    #[serde(rename = "ts")]
+    pub ts: String,
+    /// The run.
+    #[serde(rename = "run")]
+    pub run: pith_core::HookRun,
 }
 
 /// Every visible entry of `records`, in order. Assistant turns recorded without items
@@ -240,6 +257,11 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
                 ledger_tokens: *ledger_tokens,
                 restored_files: restored_files.clone(),
             },
+            Event::HookRun(run) => UiEntry::Hook(HookEntry {
+                seq,
+                ts,
+                run: run.clone(),
+            }),
             Event::MicroCompactionApplied {
                 tokens_reclaimed,
                 tokens_before,

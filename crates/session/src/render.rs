@@ -112,7 +112,34 @@ pub fn ui_text(entries: &[UiEntry], out: &mut dyn Write) -> io::Result<()> {
                     thousands(*tokens_after)
                 )?;
             }
+            UiEntry::Hook(entry) => write_hook(out, &entry.run)?,
         }
+    }
+    Ok(())
+}
+
+/// One line per hook run (`-- hook PreToolUse [bash] `cmd`: block (exit 2, 12 ms)`), then
+/// its message, when it has one.
+fn write_hook(out: &mut dyn Write, run: &pith_core::HookRun) -> io::Result<()> {
+    let matcher = run
+        .matcher
+        .as_deref()
+        .map(|m| format!(" [{m}]"))
+        .unwrap_or_default();
+    let exit = run
+        .exit_code
+        .map(|code| format!("exit {code}, "))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "  -- hook {}{matcher} `{}`: {} ({exit}{} ms)",
+        run.event,
+        run.command,
+        run.outcome.as_str(),
+        thousands(run.duration_ms)
+    )?;
+    if let Some(message) = run.message.as_deref().filter(|m| !m.is_empty()) {
+        write_indented(out, message, "     ", RESULT_PREVIEW_LINES)?;
     }
     Ok(())
 }

@@ -187,7 +187,7 @@ impl Tool for EditTool {
         let diff = short_diff(&shown, &before, &after, self.env.limits.diff_max_lines);
         self.env
             .permissions
-            .authorize(
+            .authorize_call(
                 Action::Edit {
                     tool: "edit".into(),
                     summary: format!(
@@ -196,7 +196,7 @@ impl Tool for EditTool {
                     ),
                     preview: Some(diff.clone()),
                 },
-                &ctx.cancel,
+                ctx,
             )
             .await?;
         // The user may have taken a while: refuse to clobber a file that changed meanwhile.

@@ -87,7 +87,7 @@ impl Tool for GlobTool {
             ));
         }
         let base = absolute_base.or(args.path.as_deref()).unwrap_or(".");
-        let target = crate::authorize_read(&self.env, "glob", base, &ctx.cancel).await?;
+        let target = crate::authorize_read(&self.env, "glob", base, ctx).await?;
         if !target.path.is_dir() {
             return Err(ToolError::Failed(format!("`{base}` is not a directory")));
         }

@@ -208,7 +208,7 @@ impl Tool for GrepTool {
             ));
         }
         let path = args.path.as_deref().unwrap_or(".");
-        let target = crate::authorize_read(&self.env, "grep", path, &ctx.cancel).await?;
+        let target = crate::authorize_read(&self.env, "grep", path, ctx).await?;
         let filter = args.glob.as_deref().map(NameFilter::new).transpose()?;
         let spec = Search {
             base: target.path,

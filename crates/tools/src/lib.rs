@@ -65,17 +65,17 @@ pub(crate) async fn authorize_read(
     env: &ToolEnv,
     tool: &str,
     raw: &str,
-    cancel: &tokio_util::sync::CancellationToken,
+    ctx: &pith_core::ToolContext,
 ) -> Result<workspace::ReadTarget, ToolError> {
     let target = env.workspace.resolve_read(raw)?;
     if target.scope == workspace::PathScope::Outside {
         env.permissions
-            .authorize(
+            .authorize_call(
                 Action::ReadOutside {
                     tool: tool.to_owned(),
                     path: target.path.display().to_string(),
                 },
-                cancel,
+                ctx,
             )
             .await?;
     }

@@ -114,7 +114,7 @@ impl Tool for LsTool {
         };
         let args: LsArgs = crate::parse_args(arguments)?;
         let path = args.path.as_deref().unwrap_or(".");
-        let target = crate::authorize_read(&self.env, "ls", path, &ctx.cancel).await?;
+        let target = crate::authorize_read(&self.env, "ls", path, ctx).await?;
         let shown = self.env.workspace.display(&target.path);
         let max = self.env.limits.ls_max_entries;
         let dir = target.path;

@@ -30,7 +30,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use pith_core::ToolError;
+use pith_core::{ToolContext, ToolError};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -380,6 +380,15 @@ impl PermissionPolicy {
             .contains(grant)
     }
 
+    /// Decides whether `action` of the call `ctx` may run: [`PermissionPolicy::authorize`],
+    /// except that a call a `PreToolUse` hook approved (`ctx.pre_approved`) is not asked
+    /// about again. What the mode refuses stays refused, and running a command without
+    /// the sandbox is always the user's decision.
+    pub async fn authorize_call(&self, action: Action, ctx: &ToolContext) -> Result<(), ToolError> {
+        self.authorize_as(action, &ctx.cancel, ctx.pre_approved)
+            .await
+    }
+
     /// Decides whether `action` may run, asking the approver when the mode says so.
     /// `Ok(())` means go ahead; a refusal is [`ToolError::Denied`] and cancellation while
     /// waiting for the user is [`ToolError::Cancelled`].
@@ -388,9 +397,21 @@ impl PermissionPolicy {
         action: Action,
         cancel: &CancellationToken,
     ) -> Result<(), ToolError> {
+        self.authorize_as(action, cancel, false).await
+    }
+
+    async fn authorize_as(
+        &self,
+        action: Action,
+        cancel: &CancellationToken,
+        pre_approved: bool,
+    ) -> Result<(), ToolError> {
         match self.verdict(&action) {
             Verdict::Allow => return Ok(()),
             Verdict::Deny(reason) => return Err(ToolError::Denied(reason)),
+            Verdict::Ask if pre_approved && !matches!(action, Action::RunUnsandboxed { .. }) => {
+                return Ok(())
+            }
             Verdict::Ask => {}
         }
         let grant = action.grant();
@@ -486,6 +507,42 @@ mod tests {
         Action::Execute {
             command: command.into(),
         }
+    }
+
+    #[tokio::test]
+    async fn a_call_a_hook_approved_is_not_asked_about_but_refusals_and_escalation_stand() {
+        let approver = scripted(Approval::Deny { feedback: None });
+        let policy = PermissionPolicy::new(PermissionMode::Ask, Some(approver.clone()));
+        let approved = ToolContext {
+            cancel: CancellationToken::new(),
+            call_id: "c".into(),
+            pre_approved: true,
+        };
+        policy.authorize_call(edit(), &approved).await.unwrap();
+        policy.authorize_call(run("make"), &approved).await.unwrap();
+        assert_eq!(approver.asked.load(Ordering::SeqCst), 0);
+        let unsandboxed = Action::RunUnsandboxed {
+            command: "make".into(),
+            reason: "denied".into(),
+        };
+        assert!(
+            policy.authorize_call(unsandboxed, &approved).await.is_err(),
+            "leaving the sandbox is always the user's decision"
+        );
+        assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+        let read_only = PermissionPolicy::new(PermissionMode::ReadOnly, None);
+        assert!(
+            read_only
+                .authorize_call(run("make"), &approved)
+                .await
+                .is_err(),
+            "a hook cannot lift what the mode refuses"
+        );
+        let not_approved = ToolContext {
+            pre_approved: false,
+            ..approved
+        };
+        assert!(policy.authorize_call(edit(), &not_approved).await.is_err());
     }
 
     #[test]

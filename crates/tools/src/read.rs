@@ -93,7 +93,7 @@ impl Tool for ReadTool {
             Some(n) => n,
             None => self.env.limits.read_default_lines as u64,
         };
-        let target = crate::authorize_read(&self.env, "read", &args.path, &ctx.cancel).await?;
+        let target = crate::authorize_read(&self.env, "read", &args.path, ctx).await?;
         let shown = self.env.workspace.display(&target.path);
         let limits = self.env.limits.clone();
         let path = target.path;

@@ -133,7 +133,7 @@ impl Tool for WriteTool {
         };
         self.env
             .permissions
-            .authorize(
+            .authorize_call(
                 Action::Edit {
                     tool: "write".into(),
                     summary: format!(
@@ -143,7 +143,7 @@ impl Tool for WriteTool {
                     ),
                     preview: diff.clone(),
                 },
-                &ctx.cancel,
+                ctx,
             )
             .await?;
         let path = target.clone();

@@ -196,6 +196,14 @@ pub struct Config {
     /// docs/mcp.md), so this crate does not depend on MCP.
     #[serde(default)]
     pub mcp_servers: toml::Table,
+    /// The `[hooks]` tables of the user's config file, kept raw: parsed by pith-hooks
+    /// (see docs/hooks.md).
+    #[serde(default)]
+    pub hooks: toml::Table,
+    /// The `[hooks]` tables of the project's `.pith/config.toml`, kept apart: they run
+    /// only once the user trusts the project (pith-agent `trust.rs`).
+    #[serde(skip)]
+    pub project_hooks: toml::Table,
 }
 
 impl Config {
@@ -249,15 +257,29 @@ impl Config {
         let paths = Self::user_path(lookup)
             .into_iter()
             .chain([project.join(".pith").join("config.toml")]);
+        let project_path = project.join(".pith").join("config.toml");
         let mut last_path = PathBuf::new();
+        let mut project_hooks = toml::Table::new();
         for path in paths {
             match std::fs::read_to_string(&path) {
                 Ok(text) => {
-                    let table: toml::Table =
+                    let mut table: toml::Table =
                         toml::from_str(&text).map_err(|err| ConfigError::Invalid {
                             path: path.clone(),
                             message: err.to_string(),
                         })?;
+                    if path == project_path {
+                        match table.remove("hooks") {
+                            Some(toml::Value::Table(hooks)) => project_hooks = hooks,
+                            Some(_) => {
+                                return Err(ConfigError::Invalid {
+                                    path,
+                                    message: "`hooks` must be a table ([[hooks.EVENT]])".into(),
+                                })
+                            }
+                            None => {}
+                        }
+                    }
                     merge(&mut merged, table);
                     last_path = path;
                 }
@@ -265,12 +287,15 @@ impl Config {
                 Err(source) => return Err(ConfigError::Read { path, source }),
             }
         }
-        toml::Value::Table(merged)
-            .try_into()
-            .map_err(|err: toml::de::Error| ConfigError::Invalid {
-                path: last_path,
-                message: err.to_string(),
-            })
+        let mut config: Self =
+            toml::Value::Table(merged)
+                .try_into()
+                .map_err(|err: toml::de::Error| ConfigError::Invalid {
+                    path: last_path,
+                    message: err.to_string(),
+                })?;
+        config.project_hooks = project_hooks;
+        Ok(config)
     }
 }
 
@@ -750,6 +775,37 @@ mod tests {
     fn local_needs_no_key() {
         let model = resolve_model("local/smollm2", &Config::default(), &env(&[])).unwrap();
         assert_eq!(model.base_url, LOCAL_BASE_URL);
+    }
+
+    #[test]
+    fn project_hooks_are_kept_apart_from_the_users() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join("pith")).unwrap();
+        std::fs::write(
+            home.path().join("pith/config.toml"),
+            "[[hooks.Stop]]\ncommand = \"user.sh\"\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(project.path().join(".pith")).unwrap();
+        std::fs::write(
+            project.path().join(".pith/config.toml"),
+            "[[hooks.Stop]]\ncommand = \"project.sh\"\n",
+        )
+        .unwrap();
+        let home_dir = home.path().to_string_lossy().into_owned();
+        let lookup = move |name: &str| (name == "XDG_CONFIG_HOME").then(|| home_dir.clone());
+        let config = Config::load(project.path(), &lookup).unwrap();
+        assert_eq!(config.hooks["Stop"][0]["command"].as_str(), Some("user.sh"));
+        assert_eq!(
+            config.project_hooks["Stop"][0]["command"].as_str(),
+            Some("project.sh")
+        );
+        std::fs::write(project.path().join(".pith/config.toml"), "hooks = 1\n").unwrap();
+        let error = Config::load(project.path(), &lookup)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("`hooks` must be a table"), "{error}");
     }
 
     #[test]

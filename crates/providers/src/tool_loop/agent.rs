@@ -8,8 +8,8 @@ use std::sync::Arc;
 use pith_core::context::ledger::{FileProbe, Ledger};
 use pith_core::context::PolicyMemory;
 use pith_core::{
-    ContextBudget, EventSink, LoopEvent, Message, RequestEstimate, RequestEstimator, TokenCounter,
-    ToolDefinition, ToolRegistry,
+    ContextBudget, EventSink, LoopEvent, LoopHooks, Message, NoHooks, RequestEstimate,
+    RequestEstimator, TokenCounter, ToolDefinition, ToolRegistry,
 };
 
 use crate::tool_loop::guard::GuardLimits;
@@ -39,6 +39,10 @@ pub struct AgentLoop {
     pub(super) ledger: Ledger,
     /// The disk as the ledger sees it, when the loop has a workspace.
     pub(super) files: Option<Arc<dyn FileProbe>>,
+    /// Called at the loop's hook points (tool calls, compactions, the end of an answer).
+    pub(super) hooks: Arc<dyn LoopHooks>,
+    /// Model requests sent so far (the id of the next one is this plus one).
+    pub(super) requests_sent: u64,
 }
 
 impl std::fmt::Debug for AgentLoop {
@@ -75,7 +79,15 @@ impl AgentLoop {
             memory: PolicyMemory::default(),
             ledger: Ledger::default(),
             files: None,
+            hooks: Arc::new(NoHooks),
+            requests_sent: 0,
         }
+    }
+
+    /// Sets the hooks the loop calls before and after tool calls and compactions and
+    /// when the model stops (default: [`NoHooks`]).
+    pub fn set_hooks(&mut self, hooks: Arc<dyn LoopHooks>) {
+        self.hooks = hooks;
     }
 
     /// The conversation so far, without the system prompt.

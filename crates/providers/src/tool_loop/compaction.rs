@@ -10,28 +10,38 @@
 //! gets no further say: pith compacts with its own deterministic summary
 //! (`summary::fallback_summary`) rather than fail while the context stays full.
 //!
+//! Hooks: `PreCompact` runs first and may add instructions to the summary request or, for
+//! an automatic compaction, block it (the turn goes on; the overflow fallback still fits
+//! a request that would not fit). `PostCompact` (and `SessionStart` of source `compact`)
+//! run once the summary exists and before the replacement is persisted, so what they
+//! print is part of the recorded replacement.
+//!
 //! Transactional: the replacement is handed to the [`TurnSink`] to persist, and installed
 //! only when that succeeded. On cancellation, failure or a failed write, the history is
 //! unchanged.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use pith_core::context::ledger::RenderedLedger;
 use pith_core::events::compaction_token;
+use pith_core::hooks::{context_block, CompactGate, CompactionFacts};
 use pith_core::prompts::FALLBACK_SUMMARY_WITH_LEDGER;
 use pith_core::summary::{
     auto_prompt_with, fallback_summary, manual_prompt_with, replacement_text, validate_summary,
-    ReplacementParts,
+    with_hook_instructions, ReplacementParts,
 };
 use pith_core::{
-    AutoCompaction, Carried, Compaction, CompactionTrigger, Discard, HistoryRewrite, LoopEvent,
-    Message, Part, Role, TurnSink, Usage,
+    AutoCompaction, Carried, Compaction, CompactionTrigger, Discard, EventSink, HistoryRewrite,
+    HookEvent, LoopEvent, Message, NoHooks, Part, RequestPurpose, RequestReport, Role, TurnSink,
+    Usage,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
 use crate::tool_loop::execute::execute_calls;
 use crate::tool_loop::options::{LoopError, ManualCompaction, TurnSummary};
+use crate::tool_loop::report::{emit_hooks, request_report};
 use crate::tool_loop::request::{send_with_retries, Visibility};
 use crate::wire::adapter::ModelRequest;
 use crate::wire::error::ProviderError;
@@ -75,21 +85,44 @@ impl AgentLoop {
         cancel: &CancellationToken,
         turn: &mut TurnSummary,
     ) -> Result<(), LoopError> {
+        let hooks = Arc::clone(&self.hooks);
+        let gate = hooks
+            .pre_compact(CompactionTrigger::Auto, tokens_before, None, cancel)
+            .await;
+        emit_hooks(gate.runs, sink);
+        let instructions = match gate.value {
+            CompactGate::Proceed { instructions } => instructions,
+            CompactGate::Block { reason } => {
+                self.memory.record_unapplied_attempt();
+                if cancel.is_cancelled() {
+                    return Err(LoopError::Cancelled);
+                }
+                sink.emit(LoopEvent::Notice(format!(
+                    "automatic compaction skipped: {reason}"
+                )));
+                return Ok(());
+            }
+        };
+        let started = Instant::now();
         let child = compaction_token(cancel);
         sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Started {
             cancel: child.clone(),
+            tokens_before,
         }));
         let tools = self.tools.definitions();
         let ledger = self.render_ledger(true);
         let mut messages = self.history.to_vec();
-        messages.push(Message::user(auto_prompt_with(
-            ledger.as_ref().map(|l| l.text.as_str()),
+        messages.push(Message::user(with_hook_instructions(
+            auto_prompt_with(ledger.as_ref().map(|l| l.text.as_str())),
+            instructions.as_deref(),
         )));
         let messages = self.fit_if_needed(messages, &tools);
         let request = self.request(Arc::new(messages), tools.clone());
+        let mut reports = Vec::new();
         let outcome = self
-            .summary_request(request, Visibility::Private, &child)
+            .summary_request(request, Visibility::Private, &child, &mut reports)
             .await;
+        self.emit_requests(reports, sink);
         let usage = outcome.usage();
         turn.usage += usage;
         let summary = match outcome {
@@ -125,10 +158,17 @@ impl AgentLoop {
         };
 
         let (replacement, carried) = self.replacement(&summary, ledger, Some(last_user_text));
-        let tokens_after = self
-            .estimator
-            .estimate(&self.system_prompt, &replacement, &tools)
-            .total as u64;
+        let (replacement, tokens_after) = self
+            .after_summary(
+                CompactionTrigger::Auto,
+                replacement,
+                &summary,
+                tokens_before,
+                &tools,
+                sink,
+                cancel,
+            )
+            .await;
         let compaction = Compaction {
             trigger: CompactionTrigger::Auto,
             replacement,
@@ -163,6 +203,7 @@ impl AgentLoop {
             tokens_before,
             tokens_after,
             ledger_tokens: compaction.carried.ledger_tokens,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         }));
         if useless {
             sink.emit(LoopEvent::Notice(format!(
@@ -188,18 +229,43 @@ impl AgentLoop {
             ));
         }
         let tokens_before = self.estimate().total as u64;
+        let hooks = Arc::clone(&self.hooks);
+        let gate = hooks
+            .pre_compact(CompactionTrigger::Manual, tokens_before, focus, cancel)
+            .await;
+        emit_hooks(gate.runs, sink);
+        let instructions = match gate.value {
+            CompactGate::Proceed { instructions } => instructions,
+            // The user asked for this one: a hook's block is shown, not obeyed.
+            CompactGate::Block { reason } => {
+                sink.emit(LoopEvent::Notice(format!(
+                    "a PreCompact hook asked not to compact ({reason}); compacting as you asked"
+                )));
+                None
+            }
+        };
+        if cancel.is_cancelled() {
+            return Err(LoopError::Cancelled);
+        }
         let tools = self.tools.definitions();
         let ledger = self.render_ledger(false);
         let mut messages = self.history.to_vec();
-        messages.push(Message::user(manual_prompt_with(
-            focus,
-            ledger.as_ref().map(|l| l.text.as_str()),
+        messages.push(Message::user(with_hook_instructions(
+            manual_prompt_with(focus, ledger.as_ref().map(|l| l.text.as_str())),
+            instructions.as_deref(),
         )));
         let messages = self.fit_if_needed(messages, &tools);
         let request = self.request(Arc::new(messages), tools.clone());
+        let mut reports = Vec::new();
         let outcome = self
-            .summary_request(request, Visibility::Visible(&mut *sink), cancel)
+            .summary_request(
+                request,
+                Visibility::Visible(&mut *sink),
+                cancel,
+                &mut reports,
+            )
             .await;
+        self.emit_requests(reports, sink);
         let usage = outcome.usage();
         let summary = match outcome {
             SummaryOutcome::Summary { summary, .. } => summary,
@@ -214,10 +280,17 @@ impl AgentLoop {
             SummaryOutcome::Failed { reason, .. } => return Err(LoopError::Compaction(reason)),
         };
         let (replacement, carried) = self.replacement(&summary, ledger, None);
-        let tokens_after = self
-            .estimator
-            .estimate(&self.system_prompt, &replacement, &tools)
-            .total as u64;
+        let (replacement, tokens_after) = self
+            .after_summary(
+                CompactionTrigger::Manual,
+                replacement,
+                &summary,
+                tokens_before,
+                &tools,
+                sink,
+                cancel,
+            )
+            .await;
         sink.persist(&HistoryRewrite::Compaction(Compaction {
             trigger: CompactionTrigger::Manual,
             replacement: replacement.clone(),
@@ -264,6 +337,49 @@ impl AgentLoop {
         (vec![Message::user(text)], carried)
     }
 
+    /// The replacement with what the `PostCompact` (and `SessionStart` `compact`) hooks
+    /// add appended as its last part, and its estimated size.
+    #[allow(clippy::too_many_arguments)]
+    async fn after_summary(
+        &mut self,
+        trigger: CompactionTrigger,
+        mut replacement: Vec<Message>,
+        summary: &str,
+        tokens_before: u64,
+        tools: &[pith_core::ToolDefinition],
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> (Vec<Message>, u64) {
+        let estimate = |agent: &mut Self, messages: &[Message]| {
+            agent
+                .estimator
+                .estimate(&agent.system_prompt, messages, tools)
+                .total as u64
+        };
+        let tokens_after = estimate(self, &replacement);
+        let hooks = Arc::clone(&self.hooks);
+        let hooked = hooks
+            .post_compact(
+                CompactionFacts {
+                    trigger,
+                    tokens_before,
+                    tokens_after,
+                    summary,
+                },
+                cancel,
+            )
+            .await;
+        emit_hooks(hooked.runs, sink);
+        let (Some(context), Some(last)) = (hooked.value, replacement.last_mut()) else {
+            return (replacement, tokens_after);
+        };
+        last.parts.push(Part::Text {
+            text: context_block(HookEvent::PostCompact, &context),
+        });
+        let tokens_after = estimate(self, &replacement);
+        (replacement, tokens_after)
+    }
+
     /// pith's own summary of the current history, for when the model could not write one.
     /// With a ledger (which holds the user's messages) it is a short note.
     fn fallback_summary(&self, with_ledger: bool) -> String {
@@ -285,6 +401,7 @@ impl AgentLoop {
         mut request: ModelRequest,
         mut visibility: Visibility<'_>,
         cancel: &CancellationToken,
+        reports: &mut Vec<RequestReport>,
     ) -> SummaryOutcome {
         let mut usage = Usage::default();
         let denying = self.tools.denying();
@@ -294,7 +411,8 @@ impl AgentLoop {
                 Visibility::Visible(sink) => Visibility::Visible(&mut **sink),
                 Visibility::Private => Visibility::Private,
             };
-            let response = match send_with_retries(
+            let started = Instant::now();
+            let sent = send_with_retries(
                 self.adapter.as_ref(),
                 &request,
                 &self.options.retry,
@@ -303,8 +421,14 @@ impl AgentLoop {
                 sent_visibility,
                 cancel,
             )
-            .await
-            {
+            .await;
+            reports.push(request_report(
+                self,
+                RequestPurpose::Compaction,
+                started,
+                &sent,
+            ));
+            let response = match sent {
                 Ok(response) => response,
                 Err(failure) => {
                     return match failure.error {
@@ -341,10 +465,24 @@ impl AgentLoop {
             rounds += 1;
             let results = match &mut visibility {
                 Visibility::Visible(sink) => {
-                    execute_calls(&denying, &response.tool_calls, &mut **sink, cancel).await
+                    execute_calls(
+                        &denying,
+                        &NoHooks,
+                        &response.tool_calls,
+                        &mut **sink,
+                        cancel,
+                    )
+                    .await
                 }
                 Visibility::Private => {
-                    execute_calls(&denying, &response.tool_calls, &mut Discard, cancel).await
+                    execute_calls(
+                        &denying,
+                        &NoHooks,
+                        &response.tool_calls,
+                        &mut Discard,
+                        cancel,
+                    )
+                    .await
                 }
             };
             if cancel.is_cancelled() {

@@ -7,6 +7,7 @@
 //! decision with LLM compaction and micro-compaction ruled out, so only an overflow acts.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use pith_core::context::{collapse, decide, prune_old_tool_outputs, Action, Facts};
 use pith_core::events::MicroCompaction;
@@ -32,6 +33,8 @@ pub(super) struct Prepared {
 struct MicroCandidate {
     replacement: Vec<Message>,
     reclaimable: u64,
+    /// When measuring it began (the step's duration counts from here).
+    started: Instant,
 }
 
 impl AgentLoop {
@@ -137,6 +140,7 @@ impl AgentLoop {
 
     /// Dedup + prune of the current history, without applying it.
     fn micro_candidate(&self) -> MicroCandidate {
+        let started = Instant::now();
         let tools = &self.tools;
         let (deduplicated, _) = collapse(&self.history, |name| tools.is_read_only(name));
         let counter = self.estimator.counter();
@@ -157,6 +161,7 @@ impl AgentLoop {
         MicroCandidate {
             replacement: pruned,
             reclaimable: reclaimable as u64,
+            started,
         }
     }
 
@@ -180,6 +185,7 @@ impl AgentLoop {
                 .max(candidate.reclaimable.min(tokens_before)),
             tokens_before,
             tokens_after,
+            duration_ms: u64::try_from(candidate.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         };
         let rewrite = HistoryRewrite::Micro(step);
         if let Err(error) = sink.persist(&rewrite) {

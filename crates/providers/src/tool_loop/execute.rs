@@ -1,15 +1,25 @@
-//! Running the tool calls of one assistant message.
+//! Running the tool calls of one assistant message, with the `PreToolUse` and
+//! `PostToolUse` hooks around each.
 
 use std::time::Instant;
 
-use pith_core::{EventSink, LoopEvent, ToolCall, ToolRegistry, ToolResult};
+use pith_core::hooks::{context_block, ToolGate};
+use pith_core::{EventSink, HookEvent, LoopEvent, LoopHooks, ToolCall, ToolRegistry, ToolResult};
 use tokio_util::sync::CancellationToken;
+
+use crate::tool_loop::report::emit_hooks;
 
 /// Runs the calls of one assistant message. Consecutive read-only calls run concurrently;
 /// results come back in call order. Every call gets a result, also on cancellation, so
 /// the history never holds an unanswered tool call.
+///
+/// Hooks: before a group runs, `hooks.pre_tool_use` decides each of its calls in order (a
+/// denied call is answered with the hook's reason and never runs); after the group ran,
+/// `hooks.post_tool_use` may add context to each result that ran, before the model (and
+/// [`LoopEvent::ToolCallFinished`]) sees it.
 pub(crate) async fn execute_calls(
     tools: &ToolRegistry,
+    hooks: &dyn LoopHooks,
     calls: &[ToolCall],
     events: &mut dyn EventSink,
     cancel: &CancellationToken,
@@ -24,31 +34,54 @@ pub(crate) async fn execute_calls(
             }
         }
         let group = &calls[index..end];
+        let mut gates = Vec::with_capacity(group.len());
         for call in group {
+            let gate = if cancel.is_cancelled() {
+                ToolGate::Run {
+                    pre_approved: false,
+                }
+            } else {
+                let hooked = hooks.pre_tool_use(call, cancel).await;
+                emit_hooks(hooked.runs, events);
+                hooked.value
+            };
             events.emit(LoopEvent::ToolCallStarted(call.clone()));
+            gates.push(gate);
         }
-        let outcomes = futures::future::join_all(group.iter().map(|call| async move {
-            if cancel.is_cancelled() {
-                return ToolResult::new(
-                    call.id.clone(),
-                    "cancelled before it ran".to_owned(),
-                    true,
-                );
+        let outcomes =
+            futures::future::join_all(group.iter().zip(&gates).map(|(call, gate)| async move {
+                let pre_approved = match gate {
+                    ToolGate::Deny { reason } => {
+                        return (
+                            ToolResult::new(call.id.clone(), reason.clone(), true),
+                            false,
+                        )
+                    }
+                    ToolGate::Run { pre_approved } => *pre_approved,
+                };
+                if cancel.is_cancelled() {
+                    return (
+                        ToolResult::new(
+                            call.id.clone(),
+                            "cancelled before it ran".to_owned(),
+                            true,
+                        ),
+                        false,
+                    );
+                }
+                (run_one(tools, call, cancel, pre_approved).await, true)
+            }))
+            .await;
+        for (call, (mut result, ran)) in group.iter().zip(outcomes) {
+            if ran && !cancel.is_cancelled() {
+                let hooked = hooks.post_tool_use(call, &result, cancel).await;
+                emit_hooks(hooked.runs, events);
+                if let Some(context) = hooked.value {
+                    result
+                        .content
+                        .push_str(&context_block(HookEvent::PostToolUse, &context));
+                }
             }
-            let started = Instant::now();
-            let result = tools.execute(call, cancel).await;
-            tracing::debug!(
-                tool = %call.name,
-                call_id = %call.id,
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                bytes = result.content.len(),
-                is_error = result.is_error,
-                "tool call finished"
-            );
-            result
-        }))
-        .await;
-        for (call, result) in group.iter().zip(outcomes) {
             events.emit(LoopEvent::ToolCallFinished {
                 call: call.clone(),
                 result: result.clone(),
@@ -58,4 +91,24 @@ pub(crate) async fn execute_calls(
         index = end;
     }
     results
+}
+
+/// Runs one call that may run, and logs how it went.
+async fn run_one(
+    tools: &ToolRegistry,
+    call: &ToolCall,
+    cancel: &CancellationToken,
+    pre_approved: bool,
+) -> ToolResult {
+    let started = Instant::now();
+    let result = tools.execute_with(call, cancel, pre_approved).await;
+    tracing::debug!(
+        tool = %call.name,
+        call_id = %call.id,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        bytes = result.content.len(),
+        is_error = result.is_error,
+        "tool call finished"
+    );
+    result
 }

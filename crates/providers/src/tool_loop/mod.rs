@@ -9,6 +9,11 @@
 //! [`AgentLoop::compact`] is the manual `/compact` (`compaction`, which also holds the
 //! private automatic summary request). `overflow` fits a request that cannot fit.
 //!
+//! Hooks plug in through one [`pith_core::LoopHooks`] value (`AgentLoop::set_hooks`): the
+//! loop calls it before and after each tool call (`execute`), around each summary
+//! compaction (`compaction`) and when the model stops (`turn`), and reports every hook
+//! run and every model request as events (`report`).
+//!
 //! Events go to the caller's [`pith_core::TurnSink`] in the order they happen; the loop
 //! never prints and never writes files. A history rewrite is handed to
 //! [`pith_core::TurnSink::persist`] first and applied only when that succeeded, so the
@@ -22,6 +27,7 @@ mod execute;
 pub mod guard;
 mod options;
 pub mod overflow;
+mod report;
 pub mod request;
 pub mod retry;
 mod turn;

@@ -60,6 +60,8 @@ pub struct Response {
     /// Set when pith cut the answer short (output cap, repetition): what arrived up to
     /// the cut is kept; tool calls that were not complete are not in `tool_calls`.
     pub truncated: Option<Truncation>,
+    /// Attempts made, the successful or last one included (retries + 1).
+    pub attempts: u32,
 }
 
 /// A failed request, with whatever arrived before the failure.
@@ -117,6 +119,7 @@ pub async fn send_with_retries(
             &mut response,
         )
         .await;
+        response.attempts = attempt;
         match outcome {
             Ok(()) => return Ok(response),
             Err(error) => {

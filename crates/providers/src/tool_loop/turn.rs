@@ -2,15 +2,18 @@
 //! asks for, and repeat until the model answers without tool calls.
 
 use std::sync::Arc;
+use std::time::Instant;
 
+use pith_core::hooks::context_block;
 use pith_core::prompts::truncation_notice;
-use pith_core::{LoopEvent, Message, Part, Role, TurnSink};
+use pith_core::{HookEvent, LoopEvent, Message, Part, RequestPurpose, Role, TurnSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
 use crate::tool_loop::execute::execute_calls;
 use crate::tool_loop::guard::Truncation;
 use crate::tool_loop::options::{LoopError, TurnFailure, TurnSummary};
+use crate::tool_loop::report::{emit_hooks, request_report};
 use crate::tool_loop::request::{send_with_retries, Visibility};
 use crate::wire::error::ProviderError;
 
@@ -35,6 +38,8 @@ impl AgentLoop {
         // first request, with the new message retained.
         self.memory.record_new_history();
         let fail = |error, summary| Err(TurnFailure { error, summary });
+        // A Stop hook continued this turn at least once (hooks are told, to avoid loops).
+        let mut stop_continued = false;
         loop {
             if cancel.is_cancelled() {
                 return fail(LoopError::Cancelled, summary);
@@ -52,6 +57,7 @@ impl AgentLoop {
                 Err(error) => return fail(error, summary),
             };
             summary.requests += 1;
+            let started = Instant::now();
             let sent = send_with_retries(
                 self.adapter.as_ref(),
                 &prepared.request,
@@ -64,6 +70,8 @@ impl AgentLoop {
             .await;
             // The request shares the history: release it so appending does not copy it.
             drop(prepared.request);
+            let report = request_report(self, RequestPurpose::Turn, started, &sent);
+            self.emit_requests([report], sink);
             let response = match sent {
                 Ok(response) => response,
                 Err(failure) => {
@@ -89,12 +97,23 @@ impl AgentLoop {
                 .or_else(|| Truncation::from_stop_reason(response.stop_reason.as_deref()));
             let calls = response.tool_calls;
             if response.text.is_empty() && calls.is_empty() && truncation.is_none() {
+                if self
+                    .stop_continues("", &mut stop_continued, sink, cancel)
+                    .await
+                {
+                    continue;
+                }
                 // An empty answer still closes the turn; keep the history well-formed.
                 sink.emit(LoopEvent::TurnFinished {
                     usage: summary.usage,
                 });
                 return Ok(summary);
             }
+            let answer = if calls.is_empty() {
+                response.text.clone()
+            } else {
+                String::new()
+            };
             // An answer cut before any content leaves no (empty) assistant message.
             if !response.text.is_empty() || !calls.is_empty() {
                 self.push(
@@ -122,13 +141,20 @@ impl AgentLoop {
                 if let Some(notice) = notice {
                     self.push(notice, sink);
                 }
+                if self
+                    .stop_continues(&answer, &mut stop_continued, sink, cancel)
+                    .await
+                {
+                    continue;
+                }
                 sink.emit(LoopEvent::TurnFinished {
                     usage: summary.usage,
                 });
                 return Ok(summary);
             }
 
-            let results = execute_calls(&self.tools, &calls, sink, cancel).await;
+            let hooks = Arc::clone(&self.hooks);
+            let results = execute_calls(&self.tools, hooks.as_ref(), &calls, sink, cancel).await;
             summary.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
             for result in results {
                 self.push(
@@ -146,6 +172,30 @@ impl AgentLoop {
             if cancel.is_cancelled() {
                 return fail(LoopError::Cancelled, summary);
             }
+        }
+    }
+
+    /// The model answered without tool calls (`answer`): asks the Stop hooks whether the
+    /// turn ends. When one continues it, its message is appended as a user message and
+    /// the turn goes on (bounded by `max_requests_per_turn`, like any request).
+    async fn stop_continues(
+        &mut self,
+        answer: &str,
+        continued: &mut bool,
+        sink: &mut dyn TurnSink,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let hooked = self.hooks.stop(answer, *continued, cancel).await;
+        emit_hooks(hooked.runs, sink);
+        match hooked.value {
+            Some(message) if !cancel.is_cancelled() => {
+                let text = context_block(HookEvent::Stop, &message);
+                self.push(Message::user(text.trim_start()), sink);
+                self.memory.record_new_history();
+                *continued = true;
+                true
+            }
+            _ => false,
         }
     }
 }

@@ -135,8 +135,14 @@ fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, st
             Tone::Dim,
             &format!("request failed ({reason}); retry {attempt} in {delay_ms} ms"),
         ),
+        LoopEvent::Hook(run) => {
+            if let Some((tone, text)) = hook_line(&run) {
+                screen.message(tone, &text);
+            }
+        }
         LoopEvent::ReasoningDelta(_)
         | LoopEvent::RequestStarted { .. }
+        | LoopEvent::RequestFinished(_)
         | LoopEvent::TurnFinished { .. } => {}
     }
 }
@@ -157,7 +163,28 @@ fn on_compact_event(event: LoopEvent, _: &mut BusyState, screen: &mut Screen, _:
             Tone::Dim,
             &format!("request failed ({reason}); retry {attempt} in {delay_ms} ms"),
         ),
+        LoopEvent::Hook(run) => {
+            if let Some((tone, text)) = hook_line(&run) {
+                screen.message(tone, &text);
+            }
+        }
         _ => {}
+    }
+}
+
+/// How a hook run shows on screen: blocks and failures always, a successful run only
+/// when it has a message for the user.
+pub(crate) fn hook_line(run: &pith_core::HookRun) -> Option<(Tone, String)> {
+    use pith_core::HookOutcome;
+    let what = format!("{} hook `{}`", run.event, run.command);
+    let message = run.message.as_deref().unwrap_or("");
+    match run.outcome {
+        HookOutcome::Proceed if message.is_empty() => None,
+        HookOutcome::Proceed => Some((Tone::Dim, format!("{what}: {message}"))),
+        HookOutcome::Block => Some((Tone::Info, format!("{what} blocked: {message}"))),
+        HookOutcome::Error | HookOutcome::Timeout => {
+            Some((Tone::Error, format!("{what} failed: {message}")))
+        }
     }
 }
 
@@ -198,6 +225,7 @@ mod tests {
             LoopEvent::MessageAppended(Message::assistant("Before")),
             LoopEvent::AutoCompaction(AutoCompaction::Started {
                 cancel: turn.child_token(),
+                tokens_before: 0,
             }),
             LoopEvent::AutoCompaction(AutoCompaction::Applied {
                 replacement: vec![Message::user(
@@ -208,6 +236,7 @@ mod tests {
                 tokens_before: 15_000,
                 tokens_after: 900,
                 ledger_tokens: 0,
+                duration_ms: 0,
             }),
             LoopEvent::TextDelta("After".into()),
         ];

@@ -140,11 +140,11 @@ impl Tool for BashTool {
         };
         self.env
             .permissions
-            .authorize(
+            .authorize_call(
                 Action::Execute {
                     command: args.command.clone(),
                 },
-                &ctx.cancel,
+                ctx,
             )
             .await?;
 
@@ -205,12 +205,7 @@ impl BashTool {
             command: command.to_owned(),
             reason,
         };
-        match self
-            .env
-            .permissions
-            .authorize(escalation, &ctx.cancel)
-            .await
-        {
+        match self.env.permissions.authorize_call(escalation, ctx).await {
             Ok(()) => {
                 notes.push(format!(
                     "[the sandbox denied the first run of this command:\n{}\nThe user \
