@@ -124,14 +124,120 @@ fn without_heredocs(command: &str) -> String {
     out
 }
 
-/// Quoted strings blanked, so `>` inside `python -c "…"` is not a redirection.
-fn without_quotes(text: &str) -> String {
-    static QUOTED: LazyLock<Regex> = LazyLock::new(|| re(r#"'[^']*'|"(?:[^"\\]|\\.)*""#));
-    QUOTED.replace_all(text, "''").into_owned()
+/// One word of a command: its text with quotes removed, and whether any of it was quoted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Word {
+    text: String,
+    quoted: bool,
+}
+
+/// A command split into simple commands (at `;`, `&&`, `||`, `|`, newlines), each a list
+/// of words; quotes and backslashes are honoured, so `>` or `;` inside a quoted
+/// script is part of a word. Redirection operators are words of their own (`>`, `2>>`).
+fn simple_commands(command: &str) -> Vec<Vec<Word>> {
+    let mut commands = vec![Vec::new()];
+    let mut word = Word {
+        text: String::new(),
+        quoted: false,
+    };
+    let mut in_word = false;
+    let mut chars = command.chars().peekable();
+    let finish = |commands: &mut Vec<Vec<Word>>, word: &mut Word, in_word: &mut bool| {
+        if *in_word {
+            if let Some(last) = commands.last_mut() {
+                last.push(std::mem::replace(
+                    word,
+                    Word {
+                        text: String::new(),
+                        quoted: false,
+                    },
+                ));
+            }
+            *in_word = false;
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                word.quoted = true;
+                for q in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                    word.text.push(q);
+                }
+            }
+            '"' => {
+                in_word = true;
+                word.quoted = true;
+                while let Some(q) = chars.next() {
+                    match q {
+                        '"' => break,
+                        '\\' => {
+                            if let Some(n) = chars.next() {
+                                word.text.push(n);
+                            }
+                        }
+                        _ => word.text.push(q),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(n) = chars.next() {
+                    if n != '\n' {
+                        word.text.push(n);
+                    }
+                }
+            }
+            ';' | '|' | '&' | '\n' => {
+                finish(&mut commands, &mut word, &mut in_word);
+                if c == '&' && chars.peek() == Some(&'>') {
+                    // `&>file`: a redirection of both streams.
+                    word.text.push('>');
+                    chars.next();
+                    in_word = true;
+                    finish(&mut commands, &mut word, &mut in_word);
+                    continue;
+                }
+                if commands.last().is_some_and(|c| !c.is_empty()) {
+                    commands.push(Vec::new());
+                }
+            }
+            '>' | '<' => {
+                // A redirection: digits just before it belong to it (`2>`).
+                let fd_only =
+                    in_word && !word.quoted && word.text.chars().all(|d| d.is_ascii_digit());
+                if !fd_only {
+                    finish(&mut commands, &mut word, &mut in_word);
+                }
+                word.text.push(c);
+                while let Some(&next) = chars.peek() {
+                    if next == '>' || next == '&' || (next == '<' && c == '<') {
+                        word.text.push(next);
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                in_word = true;
+                finish(&mut commands, &mut word, &mut in_word);
+            }
+            c if c.is_whitespace() => finish(&mut commands, &mut word, &mut in_word),
+            c => {
+                in_word = true;
+                word.text.push(c);
+            }
+        }
+    }
+    finish(&mut commands, &mut word, &mut in_word);
+    commands.retain(|c| !c.is_empty());
+    commands
 }
 
 fn clean_path(word: &str) -> Option<String> {
-    let word = word.trim_matches(|c| c == '\'' || c == '"' || c == ';' || c == ')');
+    let word = word.trim_end_matches([';', ')']);
     let word = word.strip_prefix("./").unwrap_or(word);
     let ignored = word.is_empty()
         || word.starts_with('-')
@@ -142,45 +248,96 @@ fn clean_path(word: &str) -> Option<String> {
     (!ignored).then(|| word.to_owned())
 }
 
-/// The files a command writes or edits, as a reader of the command sees them:
-/// redirections, `tee`, `sed -i`, `cp` / `mv` targets, Python `open(…, 'w')`.
-pub fn written_files(command: &str) -> BTreeSet<String> {
-    static REDIRECT: LazyLock<Regex> =
-        LazyLock::new(|| re(r"(?:^|[^<>&0-9])[12]?>>?\s*([^\s;|&<>()]+)"));
-    static TEE: LazyLock<Regex> = LazyLock::new(|| re(r"\btee\s+(?:-a\s+)?([^\s;|&<>]+)"));
-    static SED_I: LazyLock<Regex> = LazyLock::new(|| re(r"\bsed\s+(?:-\w+\s+)*-i"));
-    static COPY: LazyLock<Regex> =
-        LazyLock::new(|| re(r"\b(?:cp|mv)\s+(?:-\w+\s+)*\S+\s+([^\s;|&<>]+)"));
-    static OPEN_WRITE: LazyLock<Regex> =
-        LazyLock::new(|| re(r#"open\(\s*['"]([^'"]+)['"]\s*,\s*['"][wa]"#));
-    let mut files = BTreeSet::new();
-    // Python writes are read from the whole text, heredoc bodies included.
-    for captures in OPEN_WRITE.captures_iter(command) {
-        files.extend(clean_path(&captures[1]));
+/// Text that a Python interpreter runs: `python -c` scripts and heredocs fed to python.
+fn python_sources(command: &str) -> Vec<String> {
+    static HEREDOC: LazyLock<Regex> = LazyLock::new(|| re(r#"<<-?\s*['"]?(\w+)['"]?"#));
+    let mut sources = Vec::new();
+    let mut lines = command.lines();
+    while let Some(line) = lines.next() {
+        let Some(captures) = HEREDOC.captures(line) else {
+            continue;
+        };
+        let feeds_python = line.contains("python");
+        let mut body = String::new();
+        for body_line in lines.by_ref() {
+            if body_line.trim() == &captures[1] {
+                break;
+            }
+            body.push_str(body_line);
+            body.push('\n');
+        }
+        if feeds_python {
+            sources.push(body);
+        }
     }
-    let outer = without_heredocs(command);
-    let bare = without_quotes(&outer);
-    for captures in REDIRECT.captures_iter(&bare) {
-        files.extend(clean_path(&captures[1]));
-    }
-    for captures in TEE.captures_iter(&bare) {
-        files.extend(clean_path(&captures[1]));
-    }
-    for captures in COPY.captures_iter(&bare) {
-        files.extend(clean_path(&captures[1]));
-    }
-    for segment in outer.split(['\n', ';', '|']).flat_map(|s| s.split("&&")) {
-        if SED_I.is_match(segment) {
-            // The files are the words after the script.
-            let words: Vec<&str> = segment.split_whitespace().collect();
-            if let Some(last) = words.last() {
-                if words.len() >= 3 && !last.starts_with('\'') && !last.ends_with('\'') {
-                    files.extend(clean_path(last));
-                }
+    for words in simple_commands(&without_heredocs(command)) {
+        if words.first().is_some_and(|w| w.text.starts_with("python")) {
+            if let Some(at) = words.iter().position(|w| w.text == "-c") {
+                sources.extend(words.get(at + 1).map(|w| w.text.clone()));
             }
         }
     }
-    files.retain(|f| f != "''");
+    sources
+}
+
+/// The files a command writes or edits, as a reader of the command sees them:
+/// redirections, `tee`, `sed -i`, `cp` / `mv` targets, `touch`, and Python
+/// `open(…, 'w')` in code that Python runs.
+pub fn written_files(command: &str) -> BTreeSet<String> {
+    static OPEN_WRITE: LazyLock<Regex> =
+        LazyLock::new(|| re(r#"open\(\s*['"]([^'"]+)['"]\s*,\s*['"][wa]"#));
+    let mut files = BTreeSet::new();
+    for source in python_sources(command) {
+        for captures in OPEN_WRITE.captures_iter(&source) {
+            files.extend(clean_path(&captures[1]));
+        }
+    }
+    for words in simple_commands(&without_heredocs(command)) {
+        for pair in words.windows(2) {
+            let op = &pair[0];
+            if !op.quoted && op.text.contains('>') && !op.text.ends_with('&') {
+                files.extend(clean_path(&pair[1].text));
+            }
+        }
+        let args: Vec<&Word> = words
+            .iter()
+            .take_while(|w| w.quoted || !(w.text.contains('>') || w.text.contains('<')))
+            .collect();
+        let Some((program, rest)) = args.split_first() else {
+            continue;
+        };
+        let operands: Vec<&str> = rest
+            .iter()
+            .filter(|w| w.quoted || !w.text.starts_with('-'))
+            .map(|w| w.text.as_str())
+            .collect();
+        match program.text.as_str() {
+            "tee" | "touch" => {
+                for operand in &operands {
+                    files.extend(clean_path(operand));
+                }
+            }
+            "cp" | "mv" if operands.len() >= 2 => {
+                files.extend(operands.last().and_then(|o| clean_path(o)));
+            }
+            "sed" if rest.iter().any(|w| !w.quoted && w.text.starts_with("-i")) => {
+                let has_e = rest.iter().any(|w| !w.quoted && w.text == "-e");
+                // Without -e the first operand is the script.
+                let skip = usize::from(!has_e);
+                let scripts_by_e = rest
+                    .windows(2)
+                    .filter(|p| p[0].text == "-e")
+                    .map(|p| p[1].text.as_str())
+                    .collect::<Vec<_>>();
+                for operand in operands.iter().skip(skip) {
+                    if !scripts_by_e.contains(operand) {
+                        files.extend(clean_path(operand));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
     files
 }
 
@@ -189,34 +346,39 @@ pub fn written_files(command: &str) -> BTreeSet<String> {
 pub fn read_files(command: &str) -> BTreeSet<String> {
     let mut files = BTreeSet::new();
     let outer = without_heredocs(command);
-    for pipeline in outer.split(['\n', ';']).flat_map(|s| s.split("&&")) {
-        let first = pipeline.split('|').next().unwrap_or_default();
-        let words: Vec<&str> = first.split_whitespace().collect();
+    // Only the first command of a pipeline reads files; later ones read the pipe.
+    let mut pipeline_start = true;
+    for words in simple_commands(&outer.replace('|', "\u{1}|")) {
+        let first = pipeline_start;
+        pipeline_start = !words.last().is_some_and(|w| w.text.ends_with('\u{1}'));
+        if !first {
+            continue;
+        }
+        let words: Vec<String> = words
+            .iter()
+            .take_while(|w| w.quoted || !(w.text.contains('>') || w.text.contains('<')))
+            .map(|w| w.text.trim_end_matches('\u{1}').to_owned())
+            .filter(|w| !w.is_empty())
+            .collect();
         let Some((program, args)) = words.split_first() else {
             continue;
         };
-        let mut skip_value = false;
-        match *program {
+        match program.as_str() {
             "cat" | "nl" | "less" | "more" | "head" | "tail" => {
+                let mut skip_value = false;
                 for word in args {
                     if skip_value {
                         skip_value = false;
                         continue;
                     }
-                    if matches!(*word, "-n" | "-c") {
+                    if matches!(word.as_str(), "-n" | "-c") {
                         skip_value = true;
                         continue;
-                    }
-                    if word.starts_with('>')
-                        || word.starts_with('<')
-                        || word.starts_with('2') && word.contains('>')
-                    {
-                        break;
                     }
                     files.extend(clean_path(word));
                 }
             }
-            "sed" if args.first() == Some(&"-n") => {
+            "sed" if args.first().map(String::as_str) == Some("-n") => {
                 // sed -n 'SCRIPT' FILE…
                 for word in args.iter().skip(2) {
                     files.extend(clean_path(word));
@@ -321,6 +483,27 @@ mod tests {
             set(&["x.py"])
         );
         assert_eq!(written_files("cat a.py 2>&1"), BTreeSet::new());
+        assert_eq!(
+            written_files(
+                "sed -i '146i \\    def f(self):\\\n        pass; x > y\\\n' django/forms.py"
+            ),
+            set(&["django/forms.py"]),
+            "a multi-line sed script is one word"
+        );
+        assert_eq!(
+            written_files("sed -i -e 's/a/b/' -e 's/c/d/' x.py y.py"),
+            set(&["x.py", "y.py"])
+        );
+        assert_eq!(
+            written_files("cat <<'EOF' > script.py\nwith open('made.py', 'w') as f: pass\nEOF"),
+            set(&["script.py"]),
+            "code written to a file does not run"
+        );
+        assert_eq!(
+            written_files("touch a/__init__.py b.py"),
+            set(&["a/__init__.py", "b.py"])
+        );
+        assert_eq!(written_files("echo hi &> log.txt"), set(&["log.txt"]));
     }
 
     #[test]

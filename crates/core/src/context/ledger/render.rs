@@ -354,11 +354,19 @@ fn files_section(
 
 fn commands_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
     let commands: Vec<&super::CommandEntry> = ledger.commands().collect();
+    // The latest failure always stays: it is what the session last ran into, even when
+    // a later run of the same command passed.
+    let latest_failure = commands.iter().rev().find(|c| c.failed).map(|c| c.order);
     let mut chosen = Vec::new();
     let mut older_failing = 0;
     for (age, command) in commands.iter().rev().enumerate() {
         if age < RECENT_COMMANDS {
             chosen.push(*command);
+            continue;
+        }
+        if Some(command.order) == latest_failure {
+            chosen.push(*command);
+            older_failing += 1;
             continue;
         }
         // An older failure stays until a later run of the same command passes.
@@ -379,6 +387,13 @@ fn commands_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
                 (None, false) => "done".to_owned(),
             };
             let mut line = format!("- `{}` → {status} (turn {})", c.command, c.turn);
+            let passed_later = c.failed
+                && commands
+                    .iter()
+                    .any(|later| later.order > c.order && later.key == c.key && !later.failed);
+            if passed_later {
+                line.push_str("; a later run passed");
+            }
             if let Some(error) = &c.error_line {
                 line.push_str(&format!("\n  last error: {error}"));
             }
@@ -389,7 +404,8 @@ fn commands_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
         })
         .collect();
     Section {
-        heading: "## Commands (newest first; failing ones stay until they pass)".to_owned(),
+        heading: "## Commands (newest first; failing ones stay until they pass, the latest failure always)"
+            .to_owned(),
         entries: entries(texts, counter),
         omitted_noun: "older commands",
         cuttable: false,

@@ -260,6 +260,24 @@ fn failing_commands_outlive_passing_ones_until_they_pass() {
         "fixed failures go: {out}"
     );
     assert!(out.contains("`make docs` → exit 2"), "{out}");
+    // The latest failure stays after it is fixed, saying so.
+    run(&mut ledger, "i", "make docs", "built", 0);
+    for i in 0..10 {
+        run(
+            &mut ledger,
+            &format!("last{i}"),
+            &format!("echo last {i}"),
+            "",
+            0,
+        );
+    }
+    let out = text(&ledger);
+    assert!(
+        out.contains(
+            "`make docs` → exit 2 (turn 2); a later run passed\n  last error: fatal: no docs"
+        ),
+        "{out}"
+    );
 }
 
 #[test]
