@@ -20,9 +20,11 @@ pub mod tool;
 
 pub use budget::ContextBudget;
 pub use events::{AutoCompaction, Discard, EventSink, LoopEvent, Usage};
-pub use message::{Message, Part, Role, ToolCall, ToolResult};
+pub use message::{Image, Message, Part, Reasoning, Role, ToolCall, ToolResult};
 pub use rewrite::{
     Compaction, CompactionTrigger, HistoryRewrite, InMemory, PersistError, TurnSink,
 };
-pub use tokens::{BpeCounter, Encoding, RequestEstimate, RequestEstimator, TokenCounter};
+pub use tokens::{
+    BpeCounter, Encoding, ImageFormula, RequestEstimate, RequestEstimator, TokenCounter,
+};
 pub use tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolRegistry};

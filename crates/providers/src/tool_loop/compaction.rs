@@ -78,7 +78,7 @@ impl AgentLoop {
             cancel: child.clone(),
         }));
         let tools = self.tools.definitions();
-        let mut messages = self.history.to_vec();
+        let mut messages = self.history_for_summary();
         messages.push(Message::user(auto_prompt()));
         let messages = self.fit_if_needed(messages, &tools);
         let request = self.request(Arc::new(messages), tools.clone());
@@ -181,7 +181,7 @@ impl AgentLoop {
         }
         let tokens_before = self.estimate().total as u64;
         let tools = self.tools.definitions();
-        let mut messages = self.history.to_vec();
+        let mut messages = self.history_for_summary();
         messages.push(Message::user(manual_prompt(focus)));
         let messages = self.fit_if_needed(messages, &tools);
         let request = self.request(Arc::new(messages), tools.clone());
@@ -308,10 +308,7 @@ impl AgentLoop {
                 return SummaryOutcome::Cancelled { usage };
             }
             let messages = Arc::make_mut(&mut request.messages);
-            messages.push(Message::assistant_with_calls(
-                response.text,
-                response.tool_calls,
-            ));
+            messages.push(response.message());
             for result in results {
                 messages.push(Message {
                     role: Role::Tool,

@@ -86,8 +86,8 @@ impl AgentLoop {
                 .truncated
                 .clone()
                 .or_else(|| Truncation::from_stop_reason(response.stop_reason.as_deref()));
-            let calls = response.tool_calls;
-            if response.text.is_empty() && calls.is_empty() && truncation.is_none() {
+            let calls = response.tool_calls.clone();
+            if response.is_empty() && truncation.is_none() {
                 // An empty answer still closes the turn; keep the history well-formed.
                 sink.emit(LoopEvent::TurnFinished {
                     usage: summary.usage,
@@ -95,11 +95,9 @@ impl AgentLoop {
                 return Ok(summary);
             }
             // An answer cut before any content leaves no (empty) assistant message.
-            if !response.text.is_empty() || !calls.is_empty() {
-                self.push(
-                    Message::assistant_with_calls(response.text, calls.clone()),
-                    sink,
-                );
+            // Reasoning goes with its answer, in its place (providers take it back only so).
+            if !response.is_empty() {
+                self.push(response.message(), sink);
             }
             if let Some(truncation) = &truncation {
                 sink.emit(LoopEvent::OutputTruncated {
