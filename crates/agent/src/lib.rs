@@ -28,6 +28,7 @@ pub use conversation::{
 pub use exit::ExitCode;
 pub use overrides::{Overrides, SessionChoice};
 /// What a turn or `/compact` can end with, as the loop reports it.
+pub use pith_providers::wire::ReasoningEffort;
 pub use pith_providers::{LoopError, ManualCompaction};
 pub use recording::CompactionNote;
 pub use settings::Settings;

@@ -1,6 +1,6 @@
 //! The borrowed wire types of a Responses request and the conversion that fills them:
 //! the system prompt as `instructions`; user and system messages as `input_text`
-//! messages; assistant text (when not empty) as an `output_text` message followed by one
+//! messages; assistant text (when not empty) as a message with string content, followed by one
 //! `function_call` item per call; each tool result as a `function_call_output` item, any
 //! text of a tool message as a user message. `store: false`: pith sends the whole history.
 //!
@@ -58,6 +58,13 @@ enum Item<'a> {
         role: &'static str,
         content: Vec<Content<'a>>,
     },
+    /// An assistant message as the schema's "easy" input message: its text as a string
+    /// (an `output_text` part would need the id, status and annotations of an output).
+    #[serde(rename = "message")]
+    AssistantText {
+        role: &'static str,
+        content: Cow<'a, str>,
+    },
     Reasoning {
         summary: Vec<Summary<'a>>,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -93,9 +100,6 @@ enum Output<'a> {
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Content<'a> {
     InputText {
-        text: Cow<'a, str>,
-    },
-    OutputText {
         text: Cow<'a, str>,
     },
     InputImage {
@@ -167,9 +171,9 @@ fn assistant_items<'a>(message: &'a pith_core::Message, input: &mut Vec<Item<'a>
             Part::Text { .. } if !text_sent => {
                 text_sent = true;
                 if let Some(text) = text.take() {
-                    input.push(Item::Message {
+                    input.push(Item::AssistantText {
                         role: "assistant",
-                        content: vec![Content::OutputText { text }],
+                        content: text,
                     });
                 }
             }

@@ -155,7 +155,7 @@ mod tests {
                     Role::Assistant => {
                         let text = message.text_content();
                         if !text.is_empty() {
-                            input.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}));
+                            input.push(json!({"type": "message", "role": "assistant", "content": text}));
                         }
                         for call in message.tool_calls() {
                             input.push(json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments_text(&call.arguments)}));
