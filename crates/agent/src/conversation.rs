@@ -500,7 +500,8 @@ fn build_agent(
     let spill_dir = session.spill_dir().map_err(ConversationError::failure)?;
     let mut tools = ToolsConfig::new(cwd, spill_dir)
         .with_mode(settings.approval)
-        .with_sandbox(settings.sandbox.clone());
+        .with_sandbox(settings.sandbox.clone())
+        .with_images(settings.image_limits());
     if let Some(approver) = &frontend.approver {
         tools = tools.with_approver(approver.clone());
     }

@@ -177,6 +177,22 @@ impl Settings {
         BpeCounter::new(Encoding::O200kBase).with_image_formula(images)
     }
 
+    /// What images `read` may return to this model: its provider's limits, or `None`
+    /// when the model accepts no images (the catalog's `images`, or `[models."p/m"]
+    /// images`).
+    pub fn image_limits(&self) -> Option<pith_tools::image::ImageLimits> {
+        use pith_tools::image::ImageLimits;
+        if !self.model.images {
+            return None;
+        }
+        Some(match self.model.kind {
+            ProtocolKind::Anthropic => ImageLimits::ANTHROPIC,
+            ProtocolKind::OpenAiResponses => ImageLimits::OPENAI,
+            ProtocolKind::OpenAiChat if self.model.provider == "openai-chat" => ImageLimits::OPENAI,
+            ProtocolKind::OpenAiChat => ImageLimits::COMPATIBLE,
+        })
+    }
+
     /// The tool loop for these settings in workspace `cwd` with `tools`.
     pub fn build_loop(&self, cwd: &Path, tools: ToolRegistry) -> Result<AgentLoop, ConfigError> {
         Ok(AgentLoop::new(

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
-use crate::message::{ToolCall, ToolResult};
+use crate::message::{Image, ToolCall, ToolResult};
 pub use crate::prompts::TOOLS_DISABLED_DURING_COMPACTION;
 
 /// A tool as advertised to the model.
@@ -50,6 +50,9 @@ pub struct ToolOutput {
     pub content: String,
     /// True when the outcome should be presented as an error (e.g. non-zero exit code).
     pub is_error: bool,
+    /// Images for the model (`read` of a screenshot), after the text. They join the tool
+    /// message as [`crate::Part::Image`]s right after its result.
+    pub images: Vec<Image>,
 }
 
 impl ToolOutput {
@@ -58,6 +61,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -66,7 +70,14 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
         }
+    }
+
+    /// The same output with `image` attached.
+    pub fn with_image(mut self, image: Image) -> Self {
+        self.images.push(image);
+        self
     }
 }
 
@@ -202,12 +213,27 @@ impl ToolRegistry {
     }
 
     /// Executes `call` and returns the result the model will see. Never fails: every
-    /// problem becomes an error result.
+    /// problem becomes an error result. Images the tool returned are dropped (see
+    /// [`ToolRegistry::execute_with_images`]).
     pub async fn execute(&self, call: &ToolCall, cancel: &CancellationToken) -> ToolResult {
-        let result = |content: String, is_error: bool| ToolResult {
-            call_id: call.id.clone(),
-            content,
-            is_error,
+        self.execute_with_images(call, cancel).await.0
+    }
+
+    /// [`ToolRegistry::execute`], with the images the tool returned.
+    pub async fn execute_with_images(
+        &self,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+    ) -> (ToolResult, Vec<Image>) {
+        let result = |content: String, is_error: bool| {
+            (
+                ToolResult {
+                    call_id: call.id.clone(),
+                    content,
+                    is_error,
+                },
+                Vec::new(),
+            )
         };
         if self.deny_all {
             return result(TOOLS_DISABLED_DURING_COMPACTION.to_owned(), true);
@@ -231,7 +257,10 @@ impl ToolRegistry {
             call_id: call.id.clone(),
         };
         match tool.run(call.arguments.clone(), &ctx).await {
-            Ok(output) => result(output.content, output.is_error),
+            Ok(output) => {
+                let (result, _) = result(output.content, output.is_error);
+                (result, output.images)
+            }
             Err(err) => result(err.to_string(), true),
         }
     }

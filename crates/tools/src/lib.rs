@@ -18,6 +18,7 @@ mod diff;
 pub mod edit;
 pub mod glob;
 pub mod grep;
+pub mod image;
 pub mod ls;
 pub mod permission;
 pub mod read;

@@ -2,18 +2,34 @@
 
 use std::time::Instant;
 
-use pith_core::{EventSink, LoopEvent, ToolCall, ToolRegistry, ToolResult};
+use pith_core::{EventSink, Image, LoopEvent, ToolCall, ToolRegistry, ToolResult};
 use tokio_util::sync::CancellationToken;
 
-/// Runs the calls of one assistant message. Consecutive read-only calls run concurrently;
-/// results come back in call order. Every call gets a result, also on cancellation, so
-/// the history never holds an unanswered tool call.
+/// [`execute_calls_with_images`] without the images (the compactor's denied calls have
+/// none).
 pub(crate) async fn execute_calls(
     tools: &ToolRegistry,
     calls: &[ToolCall],
     events: &mut dyn EventSink,
     cancel: &CancellationToken,
 ) -> Vec<ToolResult> {
+    execute_calls_with_images(tools, calls, events, cancel)
+        .await
+        .into_iter()
+        .map(|(result, _)| result)
+        .collect()
+}
+
+/// Runs the calls of one assistant message. Consecutive read-only calls run concurrently;
+/// results come back in call order, each with the images its tool returned. Every call
+/// gets a result, also on cancellation, so the history never holds an unanswered tool
+/// call.
+pub(crate) async fn execute_calls_with_images(
+    tools: &ToolRegistry,
+    calls: &[ToolCall],
+    events: &mut dyn EventSink,
+    cancel: &CancellationToken,
+) -> Vec<(ToolResult, Vec<Image>)> {
     let mut results = Vec::with_capacity(calls.len());
     let mut index = 0;
     while index < calls.len() {
@@ -29,31 +45,33 @@ pub(crate) async fn execute_calls(
         }
         let outcomes = futures::future::join_all(group.iter().map(|call| async move {
             if cancel.is_cancelled() {
-                return ToolResult {
+                let result = ToolResult {
                     call_id: call.id.clone(),
                     content: "cancelled before it ran".to_owned(),
                     is_error: true,
                 };
+                return (result, Vec::new());
             }
             let started = Instant::now();
-            let result = tools.execute(call, cancel).await;
+            let (result, images) = tools.execute_with_images(call, cancel).await;
             tracing::debug!(
                 tool = %call.name,
                 call_id = %call.id,
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 bytes = result.content.len(),
                 is_error = result.is_error,
+                images = images.len(),
                 "tool call finished"
             );
-            result
+            (result, images)
         }))
         .await;
-        for (call, result) in group.iter().zip(outcomes) {
+        for (call, (result, images)) in group.iter().zip(outcomes) {
             events.emit(LoopEvent::ToolCallFinished {
                 call: call.clone(),
                 result: result.clone(),
             });
-            results.push(result);
+            results.push((result, images));
         }
         index = end;
     }

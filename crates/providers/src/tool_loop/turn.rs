@@ -8,7 +8,7 @@ use pith_core::{LoopEvent, Message, Part, Role, TurnSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
-use crate::tool_loop::execute::execute_calls;
+use crate::tool_loop::execute::execute_calls_with_images;
 use crate::tool_loop::guard::Truncation;
 use crate::tool_loop::options::{LoopError, TurnFailure, TurnSummary};
 use crate::tool_loop::request::{send_with_retries, Visibility};
@@ -125,13 +125,16 @@ impl AgentLoop {
                 return Ok(summary);
             }
 
-            let results = execute_calls(&self.tools, &calls, sink, cancel).await;
+            let results = execute_calls_with_images(&self.tools, &calls, sink, cancel).await;
             summary.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
-            for result in results {
+            for (result, images) in results {
+                // An image a tool returned follows its result in the same message.
+                let mut parts = vec![Part::ToolResult(result)];
+                parts.extend(images.into_iter().map(Part::Image));
                 self.push(
                     Message {
                         role: Role::Tool,
-                        parts: vec![Part::ToolResult(result)],
+                        parts,
                     },
                     sink,
                 );

@@ -354,6 +354,7 @@ impl BashTool {
         Ok(ToolOutput {
             content,
             is_error: failed,
+            images: Vec::new(),
         })
     }
 }
