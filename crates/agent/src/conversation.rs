@@ -240,7 +240,22 @@ impl Conversation {
         sink: &mut dyn EventSink,
         cancel: &CancellationToken,
     ) -> TurnOutcome {
-        let user = Message::user(text);
+        self.run_message(Message::user(text), sink, cancel).await
+    }
+
+    /// The user message for `text` with the images its `@paths` name (see
+    /// [`crate::attachments`]), and a notice per image left out.
+    pub fn user_message(&self, text: &str) -> (Message, Vec<String>) {
+        crate::attachments::user_message(text, &self.cwd, self.settings.image_limits())
+    }
+
+    /// [`Conversation::run_turn`] with a prepared user message (text and images).
+    pub async fn run_message(
+        &mut self,
+        user: Message,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> TurnOutcome {
         if let Err(error) = self.session.append(Event::UserMessage {
             message: user.clone(),
         }) {

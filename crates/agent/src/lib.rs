@@ -12,9 +12,11 @@
 //!   rewrite is written before the loop applies it.
 //! - [`ExitCode`] ([`exit`]): the process exit codes every command shares.
 //! - [`diagnostics`]: `PITH_LOG` / `RUST_LOG` tracing into `$PITH_HOME/logs/pith.log`.
+//! - [`attachments`]: `@path/to/shot.png` in a user message attaches the image.
 //!
 //! Dependencies point down: front-ends → agent → {providers, session, tools} → core.
 
+pub mod attachments;
 pub mod conversation;
 pub mod diagnostics;
 pub mod exit;
@@ -27,8 +29,9 @@ pub use conversation::{
 };
 pub use exit::ExitCode;
 pub use overrides::{Overrides, SessionChoice};
-/// What a turn or `/compact` can end with, as the loop reports it.
+/// `--reasoning`'s value.
 pub use pith_providers::wire::ReasoningEffort;
+/// What a turn or `/compact` can end with, as the loop reports it.
 pub use pith_providers::{LoopError, ManualCompaction};
 pub use recording::CompactionNote;
 pub use settings::Settings;

@@ -29,7 +29,8 @@ impl From<&CompactionNote> for CompactionReport {
     }
 }
 
-/// The result of a job: `--format json` prints it, stream-json ends with it.
+/// The result of a job: `--format json` prints it, stream-json ends with it. `usage`
+/// carries `reasoning_tokens` (part of `output_tokens`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunReport {
     /// The session the job recorded into.
@@ -42,8 +43,12 @@ pub struct RunReport {
     pub turns: u32,
     /// Usage over all requests, compaction included.
     pub usage: Usage,
-    /// Cost in US dollars, when the model's prices are known.
+    /// Cost in US dollars: what the provider reported (OpenRouter), else computed from
+    /// the model's prices when they are known.
     pub cost: Option<f64>,
+    /// The part of `cost` spent on reasoning tokens (at the output price), when the cost
+    /// is known and the provider counted reasoning tokens.
+    pub reasoning_cost: Option<f64>,
     /// Compactions applied during the job.
     pub compactions: Vec<CompactionReport>,
     /// The error that ended the job, if any.

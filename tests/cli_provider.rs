@@ -1,0 +1,308 @@
+//! End-to-end provider realism through the real `pith run` binary and the testkit, which
+//! refuses what the real APIs refuse: Anthropic thinking (`--reasoning`) round trips,
+//! Responses encrypted reasoning for a reasoning model, reasoning tokens and their cost
+//! in the JSON outputs, the output-cap field of the built-in `openai-chat`, OpenRouter's
+//! headers, reported cost and error format, images through `read`, and the loud warning
+//! for a model the catalog does not know.
+
+mod common;
+
+use common::{records, stderr, stdout, Sandbox};
+use pith_testkit::{Fault, Script, TestServer, Turn};
+use serde_json::{json, Value};
+
+/// A 1×1 PNG.
+const PNG_1X1: &[u8] = &[
+    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4,
+    0x89, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0xF8, 0xCF, 0xC0, 0xF0,
+    0x1F, 0x00, 0x05, 0x00, 0x01, 0xFF, 0x89, 0x99, 0x3D, 0x1D, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+];
+
+fn json_result(output: &std::process::Output) -> Value {
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(output));
+    serde_json::from_str(stdout(output).trim()).expect("one JSON result")
+}
+
+/// The parts of every message of every `assistant_turn` record.
+fn recorded_parts(sandbox: &Sandbox) -> Vec<Value> {
+    records(&sandbox.only_transcript())
+        .iter()
+        .filter(|r| r["kind"] == "assistant_turn")
+        .flat_map(|r| r["messages"].as_array().cloned().unwrap_or_default())
+        .flat_map(|m| m["parts"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+#[test]
+fn anthropic_thinking_goes_back_signed_and_stays_out_of_the_answer() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.workspace().join("notes.txt"), "x\n").unwrap();
+    let server = TestServer::start(Script::anthropic([
+        Turn::tool_call("read", json!({"path": "notes.txt"})).with_reasoning("Read the notes."),
+        Turn::text("Done.").with_reasoning("They say x."),
+    ]))
+    .unwrap();
+    let output = sandbox.run(
+        &server,
+        &[
+            "--model",
+            "anthropic/claude-sonnet-4-5",
+            "--reasoning",
+            "8000",
+            "--format",
+            "json",
+            "what do the notes say?",
+        ],
+    );
+    let result = json_result(&output);
+    assert_eq!(result["text"], "Done.");
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 8000})
+    );
+    assert_eq!(
+        requests[1].body["messages"][1]["content"][0],
+        json!({"type": "thinking", "thinking": "Read the notes.", "signature": "testkit-signature-1"})
+    );
+    let parts = recorded_parts(&sandbox);
+    let reasoning: Vec<&Value> = parts.iter().filter(|p| p["type"] == "reasoning").collect();
+    assert_eq!(reasoning.len(), 2, "persisted in the transcript: {parts:?}");
+    assert_eq!(reasoning[0]["signature"], "testkit-signature-1");
+}
+
+#[test]
+fn a_bad_reasoning_value_is_a_usage_error() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(Script::anthropic([Turn::text("never")])).unwrap();
+    let output = sandbox.run(&server, &["--reasoning", "lots", "hi"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("not a reasoning setting"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(server.request_count(), 0);
+}
+
+#[test]
+fn a_reasoning_model_on_responses_gets_its_encrypted_reasoning_back_and_tokens_are_reported() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.workspace().join("notes.txt"), "x\n").unwrap();
+    let server = TestServer::start(Script::openai_responses([
+        Turn::tool_call("read", json!({"path": "notes.txt"}))
+            .with_reasoning("Read first.")
+            .with_usage(1_000, 50_000)
+            .with_reasoning_tokens(40_000),
+        Turn::text("Done.").with_usage(10, 10),
+    ]))
+    .unwrap();
+    let output = sandbox.run(
+        &server,
+        &[
+            "--model",
+            "openai/gpt-5",
+            "--format",
+            "json",
+            "read the notes",
+        ],
+    );
+    let result = json_result(&output);
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].body["include"],
+        json!(["reasoning.encrypted_content"]),
+        "a reasoning model asks for it without --reasoning"
+    );
+    assert!(requests[0].body["reasoning"].is_null());
+    let input = requests[1].body["input"].as_array().unwrap();
+    assert!(input
+        .iter()
+        .any(|i| i["type"] == "reasoning" && i["encrypted_content"] == "testkit-encrypted-1"));
+    assert_eq!(result["usage"]["reasoning_tokens"], 40_000);
+    // gpt-5 output is $10 per million tokens: 40,000 reasoning tokens cost $0.40.
+    let reasoning_cost = result["reasoning_cost"].as_f64().unwrap();
+    assert!((reasoning_cost - 0.4).abs() < 1e-9, "{result}");
+    let cost = result["cost"].as_f64().unwrap();
+    assert!(cost > reasoning_cost, "{result}");
+}
+
+#[test]
+fn the_built_in_openai_chat_caps_output_with_max_completion_tokens() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(
+        Script::openai_chat([Turn::text("Fine.")]).accepting_only("max_completion_tokens"),
+    )
+    .unwrap();
+    let output = sandbox.run(
+        &server,
+        &["--model", "openai-chat/o4-mini", "--format", "json", "hi"],
+    );
+    let result = json_result(&output);
+    assert_eq!(result["text"], "Fine.");
+    assert!(server.requests()[0].body["max_tokens"].is_null());
+}
+
+#[test]
+fn openrouter_sends_its_headers_retries_its_upstream_errors_and_reports_its_cost() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(Script::openai_chat([
+        Turn::fault(Fault::ProviderReturnedError),
+        Turn::text("Hello.").with_cost(0.0123),
+    ]))
+    .unwrap();
+    let output = sandbox
+        .pith(None)
+        .env("OPENROUTER_API_KEY", "sk-or-test-key")
+        .env("OPENROUTER_BASE_URL", server.base_url())
+        .args([
+            "run",
+            "--model",
+            "openrouter/anthropic/claude-sonnet-4.5",
+            "--format",
+            "json",
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    let result = json_result(&output);
+    assert_eq!(result["text"], "Hello.");
+    assert!(
+        !stderr(&output).contains("unknown model"),
+        "the catalog knows it: {}",
+        stderr(&output)
+    );
+    assert!(
+        (result["cost"].as_f64().unwrap() - 0.0123).abs() < 1e-12,
+        "{result}"
+    );
+    assert_eq!(result["usage"]["provider_cost_nanousd"], 12_300_000);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "the 502 was retried");
+    assert_eq!(requests[1].header("x-title"), Some("pith"));
+    assert_eq!(
+        requests[1].body["max_tokens"],
+        Value::Null,
+        "no cap configured"
+    );
+}
+
+#[test]
+fn openrouter_names_the_upstream_when_it_fails_for_good() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(Script::openai_chat(
+        (0..5).map(|_| Turn::fault(Fault::ProviderReturnedError)),
+    ))
+    .unwrap();
+    let config = sandbox.root.path().join("config/pith");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        "[providers.openrouter]\nheaders = { \"HTTP-Referer\" = \"https://example.test/app\" }\n",
+    )
+    .unwrap();
+    let output = sandbox
+        .pith(None)
+        .env("OPENROUTER_API_KEY", "sk-or-test-key")
+        .env("OPENROUTER_BASE_URL", server.base_url())
+        .args([
+            "run",
+            "--model",
+            "openrouter/anthropic/claude-sonnet-4.5",
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    assert_ne!(output.status.code(), Some(0));
+    let err = stderr(&output);
+    assert!(
+        err.contains("Provider returned error (Testkit Upstream: "),
+        "{err}"
+    );
+    let request = &server.requests()[0];
+    assert_eq!(
+        request.header("http-referer"),
+        Some("https://example.test/app")
+    );
+    assert_eq!(request.header("x-title"), Some("pith"));
+}
+
+#[test]
+fn read_sends_an_image_to_a_model_that_takes_images_and_refuses_it_otherwise() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.workspace().join("shot.png"), PNG_1X1).unwrap();
+    let script = || {
+        Script::anthropic([
+            Turn::tool_call("read", json!({"path": "shot.png"})),
+            Turn::text("A pixel."),
+        ])
+    };
+    let server = TestServer::start(script()).unwrap();
+    let output = sandbox.run(
+        &server,
+        &[
+            "--model",
+            "anthropic/claude-sonnet-4-5",
+            "--format",
+            "json",
+            "look at shot.png",
+        ],
+    );
+    json_result(&output);
+    let result = &server.requests()[1].body["messages"][2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["content"][1]["type"], "image");
+    assert_eq!(result["content"][1]["source"]["media_type"], "image/png");
+    assert!(recorded_parts(&sandbox)
+        .iter()
+        .any(|p| p["type"] == "image"));
+
+    // The same model configured as taking no images: a refusal in words.
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.workspace().join("shot.png"), PNG_1X1).unwrap();
+    let config = sandbox.root.path().join("config/pith");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        "[models.\"anthropic/claude-sonnet-4-5\"]\nimages = false\n",
+    )
+    .unwrap();
+    let server = TestServer::start(script()).unwrap();
+    let output = sandbox.run(
+        &server,
+        &[
+            "--model",
+            "anthropic/claude-sonnet-4-5",
+            "--format",
+            "json",
+            "look at shot.png",
+        ],
+    );
+    json_result(&output);
+    let result = &server.requests()[1].body["messages"][2]["content"][0];
+    assert_eq!(result["is_error"], true);
+    assert!(result["content"]
+        .as_str()
+        .unwrap()
+        .contains("does not accept images"));
+}
+
+#[test]
+fn an_unknown_model_warns_loudly_and_says_where_to_set_its_window() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(Script::anthropic([Turn::text("Hi.")])).unwrap();
+    let output = sandbox.run(&server, &["--model", "anthropic/claude-opus-9", "hi"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("unknown model `anthropic/claude-opus-9`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[models.\"anthropic/claude-opus-9\"] context_window"),
+        "{err}"
+    );
+    assert!(err.contains("~/.config/pith/config.toml"), "{err}");
+}
