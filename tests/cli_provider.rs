@@ -306,3 +306,130 @@ fn an_unknown_model_warns_loudly_and_says_where_to_set_its_window() {
     );
     assert!(err.contains("~/.config/pith/config.toml"), "{err}");
 }
+
+#[test]
+fn a_provider_setting_chooses_the_cap_field_and_the_configured_cap_goes_in_it() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(
+        Script::openai_chat([Turn::text(
+            "one two three four five six seven eight nine ten",
+        )])
+        .accepting_only("max_completion_tokens"),
+    )
+    .unwrap();
+    let config = sandbox.root.path().join("config/pith");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "[providers.gateway]\nkind = \"openai-chat\"\nbase_url = \"{}\"\ncontext_window = 32000\nmax_tokens_field = \"max_completion_tokens\"\n\n[models.\"gateway/some-model\"]\nmax_output_tokens = 4\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let output = sandbox
+        .pith(None)
+        .args([
+            "run",
+            "--model",
+            "gateway/some-model",
+            "--format",
+            "stream-json",
+            "count to ten",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let body = &server.requests()[0].body;
+    assert_eq!(body["max_completion_tokens"], 4);
+    assert!(body["max_tokens"].is_null(), "{body}");
+    // The testkit honours the cap as a server does: it stops with `length`.
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let truncated = lines
+        .iter()
+        .find(|l| l["type"] == "truncated")
+        .unwrap_or_else(|| panic!("no truncated event: {lines:?}"));
+    assert_eq!(
+        truncated["reason"], "the provider's output limit (length)",
+        "{truncated}"
+    );
+
+    // Without the setting a custom provider sends `max_tokens`, which this server refuses
+    // as OpenAI refuses it for its reasoning models.
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(
+        Script::openai_chat([Turn::text("never")]).accepting_only("max_completion_tokens"),
+    )
+    .unwrap();
+    let config = sandbox.root.path().join("config/pith");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "[providers.gateway]\nkind = \"openai-chat\"\nbase_url = \"{}\"\ncontext_window = 32000\n\n[models.\"gateway/some-model\"]\nmax_output_tokens = 4\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let output = sandbox
+        .pith(None)
+        .args(["run", "--model", "gateway/some-model", "count to ten"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("max_tokens"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// `pith run` on the built-in `local` provider against the real llama.cpp server
+/// (`cargo xtask local-llm`): the configured cap reaches the server, which stops there.
+#[test]
+#[ignore = "needs a local llama.cpp server: cargo xtask local-llm, PITH_LOCAL_LLM_URL"]
+fn the_built_in_local_provider_caps_output_on_the_real_server() {
+    let url = std::env::var("PITH_LOCAL_LLM_URL").expect(
+        "PITH_LOCAL_LLM_URL is not set: start the server with `cargo xtask local-llm` and export PITH_LOCAL_LLM_URL=http://127.0.0.1:8077/v1",
+    );
+    let sandbox = Sandbox::new();
+    let config = sandbox.root.path().join("config/pith");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        "[models.\"local/smollm2\"]\nmax_output_tokens = 8\n",
+    )
+    .unwrap();
+    let output = sandbox
+        .pith(None)
+        .env("PITH_LOCAL_BASE_URL", &url)
+        .args([
+            "run",
+            "--model",
+            "local/smollm2",
+            "--format",
+            "stream-json",
+            "Write a long story about a lighthouse keeper, at least 300 words.",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let truncated = lines
+        .iter()
+        .find(|l| l["type"] == "truncated")
+        .unwrap_or_else(|| panic!("the server did not stop at the cap: {lines:?}"));
+    // The server stopped (`finish_reason: "length"`), not pith's own guard (cap + 256).
+    assert_eq!(truncated["reason"], "the provider's output limit (length)");
+    let result = lines.last().unwrap();
+    let text = result["text"].as_str().unwrap();
+    // SmolLM2's 8 tokens are a handful of words; uncapped it writes hundreds.
+    let words = text.split_whitespace().count();
+    assert!((1..=12).contains(&words), "{words} words: {text:?}");
+}
