@@ -358,12 +358,15 @@ pub fn count_message(counter: &dyn TokenCounter, message: &Message) -> usize {
             }
             Part::ToolResult(result) => TOOL_PART_FRAMING_TOKENS + counter.count(&result.content),
             Part::Reasoning(reasoning) => count_reasoning(counter, reasoning),
-            Part::Image(image) => {
-                TOOL_PART_FRAMING_TOKENS + counter.image_tokens(image.width, image.height)
-            }
+            Part::Image(image) => count_image(counter, image),
         };
     }
     total
+}
+
+/// Tokens of an image part: its framing plus the provider's formula for its size.
+pub fn count_image(counter: &dyn TokenCounter, image: &crate::message::Image) -> usize {
+    TOOL_PART_FRAMING_TOKENS + counter.image_tokens(image.width, image.height)
 }
 
 /// Tokens of a reasoning part as it goes back to the provider: nothing for reasoning
