@@ -110,6 +110,7 @@ fn a_reasoning_model_on_responses_gets_its_encrypted_reasoning_back_and_tokens_a
         ],
     );
     let result = json_result(&output);
+    assert_eq!(result["text"], "Done.", "reasoning is never answer text");
     let requests = server.requests();
     assert_eq!(
         requests[0].body["include"],
@@ -432,4 +433,160 @@ fn the_built_in_local_provider_caps_output_on_the_real_server() {
     // SmolLM2's 8 tokens are a handful of words; uncapped it writes hundreds.
     let words = text.split_whitespace().count();
     assert!((1..=12).contains(&words), "{words} words: {text:?}");
+}
+
+/// A `width` × `height` PNG with some structure (a gradient), as a screenshot has.
+fn screenshot(width: u32, height: u32) -> Vec<u8> {
+    let picture = image::RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([
+            (x % 256) as u8,
+            (y % 256) as u8,
+            ((x / 7 + y / 5) % 256) as u8,
+        ])
+    });
+    let mut bytes = Vec::new();
+    picture
+        .write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            image::ImageFormat::Png,
+        )
+        .unwrap();
+    bytes
+}
+
+/// Standard base64, as the APIs carry images.
+fn base64_decode(text: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let (mut buffer, mut bits) = (0u32, 0);
+    for byte in text.bytes().filter(|b| *b != b'=') {
+        let value = ALPHABET.iter().position(|a| *a == byte).expect("base64") as u32;
+        buffer = (buffer << 6) | value;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buffer >> bits) as u8);
+        }
+    }
+    out
+}
+
+/// The size of the image `data` (base64) decodes to.
+fn decoded_size(data: &str) -> (u32, u32) {
+    let bytes = base64_decode(data);
+    let picture = image::load_from_memory(&bytes).expect("a valid image was sent");
+    (picture.width(), picture.height())
+}
+
+#[test]
+fn a_large_screenshot_is_scaled_to_each_providers_limits() {
+    // Anthropic: at most 1568 px on the long edge and about 1.15 megapixels.
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.workspace().join("big.png"), screenshot(4000, 3000)).unwrap();
+    let server = TestServer::start(Script::anthropic([
+        Turn::tool_call("read", json!({"path": "big.png"})),
+        Turn::text("A gradient."),
+    ]))
+    .unwrap();
+    let output = sandbox.run(
+        &server,
+        &[
+            "--model",
+            "anthropic/claude-sonnet-4-5",
+            "--format",
+            "json",
+            "what is in big.png?",
+        ],
+    );
+    json_result(&output);
+    let result = &server.requests()[1].body["messages"][2]["content"][0];
+    let (w, h) = decoded_size(result["content"][1]["source"]["data"].as_str().unwrap());
+    assert!(
+        w <= 1568 && u64::from(w) * u64::from(h) <= 1092 * 1092,
+        "{w}×{h}"
+    );
+    assert!(w >= 1200, "scaled no further than needed: {w}×{h}");
+    assert!((w * 3).abs_diff(h * 4) <= 4, "aspect kept: {w}×{h}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains(&format!("{w}×{h}")), "{text}");
+
+    // OpenAI: within 2048 × 2048, short side at most 768.
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.workspace().join("big.png"), screenshot(4000, 3000)).unwrap();
+    let server = TestServer::start(Script::openai_responses([
+        Turn::tool_call("read", json!({"path": "big.png"})),
+        Turn::text("A gradient."),
+    ]))
+    .unwrap();
+    let output = sandbox.run(
+        &server,
+        &[
+            "--model",
+            "openai/gpt-4.1",
+            "--format",
+            "json",
+            "what is in big.png?",
+        ],
+    );
+    json_result(&output);
+    let input = server.requests()[1].body["input"].clone();
+    let output_item = input
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call_output")
+        .unwrap()
+        .clone();
+    let url = output_item["output"][1]["image_url"].as_str().unwrap();
+    let data = url.strip_prefix("data:image/png;base64,").expect(url);
+    assert_eq!(decoded_size(data), (1024, 768));
+}
+
+#[test]
+fn a_session_full_of_screenshots_is_compacted_with_placeholders() {
+    let sandbox = Sandbox::new();
+    for i in 1..=3 {
+        std::fs::write(
+            sandbox.workspace().join(format!("shot{i}.png")),
+            screenshot(1200, 900),
+        )
+        .unwrap();
+    }
+    let server = TestServer::start(Script::anthropic([
+        Turn::tool_call("read", json!({"path": "shot1.png"}))
+            .with_tool_call("read", json!({"path": "shot2.png"}))
+            .with_tool_call("read", json!({"path": "shot3.png"}))
+            .with_usage(46_000, 50),
+        Turn::text("## Goal\nExplain the three screenshots."),
+        Turn::text("They show a login form."),
+    ]))
+    .unwrap();
+    let output = sandbox.run(
+        &server,
+        &[
+            "--model",
+            "anthropic/claude-sonnet-4-5",
+            "--context-window",
+            "50000",
+            "--format",
+            "json",
+            "explain shot1.png to shot3.png",
+        ],
+    );
+    let result = json_result(&output);
+    assert_eq!(result["text"], "They show a login form.");
+    assert_eq!(result["compactions"][0]["trigger"], "auto", "{result}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    // The summary request sends each image as its placeholder, never the image data.
+    // Anthropic's formula: 1200 × 900 is within its limits, 1200 × 900 / 750 = 1,440.
+    let summary = requests[1].body.to_string();
+    assert!(!summary.contains("\"type\":\"image\""), "{summary}");
+    for i in 1..=3 {
+        let placeholder =
+            format!("[image: shot{i}.png, 1200×900, ~1440 tokens — read it again to see it]");
+        assert!(summary.contains(&placeholder), "{placeholder}: {summary}");
+    }
+    // After the compaction the images are gone from the history.
+    assert!(!requests[2].body.to_string().contains("\"type\":\"image\""));
 }

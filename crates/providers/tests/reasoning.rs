@@ -129,7 +129,25 @@ async fn a_compaction_inside_a_thinking_tool_loop_is_accepted(protocol: Protocol
         run.events
     );
     assert_eq!(visible_text(&run.events), "Finished.");
-    assert_eq!(h.server.requests().len(), 3);
+    let requests = h.server.requests();
+    assert_eq!(requests.len(), 3);
+    // The summary request still carried it (the API refuses a tool loop without it)…
+    let kept = match protocol {
+        Protocol::Anthropic => Some("testkit-signature"),
+        Protocol::OpenAiResponses => Some("testkit-encrypted"),
+        Protocol::OpenAiChat => None,
+    };
+    if let Some(kept) = kept {
+        assert!(requests[1].body.to_string().contains(kept), "{kept}");
+    }
+    // …then it was old content the compaction replaced, like everything else.
+    let after = requests[2].body.to_string();
+    for gone in ["Read a.rs.", "testkit-signature", "testkit-encrypted"] {
+        assert!(
+            !after.contains(gone),
+            "{gone} survived the compaction: {after}"
+        );
+    }
 }
 
 #[tokio::test]
