@@ -493,6 +493,9 @@ mod tests {
         let mut screen = Screen::new(Box::new(capture.clone()), true);
         screen.reasoning("line one\nline two");
         assert_eq!(screen.live_rows, 2, "the reasoning is live, dimmed");
+        let live = capture.text();
+        let dim = format!("{}", "line one".to_owned().dark_grey());
+        assert!(live.contains(&dim), "dimmed: {live:?}");
         screen.text("Answer.\n");
         assert_eq!(screen.live_rows, 0, "collapsed once the answer starts");
         drop(screen);

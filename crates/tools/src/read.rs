@@ -130,7 +130,9 @@ impl ReadTool {
         let kind = media_type.trim_start_matches("image/").to_ascii_uppercase();
         let Some(limits) = self.env.images else {
             return Ok(ToolOutput::error(format!(
-                "`{shown}` is an image ({kind}); the model in use does not accept images, so                  read cannot show it. Ask the user to describe it, or to switch to a model                  that accepts images (/model)."
+                "`{shown}` is an image ({kind}); the model in use does not accept images, so \
+                 read cannot show it. Ask the user to describe it, or to switch to a model \
+                 that accepts images (/model)."
             )));
         };
         let loading = {

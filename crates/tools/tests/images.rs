@@ -76,12 +76,11 @@ async fn a_model_without_images_gets_a_clear_refusal() {
     f.write("shot.png", picture(20, 10, image::ImageFormat::Png));
     let result = f.call("read", json!({"path": "shot.png"})).await;
     assert!(result.is_error);
-    assert!(
-        result
-            .content
-            .contains("`shot.png` is an image (PNG); the model in use does not accept images"),
-        "{}",
-        result.content
+    assert_eq!(
+        result.content,
+        "`shot.png` is an image (PNG); the model in use does not accept images, so read \
+         cannot show it. Ask the user to describe it, or to switch to a model that accepts \
+         images (/model)."
     );
 }
 
