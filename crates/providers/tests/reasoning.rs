@@ -270,3 +270,51 @@ async fn the_wrong_cap_field_is_refused_as_openai_does() {
         "{error}"
     );
 }
+
+/// Overflow fitting in a thinking tool loop: the oldest history goes, the signed answer of
+/// the active turn goes back whole (the testkit refuses a cut or missing thinking block).
+#[tokio::test]
+async fn overflow_fitting_keeps_the_active_thinking_tool_loop_whole() {
+    for protocol in [Protocol::Anthropic, Protocol::OpenAiResponses] {
+        let mut h = harness_with(
+            protocol,
+            vec![
+                Turn::text("Noted."),
+                Turn::tool_call("read", json!({"path": "a.rs"})).with_reasoning("Read a.rs."),
+                Turn::text("Finished.").with_reasoning("All good."),
+            ],
+            20_000,
+            LoopOptions {
+                auto_compaction: false,
+                ..thinking_options()
+            },
+        );
+        let huge = "background detail ".repeat(15_000);
+        h.turn(&huge)
+            .await
+            .outcome
+            .expect("the first turn is fitted");
+        let run = h.turn("now fix a.rs").await;
+        run.outcome.expect("the fitted requests were accepted");
+        assert!(
+            run.events.iter().any(|e| matches!(e, LoopEvent::Notice(_))),
+            "{protocol:?}: the requests were fitted: {:?}",
+            run.events
+        );
+        let requests = h.server.requests();
+        let last = requests.last().unwrap().body.to_string();
+        assert!(
+            !last.contains(&huge[..2_000]),
+            "{protocol:?}: the old history went"
+        );
+        let kept = match protocol {
+            Protocol::Anthropic => "testkit-signature-2",
+            _ => "testkit-encrypted-2",
+        };
+        assert!(last.contains(kept), "{protocol:?}: {last}");
+        assert!(
+            last.contains("Read a.rs."),
+            "{protocol:?}: the thinking went back uncut"
+        );
+    }
+}
