@@ -44,9 +44,19 @@ pub struct ReplArgs {
     /// Let sandboxed commands reach the network.
     #[arg(long)]
     pub allow_network: bool,
+    /// How hard the model may think: low, medium, high, off, or a token budget such as
+    /// 8000 (Anthropic extended thinking; OpenAI reasoning effort). Default: the model's
+    /// `reasoning` in config, else the provider's default.
+    #[arg(long, value_name = "LEVEL|TOKENS", value_parser = parse_reasoning)]
+    pub reasoning: Option<pith_agent::ReasoningEffort>,
     /// Continue this session (id, unique id prefix, or transcript path).
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
+}
+
+/// `--reasoning`'s value.
+fn parse_reasoning(text: &str) -> Result<pith_agent::ReasoningEffort, String> {
+    pith_agent::ReasoningEffort::parse(text)
 }
 
 /// Approval modes of the REPL.
@@ -217,6 +227,11 @@ pub struct RunArgs {
     /// Let sandboxed commands reach the network.
     #[arg(long)]
     pub allow_network: bool,
+    /// How hard the model may think: low, medium, high, off, or a token budget such as
+    /// 8000 (Anthropic extended thinking; OpenAI reasoning effort). Default: the model's
+    /// `reasoning` in config, else the provider's default.
+    #[arg(long, value_name = "LEVEL|TOKENS", value_parser = parse_reasoning)]
+    pub reasoning: Option<pith_agent::ReasoningEffort>,
     /// Workspace directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,

@@ -129,6 +129,7 @@ cp "$full"/sessions/*/*/transcript.jsonl {root}/transcript.jsonl
         tools: Vec::new(),
         max_output_tokens: None,
         temperature: None,
+        reasoning: None,
     });
     assert_eq!(replayed["messages"], sent["messages"]);
 }

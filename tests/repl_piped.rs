@@ -207,3 +207,76 @@ fn resume_switches_to_another_session_and_shows_its_conversation() {
     let second = server.requests()[1].body["messages"].to_string();
     assert!(second.contains("remember this") && second.contains("Remembered."));
 }
+
+/// A 1×1 PNG.
+const PNG_1X1: &[u8] = &[
+    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4,
+    0x89, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0xF8, 0xCF, 0xC0, 0xF0,
+    0x1F, 0x00, 0x05, 0x00, 0x01, 0xFF, 0x89, 0x99, 0x3D, 0x1D, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+];
+
+#[test]
+fn at_path_attaches_an_image_and_reasoning_is_collapsed_never_answer_text() {
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("A single pixel.").with_reasoning("The image is tiny, one transparent pixel."),
+        Turn::text("Nothing to attach."),
+    ]))
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let project = root.path().join("project");
+    std::fs::create_dir_all(project.join("shots")).unwrap();
+    std::fs::write(project.join("shots/one.png"), PNG_1X1).unwrap();
+    let output = pith(root.path(), &server)
+        .args(["--reasoning", "2000"])
+        .write_stdin("what is in @shots/one.png?\n/context\nand @missing.png?\n/exit\n")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(output.status.success(), "pith failed: {stdout}");
+
+    // The reasoning shows as one collapsed line before the answer, never as its text.
+    let thought = stdout
+        .find("\u{25b8} thought (7 words)")
+        .unwrap_or_else(|| panic!("no collapsed reasoning line: {stdout}"));
+    let answer = stdout.find("A single pixel.").expect("the answer");
+    assert!(thought < answer, "{stdout}");
+    assert!(!stdout.contains("one transparent pixel"), "{stdout}");
+
+    // The image went with the user message, in Anthropic's form, after the text.
+    let requests = server.requests();
+    let content = &requests[0].body["messages"][0]["content"];
+    assert_eq!(
+        content[0]["text"], "what is in @shots/one.png?",
+        "{content}"
+    );
+    assert_eq!(content[1]["type"], "image", "{content}");
+    assert_eq!(content[1]["source"]["type"], "base64");
+    assert_eq!(content[1]["source"]["media_type"], "image/png");
+
+    // `/context` counts it in a row of its own.
+    let images_row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("images"))
+        .unwrap_or_else(|| panic!("no images row: {stdout}"));
+    assert!(!images_row.trim_end().ends_with(" 0"), "{images_row}");
+
+    // A path that is no image file is said so, and the message goes without it.
+    assert!(stdout.contains("@missing.png: not attached"), "{stdout}");
+    let second = requests[1].body["messages"].as_array().unwrap();
+    let last = second.last().unwrap();
+    assert!(
+        !last.to_string().contains("\"image\""),
+        "nothing attached: {last}"
+    );
+
+    // The transcript keeps the image with the user message.
+    let transcripts = transcripts(root.path());
+    let user = transcripts[0]
+        .iter()
+        .find(|r| r["kind"] == "user_message")
+        .unwrap();
+    let parts = user["message"]["parts"].as_array().unwrap();
+    assert!(parts.iter().any(|p| p["type"] == "image"), "{user}");
+}

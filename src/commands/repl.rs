@@ -29,6 +29,7 @@ pub fn run(args: ReplArgs) -> Result<()> {
         max_turns: None,
         sandbox: args.sandbox,
         allow_network: args.allow_network,
+        reasoning: args.reasoning,
         session,
         cwd,
         trust_project: false,

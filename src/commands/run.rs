@@ -56,6 +56,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         max_turns: args.max_turns,
         sandbox: args.sandbox,
         allow_network: args.allow_network,
+        reasoning: args.reasoning,
         session: match args.session {
             Some(query) => SessionChoice::Resume(query),
             None => SessionChoice::New,

@@ -23,7 +23,8 @@ use std::sync::Arc;
 use pith_core::context::ledger::{Ledger, RenderedLedger};
 use pith_core::hooks::context_block;
 use pith_core::{
-    ContextBudget, EventSink, HookEvent, HookRun, LoopEvent, Message, RequestEstimate, TokenCounter,
+    ContextBudget, EventSink, HookEvent, HookRun, LoopEvent, Message, Part, RequestEstimate,
+    TokenCounter,
 };
 use pith_hooks::{Hooks, HooksConfig, PromptGate, SessionInfo, SessionSource};
 use pith_mcp::McpHub;
@@ -297,7 +298,23 @@ impl Conversation {
         sink: &mut dyn EventSink,
         cancel: &CancellationToken,
     ) -> TurnOutcome {
-        let user = match self.before_prompt(text, sink, cancel).await {
+        self.run_message(Message::user(text), sink, cancel).await
+    }
+
+    /// The user message for `text` with the images its `@paths` name (see
+    /// [`crate::attachments`]), and a notice per image left out.
+    pub fn user_message(&self, text: &str) -> (Message, Vec<String>) {
+        crate::attachments::user_message(text, &self.cwd, self.settings.image_limits())
+    }
+
+    /// [`Conversation::run_turn`] with a prepared user message (text and images).
+    pub async fn run_message(
+        &mut self,
+        user: Message,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> TurnOutcome {
+        let user = match self.before_prompt(user, sink, cancel).await {
             Ok(user) => user,
             Err(error) => {
                 return TurnOutcome {
@@ -367,10 +384,12 @@ impl Conversation {
     /// prompt with their context after it, or the turn ends here when a hook blocked it.
     async fn before_prompt(
         &mut self,
-        text: &str,
+        user: Message,
         sink: &mut dyn EventSink,
         cancel: &CancellationToken,
     ) -> Result<Message, TurnError> {
+        let text = user.text_content();
+        let text = text.as_str();
         let hooks = Arc::clone(&self.hooks);
         let mut runs = Vec::new();
         if let Some(source) = self.session_start.take() {
@@ -388,14 +407,25 @@ impl Conversation {
             PromptGate::Block { reason } => return Err(TurnError::Blocked(reason)),
             PromptGate::Proceed { context } => context,
         };
-        let mut message = text.to_owned();
+        let mut added = String::new();
         if let Some(context) = &self.session_context {
-            message.push_str(&context_block(HookEvent::SessionStart, context));
+            added.push_str(&context_block(HookEvent::SessionStart, context));
         }
         if let Some(context) = prompt_context {
-            message.push_str(&context_block(HookEvent::UserPromptSubmit, &context));
+            added.push_str(&context_block(HookEvent::UserPromptSubmit, &context));
         }
-        Ok(Message::user(message))
+        let mut user = user;
+        if !added.is_empty() {
+            // After the message's text (its images stay where they are).
+            match user.parts.iter_mut().find_map(|part| match part {
+                Part::Text { text } => Some(text),
+                _ => None,
+            }) {
+                Some(text) => text.push_str(&added),
+                None => user.parts.insert(0, Part::Text { text: added }),
+            }
+        }
+        Ok(user)
     }
 
     /// Records hook runs that happened outside the loop and shows them to `sink`. A run
@@ -710,7 +740,8 @@ fn build_agent(
     let spill_dir = session.spill_dir().map_err(ConversationError::failure)?;
     let mut tools = ToolsConfig::new(cwd, spill_dir)
         .with_mode(settings.approval)
-        .with_sandbox(settings.sandbox.clone());
+        .with_sandbox(settings.sandbox.clone())
+        .with_images(settings.image_limits());
     if let Some(approver) = &frontend.approver {
         tools = tools.with_approver(approver.clone());
     }

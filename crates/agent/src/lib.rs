@@ -15,9 +15,11 @@
 //! - [`mcp`]: which MCP servers a conversation gets (config files, trusted `.mcp.json`)
 //!   and `pith mcp list`; [`hooks`]: which hooks it runs (config files, trusted
 //!   `.pith/config.toml`); [`trust`]: the user's trust in a project's own files.
+//! - [`attachments`]: `@path/to/shot.png` in a user message attaches the image.
 //!
 //! Dependencies point down: front-ends → agent → {providers, session, mcp → tools} → core.
 
+pub mod attachments;
 pub mod conversation;
 pub mod diagnostics;
 pub mod exit;
@@ -34,6 +36,8 @@ pub use conversation::{
 };
 pub use exit::ExitCode;
 pub use overrides::{Overrides, SessionChoice};
+/// `--reasoning`'s value.
+pub use pith_providers::wire::ReasoningEffort;
 /// What a turn or `/compact` can end with, as the loop reports it.
 pub use pith_providers::{LoopError, ManualCompaction};
 pub use recording::CompactionNote;

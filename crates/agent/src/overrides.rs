@@ -38,6 +38,9 @@ pub struct Overrides {
     pub sandbox: Option<SandboxMode>,
     /// `--allow-network`: sandboxed commands may reach the network.
     pub allow_network: bool,
+    /// `--reasoning low|medium|high|off|TOKENS`; `None` takes the model's
+    /// `reasoning =` in config, else none.
+    pub reasoning: Option<pith_providers::wire::ReasoningEffort>,
     /// Which session to open.
     pub session: SessionChoice,
     /// The workspace (`--cwd`, else the current directory).

@@ -12,10 +12,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use pith_core::context::ContextConfig;
-use pith_core::{BpeCounter, ContextBudget, Encoding, RequestEstimator, ToolRegistry};
+use pith_core::{
+    BpeCounter, ContextBudget, Encoding, ImageFormula, RequestEstimator, ToolRegistry,
+};
 use pith_providers::models::config::{
     apply_server_window_blocking, default_model_spec, resolve_model, Config, ConfigError,
-    ResolvedModel, WindowSource,
+    ProtocolKind, ResolvedModel, WindowSource,
 };
 use pith_providers::models::project::system_prompt_for;
 use pith_providers::tool_loop::enforced_output_cap;
@@ -106,13 +108,31 @@ impl Settings {
             .with_network(overrides.allow_network || config.allow_network.unwrap_or(false))
             .with_extra_deny(config.sandbox_deny.clone())
             .with_extra_writable(config.sandbox_writable.clone());
+        let reasoning = overrides
+            .reasoning
+            .or(model.reasoning)
+            .and_then(|r| r.enabled());
+        if reasoning.is_some() && model.kind == ProtocolKind::OpenAiChat {
+            notices.push(format!(
+                "note: reasoning settings are not sent to Chat Completions servers (`{}`): they disagree on the field; the model reasons as its server decides",
+                model.spec()
+            ));
+        }
+        let mut output_cap = model.output_cap;
+        if let (Some(reasoning), ProtocolKind::Anthropic) = (reasoning, model.kind) {
+            // Thinking counts as output: pith's own cap must leave the budget room.
+            let budget = reasoning.anthropic_budget();
+            let answer_room = pith_providers::wire::anthropic::DEFAULT_MAX_TOKENS;
+            output_cap = output_cap.max(budget.saturating_add(answer_room));
+        }
         let mut loop_options = LoopOptions {
             auto_compaction: !overrides.no_auto_compact && config.auto_compact.unwrap_or(true),
             max_requests_per_turn: overrides.max_turns,
             max_output_tokens: model.max_output_tokens,
             temperature: model.temperature,
+            reasoning,
             prune: context.prune(),
-            output_cap: enforced_output_cap(model.output_cap),
+            output_cap: enforced_output_cap(output_cap),
             ledger: LedgerOptions::from_context(&context),
             ..LoopOptions::default()
         };
@@ -143,6 +163,37 @@ impl Settings {
         system_prompt_for(cwd, self.concise_output)
     }
 
+    /// The token counter of this model: o200k for text, the provider's published
+    /// formula for images.
+    pub fn counter(&self) -> BpeCounter {
+        let images = match self.model.kind {
+            ProtocolKind::Anthropic => ImageFormula::Anthropic,
+            ProtocolKind::OpenAiResponses => ImageFormula::OpenAiTiles,
+            // Compatible servers (OpenRouter, local) may run any model: the larger.
+            ProtocolKind::OpenAiChat if self.model.provider == "openai-chat" => {
+                ImageFormula::OpenAiTiles
+            }
+            ProtocolKind::OpenAiChat => ImageFormula::Conservative,
+        };
+        BpeCounter::new(Encoding::O200kBase).with_image_formula(images)
+    }
+
+    /// What images `read` may return to this model: its provider's limits, or `None`
+    /// when the model accepts no images (the catalog's `images`, or `[models."p/m"]
+    /// images`).
+    pub fn image_limits(&self) -> Option<pith_tools::image::ImageLimits> {
+        use pith_tools::image::ImageLimits;
+        if !self.model.images {
+            return None;
+        }
+        Some(match self.model.kind {
+            ProtocolKind::Anthropic => ImageLimits::ANTHROPIC,
+            ProtocolKind::OpenAiResponses => ImageLimits::OPENAI,
+            ProtocolKind::OpenAiChat if self.model.provider == "openai-chat" => ImageLimits::OPENAI,
+            ProtocolKind::OpenAiChat => ImageLimits::COMPATIBLE,
+        })
+    }
+
     /// The tool loop for these settings in workspace `cwd` with `tools`.
     pub fn build_loop(&self, cwd: &Path, tools: ToolRegistry) -> Result<AgentLoop, ConfigError> {
         Ok(AgentLoop::new(
@@ -151,7 +202,7 @@ impl Settings {
             self.budget,
             self.system_prompt(cwd),
             tools,
-            RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
+            RequestEstimator::new(Arc::new(self.counter())),
             self.loop_options.clone(),
         ))
     }
@@ -217,6 +268,39 @@ mod tests {
         };
         let settings = Settings::resolve(&flagged, None, &config, &lookup).unwrap();
         assert_eq!(settings.approval, PermissionMode::Full);
+    }
+
+    #[test]
+    fn reasoning_comes_from_the_flag_then_the_model_config_and_makes_room_for_thinking() {
+        let lookup = env(&[("ANTHROPIC_API_KEY", "k")]);
+        let mut config = Config::default();
+        config.models.insert(
+            "anthropic/claude-3-5-haiku-latest".into(),
+            pith_providers::models::config::ModelConfig {
+                reasoning: Some(pith_providers::wire::ReasoningEffort::High),
+                ..Default::default()
+            },
+        );
+        let overrides = Overrides {
+            model: Some("anthropic/claude-3-5-haiku-latest".into()),
+            ..Overrides::default()
+        };
+        let settings = Settings::resolve(&overrides, None, &config, &lookup).unwrap();
+        assert_eq!(
+            settings.loop_options.reasoning,
+            Some(pith_providers::wire::ReasoningEffort::High)
+        );
+        // 8,192 output tokens could never hold 32,000 tokens of thinking.
+        assert!(settings.loop_options.output_cap >= 32_000 + 8_192);
+        let flagged = Overrides {
+            reasoning: Some(pith_providers::wire::ReasoningEffort::Off),
+            ..overrides
+        };
+        let settings = Settings::resolve(&flagged, None, &config, &lookup).unwrap();
+        assert_eq!(
+            settings.loop_options.reasoning, None,
+            "--reasoning off wins"
+        );
     }
 
     #[test]

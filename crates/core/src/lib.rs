@@ -26,11 +26,13 @@ pub use events::{
     AutoCompaction, Discard, EventSink, LoopEvent, RequestPurpose, RequestReport, Usage,
 };
 pub use hooks::{HookEvent, HookOutcome, HookRun, LoopHooks, NoHooks};
-pub use message::{Message, Part, Role, ToolCall, ToolResult};
+pub use message::{Image, Message, Part, Reasoning, Role, ToolCall, ToolResult};
 pub use rewrite::{
     Carried, Compaction, CompactionTrigger, HistoryRewrite, InMemory, PersistError, TurnSink,
 };
-pub use tokens::{BpeCounter, Encoding, RequestEstimate, RequestEstimator, TokenCounter};
+pub use tokens::{
+    BpeCounter, Encoding, ImageFormula, RequestEstimate, RequestEstimator, TokenCounter,
+};
 pub use tool::{
     LoadOutcome, Tool, ToolContext, ToolDefinition, ToolError, ToolLoader, ToolOutput, ToolRegistry,
 };

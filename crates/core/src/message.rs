@@ -70,6 +70,78 @@ impl ToolResult {
     }
 }
 
+/// The model's reasoning, kept in the history so it can be sent back.
+///
+/// `text` is what a person may read (Anthropic's thinking, an OpenAI reasoning summary, a
+/// Chat server's `reasoning_content`); it is never answer text. The opaque fields are what
+/// the provider needs to accept the reasoning back unchanged: an Anthropic `signature`
+/// (over `text`), an Anthropic `redacted_thinking` block's data or an OpenAI reasoning
+/// item's `encrypted_content` (`encrypted`), and an OpenAI reasoning item's `id`.
+/// `origin` names the wire protocol that produced it (`anthropic`, `openai-responses`,
+/// `openai-chat`): reasoning only ever goes back to the protocol that made it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// The wire protocol that produced it.
+    #[serde(rename = "origin")]
+    pub origin: String,
+    /// Readable reasoning text; empty when the provider sent none (redacted, or no
+    /// summary).
+    #[serde(rename = "text", default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
+    /// The provider's id of the reasoning item (OpenAI Responses).
+    #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The provider's signature over `text` (Anthropic `thinking` blocks).
+    #[serde(rename = "signature", default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// Reasoning only the provider can read: OpenAI `encrypted_content`, or the data of an
+    /// Anthropic `redacted_thinking` block.
+    #[serde(rename = "encrypted", default, skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<String>,
+}
+
+impl Reasoning {
+    /// True when the provider can take this reasoning back (it carries a signature or
+    /// encrypted content); plain reasoning text is for people only and is never sent.
+    pub fn is_replayable(&self) -> bool {
+        self.signature.is_some() || self.encrypted.is_some()
+    }
+}
+
+/// An image the model sees (a screenshot `read` returned, or one the user attached).
+///
+/// `data` is the encoded file (base64), already scaled to the provider's limits;
+/// `width`/`height` are its pixel size after scaling (token estimates use them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    /// The path the image was read from, as shown to the model.
+    #[serde(rename = "path")]
+    pub path: String,
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    #[serde(rename = "media_type")]
+    pub media_type: String,
+    /// Width in pixels.
+    #[serde(rename = "width")]
+    pub width: u32,
+    /// Height in pixels.
+    #[serde(rename = "height")]
+    pub height: u32,
+    /// The encoded image, base64 (standard alphabet, padded).
+    #[serde(rename = "data")]
+    pub data: String,
+}
+
+impl Image {
+    /// The text an image becomes once it leaves the history (compaction, pruning,
+    /// fitting): where it was, its size and its estimated cost, and how to see it again.
+    pub fn placeholder(&self, tokens: usize) -> String {
+        format!(
+            "[image: {}, {}\u{d7}{}, ~{tokens} tokens \u{2014} read it again to see it]",
+            self.path, self.width, self.height
+        )
+    }
+}
+
 /// One piece of a message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
@@ -87,6 +159,13 @@ pub enum Part {
     /// A tool result carried by a [`Role::Tool`] message.
     #[serde(rename = "tool_result")]
     ToolResult(ToolResult),
+    /// The model's reasoning (assistant messages only). Never answer text.
+    #[serde(rename = "reasoning")]
+    Reasoning(Reasoning),
+    /// An image: in a user message (attached by the user), or in a tool message after
+    /// the result of the `read` call that returned it.
+    #[serde(rename = "image")]
+    Image(Image),
 }
 
 /// A message: a role and its ordered parts.
@@ -179,6 +258,22 @@ impl Message {
         })
     }
 
+    /// The reasoning parts of this message, in order.
+    pub fn reasoning(&self) -> impl Iterator<Item = &Reasoning> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Reasoning(reasoning) => Some(reasoning),
+            _ => None,
+        })
+    }
+
+    /// The images of this message, in order.
+    pub fn images(&self) -> impl Iterator<Item = &Image> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Image(image) => Some(image),
+            _ => None,
+        })
+    }
+
     /// True when this is a system message.
     pub fn is_system(&self) -> bool {
         self.role == Role::System
@@ -253,6 +348,64 @@ mod tests {
         let text = serde_json::to_string(&history).unwrap();
         let back: Vec<Message> = serde_json::from_str(&text).unwrap();
         assert_eq!(back, history);
+    }
+
+    #[test]
+    fn reasoning_and_image_have_the_documented_json_shape() {
+        let mut assistant = Message::assistant("Done.");
+        assistant.parts.insert(
+            0,
+            Part::Reasoning(Reasoning {
+                origin: "anthropic".into(),
+                text: "Check the tests.".into(),
+                signature: Some("sig".into()),
+                ..Reasoning::default()
+            }),
+        );
+        assistant.parts.push(Part::Reasoning(Reasoning {
+            origin: "openai-responses".into(),
+            id: Some("rs_1".into()),
+            encrypted: Some("gAAA".into()),
+            ..Reasoning::default()
+        }));
+        assert_eq!(
+            serde_json::to_value(&assistant).unwrap(),
+            json!({"role": "assistant", "parts": [
+                {"type": "reasoning", "origin": "anthropic", "text": "Check the tests.", "signature": "sig"},
+                {"type": "text", "text": "Done."},
+                {"type": "reasoning", "origin": "openai-responses", "id": "rs_1", "encrypted": "gAAA"}
+            ]})
+        );
+        let image = Image {
+            path: "shot.png".into(),
+            media_type: "image/png".into(),
+            width: 640,
+            height: 480,
+            data: "iVBO".into(),
+        };
+        let user = Message {
+            role: Role::User,
+            parts: vec![Part::Image(image.clone())],
+        };
+        assert_eq!(
+            serde_json::to_value(&user).unwrap(),
+            json!({"role": "user", "parts": [
+                {"type": "image", "path": "shot.png", "media_type": "image/png", "width": 640, "height": 480, "data": "iVBO"}
+            ]})
+        );
+        let back: Message =
+            serde_json::from_value(serde_json::to_value(&assistant).unwrap()).unwrap();
+        assert_eq!(back, assistant);
+        assert_eq!(
+            back.text_content(),
+            "Done.",
+            "reasoning is never answer text"
+        );
+        assert_eq!(back.reasoning().count(), 2);
+        assert_eq!(
+            image.placeholder(410),
+            "[image: shot.png, 640\u{d7}480, ~410 tokens \u{2014} read it again to see it]"
+        );
     }
 
     #[test]

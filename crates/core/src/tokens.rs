@@ -71,6 +71,72 @@ impl Encoding {
 pub trait TokenCounter: Send + Sync {
     /// The number of tokens in `text`, with special-token-looking text counted as text.
     fn count(&self, text: &str) -> usize;
+
+    /// The tokens of an image of `width` × `height` pixels. The default is the larger of
+    /// the published formulas ([`ImageFormula::Conservative`]).
+    fn image_tokens(&self, width: u32, height: u32) -> usize {
+        ImageFormula::Conservative.tokens(width, height)
+    }
+}
+
+/// How a provider counts an image, from its published formula.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImageFormula {
+    /// Anthropic: an image larger than 1568 px on its long edge (or about 1.15
+    /// megapixels) is scaled down first, then costs `width × height / 750` tokens.
+    Anthropic,
+    /// OpenAI (GPT-4o and later, `detail: high`/`auto`): scaled to fit 2048 × 2048, then
+    /// its short side to at most 768 px; `85 + 170 × tiles`, one tile per 512 × 512
+    /// square (partial tiles count).
+    OpenAiTiles,
+    /// The larger of the two: for a provider whose formula pith does not know.
+    #[default]
+    Conservative,
+}
+
+impl ImageFormula {
+    /// Estimated input tokens of an image of `width` × `height` pixels.
+    pub fn tokens(self, width: u32, height: u32) -> usize {
+        match self {
+            ImageFormula::Anthropic => anthropic_image_tokens(width, height),
+            ImageFormula::OpenAiTiles => openai_image_tokens(width, height),
+            ImageFormula::Conservative => {
+                anthropic_image_tokens(width, height).max(openai_image_tokens(width, height))
+            }
+        }
+    }
+}
+
+/// Scales `(w, h)` down (never up) so that it fits `max_long` on its long edge and
+/// `max_short` on its short edge, keeping the aspect ratio.
+pub fn fit_within(width: u32, height: u32, max_long: u32, max_short: u32) -> (u32, u32) {
+    let (w, h) = (f64::from(width.max(1)), f64::from(height.max(1)));
+    let (long, short) = if w >= h { (w, h) } else { (h, w) };
+    let scale = (f64::from(max_long) / long)
+        .min(f64::from(max_short) / short)
+        .min(1.0);
+    let scaled = |v: f64| ((v * scale).round() as u32).max(1);
+    (scaled(w), scaled(h))
+}
+
+fn anthropic_image_tokens(width: u32, height: u32) -> usize {
+    let (mut w, mut h) = fit_within(width, height, 1568, 1568);
+    let pixels = f64::from(w) * f64::from(h);
+    // Anthropic's largest unresized square is 1092 × 1092 ("about 1.15 megapixels").
+    const MAX_PIXELS: f64 = 1092.0 * 1092.0;
+    if pixels > MAX_PIXELS {
+        let scale = (MAX_PIXELS / pixels).sqrt();
+        w = ((f64::from(w) * scale) as u32).max(1);
+        h = ((f64::from(h) * scale) as u32).max(1);
+    }
+    (u64::from(w) * u64::from(h)).div_ceil(750) as usize
+}
+
+fn openai_image_tokens(width: u32, height: u32) -> usize {
+    let (w, h) = fit_within(width, height, 2048, 2048);
+    let (w, h) = fit_within(w, h, u32::MAX, 768);
+    let tiles = w.div_ceil(512) as usize * h.div_ceil(512) as usize;
+    85 + 170 * tiles
 }
 
 /// A [`TokenCounter`] backed by bpe-openai's process-wide tokenizers.
@@ -85,6 +151,7 @@ pub trait TokenCounter: Send + Sync {
 pub struct BpeCounter {
     encoding: Encoding,
     loaded: &'static Loaded,
+    images: ImageFormula,
 }
 
 /// One encoding's tokenizer and its vocabulary lookup, loaded once per process.
@@ -180,7 +247,17 @@ impl BpeCounter {
             Encoding::O200kBase => &*O200K,
             Encoding::Cl100kBase => &*CL100K,
         };
-        Self { encoding, loaded }
+        Self {
+            encoding,
+            loaded,
+            images: ImageFormula::default(),
+        }
+    }
+
+    /// The same counter, counting images with `formula` (the provider's).
+    pub fn with_image_formula(mut self, formula: ImageFormula) -> Self {
+        self.images = formula;
+        self
     }
 
     /// The encoding this counter uses.
@@ -262,6 +339,10 @@ impl TokenCounter for BpeCounter {
         }
         self.count_split(text, PARALLEL_COUNT_MIN_BYTES)
     }
+
+    fn image_tokens(&self, width: u32, height: u32) -> usize {
+        self.images.tokens(width, height)
+    }
 }
 
 /// Tokens of one message: its parts plus [`MESSAGE_FRAMING_TOKENS`].
@@ -276,9 +357,32 @@ pub fn count_message(counter: &dyn TokenCounter, message: &Message) -> usize {
                     + count_json(counter, &call.arguments)
             }
             Part::ToolResult(result) => TOOL_PART_FRAMING_TOKENS + counter.count(&result.content),
+            Part::Reasoning(reasoning) => count_reasoning(counter, reasoning),
+            Part::Image(image) => count_image(counter, image),
         };
     }
     total
+}
+
+/// Tokens of an image part: its framing plus the provider's formula for its size.
+pub fn count_image(counter: &dyn TokenCounter, image: &crate::message::Image) -> usize {
+    TOOL_PART_FRAMING_TOKENS + counter.image_tokens(image.width, image.height)
+}
+
+/// Tokens of a reasoning part as it goes back to the provider: nothing for reasoning
+/// that is never sent (no signature, nothing encrypted); otherwise its text plus its
+/// opaque payload at 4 bytes a token (encrypted reasoning is the reasoning itself, in a
+/// form only the provider reads).
+pub fn count_reasoning(counter: &dyn TokenCounter, reasoning: &crate::message::Reasoning) -> usize {
+    if !reasoning.is_replayable() {
+        return 0;
+    }
+    TOOL_PART_FRAMING_TOKENS
+        + counter.count(&reasoning.text)
+        + reasoning
+            .encrypted
+            .as_ref()
+            .map_or(0, |e| e.len().div_ceil(4))
 }
 
 /// Tokens of the tool definitions as sent to the provider.
@@ -366,6 +470,12 @@ impl ShapeKey {
                 Part::Text { text } => text.len(),
                 Part::ToolCall(call) => call.name.len() + call.id.len(),
                 Part::ToolResult(result) => result.content.len() + result.call_id.len(),
+                Part::Reasoning(reasoning) => {
+                    reasoning.text.len()
+                        + reasoning.encrypted.as_ref().map_or(0, String::len)
+                        + reasoning.signature.as_ref().map_or(0, String::len)
+                }
+                Part::Image(image) => image.data.len() + image.path.len(),
             };
             if i == 0 {
                 first_len = len;
@@ -551,6 +661,65 @@ mod tests {
         assert_eq!(
             BpeCounter::new(Encoding::Cl100kBase).count("hello world"),
             2
+        );
+    }
+
+    #[test]
+    fn image_formulas_follow_the_published_examples() {
+        // Anthropic's table: 1092×1092 ≈ 1590 tokens, 200×200 ≈ 54.
+        assert_eq!(ImageFormula::Anthropic.tokens(1092, 1092), 1590);
+        assert_eq!(ImageFormula::Anthropic.tokens(200, 200), 54);
+        // Larger images are scaled down first: never more than ~1.15 MP / 750.
+        assert!(ImageFormula::Anthropic.tokens(4000, 3000) <= 1590);
+        // OpenAI: 1024×1024 → 768×768 → 4 tiles → 85 + 680; 2048×4096 → 768×1536 → 6 tiles.
+        assert_eq!(ImageFormula::OpenAiTiles.tokens(1024, 1024), 765);
+        assert_eq!(ImageFormula::OpenAiTiles.tokens(2048, 4096), 1105);
+        assert_eq!(ImageFormula::OpenAiTiles.tokens(100, 100), 255);
+        assert_eq!(ImageFormula::Conservative.tokens(1092, 1092), 1590);
+        assert_eq!(fit_within(4000, 1000, 2000, 2000), (2000, 500));
+        assert_eq!(fit_within(10, 20, 2000, 2000), (10, 20));
+    }
+
+    #[test]
+    fn reasoning_counts_only_when_it_goes_back_and_images_by_formula() {
+        use crate::message::{Image, Reasoning};
+        let counter = o200k().with_image_formula(ImageFormula::OpenAiTiles);
+        let shown_only = Message {
+            role: crate::message::Role::Assistant,
+            parts: vec![Part::Reasoning(Reasoning {
+                origin: "openai-chat".into(),
+                text: "a long chain of thought".repeat(50),
+                ..Reasoning::default()
+            })],
+        };
+        assert_eq!(count_message(&counter, &shown_only), MESSAGE_FRAMING_TOKENS);
+        let signed = Message {
+            role: crate::message::Role::Assistant,
+            parts: vec![Part::Reasoning(Reasoning {
+                origin: "anthropic".into(),
+                text: "hello world".into(),
+                signature: Some("sig".into()),
+                ..Reasoning::default()
+            })],
+        };
+        assert_eq!(
+            count_message(&counter, &signed),
+            MESSAGE_FRAMING_TOKENS + TOOL_PART_FRAMING_TOKENS + 2
+        );
+        let image = Message {
+            role: crate::message::Role::User,
+            parts: vec![Part::Image(Image {
+                path: "a.png".into(),
+                media_type: "image/png".into(),
+                width: 1024,
+                height: 1024,
+                data: "x".repeat(100_000),
+            })],
+        };
+        assert_eq!(
+            count_message(&counter, &image),
+            MESSAGE_FRAMING_TOKENS + TOOL_PART_FRAMING_TOKENS + 765,
+            "an image costs its formula, not its base64 text"
         );
     }
 

@@ -23,7 +23,7 @@ use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
 use crate::effect::FileEffect;
-use crate::message::{ToolCall, ToolResult};
+use crate::message::{Image, ToolCall, ToolResult};
 pub use crate::prompts::TOOLS_DISABLED_DURING_COMPACTION;
 
 /// A tool as advertised to the model.
@@ -62,6 +62,9 @@ pub struct ToolOutput {
     pub is_error: bool,
     /// What the call did to files, for the session ledger (not shown to the model).
     pub effects: Vec<FileEffect>,
+    /// Images for the model (`read` of a screenshot), after the text. They join the tool
+    /// message as [`crate::Part::Image`]s right after its result.
+    pub images: Vec<Image>,
 }
 
 impl ToolOutput {
@@ -71,6 +74,7 @@ impl ToolOutput {
             content: content.into(),
             is_error: false,
             effects: Vec::new(),
+            images: Vec::new(),
         }
     }
 
@@ -80,12 +84,19 @@ impl ToolOutput {
             content: content.into(),
             is_error: true,
             effects: Vec::new(),
+            images: Vec::new(),
         }
     }
 
     /// The same output with one more effect.
     pub fn with_effect(mut self, effect: FileEffect) -> Self {
         self.effects.push(effect);
+        self
+    }
+
+    /// The same output with `image` attached.
+    pub fn with_image(mut self, image: Image) -> Self {
+        self.images.push(image);
         self
     }
 }
@@ -340,7 +351,8 @@ impl ToolRegistry {
     }
 
     /// Executes `call` and returns the result the model will see. Never fails: every
-    /// problem becomes an error result. A deferred tool is loaded before it runs.
+    /// problem becomes an error result. A deferred tool is loaded before it runs. Images
+    /// the tool returned are dropped (see [`ToolRegistry::execute_with_images`]).
     pub async fn execute(&self, call: &ToolCall, cancel: &CancellationToken) -> ToolResult {
         self.execute_with(call, cancel, false).await
     }
@@ -353,8 +365,22 @@ impl ToolRegistry {
         cancel: &CancellationToken,
         pre_approved: bool,
     ) -> ToolResult {
-        let result =
-            |content: String, is_error: bool| ToolResult::new(call.id.clone(), content, is_error);
+        self.execute_with_images(call, cancel, pre_approved).await.0
+    }
+
+    /// [`ToolRegistry::execute_with`], with the images the tool returned.
+    pub async fn execute_with_images(
+        &self,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+        pre_approved: bool,
+    ) -> (ToolResult, Vec<Image>) {
+        let result = |content: String, is_error: bool| {
+            (
+                ToolResult::new(call.id.clone(), content, is_error),
+                Vec::new(),
+            )
+        };
         if self.deny_all {
             return result(TOOLS_DISABLED_DURING_COMPACTION.to_owned(), true);
         }
@@ -384,10 +410,11 @@ impl ToolRegistry {
             pre_approved,
         };
         match tool.run(call.arguments.clone(), &ctx).await {
-            Ok(output) => ToolResult {
-                effects: output.effects,
-                ..result(output.content, output.is_error)
-            },
+            Ok(output) => {
+                let (mut result, _) = result(output.content, output.is_error);
+                result.effects = output.effects;
+                (result, output.images)
+            }
             Err(err) => result(err.to_string(), true),
         }
     }

@@ -53,8 +53,10 @@ pub struct RequestEntry {
     pub input_tokens: u64,
     /// Input tokens served from the provider's prompt cache.
     pub cached_input_tokens: u64,
-    /// Output tokens.
+    /// Output tokens, reasoning included.
     pub output_tokens: u64,
+    /// The part of `output_tokens` spent reasoning (0 when the provider does not say).
+    pub reasoning_tokens: u64,
     /// False when the provider reported no usage (the counts are then 0).
     pub usage_reported: bool,
     /// Wall time, retries included, milliseconds.
@@ -75,6 +77,7 @@ impl From<&RequestReport> for RequestEntry {
             input_tokens: report.usage.input_tokens,
             cached_input_tokens: report.usage.cached_input_tokens,
             output_tokens: report.usage.output_tokens,
+            reasoning_tokens: report.usage.reasoning_tokens,
             usage_reported: report.usage_reported,
             duration_ms: report.duration_ms,
             retries: report.retries,
@@ -83,7 +86,8 @@ impl From<&RequestReport> for RequestEntry {
     }
 }
 
-/// The result of a job: `--format json` prints it, stream-json ends with it.
+/// The result of a job: `--format json` prints it, stream-json ends with it. `usage`
+/// carries `reasoning_tokens` (part of `output_tokens`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunReport {
     /// The session the job recorded into.
@@ -96,8 +100,12 @@ pub struct RunReport {
     pub turns: u32,
     /// Usage over all requests, compaction included.
     pub usage: Usage,
-    /// Cost in US dollars, when the model's prices are known.
+    /// Cost in US dollars: what the provider reported (OpenRouter), else computed from
+    /// the model's prices when they are known.
     pub cost: Option<f64>,
+    /// The part of `cost` spent on reasoning tokens (at the output price), when the cost
+    /// is known and the provider counted reasoning tokens.
+    pub reasoning_cost: Option<f64>,
     /// Compactions applied during the job.
     pub compactions: Vec<CompactionReport>,
     /// Every model request of the job, in order.
@@ -221,6 +229,8 @@ mod tests {
                 input_tokens: 10,
                 cached_input_tokens: 2,
                 output_tokens: 3,
+                reasoning_tokens: 1,
+                provider_cost_nanousd: 5_000,
             },
             usage_reported: true,
             duration_ms: 12,
@@ -308,6 +318,7 @@ mod tests {
             turns: 1,
             usage: report.usage,
             cost: Some(0.01),
+            reasoning_cost: Some(0.002),
             compactions: vec![CompactionReport {
                 trigger: "auto",
                 tokens_before: 171_000,

@@ -115,11 +115,8 @@ fn print_result(
         text: outcome.text.clone(),
         turns: outcome.summary.requests,
         usage: outcome.summary.usage,
-        cost: conversation
-            .settings()
-            .model
-            .pricing
-            .map(|p| p.cost(&outcome.summary.usage)),
+        cost: cost(conversation, &outcome.summary.usage),
+        reasoning_cost: reasoning_cost(conversation, &outcome.summary.usage),
         compactions: outcome
             .compactions
             .iter()
@@ -148,6 +145,30 @@ fn print_result(
         }
     }
     let _ = out.flush();
+}
+
+/// What the job cost: the provider's own figure when it reported one, else the catalog's
+/// or configured prices applied to the usage.
+fn cost(conversation: &Conversation, usage: &pith_core::Usage) -> Option<f64> {
+    if usage.provider_cost_nanousd > 0 {
+        return Some(usage.provider_cost_nanousd as f64 / 1e9);
+    }
+    conversation.settings().model.pricing.map(|p| p.cost(usage))
+}
+
+/// The reasoning part of the cost: reasoning tokens at the output price (a provider-
+/// reported cost is split in the same proportion).
+fn reasoning_cost(conversation: &Conversation, usage: &pith_core::Usage) -> Option<f64> {
+    if usage.reasoning_tokens == 0 {
+        return None;
+    }
+    if let Some(pricing) = conversation.settings().model.pricing {
+        return Some(pricing.reasoning_cost(usage));
+    }
+    let total = cost(conversation, usage)?;
+    let share = usage.reasoning_tokens.min(usage.output_tokens) as f64
+        / (usage.input_tokens + usage.output_tokens).max(1) as f64;
+    Some(total * share)
 }
 
 fn emit(out: &mut (dyn Write + Send), value: &impl serde::Serialize) {

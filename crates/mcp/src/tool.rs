@@ -121,6 +121,7 @@ impl Tool for McpTool {
             content,
             is_error,
             effects: Vec::new(),
+            images: Vec::new(),
         })
     }
 }

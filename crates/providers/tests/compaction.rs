@@ -183,6 +183,7 @@ async fn crossing_the_threshold_compacts_once_with_prefix_parity_and_the_turn_co
             input_tokens: expected.input_tokens,
             cached_input_tokens: 0,
             output_tokens: expected.output_tokens,
+            ..Default::default()
         })),
         "the compaction's usage is reported with Applied"
     );
@@ -608,6 +609,7 @@ async fn cached_input_counts_toward_the_threshold_and_the_summary_reasoning_stay
             input_tokens: OVER_THRESHOLD,
             cached_input_tokens: OVER_THRESHOLD - 500,
             output_tokens: 40,
+            ..Default::default()
         })
     );
 }

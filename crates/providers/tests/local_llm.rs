@@ -243,3 +243,68 @@ async fn cancelling_mid_stream_stops_promptly() {
     let _ = watcher.await;
     assert!(matches!(outcome, Err(failure) if matches!(failure.error, LoopError::Cancelled)));
 }
+
+#[tokio::test]
+#[ignore = "needs a local llama.cpp server: cargo xtask local-llm, PITH_LOCAL_LLM_URL"]
+async fn the_built_in_local_provider_caps_output_as_configured() {
+    use pith_providers::models::config::{resolve_model, Config, ModelConfig};
+    let url = server();
+    let _turn = SERVER_TURN.lock().await;
+    // The built-in `local` provider, as a user configures it: its own output-cap field.
+    let mut config = Config::default();
+    config.models.insert(
+        "local/smollm2".into(),
+        ModelConfig {
+            max_output_tokens: Some(8),
+            ..ModelConfig::default()
+        },
+    );
+    let lookup = |name: &str| (name == "PITH_LOCAL_BASE_URL").then(|| url.clone());
+    let model = resolve_model("local/smollm2", &config, &lookup).expect("resolves");
+    assert_eq!(model.max_output_tokens, Some(8));
+    let counter = std::sync::Arc::new(BpeCounter::new(Encoding::O200kBase));
+    let mut agent = AgentLoop::new(
+        model.adapter().expect("adapter"),
+        "smollm2",
+        ContextBudget::for_window(4096),
+        "You are a helpful assistant.",
+        ToolRegistry::default(),
+        RequestEstimator::new(counter.clone()),
+        LoopOptions {
+            max_output_tokens: model.max_output_tokens,
+            temperature: Some(0.0),
+            timeouts: Timeouts {
+                request: Duration::from_secs(60),
+                idle: Duration::from_secs(60),
+                ..Timeouts::default()
+            },
+            ..LoopOptions::default()
+        },
+    );
+    let (tx, mut rx) = unbounded_channel();
+    agent
+        .run_turn(
+            Message::user("Write a long story about a lighthouse keeper, at least 300 words."),
+            &mut InMemory::new(tx.clone()),
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("the turn completes");
+    let events = drain(&mut rx);
+    let answer = text(&events);
+    // The server stopped at the cap and said so (`finish_reason: "length"`); pith's own
+    // guard (cap + 256) never had to cut.
+    let truncated = events.iter().find_map(|e| match e {
+        LoopEvent::OutputTruncated { reason } => Some(reason.clone()),
+        _ => None,
+    });
+    let reason = truncated.unwrap_or_else(|| panic!("the server did not cap: {answer:?}"));
+    assert!(
+        !reason.contains("output cap ("),
+        "the server capped, not pith: {reason}"
+    );
+    let tokens = pith_core::TokenCounter::count(counter.as_ref(), &answer);
+    // SmolLM2's tokenizer is not o200k: allow for the difference, far below uncapped.
+    assert!(tokens <= 16, "{tokens} tokens: {answer:?}");
+    assert!(!answer.trim().is_empty());
+}

@@ -53,6 +53,7 @@ impl Reply {
                     input_tokens: input,
                     cached_input_tokens: 0,
                     output_tokens: output,
+                    ..Default::default()
                 }),
                 StreamChunk::Done {
                     stop_reason: Some("tool_calls".into()),

@@ -152,17 +152,20 @@ async fn usage_per_request_and_per_turn_is_what_the_provider_reported(protocol: 
         input_tokens: 1_000,
         cached_input_tokens: 0,
         output_tokens: 20,
+        ..Default::default()
     };
     let second = Usage {
         input_tokens: 1_500,
         cached_input_tokens: 1_200,
         output_tokens: 30,
+        ..Default::default()
     };
     assert_eq!(reported, vec![first, second]);
     let total = Usage {
         input_tokens: 2_500,
         cached_input_tokens: 1_200,
         output_tokens: 50,
+        ..Default::default()
     };
     assert_eq!(summary.usage, total);
     assert!(run

@@ -2,12 +2,13 @@
 //!
 //! The figures come from `pith_core` only: thresholds from [`ContextBudget`], the system,
 //! tool and total figures from the loop's [`RequestEstimate`], and the per-role split of
-//! the messages from `count_message` with the estimator's own counter. Nothing here
+//! the messages from `count_message` with the estimator's own counter (images by the
+//! provider's formula, `count_image`; returned reasoning, `count_reasoning`). Nothing here
 //! computes a threshold.
 
 use pith_core::format::thousands;
-use pith_core::tokens::count_message;
-use pith_core::{ContextBudget, Message, RequestEstimate, Role, TokenCounter};
+use pith_core::tokens::{count_image, count_message, count_reasoning};
+use pith_core::{ContextBudget, Message, Part, RequestEstimate, Role, TokenCounter};
 
 /// Width of a bar in cells.
 pub const BAR_CELLS: usize = 30;
@@ -19,11 +20,11 @@ pub struct ContextFigures {
     pub budget: ContextBudget,
     /// The loop's estimate of the next request.
     pub estimate: RequestEstimate,
-    /// Tokens of user messages.
+    /// Tokens of user messages (their images excluded).
     pub user: usize,
-    /// Tokens of assistant messages (tool calls included).
+    /// Tokens of assistant messages (tool calls included, reasoning excluded).
     pub assistant: usize,
-    /// Tokens of tool results.
+    /// Tokens of tool results (their images excluded).
     pub tool_results: usize,
     /// Tokens of MCP tool definitions (the loader and its catalog included), part of
     /// the estimate's tool figure but shown as their own row.
@@ -31,10 +32,16 @@ pub struct ContextFigures {
     /// Tokens of the session ledger as the next compaction would carry it, and its
     /// budget (both 0 when the ledger is off). Not part of the next request.
     pub ledger: (usize, usize),
+    /// Tokens of the images in any message, by the provider's formula.
+    pub images: usize,
+    /// Tokens of the reasoning that goes back to the provider (signed thinking,
+    /// encrypted reasoning items).
+    pub reasoning: usize,
 }
 
 impl ContextFigures {
-    /// Splits `history` by role with `counter`.
+    /// Splits `history` by role with `counter`; images and returned reasoning get rows of
+    /// their own.
     pub fn new(
         budget: ContextBudget,
         estimate: RequestEstimate,
@@ -42,8 +49,19 @@ impl ContextFigures {
         counter: &dyn TokenCounter,
     ) -> Self {
         let (mut user, mut assistant, mut tool_results) = (0, 0, 0);
+        let (mut images, mut reasoning) = (0, 0);
         for message in history {
-            let tokens = count_message(counter, message);
+            let (mut own_images, mut own_reasoning) = (0, 0);
+            for part in &message.parts {
+                match part {
+                    Part::Image(image) => own_images += count_image(counter, image),
+                    Part::Reasoning(part) => own_reasoning += count_reasoning(counter, part),
+                    _ => {}
+                }
+            }
+            images += own_images;
+            reasoning += own_reasoning;
+            let tokens = count_message(counter, message) - own_images - own_reasoning;
             match message.role {
                 Role::User | Role::System => user += tokens,
                 Role::Assistant => assistant += tokens,
@@ -58,6 +76,8 @@ impl ContextFigures {
             tool_results,
             mcp_definitions: 0,
             ledger: (0, 0),
+            images,
+            reasoning,
         }
     }
 
@@ -94,6 +114,8 @@ impl ContextFigures {
             ("user messages", self.user as u64),
             ("assistant messages", self.assistant as u64),
             ("tool results", self.tool_results as u64),
+            ("images", self.images as u64),
+            ("returned reasoning", self.reasoning as u64),
         ];
         for (label, value) in rows {
             if label == "MCP definitions" && value == 0 {
@@ -222,5 +244,42 @@ mod tests {
             report.contains(&thousands(budget.auto_threshold)),
             "{report}"
         );
+    }
+
+    #[test]
+    fn images_count_by_the_provider_formula_in_a_row_of_their_own() {
+        use pith_core::{Image, ImageFormula};
+        let counter =
+            BpeCounter::new(Encoding::O200kBase).with_image_formula(ImageFormula::Anthropic);
+        let mut message = Message::user("what is in @shot.png?");
+        let text_only = count_message(&counter, &message);
+        message.parts.push(Part::Image(Image {
+            path: "shot.png".into(),
+            media_type: "image/png".into(),
+            width: 1092,
+            height: 1092,
+            data: String::new(),
+        }));
+        let budget = ContextBudget::for_window(200_000);
+        let estimate = RequestEstimate {
+            system: 0,
+            tools: 0,
+            messages: 0,
+            total: 0,
+            anchored_on_reported_usage: false,
+        };
+        let figures = ContextFigures::new(budget, estimate, &[message], &counter);
+        // Anthropic: 1092 × 1092 / 750 = 1,590 tokens, plus the part's framing.
+        assert_eq!(
+            figures.images,
+            1_590 + pith_core::tokens::TOOL_PART_FRAMING_TOKENS
+        );
+        assert_eq!(figures.user, text_only, "the image is not counted twice");
+        let report = figures.lines().join("\n");
+        let row = report
+            .lines()
+            .find(|line| line.trim_start().starts_with("images"))
+            .expect("an images row");
+        assert!(row.ends_with("1,598"), "{row}");
     }
 }

@@ -49,7 +49,13 @@ pub struct Screen {
     live_rows: u16,
     /// The raw text of the current answer does not end with a newline yet (plain mode).
     plain_open_line: bool,
+    /// The model's reasoning so far in this answer: shown dimmed in the live region (its
+    /// last rows), collapsed to one line once the answer starts.
+    reasoning: String,
 }
+
+/// Rows of reasoning the live region shows at most (the newest).
+const REASONING_ROWS: usize = 4;
 
 impl Screen {
     /// A screen writing to `out`; `interactive` enables the live region and styling.
@@ -64,7 +70,32 @@ impl Screen {
             frame: 0,
             live_rows: 0,
             plain_open_line: false,
+            reasoning: String::new(),
         }
+    }
+
+    /// Appends streamed reasoning: dimmed in the live region, never part of the answer.
+    /// Without a terminal it is only counted, for the collapsed line.
+    pub fn reasoning(&mut self, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        self.clear_live();
+        self.reasoning.push_str(delta);
+        self.draw_live();
+    }
+
+    /// Collapses the reasoning shown so far into one dim final line (the answer, a tool
+    /// card or a message is about to be written).
+    fn collapse_reasoning(&mut self) {
+        if self.reasoning.is_empty() {
+            return;
+        }
+        let words = std::mem::take(&mut self.reasoning)
+            .split_whitespace()
+            .count();
+        let line = format!("\u{25b8} thought ({words} words)");
+        self.final_line(|screen| screen.styled(&line, Style::Dim));
     }
 
     /// True when writing to a terminal.
@@ -84,6 +115,7 @@ impl Screen {
         if delta.is_empty() {
             return;
         }
+        self.collapse_reasoning();
         if !self.interactive {
             let _ = self.out.write_all(delta.as_bytes());
             self.plain_open_line = !delta.ends_with('\n');
@@ -105,6 +137,7 @@ impl Screen {
 
     /// Ends the current answer: the unfinished line becomes final.
     pub fn end_text(&mut self) {
+        self.collapse_reasoning();
         if !self.interactive {
             if self.plain_open_line {
                 let _ = self.out.write_all(b"\n");
@@ -324,6 +357,32 @@ impl Screen {
         }
         let columns = self.columns();
         let mut rows: usize = 0;
+        if !self.reasoning.is_empty() {
+            let dim: Vec<Span> = self
+                .reasoning
+                .lines()
+                .map(|line| Span {
+                    text: line.to_owned(),
+                    style: SpanStyle::Dim,
+                })
+                .collect();
+            let mut wrapped: Vec<Vec<Span>> = Vec::new();
+            for line in dim {
+                wrapped.extend(wrap(std::slice::from_ref(&line), columns));
+            }
+            let shown = &wrapped[wrapped.len().saturating_sub(REASONING_ROWS)..];
+            for (i, row) in shown.iter().enumerate() {
+                if i > 0 {
+                    self.newline();
+                }
+                self.write_spans(row);
+                rows += 1;
+            }
+            // The cursor stays on the last row drawn (clear_live counts from there).
+            if !self.partial.is_empty() || self.loader.is_some() {
+                self.newline();
+            }
+        }
         if !self.partial.is_empty() {
             let spans = self.markdown.partial_line(&self.partial);
             rows += self.write_rows(&spans);
@@ -415,6 +474,35 @@ mod tests {
         fn text(&self) -> String {
             String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
         }
+    }
+
+    #[test]
+    fn reasoning_is_never_answer_text_and_collapses_when_the_answer_starts() {
+        let capture = Capture::default();
+        let mut screen = Screen::new(Box::new(capture.clone()), false);
+        screen.reasoning("Check the parser ");
+        screen.reasoning("before answering.");
+        screen.text("It is the parser.");
+        drop(screen);
+        assert_eq!(
+            capture.text(),
+            "\u{25b8} thought (5 words)\nIt is the parser.\n",
+            "without a terminal only the collapsed line shows"
+        );
+        let capture = Capture::default();
+        let mut screen = Screen::new(Box::new(capture.clone()), true);
+        screen.reasoning("line one\nline two");
+        assert_eq!(screen.live_rows, 2, "the reasoning is live, dimmed");
+        let live = capture.text();
+        let dim = format!("{}", "line one".to_owned().dark_grey());
+        assert!(live.contains(&dim), "dimmed: {live:?}");
+        screen.text("Answer.\n");
+        assert_eq!(screen.live_rows, 0, "collapsed once the answer starts");
+        drop(screen);
+        let text = capture.text();
+        assert!(text.contains("\u{25b8} thought (4 words)"), "{text:?}");
+        let answer_at = text.find("Answer.").unwrap();
+        assert!(text.find("thought (4").unwrap() < answer_at);
     }
 
     #[test]

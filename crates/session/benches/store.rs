@@ -39,6 +39,7 @@ fn typical_turn(i: usize) -> Event {
             input_tokens: 12_000,
             cached_input_tokens: 10_000,
             output_tokens: 300,
+            ..Default::default()
         }),
         interrupted: false,
         error: None,

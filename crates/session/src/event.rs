@@ -500,6 +500,7 @@ mod tests {
                     input_tokens: 10,
                     cached_input_tokens: 2,
                     output_tokens: 3,
+                    ..Default::default()
                 }),
                 interrupted: true,
                 error: Some("stream reset".into()),

@@ -33,8 +33,8 @@ pub const STORED_PREFIX: &str = "\u{0}pith-stored:";
 /// Directory of stored payloads inside the session's spill directory.
 pub const RECORDS_DIR: &str = "records";
 
-/// Every payload string of `event` that can be stored: message texts and tool results,
-/// and the visible items' texts and results.
+/// Every payload string of `event` that can be stored: message texts, tool results, image
+/// data and encrypted reasoning, and the visible items' texts and results.
 fn payloads_mut(event: &mut Event) -> Vec<&mut String> {
     fn of_messages<'a>(messages: impl Iterator<Item = &'a mut Message>) -> Vec<&'a mut String> {
         messages
@@ -42,6 +42,10 @@ fn payloads_mut(event: &mut Event) -> Vec<&mut String> {
             .filter_map(|part| match part {
                 Part::Text { text } => Some(text),
                 Part::ToolResult(result) => Some(&mut result.content),
+                // An image's base64 and encrypted reasoning are the largest payloads a
+                // turn can carry.
+                Part::Image(image) => Some(&mut image.data),
+                Part::Reasoning(reasoning) => reasoning.encrypted.as_mut(),
                 Part::ToolCall(_) => None,
             })
             .collect()

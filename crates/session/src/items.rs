@@ -101,6 +101,8 @@ pub fn items_from_messages(messages: &[Message]) -> Vec<TranscriptItem> {
                     is_error: result.is_error,
                     spill: None,
                 }),
+                // Reasoning is never answer text, and an image shows as its result's card.
+                Part::Reasoning(_) | Part::Image(_) => {}
             }
         }
     }

@@ -216,6 +216,20 @@ pub fn model_text(messages: &[Message], out: &mut dyn Write) -> io::Result<()> {
                     writeln!(out, "  tool_result {}{flag}", result.call_id)?;
                     write_indented(out, &result.content, "    ", usize::MAX)?;
                 }
+                Part::Reasoning(reasoning) => {
+                    let sealed = if reasoning.is_replayable() {
+                        ", signed"
+                    } else {
+                        ""
+                    };
+                    writeln!(out, "  reasoning ({}{sealed})", reasoning.origin)?;
+                    write_indented(out, &reasoning.text, "    ", usize::MAX)?;
+                }
+                Part::Image(image) => writeln!(
+                    out,
+                    "  image {} {} {}\u{d7}{}",
+                    image.path, image.media_type, image.width, image.height
+                )?,
             }
         }
     }

@@ -72,6 +72,7 @@ fn event() -> impl Strategy<Value = Event> {
                         input_tokens: i,
                         cached_input_tokens: 0,
                         output_tokens: o,
+                        ..Default::default()
                     }),
                     interrupted,
                     error,

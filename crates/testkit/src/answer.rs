@@ -38,7 +38,14 @@ pub(crate) struct RequestFacts {
     pub streaming: bool,
     /// `stream_options.include_usage` (Chat Completions).
     pub include_usage: bool,
+    /// `include: ["reasoning.encrypted_content"]` (Responses).
+    pub encrypted_reasoning: bool,
+    /// The output cap the server honours (the script's `max_tokens_field`), in tokens.
+    pub output_cap: Option<u64>,
 }
+
+/// Characters a token stands for when the testkit honours an output cap.
+const CHARS_PER_TOKEN: u64 = 4;
 
 /// How a body ends after its last chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +91,7 @@ pub(crate) fn for_turn(
         Some(Fault::Http500) => return http_error(ErrorKind::ServerError),
         Some(Fault::StreamError) if !facts.streaming => return http_error(ErrorKind::ServerError),
         Some(Fault::Overloaded) => return http_error(ErrorKind::Overloaded),
+        Some(Fault::ProviderReturnedError) => return http_error(ErrorKind::ProviderReturned),
         Some(Fault::ContextLength) => {
             let limit = match protocol {
                 Protocol::Anthropic => ANTHROPIC_CONTEXT_LIMIT,
@@ -114,12 +122,31 @@ pub(crate) fn for_turn(
     } else {
         turn
     };
+    // An honoured cap cuts a longer answer (its tool calls too), as a server would.
+    let capped;
+    let cut_at = facts
+        .output_cap
+        .map(|cap| usize::try_from(cap.saturating_mul(CHARS_PER_TOKEN)).unwrap_or(usize::MAX));
+    let cut = cut_at.is_some_and(|chars| turn.text.chars().count() > chars);
+    let turn = match cut_at {
+        Some(chars) if cut => {
+            capped = Turn {
+                text: turn.text.chars().take(chars).collect(),
+                tool_calls: Vec::new(),
+                ..turn.clone()
+            };
+            &capped
+        }
+        _ => turn,
+    };
     let plan = TurnPlan {
         turn,
         number,
         tool_call_ids,
         model: facts.model.clone(),
         include_usage: facts.include_usage,
+        encrypted_reasoning: facts.encrypted_reasoning,
+        cut,
     };
     let delay = Duration::from_millis(turn.chunk_delay_ms);
     let (content_type, chunks, ending) = if facts.streaming {

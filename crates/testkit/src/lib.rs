@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 
 mod answer;
+mod checks;
 mod error;
 mod hostile;
 mod record;

@@ -100,12 +100,16 @@ pub enum Fault {
     HugeErrorBody,
     /// Hostile: HTTP 307 to `redirect_to`.
     Redirect,
+    /// OpenRouter's wrapper of an upstream failure: HTTP 502 with
+    /// `{"error": {"code": 502, "message": "Provider returned error", "metadata":
+    /// {"provider_name", "raw"}}}` (Chat Completions only).
+    ProviderReturnedError,
 }
 
 /// Token usage a turn reports. `input_tokens` counts the whole prompt including its cached
 /// part (OpenAI's meaning); for Anthropic the server reports `input_tokens - cached` as
 /// `input_tokens` and `cached` as `cache_read_input_tokens`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Usage {
     /// Prompt tokens, cached ones included.
@@ -115,6 +119,15 @@ pub struct Usage {
     /// Prompt tokens served from the provider's cache (part of `input_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input_tokens: Option<u64>,
+    /// The part of `output_tokens` spent reasoning (Chat
+    /// `completion_tokens_details.reasoning_tokens`, Responses
+    /// `output_tokens_details.reasoning_tokens`; Anthropic reports none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    /// What the request cost in US dollars, reported in the usage as OpenRouter does
+    /// (`usage.cost`, Chat Completions only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 impl Usage {
@@ -128,6 +141,8 @@ impl Usage {
             input_tokens,
             output_tokens,
             cached_input_tokens: None,
+            reasoning_tokens: None,
+            cost: None,
         }
     }
 
@@ -210,6 +225,10 @@ pub struct Turn {
     /// Responses: a reasoning item with a summary; Anthropic: a thinking block).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
+    /// Anthropic: a `redacted_thinking` block (opaque `data`) before the answer, as the
+    /// API sends when its safety systems encrypted the reasoning.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub redacted_thinking: bool,
     /// Size in MB of a hostile fault's payload (`huge_event`, `huge_tool_arguments`,
     /// `huge_error_body`; default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -224,6 +243,10 @@ pub struct Turn {
 
 fn is_zero(value: &u64) -> bool {
     *value == 0
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 impl Turn {
@@ -320,6 +343,28 @@ impl Turn {
         self
     }
 
+    /// Anthropic: sends a `redacted_thinking` block before the answer.
+    pub fn with_redacted_thinking(mut self) -> Turn {
+        self.redacted_thinking = true;
+        self
+    }
+
+    /// Reports `tokens` of the output as reasoning tokens.
+    pub fn with_reasoning_tokens(mut self, tokens: u64) -> Turn {
+        let mut usage = self.effective_usage();
+        usage.reasoning_tokens = Some(tokens);
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Reports the request's cost in US dollars in the usage (OpenRouter).
+    pub fn with_cost(mut self, dollars: f64) -> Turn {
+        let mut usage = self.effective_usage();
+        usage.cost = Some(dollars);
+        self.usage = Some(usage);
+        self
+    }
+
     /// The usage the server reports for this turn (the scripted one or the default).
     pub fn effective_usage(&self) -> Usage {
         self.usage.unwrap_or_else(|| {
@@ -345,6 +390,13 @@ pub struct Script {
     /// One turn per incoming request, in order.
     #[serde(default)]
     pub turns: Vec<Turn>,
+    /// Chat Completions: the one output-cap field the server accepts
+    /// (`max_tokens` or `max_completion_tokens`). A request with the other one is
+    /// rejected the way OpenAI rejects `max_tokens` for its reasoning models, and the cap
+    /// is honoured (the answer is cut, `finish_reason: "length"`). Unset: both accepted,
+    /// neither honoured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens_field: Option<String>,
 }
 
 impl Script {
@@ -353,7 +405,24 @@ impl Script {
         Script {
             protocol,
             turns: turns.into_iter().collect(),
+            max_tokens_field: None,
         }
+    }
+
+    /// Chat Completions: accept and honour only `field` as the output cap.
+    pub fn accepting_only(mut self, field: impl Into<String>) -> Script {
+        self.max_tokens_field = Some(field.into());
+        self
+    }
+
+    /// True when the server must read whole request bodies to check what the client
+    /// sends back (reasoning to return, an output-cap field to enforce).
+    pub fn checks_requests(&self) -> bool {
+        self.max_tokens_field.is_some()
+            || self
+                .turns
+                .iter()
+                .any(|t| t.reasoning.is_some() || t.redacted_thinking)
     }
 
     /// An OpenAI Chat Completions script.
@@ -418,6 +487,13 @@ impl Script {
                     "turn {} has a tool call with an empty name (arguments {})",
                     turn_index + 1,
                     call.arguments
+                )));
+            }
+        }
+        if let Some(field) = &self.max_tokens_field {
+            if field != "max_tokens" && field != "max_completion_tokens" {
+                return Err(TestkitError::InvalidScript(format!(
+                    "max_tokens_field is {field:?}: use \"max_tokens\" or \"max_completion_tokens\""
                 )));
             }
         }

@@ -304,13 +304,27 @@ async fn serve_request(
         })
         .collect();
     let facts = serde_json::from_slice::<WireFacts>(&bytes);
+    // Only scripts that check what comes back pay for reading the whole body.
+    let refused = match (&facts, state.script.checks_requests()) {
+        (Ok(_), true) => serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|body| {
+                crate::checks::check(&state.script, &state.tool_call_ids, &body).err()
+            }),
+        _ => None,
+    };
     state.log.append(StoredRequest::new(
         parts.method.to_string(),
         parts.uri.path().to_owned(),
         headers,
         bytes,
     ));
-    let answer = choose_answer(&state, &parts.method, parts.uri.path(), facts);
+    let answer = match refused {
+        Some(kind) if parts.uri.path() == state.protocol.endpoint_path() => {
+            answer::error(state.protocol, &kind, None)
+        }
+        _ => choose_answer(&state, &parts.method, parts.uri.path(), facts),
+    };
     Ok(respond(answer).await)
 }
 
@@ -387,6 +401,18 @@ fn choose_answer(
             .and_then(|options| options.get("include_usage"))
             .and_then(Value::as_bool)
             == Some(true),
+        encrypted_reasoning: body
+            .include
+            .as_ref()
+            .and_then(Value::as_array)
+            .is_some_and(|include| include.iter().any(|v| v == "reasoning.encrypted_content")),
+        output_cap: match state.script.max_tokens_field.as_deref() {
+            Some("max_tokens") => body.max_tokens.as_ref().and_then(Value::as_u64),
+            Some("max_completion_tokens") => {
+                body.max_completion_tokens.as_ref().and_then(Value::as_u64)
+            }
+            _ => None,
+        },
     };
     answer::for_turn(protocol, turn, index + 1, tool_call_ids, &facts)
 }
@@ -398,6 +424,9 @@ struct WireFacts {
     model: Option<Value>,
     stream: Option<Value>,
     stream_options: Option<Value>,
+    include: Option<Value>,
+    max_tokens: Option<Value>,
+    max_completion_tokens: Option<Value>,
 }
 
 impl<'de> serde::Deserialize<'de> for WireFacts {
@@ -418,6 +447,11 @@ impl<'de> serde::Deserialize<'de> for WireFacts {
                         "model" => facts.model = Some(map.next_value()?),
                         "stream" => facts.stream = Some(map.next_value()?),
                         "stream_options" => facts.stream_options = Some(map.next_value()?),
+                        "include" => facts.include = Some(map.next_value()?),
+                        "max_tokens" => facts.max_tokens = Some(map.next_value()?),
+                        "max_completion_tokens" => {
+                            facts.max_completion_tokens = Some(map.next_value()?)
+                        }
                         _ => {
                             map.next_value::<serde::de::IgnoredAny>()?;
                         }

@@ -94,6 +94,10 @@ pub struct ToolsConfig {
     /// The `bash` sandbox. Default: the mode follows the permission mode
     /// (`workspace-write`, or `read-only` in read-only approval), no network.
     pub sandbox: SandboxConfig,
+    /// What images the model accepts: `read` returns PNG, JPEG, GIF and WebP files as
+    /// images within these limits; `None` (the default) when the model takes no images,
+    /// and `read` then refuses them in words.
+    pub images: Option<crate::image::ImageLimits>,
 }
 
 /// The default [`ToolsConfig::bash_env_exclude`] patterns.
@@ -125,7 +129,14 @@ impl ToolsConfig {
             squash: squash::Config::default(),
             bash_env_exclude: DEFAULT_BASH_ENV_EXCLUDE.map(String::from).to_vec(),
             sandbox: SandboxConfig::default(),
+            images: None,
         }
+    }
+
+    /// Sets what images the model accepts (`None`: none).
+    pub fn with_images(mut self, images: Option<crate::image::ImageLimits>) -> Self {
+        self.images = images;
+        self
     }
 
     /// Sets the permission mode.
@@ -196,6 +207,8 @@ pub struct ToolEnv {
     pub bash_env_exclude: Vec<String>,
     /// The `bash` sandbox.
     pub sandbox: Sandbox,
+    /// What images the model accepts (`None`: none).
+    pub images: Option<crate::image::ImageLimits>,
 }
 
 impl ToolEnv {
@@ -241,6 +254,7 @@ impl ToolEnv {
             limits,
             bash_env_exclude: config.bash_env_exclude,
             sandbox: Sandbox::new(config.sandbox),
+            images: config.images,
         })
     }
 }

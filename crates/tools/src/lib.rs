@@ -20,6 +20,7 @@ pub mod edit;
 pub mod fingerprint;
 pub mod glob;
 pub mod grep;
+pub mod image;
 pub mod ls;
 pub mod permission;
 pub mod read;

@@ -3,6 +3,11 @@
 //! in an edit. Directories, binary files and non-regular files (devices, FIFOs, which
 //! could block forever) are refused with a clear message. A page ends at `limit` lines or
 //! `read_max_page_bytes`, whichever comes first, with an explicit `offset=N` hint.
+//!
+//! PNG, JPEG, GIF and WebP files (recognised by their first bytes) are returned as an
+//! image for a model that accepts images, scaled down to its provider's limits (see
+//! [`crate::image`]), with a one-line description as the text; a model that accepts none
+//! gets a clear refusal instead.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -52,7 +57,9 @@ impl Tool for ReadTool {
     fn description(&self) -> &str {
         "Read a text file. Returns its exact lines prefixed with line numbers (number, tab, \
          text). Long files are returned one page at a time; the result says which \
-         `offset` to pass to read on. Directories (use ls) and binary files are refused."
+         `offset` to pass to read on. PNG, JPEG, GIF and WebP images are returned as \
+         images when the model accepts them. Directories (use ls) and other binary files \
+         are refused."
     }
 
     fn parameters(&self) -> serde_json::Value {
@@ -95,6 +102,9 @@ impl Tool for ReadTool {
         };
         let target = crate::authorize_read(&self.env, "read", &args.path, ctx).await?;
         let shown = self.env.workspace.display(&target.path);
+        if let Some(media_type) = image_type(&target.path) {
+            return self.image(target.path, shown, media_type, ctx).await;
+        }
         let limits = self.env.limits.clone();
         let path = target.path;
         let page = tokio::task::spawn_blocking(move || {
@@ -113,6 +123,59 @@ impl Tool for ReadTool {
             () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
         }
     }
+}
+
+impl ReadTool {
+    /// `read` of an image file: the image for a model that takes images, else a refusal.
+    async fn image(
+        &self,
+        path: std::path::PathBuf,
+        shown: String,
+        media_type: &'static str,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let kind = media_type.trim_start_matches("image/").to_ascii_uppercase();
+        let Some(limits) = self.env.images else {
+            return Ok(ToolOutput::error(format!(
+                "`{shown}` is an image ({kind}); the model in use does not accept images, so \
+                 read cannot show it. Ask the user to describe it, or to switch to a model \
+                 that accepts images (/model)."
+            )));
+        };
+        let loading = {
+            let shown = shown.clone();
+            tokio::task::spawn_blocking(move || crate::image::load(&path, &shown, limits))
+        };
+        let image = tokio::select! {
+            loaded = loading => loaded
+                .map_err(|err| ToolError::Failed(format!("read failed: {err}")))?
+                .map_err(|err| ToolError::Failed(format!("cannot read `{shown}`: {err}")))?,
+            () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+        };
+        Ok(ToolOutput::ok(format!(
+            "image {shown} ({kind}, {}\u{d7}{} as sent)",
+            image.width, image.height
+        ))
+        .with_image(image))
+    }
+}
+
+/// The media type of `path` when its first bytes are a PNG, JPEG, GIF or WebP image.
+fn image_type(path: &Path) -> Option<&'static str> {
+    // Only regular files: opening a FIFO would block.
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut head = [0u8; 16];
+    let mut file = File::open(path).ok()?;
+    let mut filled = 0;
+    while filled < head.len() {
+        match file.read(&mut head[filled..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => filled += n,
+        }
+    }
+    crate::image::sniff(&head[..filled])
 }
 
 /// Reads one page of `path` (shown to the model as `shown`).

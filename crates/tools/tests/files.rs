@@ -42,11 +42,20 @@ async fn read_returns_numbered_lines_and_is_never_squashed() {
 #[tokio::test]
 async fn read_refuses_binary_files_and_directories_clearly() {
     let fx = Fixture::new(PermissionMode::ReadOnly);
+    fx.write("data.bin", b"\x7fELF\x02\x01\x01\0\0\0\0\0");
     fx.write("image.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR");
     std::fs::create_dir(fx.root().join("src")).unwrap();
-    let binary = fx.call("read", json!({"path": "image.png"})).await;
+    let binary = fx.call("read", json!({"path": "data.bin"})).await;
     assert!(binary.is_error);
     assert!(binary.content.contains("binary file"), "{}", binary.content);
+    // An image is refused as an image when the model takes none (see tests/images.rs).
+    let image = fx.call("read", json!({"path": "image.png"})).await;
+    assert!(image.is_error);
+    assert!(
+        image.content.contains("is an image (PNG)"),
+        "{}",
+        image.content
+    );
     let dir = fx.call("read", json!({"path": "src"})).await;
     assert!(dir.is_error);
     assert!(dir.content.contains("use ls"), "{}", dir.content);

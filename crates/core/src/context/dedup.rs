@@ -96,6 +96,7 @@ pub fn collapse(
     }
     let mut stats = DedupStats::default();
     let mut out = history.to_vec();
+    let mut collapsed_messages = Vec::new();
     for (mi, message) in history.iter().enumerate() {
         for (pi, part) in message.parts.iter().enumerate() {
             let Part::ToolResult(result) = part else {
@@ -116,7 +117,17 @@ pub fn collapse(
                     .len()
                     .saturating_sub(DUPLICATE_PLACEHOLDER.len());
                 target.content = DUPLICATE_PLACEHOLDER.to_owned();
+                collapsed_messages.push(mi);
             }
+        }
+    }
+    // An image a superseded `read` returned goes with its result (the newer read has it).
+    for mi in collapsed_messages {
+        let only_collapsed = out[mi]
+            .tool_results()
+            .all(|r| r.content == DUPLICATE_PLACEHOLDER);
+        if only_collapsed {
+            out[mi].parts.retain(|p| !matches!(p, Part::Image(_)));
         }
     }
     (out, stats)

@@ -5,7 +5,9 @@
 //! when that frees at least `minimum` tokens and the history has at least
 //! `min_user_turns` user messages. User messages, system prompts, assistant text and tool
 //! *calls* are never pruned, so the model still sees what it did and why. Results that
-//! already are placeholders are skipped.
+//! already are placeholders are skipped. An image a tool returned (a `read` of a
+//! screenshot) is tool output too: counted at its provider's image cost, and pruned to its
+//! placeholder text (see [`crate::context::images`]).
 
 use serde::Deserialize;
 
@@ -55,20 +57,24 @@ pub fn prune_old_tool_outputs(
     let mut reclaimable = 0u64;
     for (mi, message) in history.iter().enumerate().rev() {
         for (pi, part) in message.parts.iter().enumerate().rev() {
-            let Part::ToolResult(result) = part else {
-                continue;
+            let (tokens, replacement_tokens) = match part {
+                Part::ToolResult(result) if result.content != PRUNE_PLACEHOLDER => {
+                    (counter.count(&result.content) as u64, placeholder_tokens)
+                }
+                Part::Image(image) if message.role == Role::Tool => {
+                    let tokens = counter.image_tokens(image.width, image.height);
+                    let placeholder = counter.count(&image.placeholder(tokens)) as u64;
+                    (tokens as u64, placeholder)
+                }
+                _ => continue,
             };
-            if result.content == PRUNE_PLACEHOLDER {
-                continue;
-            }
-            let tokens = counter.count(&result.content) as u64;
             if protected < config.protect {
                 protected += tokens;
                 continue;
             }
-            if tokens > placeholder_tokens {
+            if tokens > replacement_tokens {
                 targets.push((mi, pi));
-                reclaimable += tokens - placeholder_tokens;
+                reclaimable += tokens - replacement_tokens;
             }
         }
     }
@@ -77,8 +83,14 @@ pub fn prune_old_tool_outputs(
     }
     let mut pruned = history.to_vec();
     for (mi, pi) in targets {
-        if let Some(Part::ToolResult(result)) = pruned[mi].parts.get_mut(pi) {
-            result.content = PRUNE_PLACEHOLDER.to_owned();
+        match pruned[mi].parts.get_mut(pi) {
+            Some(Part::ToolResult(result)) => result.content = PRUNE_PLACEHOLDER.to_owned(),
+            Some(part @ Part::Image(_)) => {
+                if let Some(text) = crate::context::images::image_placeholder(part, counter) {
+                    *part = text;
+                }
+            }
+            _ => {}
         }
     }
     (pruned, reclaimable)
@@ -161,5 +173,41 @@ mod tests {
         let (out, reclaimed) = prune_old_tool_outputs(&h, &WordCounter, &PruneConfig::default());
         assert_eq!(reclaimed, 0);
         assert_eq!(out, h);
+    }
+
+    #[test]
+    fn old_screenshots_a_tool_returned_become_placeholders() {
+        use crate::message::Image;
+        /// Words for text; a flat 30 000 tokens per image.
+        struct Screens;
+        impl TokenCounter for Screens {
+            fn count(&self, text: &str) -> usize {
+                text.split_whitespace().count()
+            }
+            fn image_tokens(&self, _: u32, _: u32) -> usize {
+                30_000
+            }
+        }
+        let mut h = history(&[1, 1, 1], 2);
+        for message in h.iter_mut().filter(|m| m.role == Role::Tool) {
+            message.parts.push(Part::Image(Image {
+                path: "shot.png".into(),
+                media_type: "image/png".into(),
+                width: 800,
+                height: 600,
+                data: "AAAA".into(),
+            }));
+        }
+        let (out, reclaimed) = prune_old_tool_outputs(&h, &Screens, &PruneConfig::default());
+        let images: Vec<usize> = out.iter().map(|m| m.images().count()).collect();
+        assert_eq!(
+            images.iter().sum::<usize>(),
+            2,
+            "the newest two stay: {images:?}"
+        );
+        assert!(reclaimed > 29_000, "{reclaimed}");
+        assert!(out.iter().any(|m| m
+            .text_content()
+            .starts_with("[image: shot.png, 800×600, ~30000 tokens")));
     }
 }

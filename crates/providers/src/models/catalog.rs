@@ -28,6 +28,12 @@ impl Pricing {
             + usage.output_tokens as f64 * self.output)
             / 1_000_000.0
     }
+
+    /// The part of [`Pricing::cost`] spent on reasoning: reasoning tokens are output
+    /// tokens, at the output price.
+    pub fn reasoning_cost(&self, usage: &pith_core::Usage) -> f64 {
+        usage.reasoning_tokens.min(usage.output_tokens) as f64 * self.output / 1_000_000.0
+    }
 }
 
 /// One catalog entry.
@@ -41,73 +47,247 @@ pub struct ModelInfo {
     pub max_output: u32,
     /// Prices, when published.
     pub pricing: Option<Pricing>,
+    /// The model accepts images as input.
+    pub images: bool,
+    /// The model reasons before answering (OpenAI o-series and GPT-5; Claude models with
+    /// extended thinking): Responses requests ask for its encrypted reasoning.
+    pub reasoning: bool,
 }
+
+/// What a model accepts besides text.
+#[derive(Clone, Copy)]
+struct Abilities {
+    images: bool,
+    reasoning: bool,
+}
+
+const VISION: Abilities = Abilities {
+    images: true,
+    reasoning: false,
+};
+const VISION_REASONING: Abilities = Abilities {
+    images: true,
+    reasoning: true,
+};
+const TEXT_REASONING: Abilities = Abilities {
+    images: false,
+    reasoning: true,
+};
 
 const fn model(
     id: &'static str,
     context_window: u64,
     max_output: u32,
-    input: f64,
-    cached_input: f64,
-    output: f64,
+    prices: [f64; 3],
+    abilities: Abilities,
 ) -> ModelInfo {
     ModelInfo {
         id,
         context_window,
         max_output,
         pricing: Some(Pricing {
-            input,
-            cached_input,
-            output,
+            input: prices[0],
+            cached_input: prices[1],
+            output: prices[2],
         }),
+        images: abilities.images,
+        reasoning: abilities.reasoning,
     }
 }
 
 /// OpenAI models (Responses and Chat Completions).
 pub const OPENAI_MODELS: &[ModelInfo] = &[
-    model("gpt-5.1", 400_000, 128_000, 1.25, 0.125, 10.0),
-    model("gpt-5", 400_000, 128_000, 1.25, 0.125, 10.0),
-    model("gpt-5-mini", 400_000, 128_000, 0.25, 0.025, 2.0),
-    model("gpt-5-nano", 400_000, 128_000, 0.05, 0.005, 0.4),
-    model("gpt-5-codex", 400_000, 128_000, 1.25, 0.125, 10.0),
-    model("gpt-4.1", 1_047_576, 32_768, 2.0, 0.5, 8.0),
-    model("gpt-4.1-mini", 1_047_576, 32_768, 0.4, 0.1, 1.6),
-    model("gpt-4.1-nano", 1_047_576, 32_768, 0.1, 0.025, 0.4),
-    model("gpt-4o", 128_000, 16_384, 2.5, 1.25, 10.0),
-    model("gpt-4o-mini", 128_000, 16_384, 0.15, 0.075, 0.6),
-    model("o3", 200_000, 100_000, 2.0, 0.5, 8.0),
-    model("o4-mini", 200_000, 100_000, 1.1, 0.275, 4.4),
+    model(
+        "gpt-5.1",
+        400_000,
+        128_000,
+        [1.25, 0.125, 10.0],
+        VISION_REASONING,
+    ),
+    model(
+        "gpt-5",
+        400_000,
+        128_000,
+        [1.25, 0.125, 10.0],
+        VISION_REASONING,
+    ),
+    model(
+        "gpt-5-mini",
+        400_000,
+        128_000,
+        [0.25, 0.025, 2.0],
+        VISION_REASONING,
+    ),
+    model(
+        "gpt-5-nano",
+        400_000,
+        128_000,
+        [0.05, 0.005, 0.4],
+        VISION_REASONING,
+    ),
+    model(
+        "gpt-5-codex",
+        400_000,
+        128_000,
+        [1.25, 0.125, 10.0],
+        VISION_REASONING,
+    ),
+    model("gpt-4.1", 1_047_576, 32_768, [2.0, 0.5, 8.0], VISION),
+    model("gpt-4.1-mini", 1_047_576, 32_768, [0.4, 0.1, 1.6], VISION),
+    model("gpt-4.1-nano", 1_047_576, 32_768, [0.1, 0.025, 0.4], VISION),
+    model("gpt-4o", 128_000, 16_384, [2.5, 1.25, 10.0], VISION),
+    model("gpt-4o-mini", 128_000, 16_384, [0.15, 0.075, 0.6], VISION),
+    model("o3", 200_000, 100_000, [2.0, 0.5, 8.0], VISION_REASONING),
+    model(
+        "o3-mini",
+        200_000,
+        100_000,
+        [1.1, 0.55, 4.4],
+        TEXT_REASONING,
+    ),
+    model(
+        "o4-mini",
+        200_000,
+        100_000,
+        [1.1, 0.275, 4.4],
+        VISION_REASONING,
+    ),
 ];
 
 /// Anthropic models (Messages API). Cached input is the cache-read price.
 pub const ANTHROPIC_MODELS: &[ModelInfo] = &[
-    model("claude-opus-4-5", 200_000, 64_000, 5.0, 0.5, 25.0),
-    model("claude-opus-4-1", 200_000, 32_000, 15.0, 1.5, 75.0),
-    model("claude-sonnet-4-5", 200_000, 64_000, 3.0, 0.3, 15.0),
-    model("claude-sonnet-4-0", 200_000, 64_000, 3.0, 0.3, 15.0),
-    model("claude-haiku-4-5", 200_000, 64_000, 1.0, 0.1, 5.0),
-    model("claude-3-5-haiku-latest", 200_000, 8_192, 0.8, 0.08, 4.0),
+    model(
+        "claude-opus-4-5",
+        200_000,
+        64_000,
+        [5.0, 0.5, 25.0],
+        VISION_REASONING,
+    ),
+    model(
+        "claude-opus-4-1",
+        200_000,
+        32_000,
+        [15.0, 1.5, 75.0],
+        VISION_REASONING,
+    ),
+    model(
+        "claude-sonnet-4-5",
+        200_000,
+        64_000,
+        [3.0, 0.3, 15.0],
+        VISION_REASONING,
+    ),
+    model(
+        "claude-sonnet-4-0",
+        200_000,
+        64_000,
+        [3.0, 0.3, 15.0],
+        VISION_REASONING,
+    ),
+    model(
+        "claude-haiku-4-5",
+        200_000,
+        64_000,
+        [1.0, 0.1, 5.0],
+        VISION_REASONING,
+    ),
+    model(
+        "claude-3-5-haiku-latest",
+        200_000,
+        8_192,
+        [0.8, 0.08, 4.0],
+        VISION,
+    ),
 ];
 
-/// Looks a model up by id. Dated snapshots (`claude-sonnet-4-5-20250929`,
-/// `gpt-4o-2024-08-06`) resolve to their family entry; OpenRouter-style ids
-/// (`anthropic/claude-sonnet-4-5`) are looked up by their last segment.
+/// Looks a model up by id, in two steps and never by prefix:
+///
+/// 1. the exact id (for a routed id such as OpenRouter's `anthropic/claude-sonnet-4.5`,
+///    its last segment);
+/// 2. the one normalisation, applied to both sides: lower case, dots become dashes, and
+///    a trailing date (`-20250929`, `-2024-08-06`) or `-latest` is dropped. So
+///    `claude-sonnet-4.5`, `claude-sonnet-4-5-20250929` and `claude-sonnet-4-5` are one
+///    model, and `gpt-4o-2024-08-06` is `gpt-4o`.
+///
+/// A shorter id never lends its entry to a longer one: `o3-mini` is not `o3`, and
+/// `gpt-4o-mini-2024-07-18` is `gpt-4o-mini`, never `gpt-4o`. Anything else is unknown
+/// (the caller warns loudly).
 pub fn lookup(model_id: &str) -> Option<ModelInfo> {
     let id = model_id.rsplit('/').next().unwrap_or(model_id);
     let all = OPENAI_MODELS.iter().chain(ANTHROPIC_MODELS);
     if let Some(exact) = all.clone().find(|m| m.id == id) {
         return Some(*exact);
     }
-    // Longest catalog id that prefixes the given id followed by a date or tag suffix.
-    all.filter(|m| id.starts_with(m.id) && id[m.id.len()..].starts_with('-'))
-        .max_by_key(|m| m.id.len())
-        .copied()
+    let wanted = normalise(id);
+    all.filter(|m| normalise(m.id) == wanted).copied().next()
+}
+
+/// The documented normalisation of [`lookup`].
+pub fn normalise(id: &str) -> String {
+    let mut id = id.to_ascii_lowercase().replace('.', "-");
+    if let Some(stripped) = id.strip_suffix("-latest") {
+        id = stripped.to_owned();
+    }
+    if let Some(date) = date_suffix_compact(&id).or_else(|| date_suffix_dashed(&id)) {
+        id.truncate(date);
+    }
+    id
+}
+
+/// Where a `-YYYYMMDD` suffix starts, if `id` ends with one.
+fn date_suffix_compact(id: &str) -> Option<usize> {
+    let start = id.len().checked_sub(9)?;
+    let tail = id.get(start..)?;
+    (tail.starts_with('-')
+        && tail[1..].bytes().all(|b| b.is_ascii_digit())
+        && tail[1..].starts_with("20"))
+    .then_some(start)
+}
+
+/// Where a `-YYYY-MM-DD` suffix starts, if `id` ends with one.
+fn date_suffix_dashed(id: &str) -> Option<usize> {
+    let start = id.len().checked_sub(11)?;
+    let tail = id.get(start..)?.as_bytes();
+    let digits =
+        |range: std::ops::Range<usize>| range.into_iter().all(|i| tail[i].is_ascii_digit());
+    (tail[0] == b'-'
+        && tail[5] == b'-'
+        && tail[8] == b'-'
+        && digits(1..5)
+        && digits(6..8)
+        && digits(9..11))
+    .then_some(start)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use pith_core::Usage;
+
+    #[test]
+    fn routed_ids_with_dots_resolve_and_shorter_ids_never_lend_their_entry() {
+        let routed = lookup("anthropic/claude-sonnet-4.5").unwrap();
+        assert_eq!(routed.id, "claude-sonnet-4-5");
+        assert!(
+            routed.pricing.is_some(),
+            "the OpenRouter default has a price"
+        );
+        assert_eq!(lookup("openai/gpt-5.1").unwrap().id, "gpt-5.1");
+        assert_eq!(lookup("o3-mini").unwrap().id, "o3-mini");
+        assert_eq!(lookup("o3-mini-2025-01-31").unwrap().id, "o3-mini");
+        assert!(lookup("o3-pro").is_none(), "never priced as o3");
+        assert!(lookup("gpt-5-pro").is_none(), "never priced as gpt-5");
+        assert!(lookup("claude-opus-4").is_none(), "never opus 4.1 or 4.5");
+        assert!(lookup("claude-opus-4-6").is_none());
+        assert_eq!(
+            lookup("claude-3-5-haiku-20241022").unwrap().id,
+            "claude-3-5-haiku-latest"
+        );
+        assert_eq!(normalise("Claude-Sonnet-4.5-20250929"), "claude-sonnet-4-5");
+        assert_eq!(normalise("gpt-4o-2024-08-06"), "gpt-4o");
+        assert!(!lookup("o3-mini").unwrap().images);
+        assert!(lookup("gpt-5").unwrap().reasoning && !lookup("gpt-4.1").unwrap().reasoning);
+    }
 
     #[test]
     fn exact_dated_and_routed_ids_resolve() {
@@ -135,6 +315,7 @@ mod tests {
             input_tokens: 1_000_000,
             cached_input_tokens: 500_000,
             output_tokens: 100_000,
+            ..Usage::default()
         };
         let cost = pricing.cost(&usage);
         assert!((cost - (1.5 + 0.15 + 1.5)).abs() < 1e-9, "{cost}");

@@ -18,6 +18,8 @@ use crate::wire::adapter::ProviderAdapter;
 use crate::wire::error::ProviderError;
 use crate::wire::http::HttpOptions;
 use crate::wire::limits::WireLimits;
+use crate::wire::openai_chat::{ChatOptions, MaxTokensField};
+use crate::wire::reasoning::ReasoningEffort;
 
 /// Window used for models that are neither in the catalog nor configured.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
@@ -97,6 +99,14 @@ pub struct ProviderConfig {
     /// Follow 307/308 redirects of this provider's API (default false: a redirect is an
     /// error naming its target). Credentials never go to another origin either way.
     pub follow_redirects: Option<bool>,
+    /// Chat Completions: the field that carries the output cap, `max_tokens` or
+    /// `max_completion_tokens` (defaults: `max_completion_tokens` for `openai-chat`,
+    /// `max_tokens` for every other provider).
+    pub max_tokens_field: Option<MaxTokensField>,
+    /// Chat Completions: headers sent with every request (e.g. OpenRouter's
+    /// `HTTP-Referer` and `X-Title`); they replace the built-in ones of the same name.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
 }
 
 /// The `[limits]` table: how much pith accepts from a server and writes per record. Every
@@ -150,6 +160,11 @@ pub struct ModelConfig {
     pub pricing: Option<Pricing>,
     /// Sampling temperature sent with every request.
     pub temperature: Option<f32>,
+    /// How hard the model may think: `"off"`, `"low"`, `"medium"`, `"high"` or a token
+    /// budget (`8000`); `--reasoning` overrides it.
+    pub reasoning: Option<ReasoningEffort>,
+    /// Whether the model accepts images (overrides the catalog; unknown models: false).
+    pub images: Option<bool>,
 }
 
 /// The whole configuration, after merging user and project files.
@@ -319,7 +334,16 @@ struct BuiltIn {
     base_url: &'static str,
     base_url_env: Option<&'static str>,
     api_key_env: Option<&'static str>,
+    /// Chat Completions: the field of the output cap.
+    max_tokens_field: MaxTokensField,
+    /// Chat Completions: headers sent with every request.
+    headers: &'static [(&'static str, &'static str)],
 }
+
+/// OpenRouter's attribution headers: `X-Title` names the app. `HTTP-Referer` (the app's
+/// site) is left to the user's `[providers.openrouter] headers`: pith has no site of its
+/// own to name.
+const OPENROUTER_HEADERS: &[(&str, &str)] = &[("X-Title", "pith")];
 
 const BUILT_INS: &[BuiltIn] = &[
     BuiltIn {
@@ -328,6 +352,8 @@ const BUILT_INS: &[BuiltIn] = &[
         base_url: "https://api.openai.com/v1",
         base_url_env: Some("OPENAI_BASE_URL"),
         api_key_env: Some("OPENAI_API_KEY"),
+        max_tokens_field: MaxTokensField::MaxTokens,
+        headers: &[],
     },
     BuiltIn {
         name: "openai-chat",
@@ -335,6 +361,9 @@ const BUILT_INS: &[BuiltIn] = &[
         base_url: "https://api.openai.com/v1",
         base_url_env: Some("OPENAI_BASE_URL"),
         api_key_env: Some("OPENAI_API_KEY"),
+        // OpenAI's reasoning models reject `max_tokens`.
+        max_tokens_field: MaxTokensField::MaxCompletionTokens,
+        headers: &[],
     },
     BuiltIn {
         name: "anthropic",
@@ -342,6 +371,8 @@ const BUILT_INS: &[BuiltIn] = &[
         base_url: "https://api.anthropic.com",
         base_url_env: Some("ANTHROPIC_BASE_URL"),
         api_key_env: Some("ANTHROPIC_API_KEY"),
+        max_tokens_field: MaxTokensField::MaxTokens,
+        headers: &[],
     },
     BuiltIn {
         name: "openrouter",
@@ -349,6 +380,9 @@ const BUILT_INS: &[BuiltIn] = &[
         base_url: "https://openrouter.ai/api/v1",
         base_url_env: Some("OPENROUTER_BASE_URL"),
         api_key_env: Some("OPENROUTER_API_KEY"),
+        // OpenRouter documents `max_tokens` and maps it to each upstream's own field.
+        max_tokens_field: MaxTokensField::MaxTokens,
+        headers: OPENROUTER_HEADERS,
     },
     BuiltIn {
         name: "local",
@@ -356,6 +390,9 @@ const BUILT_INS: &[BuiltIn] = &[
         base_url: LOCAL_BASE_URL,
         base_url_env: Some("PITH_LOCAL_BASE_URL"),
         api_key_env: None,
+        // llama.cpp's server and llama-cpp-python cap output with `max_tokens`.
+        max_tokens_field: MaxTokensField::MaxTokens,
+        headers: &[],
     },
 ];
 
@@ -411,6 +448,14 @@ pub struct ResolvedModel {
     /// The loud warning about a window nothing knew (an unknown model, a local server
     /// that does not report its size). Irrelevant when the user gave the window.
     pub window_warning: Option<String>,
+    /// Chat Completions: the output cap's field and extra headers.
+    pub chat: ChatOptions,
+    /// The catalog says the model reasons (Responses then asks for encrypted reasoning).
+    pub reasoning_model: bool,
+    /// The configured reasoning setting (`[models."p/m"] reasoning`), before `--reasoning`.
+    pub reasoning: Option<ReasoningEffort>,
+    /// The model accepts images (config, else the catalog; unknown models: false).
+    pub images: bool,
 }
 
 impl std::fmt::Debug for ResolvedModel {
@@ -439,11 +484,13 @@ impl ResolvedModel {
         let key = self.api_key.as_deref();
         let url = &self.base_url;
         Ok(match self.kind {
-            ProtocolKind::OpenAiChat => {
-                Arc::new(openai_chat::OpenAiChat::with_options(url, key, self.http)?)
-            }
+            ProtocolKind::OpenAiChat => Arc::new(
+                openai_chat::OpenAiChat::with_options(url, key, self.http)?
+                    .with_chat_options(self.chat.clone()),
+            ),
             ProtocolKind::OpenAiResponses => Arc::new(
-                openai_responses::OpenAiResponses::with_options(url, key, self.http)?,
+                openai_responses::OpenAiResponses::with_options(url, key, self.http)?
+                    .for_reasoning_model(self.reasoning_model),
             ),
             ProtocolKind::Anthropic => {
                 Arc::new(anthropic::Anthropic::with_options(url, key, self.http)?)
@@ -521,7 +568,7 @@ pub fn resolve_model(
             .default_context_window
             .unwrap_or(DEFAULT_CONTEXT_WINDOW);
         window_warning = Some(format!(
-            "warning: unknown model `{spec}`: assuming a context window of {window} tokens; set [models.\"{spec}\"] context_window in config or pass --context-window"
+            "warning: unknown model `{spec}`: pith's catalog has no window, output cap or price for it; assuming a context window of {window} tokens. Set [models.\"{spec}\"] context_window (and max_output_tokens, pricing) in {CONFIG_FILE_HINT} or .pith/config.toml, or pass --context-window"
         ));
         (window, WindowSource::Default)
     };
@@ -558,7 +605,39 @@ pub fn resolve_model(
             .and_then(|m| m.pricing)
             .or(catalog_entry.and_then(|e| e.pricing)),
         window_warning,
+        chat: ChatOptions {
+            max_tokens_field: custom
+                .and_then(|c| c.max_tokens_field)
+                .or(built_in.map(|b| b.max_tokens_field))
+                .unwrap_or_default(),
+            headers: chat_headers(built_in.map_or(&[], |b| b.headers), custom),
+        },
+        reasoning_model: catalog_entry.is_some_and(|e| e.reasoning),
+        reasoning: model_config.and_then(|m| m.reasoning),
+        images: model_config
+            .and_then(|m| m.images)
+            .or(catalog_entry.map(|e| e.images))
+            .unwrap_or(false),
     })
+}
+
+/// The built-in headers with the configured ones over them (same name, any case).
+fn chat_headers(
+    built_in: &[(&str, &str)],
+    custom: Option<&ProviderConfig>,
+) -> Vec<(String, String)> {
+    let configured = custom.map(|c| &c.headers);
+    let mut headers: Vec<(String, String)> = built_in
+        .iter()
+        .filter(|(name, _)| {
+            !configured.is_some_and(|c| c.keys().any(|k| k.eq_ignore_ascii_case(name)))
+        })
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect();
+    if let Some(configured) = configured {
+        headers.extend(configured.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    headers
 }
 
 /// Asks an OpenAI-compatible server for its context window when nothing configured it

@@ -165,6 +165,19 @@ impl AgentLoop {
             tools,
             max_output_tokens: self.options.max_output_tokens,
             temperature: self.options.temperature,
+            reasoning: self.options.reasoning,
+        }
+    }
+
+    /// The history as a summary request carries it: every image becomes its placeholder
+    /// text (path, size, estimated tokens), so a session full of screenshots can always be
+    /// summarised; without images it is the history itself, byte for byte (prompt-cache
+    /// parity with the parent request).
+    pub(super) fn history_for_summary(&self) -> Vec<Message> {
+        if pith_core::context::has_images(&self.history) {
+            pith_core::context::replace_images(&self.history, self.estimator.counter().as_ref())
+        } else {
+            self.history.to_vec()
         }
     }
 

@@ -111,7 +111,7 @@ impl AgentLoop {
         }));
         let tools = self.tools.definitions();
         let ledger = self.render_ledger(true);
-        let mut messages = self.history.to_vec();
+        let mut messages = self.history_for_summary();
         messages.push(Message::user(with_hook_instructions(
             auto_prompt_with(ledger.as_ref().map(|l| l.text.as_str())),
             instructions.as_deref(),
@@ -249,7 +249,7 @@ impl AgentLoop {
         }
         let tools = self.tools.definitions();
         let ledger = self.render_ledger(false);
-        let mut messages = self.history.to_vec();
+        let mut messages = self.history_for_summary();
         messages.push(Message::user(with_hook_instructions(
             manual_prompt_with(focus, ledger.as_ref().map(|l| l.text.as_str())),
             instructions.as_deref(),
@@ -489,10 +489,7 @@ impl AgentLoop {
                 return SummaryOutcome::Cancelled { usage };
             }
             let messages = Arc::make_mut(&mut request.messages);
-            messages.push(Message::assistant_with_calls(
-                response.text,
-                response.tool_calls,
-            ));
+            messages.push(response.message());
             for result in results {
                 messages.push(Message {
                     role: Role::Tool,

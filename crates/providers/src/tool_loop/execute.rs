@@ -4,19 +4,15 @@
 use std::time::Instant;
 
 use pith_core::hooks::{context_block, ToolGate};
-use pith_core::{EventSink, HookEvent, LoopEvent, LoopHooks, ToolCall, ToolRegistry, ToolResult};
+use pith_core::{
+    EventSink, HookEvent, Image, LoopEvent, LoopHooks, ToolCall, ToolRegistry, ToolResult,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::report::emit_hooks;
 
-/// Runs the calls of one assistant message. Consecutive read-only calls run concurrently;
-/// results come back in call order. Every call gets a result, also on cancellation, so
-/// the history never holds an unanswered tool call.
-///
-/// Hooks: before a group runs, `hooks.pre_tool_use` decides each of its calls in order (a
-/// denied call is answered with the hook's reason and never runs); after the group ran,
-/// `hooks.post_tool_use` may add context to each result that ran, before the model (and
-/// [`LoopEvent::ToolCallFinished`]) sees it.
+/// [`execute_calls_with_images`] without the images (the compactor's denied calls have
+/// none).
 pub(crate) async fn execute_calls(
     tools: &ToolRegistry,
     hooks: &dyn LoopHooks,
@@ -24,6 +20,29 @@ pub(crate) async fn execute_calls(
     events: &mut dyn EventSink,
     cancel: &CancellationToken,
 ) -> Vec<ToolResult> {
+    execute_calls_with_images(tools, hooks, calls, events, cancel)
+        .await
+        .into_iter()
+        .map(|(result, _)| result)
+        .collect()
+}
+
+/// Runs the calls of one assistant message. Consecutive read-only calls run concurrently;
+/// results come back in call order, each with the images its tool returned. Every call
+/// gets a result, also on cancellation, so the history never holds an unanswered tool
+/// call.
+///
+/// Hooks: before a group runs, `hooks.pre_tool_use` decides each of its calls in order (a
+/// denied call is answered with the hook's reason and never runs); after the group ran,
+/// `hooks.post_tool_use` may add context to each result that ran, before the model (and
+/// [`LoopEvent::ToolCallFinished`]) sees it.
+pub(crate) async fn execute_calls_with_images(
+    tools: &ToolRegistry,
+    hooks: &dyn LoopHooks,
+    calls: &[ToolCall],
+    events: &mut dyn EventSink,
+    cancel: &CancellationToken,
+) -> Vec<(ToolResult, Vec<Image>)> {
     let mut results = Vec::with_capacity(calls.len());
     let mut index = 0;
     while index < calls.len() {
@@ -54,6 +73,7 @@ pub(crate) async fn execute_calls(
                     ToolGate::Deny { reason } => {
                         return (
                             ToolResult::new(call.id.clone(), reason.clone(), true),
+                            Vec::new(),
                             false,
                         )
                     }
@@ -66,13 +86,15 @@ pub(crate) async fn execute_calls(
                             "cancelled before it ran".to_owned(),
                             true,
                         ),
+                        Vec::new(),
                         false,
                     );
                 }
-                (run_one(tools, call, cancel, pre_approved).await, true)
+                let (result, images) = run_one(tools, call, cancel, pre_approved).await;
+                (result, images, true)
             }))
             .await;
-        for (call, (mut result, ran)) in group.iter().zip(outcomes) {
+        for (call, (mut result, images, ran)) in group.iter().zip(outcomes) {
             if ran && !cancel.is_cancelled() {
                 let hooked = hooks.post_tool_use(call, &result, cancel).await;
                 emit_hooks(hooked.runs, events);
@@ -86,7 +108,7 @@ pub(crate) async fn execute_calls(
                 call: call.clone(),
                 result: result.clone(),
             });
-            results.push(result);
+            results.push((result, images));
         }
         index = end;
     }
@@ -99,16 +121,17 @@ async fn run_one(
     call: &ToolCall,
     cancel: &CancellationToken,
     pre_approved: bool,
-) -> ToolResult {
+) -> (ToolResult, Vec<Image>) {
     let started = Instant::now();
-    let result = tools.execute_with(call, cancel, pre_approved).await;
+    let (result, images) = tools.execute_with_images(call, cancel, pre_approved).await;
     tracing::debug!(
         tool = %call.name,
         call_id = %call.id,
         elapsed_ms = started.elapsed().as_millis() as u64,
         bytes = result.content.len(),
         is_error = result.is_error,
+        images = images.len(),
         "tool call finished"
     );
-    result
+    (result, images)
 }

@@ -128,7 +128,9 @@ impl<'a> OutputGuard<'a> {
                 self.last_content = Instant::now();
                 self.spent += (*bytes as u64).div_ceil(4);
             }
-            StreamChunk::ToolCall(_) => self.last_content = Instant::now(),
+            StreamChunk::ToolCall(_) | StreamChunk::ReasoningPart(_) => {
+                self.last_content = Instant::now()
+            }
             StreamChunk::Progress | StreamChunk::Usage(_) | StreamChunk::Done { .. } => {
                 if self.last_content.elapsed() > self.limits.no_content {
                     return Err(ProviderError::NoContentTimeout(self.limits.no_content));

@@ -6,7 +6,7 @@ use thiserror::Error;
 
 use crate::tool_loop::request::Timeouts;
 use crate::tool_loop::retry::RetryPolicy;
-use crate::wire::ProviderError;
+use crate::wire::{ProviderError, ReasoningEffort};
 
 /// Knobs of the loop, with the defaults a user of pith gets.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +24,9 @@ pub struct LoopOptions {
     pub max_output_tokens: Option<u32>,
     /// Sampling temperature, when set.
     pub temperature: Option<f32>,
+    /// How hard the model may think (`--reasoning`, `reasoning =` per model), sent with
+    /// every request; `None` for the provider's default (no Anthropic thinking).
+    pub reasoning: Option<ReasoningEffort>,
     /// Most rounds of rejected tool calls a compaction request may go through before
     /// pith compacts without the model's summary (see `summary::fallback_summary`).
     pub compaction_tool_rounds: u32,
@@ -101,6 +104,7 @@ impl Default for LoopOptions {
             timeouts: Timeouts::default(),
             max_output_tokens: None,
             temperature: None,
+            reasoning: None,
             compaction_tool_rounds: 2,
             micro_compaction: true,
             prune: PruneConfig::default(),

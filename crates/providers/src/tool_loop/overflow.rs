@@ -3,13 +3,16 @@
 //! sending it to fail.
 //!
 //! Steps, each only while the request is still too large:
+//! 0. images become their placeholder text, oldest first;
 //! 1. cap the largest tool results to head + tail around one `[N lines omitted]` marker
 //!    (the raw output of squashed results is already in a spill file);
 //! 2. drop the oldest conversation units (a user message, or an assistant message with
 //!    its tool results — never splitting a call from its result), never the latest user
 //!    message, leaving one note saying how many messages were dropped, followed by the
 //!    session ledger, which stands in for them;
-//! 3. cap the largest remaining text.
+//! 3. cap the largest remaining text — never the text of an assistant message that
+//!    carries signed or encrypted reasoning: such a message is sent whole or dropped
+//!    whole (with its tool results), and a reasoning block is never cut.
 //!
 //! The fitted messages are used for the request only; the loop's history is not
 //! rewritten, so nothing is lost from the session.
@@ -85,6 +88,31 @@ pub fn fit_to_budget_with(
     let fixed = estimate(counter, system, &[], tools);
     let room = input_budget.saturating_sub(fixed).max(64);
 
+    // 0. Images become their placeholders, oldest first.
+    let images: Vec<(usize, usize)> = fitted
+        .messages
+        .iter()
+        .enumerate()
+        .flat_map(|(mi, m)| {
+            m.parts
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| matches!(p, Part::Image(_)))
+                .map(move |(pi, _)| (mi, pi))
+        })
+        .collect();
+    for (mi, pi) in images {
+        if fitted.tokens_after <= input_budget {
+            break;
+        }
+        let part = &mut fitted.messages[mi].parts[pi];
+        if let Some(text) = pith_core::context::images::image_placeholder(part, counter) {
+            *part = text;
+            fitted.capped_parts += 1;
+            fitted.tokens_after = estimate(counter, system, &fitted.messages, tools);
+        }
+    }
+
     // 1. Cap tool results larger than an eighth of the room, largest first.
     let cap = (room / 8).max(128) as usize;
     let mut results: Vec<(usize, usize, usize)> = Vec::new();
@@ -153,7 +181,7 @@ pub fn fit_to_budget_with(
         match &mut fitted.messages[mi].parts[pi] {
             Part::Text { text } => *text = cap_text(counter, text, target),
             Part::ToolResult(result) => result.content = cap_text(counter, &result.content, target),
-            Part::ToolCall(_) => break,
+            Part::ToolCall(_) | Part::Reasoning(_) | Part::Image(_) => break,
         }
         fitted.capped_parts += 1;
         let after = estimate(counter, system, &fitted.messages, tools);
@@ -186,11 +214,15 @@ fn next_unit_end(messages: &[Message], start: usize) -> usize {
 fn largest_part(counter: &dyn TokenCounter, messages: &[Message]) -> Option<(usize, usize, usize)> {
     let mut best: Option<(usize, usize, usize)> = None;
     for (mi, message) in messages.iter().enumerate() {
+        // A signed answer is kept whole: its reasoning goes back exactly as it came.
+        if message.reasoning().any(|r| r.is_replayable()) {
+            continue;
+        }
         for (pi, part) in message.parts.iter().enumerate() {
             let tokens = match part {
                 Part::Text { text } => counter.count(text),
                 Part::ToolResult(result) => counter.count(&result.content),
-                Part::ToolCall(_) => 0,
+                Part::ToolCall(_) | Part::Reasoning(_) | Part::Image(_) => 0,
             };
             if best.is_none_or(|(_, _, t)| tokens > t) {
                 best = Some((mi, pi, tokens));
@@ -416,5 +448,78 @@ mod tests {
         let messages = vec![Message::user(big_output(10_000))];
         let fitted = fit_to_budget(&counter(), "sys", &messages, &[], 3_000);
         assert!(fitted.tokens_after <= 3_000, "{}", fitted.tokens_after);
+    }
+
+    #[test]
+    fn a_signed_answer_is_kept_or_dropped_whole_and_its_thinking_never_cut() {
+        use pith_core::Reasoning;
+        let thinking = |n: usize| Reasoning {
+            origin: "anthropic".into(),
+            text: big_output(n),
+            signature: Some(format!("sig{n}")),
+            ..Reasoning::default()
+        };
+        let mut signed = Message::assistant_with_calls(
+            big_output(400),
+            vec![ToolCall {
+                id: "c".into(),
+                name: "ls".into(),
+                arguments: serde_json::json!({}),
+            }],
+        );
+        signed.parts.insert(0, Part::Reasoning(thinking(300)));
+        let messages = vec![
+            Message::user("old question"),
+            signed.clone(),
+            Message::tool_result("c", "a", false),
+            Message::user("now"),
+            signed.clone(),
+            Message::tool_result("c", "b", false),
+        ];
+        let fitted = fit_to_budget(&counter(), "", &messages, &[], 3_000);
+        // The old unit went whole; the active turn's answer is sent exactly as it came.
+        assert!(fitted.dropped_messages >= 3, "{fitted:?}");
+        assert!(fitted.messages.contains(&signed));
+        for message in &fitted.messages {
+            for reasoning in message.reasoning() {
+                assert_eq!(reasoning, &thinking(300));
+            }
+        }
+    }
+
+    #[test]
+    fn images_become_placeholders_before_anything_else_is_cut() {
+        let image = pith_core::Image {
+            path: "shot.png".into(),
+            media_type: "image/png".into(),
+            width: 1500,
+            height: 1500,
+            data: "AAAA".into(),
+        };
+        let tool = Message {
+            role: Role::Tool,
+            parts: vec![
+                Part::ToolResult(pith_core::ToolResult::new("c", "image", false)),
+                Part::Image(image),
+            ],
+        };
+        let messages = vec![
+            Message::user("look"),
+            Message::assistant_with_calls(
+                "",
+                vec![ToolCall {
+                    id: "c".into(),
+                    name: "read".into(),
+                    arguments: serde_json::json!({"path": "shot.png"}),
+                }],
+            ),
+            tool,
+        ];
+        let fitted = fit_to_budget(&counter(), "", &messages, &[], 1_000);
+        assert!(fitted.tokens_after <= 1_000, "{}", fitted.tokens_after);
+        assert_eq!(fitted.dropped_messages, 0);
+        assert!(fitted.messages[2]
+            .text_content()
+            .starts_with("[image: shot.png, 1500×1500"));
     }
 }

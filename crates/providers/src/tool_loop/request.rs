@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use pith_core::{EventSink, LoopEvent, ToolCall, Usage};
+use pith_core::{EventSink, LoopEvent, Message, Part, Reasoning, Role, ToolCall, Usage};
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::guard::{GuardLimits, OutputGuard, Truncation};
@@ -62,6 +62,83 @@ pub struct Response {
     pub truncated: Option<Truncation>,
     /// Attempts made, the successful or last one included (retries + 1).
     pub attempts: u32,
+    /// Complete reasoning blocks, each with the number of text and tool-call pieces that
+    /// came before it: [`Response::message`] puts it back in that place.
+    pub reasoning: Vec<(usize, Reasoning)>,
+    /// Where each piece of visible text started, counted as for `reasoning`, with the
+    /// byte offset in `text`.
+    text_starts: Vec<(usize, usize)>,
+    /// Pieces (text runs and tool calls) seen so far.
+    pieces: usize,
+    /// True while the last piece was text (a new delta extends it).
+    in_text: bool,
+}
+
+impl Response {
+    /// True when the answer holds nothing for the history: no text and no tool calls
+    /// (reasoning alone is not an answer).
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty() && self.tool_calls.is_empty()
+    }
+
+    /// The assistant message of this answer: reasoning, text and tool calls in the order
+    /// they arrived (a provider takes reasoning back only in its place).
+    pub fn message(&self) -> Message {
+        let mut parts = Vec::with_capacity(self.reasoning.len() + self.tool_calls.len() + 1);
+        let mut reasoning = self.reasoning.iter().peekable();
+        let mut calls = self.tool_calls.iter();
+        let mut starts = self.text_starts.iter().peekable();
+        for piece in 0..=self.pieces {
+            while let Some((_, block)) = reasoning.next_if(|(at, _)| *at <= piece) {
+                parts.push(Part::Reasoning(block.clone()));
+            }
+            if piece == self.pieces {
+                break;
+            }
+            match starts.next_if(|(at, _)| *at == piece) {
+                Some(&(_, start)) => {
+                    let end = starts.peek().map_or(self.text.len(), |(_, next)| *next);
+                    let text = self.text.get(start..end).unwrap_or_default();
+                    if !text.is_empty() {
+                        parts.push(Part::Text {
+                            text: text.to_owned(),
+                        });
+                    }
+                }
+                None => {
+                    if let Some(call) = calls.next() {
+                        parts.push(Part::ToolCall(call.clone()));
+                    }
+                }
+            }
+        }
+        parts.extend(reasoning.map(|(_, block)| Part::Reasoning(block.clone())));
+        parts.extend(calls.map(|call| Part::ToolCall(call.clone())));
+        Message {
+            role: Role::Assistant,
+            parts,
+        }
+    }
+
+    fn push_text(&mut self, delta: &str) {
+        if !self.in_text {
+            self.text_starts.push((self.pieces, self.text.len()));
+            self.pieces += 1;
+            self.in_text = true;
+        }
+        self.text.push_str(delta);
+    }
+
+    fn push_call(&mut self, call: ToolCall) {
+        self.tool_calls.push(call);
+        self.pieces += 1;
+        self.in_text = false;
+    }
+
+    fn push_reasoning(&mut self, reasoning: Reasoning) {
+        self.reasoning.push((self.pieces, reasoning));
+        self.in_text = false;
+    }
 }
 
 /// A failed request, with whatever arrived before the failure.
@@ -187,7 +264,7 @@ async fn attempt_once(
         match chunk {
             StreamChunk::Text(delta) => {
                 if !delta.is_empty() {
-                    response.text.push_str(&delta);
+                    response.push_text(&delta);
                     response.shown |= visibility.is_visible();
                     visibility.emit(LoopEvent::TextDelta(delta));
                 }
@@ -196,7 +273,8 @@ async fn attempt_once(
                 response.shown |= visibility.is_visible();
                 visibility.emit(LoopEvent::ReasoningDelta(delta));
             }
-            StreamChunk::ToolCall(call) => response.tool_calls.push(call),
+            StreamChunk::ToolCall(call) => response.push_call(call),
+            StreamChunk::ReasoningPart(reasoning) => response.push_reasoning(reasoning),
             StreamChunk::ArgumentBytes { .. } | StreamChunk::Progress => {}
             StreamChunk::Usage(usage) => {
                 response.usage = usage;
@@ -213,5 +291,64 @@ async fn attempt_once(
             response.truncated = Some(truncation);
             return Ok(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn reasoning(text: &str) -> Reasoning {
+        Reasoning {
+            origin: "anthropic".into(),
+            text: text.into(),
+            signature: Some(format!("sig-{text}")),
+            ..Reasoning::default()
+        }
+    }
+
+    #[test]
+    fn the_message_keeps_reasoning_text_and_calls_in_arrival_order() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "read".into(),
+            arguments: json!({}),
+        };
+        let mut response = Response::default();
+        response.push_reasoning(reasoning("first"));
+        response.push_text("Let me ");
+        response.push_text("look.");
+        response.push_call(call("a"));
+        response.push_reasoning(reasoning("second"));
+        response.push_call(call("b"));
+        response.push_text("More.");
+        let parts = response.message().parts;
+        let kinds: Vec<String> = parts
+            .iter()
+            .map(|p| match p {
+                Part::Reasoning(r) => format!("reasoning:{}", r.text),
+                Part::Text { text } => format!("text:{text}"),
+                Part::ToolCall(c) => format!("call:{}", c.id),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "reasoning:first",
+                "text:Let me look.",
+                "call:a",
+                "reasoning:second",
+                "call:b",
+                "text:More."
+            ]
+        );
+        assert_eq!(response.text, "Let me look.More.");
+        assert!(!response.is_empty());
+        let mut only_thinking = Response::default();
+        only_thinking.push_reasoning(reasoning("hm"));
+        assert!(only_thinking.is_empty(), "reasoning alone is no answer");
+        assert_eq!(only_thinking.message().parts.len(), 1);
     }
 }

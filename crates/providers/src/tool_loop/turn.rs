@@ -10,7 +10,7 @@ use pith_core::{HookEvent, LoopEvent, Message, Part, RequestPurpose, Role, TurnS
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
-use crate::tool_loop::execute::execute_calls;
+use crate::tool_loop::execute::execute_calls_with_images;
 use crate::tool_loop::guard::Truncation;
 use crate::tool_loop::options::{LoopError, TurnFailure, TurnSummary};
 use crate::tool_loop::report::{emit_hooks, request_report};
@@ -95,8 +95,8 @@ impl AgentLoop {
                 .truncated
                 .clone()
                 .or_else(|| Truncation::from_stop_reason(response.stop_reason.as_deref()));
-            let calls = response.tool_calls;
-            if response.text.is_empty() && calls.is_empty() && truncation.is_none() {
+            let calls = response.tool_calls.clone();
+            if response.is_empty() && truncation.is_none() {
                 if self
                     .stop_continues("", &mut stop_continued, sink, cancel)
                     .await
@@ -115,11 +115,9 @@ impl AgentLoop {
                 String::new()
             };
             // An answer cut before any content leaves no (empty) assistant message.
-            if !response.text.is_empty() || !calls.is_empty() {
-                self.push(
-                    Message::assistant_with_calls(response.text, calls.clone()),
-                    sink,
-                );
+            // Reasoning goes with its answer, in its place (providers take it back only so).
+            if !response.is_empty() {
+                self.push(response.message(), sink);
             }
             if let Some(truncation) = &truncation {
                 sink.emit(LoopEvent::OutputTruncated {
@@ -154,13 +152,17 @@ impl AgentLoop {
             }
 
             let hooks = Arc::clone(&self.hooks);
-            let results = execute_calls(&self.tools, hooks.as_ref(), &calls, sink, cancel).await;
+            let results =
+                execute_calls_with_images(&self.tools, hooks.as_ref(), &calls, sink, cancel).await;
             summary.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
-            for result in results {
+            for (result, images) in results {
+                // An image a tool returned follows its result in the same message.
+                let mut parts = vec![Part::ToolResult(result)];
+                parts.extend(images.into_iter().map(Part::Image));
                 self.push(
                     Message {
                         role: Role::Tool,
-                        parts: vec![Part::ToolResult(result)],
+                        parts,
                     },
                     sink,
                 );

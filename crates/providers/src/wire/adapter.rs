@@ -17,10 +17,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::Stream;
-use pith_core::{Message, ToolCall, ToolDefinition, Usage};
+use pith_core::{Message, Reasoning, ToolCall, ToolDefinition, Usage};
 
 use crate::wire::error::ProviderError;
 use crate::wire::limits::WireLimits;
+use crate::wire::reasoning::ReasoningEffort;
 
 /// One model request in generic form.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,8 +38,12 @@ pub struct ModelRequest {
     pub tools: Vec<ToolDefinition>,
     /// Cap on output tokens, when the model needs one (Anthropic requires it).
     pub max_output_tokens: Option<u32>,
-    /// Sampling temperature, when configured.
+    /// Sampling temperature, when configured (Anthropic ignores it while thinking: the
+    /// API refuses the two together).
     pub temperature: Option<f32>,
+    /// How hard the model may think (`--reasoning`); `None`: the provider's default, and
+    /// no Anthropic thinking.
+    pub reasoning: Option<ReasoningEffort>,
 }
 
 /// One piece of a streamed response.
@@ -48,6 +53,10 @@ pub enum StreamChunk {
     Text(String),
     /// Reasoning text (never part of the answer).
     Reasoning(String),
+    /// A reasoning block or item is complete: its whole text (already streamed as
+    /// [`StreamChunk::Reasoning`] deltas) and what the provider needs to take it back
+    /// (signature, encrypted content). It joins the assistant message in its place.
+    ReasoningPart(Reasoning),
     /// A piece of a tool call's arguments arrived: `bytes` more for the call numbered
     /// `call` (the adapter's own numbering, unique within the response; a call's first
     /// report may carry 0 bytes, when the call starts). The arguments themselves arrive
@@ -295,6 +304,7 @@ pub(crate) mod tests {
                 tools: Vec::new(),
                 max_output_tokens: None,
                 temperature: None,
+                reasoning: None,
             });
             requests.push(ModelRequest {
                 model: "m".into(),
@@ -314,6 +324,7 @@ pub(crate) mod tests {
                 ],
                 max_output_tokens: Some(1024),
                 temperature: Some(0.7),
+                reasoning: None,
             });
         }
         requests

@@ -170,11 +170,24 @@ impl ProviderError {
                 retry_after: None,
             };
         }
-        if kind == Some("rate_limit_error") || code == Some("rate_limit_exceeded") {
+        if kind == Some("rate_limit_error")
+            || code == Some("rate_limit_exceeded")
+            || code == Some("429")
+        {
             return Self::RateLimited {
                 message: message.to_owned(),
                 retry_after: None,
             };
+        }
+        // OpenRouter reports a failure after its 200 with the HTTP status as a numeric
+        // `code` (502: the upstream provider failed, 503: none available).
+        if let Some(status) = code.and_then(|c| c.parse::<u16>().ok()) {
+            if (400..600).contains(&status) {
+                return Self::Http {
+                    status,
+                    message: message.to_owned(),
+                };
+            }
         }
         Self::Provider(joined.trim().to_owned())
     }
@@ -190,7 +203,7 @@ fn error_message(body: &str) -> String {
         ];
         for candidate in candidates.into_iter().flatten() {
             if let Some(text) = candidate.as_str() {
-                return text.to_owned();
+                return with_upstream(text, &value);
             }
         }
     }
@@ -205,6 +218,27 @@ fn error_message(body: &str) -> String {
         "(empty body)".to_owned()
     } else {
         trimmed.to_owned()
+    }
+}
+
+/// OpenRouter wraps the upstream provider's own error in `error.metadata`
+/// (`provider_name`, `raw`): its message alone ("Provider returned error") says nothing,
+/// so the upstream's name and an excerpt of its raw error follow it.
+fn with_upstream(message: &str, value: &serde_json::Value) -> String {
+    let Some(raw) = value.pointer("/error/metadata/raw") else {
+        return message.to_owned();
+    };
+    let raw = match raw.as_str() {
+        Some(text) => text.to_owned(),
+        None => raw.to_string(),
+    };
+    let excerpt: String = raw.chars().take(300).collect();
+    match value
+        .pointer("/error/metadata/provider_name")
+        .and_then(|p| p.as_str())
+    {
+        Some(provider) => format!("{message} ({provider}: {excerpt})"),
+        None => format!("{message} ({excerpt})"),
     }
 }
 
@@ -244,6 +278,28 @@ pub fn parse_retry_after(value: &str) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn openrouter_errors_name_the_upstream_and_keep_their_class() {
+        let body = r#"{"error":{"code":400,"message":"Provider returned error","metadata":{"provider_name":"Anthropic","raw":"{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 210000 tokens > 200000 maximum\"}}"}}}"#;
+        let error = ProviderError::from_http(400, None, body);
+        assert!(
+            matches!(error, ProviderError::ContextLengthExceeded { .. }),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("(Anthropic: "), "{error}");
+        let credits = ProviderError::from_http(
+            402,
+            None,
+            r#"{"error":{"code":402,"message":"Insufficient credits"}}"#,
+        );
+        assert!(!credits.is_retryable());
+        assert!(credits.to_string().contains("Insufficient credits"));
+        let upstream = ProviderError::from_stream_error(None, Some("502"), "Upstream failed");
+        assert!(upstream.is_retryable(), "{upstream:?}");
+        let limited = ProviderError::from_stream_error(None, Some("429"), "slow down");
+        assert!(matches!(limited, ProviderError::RateLimited { .. }));
+    }
 
     #[test]
     fn openai_context_length_body_is_typed() {

@@ -6,6 +6,7 @@
 //! - [`error`]: [`ProviderError`] and its classification of HTTP failures.
 //! - [`limits`]: how much pith accepts from a server (events, arguments, calls, bodies).
 //! - [`sse`]: server-sent events decoded in one pass, each event bounded.
+//! - [`reasoning`]: the reasoning setting and how each protocol reads it.
 //! - one module per protocol, each with the same shape: the adapter struct with `new` and
 //!   `start` in its `mod.rs`, the request body in `encode`, the stream parser in `decode`.
 
@@ -16,7 +17,9 @@ pub mod http;
 pub mod limits;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod reasoning;
 pub mod sse;
 
 pub use adapter::{ChunkStream, ModelRequest, ProviderAdapter, StreamChunk};
 pub use error::ProviderError;
+pub use reasoning::ReasoningEffort;

@@ -17,9 +17,14 @@ impl App {
         let cancel = CancellationToken::new();
         let mut busy = BusyState::turn(cancel.clone());
         let (mut events, mut received) = unbounded_channel();
+        // `@path/to/shot.png` attaches the image to this message.
+        let (message, notices) = self.conversation.user_message(&text);
+        for notice in notices {
+            self.screen.message(Tone::Dim, &notice);
+        }
         self.screen.start_answer();
         let outcome = drive(
-            self.conversation.run_turn(&text, &mut events, &cancel),
+            self.conversation.run_message(message, &mut events, &cancel),
             &mut busy,
             &mut received,
             BusyIo {
@@ -92,6 +97,7 @@ impl App {
 fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, status: &mut Status) {
     match event {
         LoopEvent::TextDelta(text) => screen.text(&text),
+        LoopEvent::ReasoningDelta(text) => screen.reasoning(&text),
         LoopEvent::ToolCallStarted(call) => screen.tool_started(&call),
         LoopEvent::ToolCallFinished { result, .. } => screen.tool_finished(&result),
         LoopEvent::MessageAppended(message) => {
@@ -140,8 +146,7 @@ fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, st
                 screen.message(tone, &text);
             }
         }
-        LoopEvent::ReasoningDelta(_)
-        | LoopEvent::RequestStarted { .. }
+        LoopEvent::RequestStarted { .. }
         | LoopEvent::RequestFinished(_)
         | LoopEvent::TurnFinished { .. } => {}
     }

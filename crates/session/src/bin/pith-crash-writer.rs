@@ -140,6 +140,7 @@ fn turn(seq: u64, checkpoint: bool) -> Event {
             input_tokens: seq,
             cached_input_tokens: 0,
             output_tokens: 1,
+            ..Default::default()
         }),
         interrupted: false,
         error: None,

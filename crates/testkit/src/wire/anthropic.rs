@@ -17,6 +17,9 @@ enum ContentBlock {
         text: String,
         signature: String,
     },
+    RedactedThinking {
+        data: String,
+    },
     Text {
         text: String,
     },
@@ -32,6 +35,9 @@ impl ContentBlock {
         match self {
             ContentBlock::Thinking { text, signature } => {
                 json!({"type": "thinking", "thinking": text, "signature": signature})
+            }
+            ContentBlock::RedactedThinking { data } => {
+                json!({"type": "redacted_thinking", "data": data})
             }
             ContentBlock::Text { text } => json!({"type": "text", "text": text}),
             ContentBlock::ToolUse {
@@ -51,6 +57,10 @@ impl ContentBlock {
             ContentBlock::Thinking { .. } => {
                 json!({"type": "thinking", "thinking": "", "signature": ""})
             }
+            // A redacted block arrives whole in its start event; no delta follows.
+            ContentBlock::RedactedThinking { data } => {
+                json!({"type": "redacted_thinking", "data": data})
+            }
             ContentBlock::Text { .. } => json!({"type": "text", "text": ""}),
             ContentBlock::ToolUse { id, name, .. } => {
                 json!({"type": "tool_use", "id": id, "name": name, "input": {}})
@@ -66,6 +76,7 @@ impl ContentBlock {
                 .map(|piece| json!({"type": "thinking_delta", "thinking": piece}))
                 .chain([json!({"type": "signature_delta", "signature": signature})])
                 .collect(),
+            ContentBlock::RedactedThinking { .. } => Vec::new(),
             ContentBlock::Text { text } => text_fragments(text)
                 .into_iter()
                 .map(|piece| json!({"type": "text_delta", "text": piece}))
@@ -84,7 +95,12 @@ fn content_blocks(plan: &TurnPlan<'_>) -> Vec<ContentBlock> {
     if let Some(reasoning) = plan.reasoning() {
         blocks.push(ContentBlock::Thinking {
             text: reasoning.to_owned(),
-            signature: format!("testkit-signature-{}", plan.number),
+            signature: super::thinking_signature(plan.number),
+        });
+    }
+    if plan.turn.redacted_thinking {
+        blocks.push(ContentBlock::RedactedThinking {
+            data: super::redacted_data(plan.number),
         });
     }
     if plan.has_text_message() {
@@ -107,7 +123,9 @@ fn message_id(plan: &TurnPlan<'_>) -> String {
 }
 
 fn stop_reason(plan: &TurnPlan<'_>) -> &'static str {
-    if plan.turn.tool_calls.is_empty() {
+    if plan.cut {
+        "max_tokens"
+    } else if plan.turn.tool_calls.is_empty() {
         "end_turn"
     } else {
         "tool_use"
@@ -225,6 +243,16 @@ pub(crate) fn error_answer(kind: &ErrorKind) -> (StatusCode, Value) {
             StatusCode::BAD_REQUEST,
             "invalid_request_error",
             format!("prompt is too long: {prompt_tokens} tokens > {limit} maximum"),
+        ),
+        ErrorKind::InvalidRequest { message, .. } => (
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            message.clone(),
+        ),
+        ErrorKind::ProviderReturned => (
+            StatusCode::BAD_GATEWAY,
+            "api_error",
+            "Provider returned error".to_owned(),
         ),
         ErrorKind::Testkit { status, message } => {
             let error_type = if status.is_server_error() {

@@ -31,6 +31,26 @@ pub(crate) struct TurnPlan<'a> {
     pub model: String,
     /// Chat Completions only: `stream_options.include_usage` was true.
     pub include_usage: bool,
+    /// Responses only: the request asked for `reasoning.encrypted_content`.
+    pub encrypted_reasoning: bool,
+    /// The answer was cut at the request's output cap (`max_tokens`): it ends with the
+    /// protocol's length stop.
+    pub cut: bool,
+}
+
+/// The signature the testkit gives the thinking block of turn `number`.
+pub(crate) fn thinking_signature(number: usize) -> String {
+    format!("testkit-signature-{number}")
+}
+
+/// The data of turn `number`'s `redacted_thinking` block.
+pub(crate) fn redacted_data(number: usize) -> String {
+    format!("testkit-redacted-{number}")
+}
+
+/// The `encrypted_content` of turn `number`'s reasoning item.
+pub(crate) fn encrypted_content(number: usize) -> String {
+    format!("testkit-encrypted-{number}")
 }
 
 impl TurnPlan<'_> {
@@ -167,6 +187,17 @@ pub(crate) enum ErrorKind {
         /// The model's maximum.
         limit: u64,
     },
+    /// A 400 the real API gives for what the client sent (a thinking block missing or
+    /// altered, a reasoning item without its encrypted content, an unsupported field),
+    /// in the provider's own wording.
+    InvalidRequest {
+        /// The provider's message.
+        message: String,
+        /// OpenAI's `param`, when it names one.
+        param: Option<String>,
+    },
+    /// OpenRouter's wrapper of a failed upstream provider (HTTP 502).
+    ProviderReturned,
     /// A testkit-level problem (script exhausted, wrong path, bad body), with its status.
     Testkit {
         /// HTTP status to answer with.

@@ -13,7 +13,9 @@ fn completion_id(plan: &TurnPlan<'_>) -> String {
 }
 
 fn finish_reason(plan: &TurnPlan<'_>) -> &'static str {
-    if plan.turn.tool_calls.is_empty() {
+    if plan.cut {
+        "length"
+    } else if plan.turn.tool_calls.is_empty() {
         "stop"
     } else {
         "tool_calls"
@@ -23,18 +25,23 @@ fn finish_reason(plan: &TurnPlan<'_>) -> &'static str {
 /// The `usage` object of a completion.
 fn usage(plan: &TurnPlan<'_>) -> Value {
     let usage = plan.turn.effective_usage();
-    json!({
+    let mut value = json!({
         "prompt_tokens": usage.input_tokens,
         "completion_tokens": usage.output_tokens,
         "total_tokens": usage.input_tokens + usage.output_tokens,
         "prompt_tokens_details": {"cached_tokens": usage.cached(), "audio_tokens": 0},
         "completion_tokens_details": {
-            "reasoning_tokens": 0,
+            "reasoning_tokens": usage.reasoning_tokens.unwrap_or(0),
             "audio_tokens": 0,
             "accepted_prediction_tokens": 0,
             "rejected_prediction_tokens": 0
         }
-    })
+    });
+    // OpenRouter's usage accounting adds the request's cost in dollars.
+    if let Some(cost) = usage.cost {
+        value["cost"] = json!(cost);
+    }
+    value
 }
 
 /// The streamed answer: role chunk, reasoning/text/tool-call delta chunks, finish chunk,
@@ -223,6 +230,26 @@ pub(crate) fn error_answer(protocol: Protocol, kind: &ErrorKind) -> (StatusCode,
                 ),
             )
         }
+        ErrorKind::InvalidRequest { message, param } => (
+            StatusCode::BAD_REQUEST,
+            body(
+                message.clone(),
+                "invalid_request_error",
+                param.as_ref().map_or(Value::Null, |p| json!(p)),
+                Value::Null,
+            ),
+        ),
+        ErrorKind::ProviderReturned => (
+            StatusCode::BAD_GATEWAY,
+            json!({"error": {
+                "code": 502,
+                "message": "Provider returned error",
+                "metadata": {
+                    "provider_name": "Testkit Upstream",
+                    "raw": "{\"error\":{\"message\":\"upstream connection reset\"}}"
+                }
+            }}),
+        ),
         ErrorKind::Testkit { status, message } => {
             let error_type = if status.is_server_error() {
                 "server_error"

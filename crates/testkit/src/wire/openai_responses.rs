@@ -12,6 +12,7 @@ enum OutputItem {
     Reasoning {
         id: String,
         text: String,
+        encrypted: Option<String>,
     },
     Message {
         id: String,
@@ -28,11 +29,21 @@ enum OutputItem {
 impl OutputItem {
     fn completed(&self) -> Value {
         match self {
-            OutputItem::Reasoning { id, text } => json!({
-                "id": id,
-                "type": "reasoning",
-                "summary": [summary_part(text)]
-            }),
+            OutputItem::Reasoning {
+                id,
+                text,
+                encrypted,
+            } => {
+                let mut item = json!({
+                    "id": id,
+                    "type": "reasoning",
+                    "summary": [summary_part(text)]
+                });
+                if let Some(encrypted) = encrypted {
+                    item["encrypted_content"] = json!(encrypted);
+                }
+                item
+            }
             OutputItem::Message { id, text } => json!({
                 "id": id,
                 "type": "message",
@@ -96,6 +107,9 @@ fn output_items(plan: &TurnPlan<'_>) -> Vec<OutputItem> {
         items.push(OutputItem::Reasoning {
             id: format!("rs_testkit_{}", plan.number),
             text: reasoning.to_owned(),
+            encrypted: plan
+                .encrypted_reasoning
+                .then(|| super::encrypted_content(plan.number)),
         });
     }
     if plan.has_text_message() {
@@ -121,7 +135,7 @@ fn usage(plan: &TurnPlan<'_>) -> Value {
         "input_tokens": usage.input_tokens,
         "input_tokens_details": {"cached_tokens": usage.cached()},
         "output_tokens": usage.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens.unwrap_or(0)},
         "total_tokens": usage.input_tokens + usage.output_tokens
     })
 }
@@ -184,7 +198,7 @@ pub(crate) fn stream_events(plan: &TurnPlan<'_>) -> Vec<SseEvent> {
             json!({"output_index": output_index, "item": item.in_progress()}),
         );
         match item {
-            OutputItem::Reasoning { id, text } => {
+            OutputItem::Reasoning { id, text, .. } => {
                 let at = json!({"item_id": id, "output_index": output_index, "summary_index": 0});
                 sequence.push(
                     "response.reasoning_summary_part.added",

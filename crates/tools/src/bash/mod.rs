@@ -347,6 +347,7 @@ impl BashTool {
             content,
             is_error: failed,
             effects: Vec::new(),
+            images: Vec::new(),
         })
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::wire::adapter::{parse_arguments, StreamChunk};
 use crate::wire::error::ProviderError;
-use pith_core::{ToolCall, Usage};
+use pith_core::{Reasoning, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -64,6 +64,8 @@ pub(super) struct ErrorBody {
 #[derive(Debug, Default)]
 pub(super) struct Parser {
     pub(super) blocks: Vec<(usize, String, String, String)>, // index, id, name, partial json
+    /// Thinking blocks in progress: index, the block so far.
+    pub(super) thinking: Vec<(usize, Reasoning)>,
     pub(super) usage: Usage,
     pub(super) usage_seen: bool,
     pub(super) stop_reason: Option<String>,
@@ -109,6 +111,34 @@ impl Parser {
                         out.push(StreamChunk::Text(text.to_owned()));
                     }
                 }
+                Some("thinking") => {
+                    let text = content_block["thinking"].as_str().unwrap_or_default();
+                    if !text.is_empty() {
+                        out.push(StreamChunk::Reasoning(text.to_owned()));
+                    }
+                    let signature = content_block["signature"]
+                        .as_str()
+                        .filter(|s| !s.is_empty());
+                    self.thinking.push((
+                        index,
+                        Reasoning {
+                            origin: "anthropic".to_owned(),
+                            text: text.to_owned(),
+                            signature: signature.map(str::to_owned),
+                            ..Reasoning::default()
+                        },
+                    ));
+                }
+                Some("redacted_thinking") => {
+                    self.thinking.push((
+                        index,
+                        Reasoning {
+                            origin: "anthropic".to_owned(),
+                            encrypted: content_block["data"].as_str().map(str::to_owned),
+                            ..Reasoning::default()
+                        },
+                    ));
+                }
                 _ => {}
             },
             Event::ContentBlockDelta { index, delta } => match delta["type"].as_str() {
@@ -119,7 +149,21 @@ impl Parser {
                 }
                 Some("thinking_delta") => {
                     if let Some(text) = delta["thinking"].as_str() {
+                        if let Some((_, block)) = self.thinking.iter_mut().find(|b| b.0 == index) {
+                            block.text.push_str(text);
+                        }
                         out.push(StreamChunk::Reasoning(text.to_owned()));
+                    }
+                }
+                Some("signature_delta") => {
+                    if let (Some(signature), Some((_, block))) = (
+                        delta["signature"].as_str(),
+                        self.thinking.iter_mut().find(|b| b.0 == index),
+                    ) {
+                        block
+                            .signature
+                            .get_or_insert_with(String::new)
+                            .push_str(signature);
                     }
                 }
                 Some("input_json_delta") => {
@@ -136,6 +180,14 @@ impl Parser {
                 _ => {}
             },
             Event::ContentBlockStop { index } => {
+                // A thinking block is complete only with its signature (or, redacted, its
+                // data): one the API could not verify is never sent back.
+                if let Some(position) = self.thinking.iter().position(|b| b.0 == index) {
+                    let (_, block) = self.thinking.remove(position);
+                    if block.is_replayable() {
+                        out.push(StreamChunk::ReasoningPart(block));
+                    }
+                }
                 if let Some(position) = self.blocks.iter().position(|b| b.0 == index) {
                     let (_, id, name, json) = self.blocks.remove(position);
                     out.push(StreamChunk::ToolCall(ToolCall {

@@ -5,6 +5,16 @@
 //! the same role merge; a conversation that does not start with the user gets a
 //! `(conversation continues)` user message; cache breakpoints go on the system prompt,
 //! the last tool definition and the last block of the last message.
+//!
+//! Extended thinking: with a reasoning setting the body carries `thinking` (`enabled`, the
+//! setting's budget; `max_tokens` raised above it when needed) and no `temperature` (the
+//! API refuses the two together), and every Anthropic thinking block of the history goes
+//! back unchanged — `thinking` with its signature, `redacted_thinking` with its data — in
+//! its place in its assistant message. Without thinking they are left out (and reasoning
+//! from other protocols always is).
+//!
+//! Images: in a user message as `image` blocks; an image a tool returned goes inside
+//! that `tool_result`'s content, after its text.
 
 use std::borrow::Cow;
 
@@ -27,6 +37,16 @@ pub struct Body<'a> {
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+}
+
+/// `thinking: {"type": "enabled", "budget_tokens": N}`.
+#[derive(Serialize)]
+struct Thinking {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    budget_tokens: u32,
 }
 
 #[derive(Serialize)]
@@ -77,11 +97,52 @@ enum Block<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        content: &'a str,
+        content: ResultContent<'a>,
         is_error: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    Image {
+        source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+}
+
+/// A tool result's content: its text, or (when the tool returned images) a list of a
+/// text block and image blocks.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ResultContent<'a> {
+    Text(&'a str),
+    Blocks(Vec<Block<'a>>),
+}
+
+/// `{"type": "base64", "media_type": …, "data": …}`.
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+fn image_block(image: &pith_core::Image) -> Block<'_> {
+    Block::Image {
+        source: ImageSource {
+            kind: "base64",
+            media_type: &image.media_type,
+            data: &image.data,
+        },
+        cache_control: None,
+    }
 }
 
 impl Block<'_> {
@@ -89,7 +150,10 @@ impl Block<'_> {
         match self {
             Block::Text { cache_control, .. }
             | Block::ToolUse { cache_control, .. }
-            | Block::ToolResult { cache_control, .. } => *cache_control = Some(EPHEMERAL),
+            | Block::ToolResult { cache_control, .. }
+            | Block::Image { cache_control, .. } => *cache_control = Some(EPHEMERAL),
+            // Thinking blocks take no cache marker.
+            Block::Thinking { .. } | Block::RedactedThinking { .. } => {}
         }
     }
 }
@@ -103,6 +167,10 @@ enum Input<'a> {
 }
 
 pub fn body(request: &ModelRequest) -> Body<'_> {
+    let thinking = request
+        .reasoning
+        .map(|r| r.anthropic_budget())
+        .filter(|budget| *budget > 0);
     let mut system_text = Cow::Borrowed(request.system.as_str());
     let mut messages: Vec<WireMessage<'_>> = Vec::new();
     for message in request.messages.iter() {
@@ -116,7 +184,7 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
                 continue;
             }
             Role::User | Role::Tool => ("user", user_blocks(message)),
-            Role::Assistant => ("assistant", assistant_blocks(message)),
+            Role::Assistant => ("assistant", assistant_blocks(message, thinking.is_some())),
         };
         if blocks.is_empty() {
             continue;
@@ -145,9 +213,16 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         block.mark_cache_breakpoint();
     }
     let count = request.tools.len();
+    let mut max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    if let Some(budget) = thinking {
+        // The budget must stay below max_tokens, with room left for the answer.
+        if max_tokens <= budget {
+            max_tokens = budget.saturating_add(DEFAULT_MAX_TOKENS);
+        }
+    }
     Body {
         model: &request.model,
-        max_tokens: request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        max_tokens,
         messages,
         stream: true,
         system: (!system_text.is_empty()).then_some([SystemBlock {
@@ -166,29 +241,59 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
                 cache_control: (i + 1 == count).then_some(EPHEMERAL),
             })
             .collect(),
-        temperature: request.temperature.map(f64::from),
+        temperature: request
+            .temperature
+            .filter(|_| thinking.is_none())
+            .map(f64::from),
+        thinking: thinking.map(|budget_tokens| Thinking {
+            kind: "enabled",
+            budget_tokens,
+        }),
     }
 }
 
 fn user_blocks(message: &Message) -> Vec<Block<'_>> {
-    let mut results = Vec::new();
+    let mut results: Vec<Block<'_>> = Vec::new();
     let mut texts = Vec::new();
+    // Whether the previous part was a tool result: an image right after one is that
+    // tool's output and goes inside it.
+    let mut after_result = false;
     for part in &message.parts {
         match part {
-            Part::Text { text } if !text.is_empty() => texts.push(Block::Text {
-                text,
-                cache_control: None,
-            }),
-            Part::ToolResult(result) => results.push(Block::ToolResult {
-                tool_use_id: &result.call_id,
-                content: if result.content.is_empty() {
-                    "(no output)"
-                } else {
-                    &result.content
-                },
-                is_error: result.is_error,
-                cache_control: None,
-            }),
+            Part::Text { text } if !text.is_empty() => {
+                texts.push(Block::Text {
+                    text,
+                    cache_control: None,
+                });
+                after_result = false;
+            }
+            Part::ToolResult(result) => {
+                results.push(Block::ToolResult {
+                    tool_use_id: &result.call_id,
+                    content: ResultContent::Text(if result.content.is_empty() {
+                        "(no output)"
+                    } else {
+                        &result.content
+                    }),
+                    is_error: result.is_error,
+                    cache_control: None,
+                });
+                after_result = true;
+            }
+            Part::Image(image) if after_result => {
+                if let Some(Block::ToolResult { content, .. }) = results.last_mut() {
+                    if let ResultContent::Text(text) = *content {
+                        *content = ResultContent::Blocks(vec![Block::Text {
+                            text,
+                            cache_control: None,
+                        }]);
+                    }
+                    if let ResultContent::Blocks(blocks) = content {
+                        blocks.push(image_block(image));
+                    }
+                }
+            }
+            Part::Image(image) => texts.push(image_block(image)),
             _ => {}
         }
     }
@@ -196,10 +301,20 @@ fn user_blocks(message: &Message) -> Vec<Block<'_>> {
     results
 }
 
-fn assistant_blocks(message: &Message) -> Vec<Block<'_>> {
+fn assistant_blocks(message: &Message, thinking: bool) -> Vec<Block<'_>> {
     let mut blocks = Vec::new();
     for part in &message.parts {
         match part {
+            Part::Reasoning(reasoning) if thinking && reasoning.origin == "anthropic" => {
+                match (&reasoning.signature, &reasoning.encrypted) {
+                    (Some(signature), _) => blocks.push(Block::Thinking {
+                        thinking: &reasoning.text,
+                        signature,
+                    }),
+                    (None, Some(data)) => blocks.push(Block::RedactedThinking { data }),
+                    (None, None) => {}
+                }
+            }
             Part::Text { text } if !text.is_empty() => blocks.push(Block::Text {
                 text,
                 cache_control: None,

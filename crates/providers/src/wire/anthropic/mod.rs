@@ -162,7 +162,8 @@ mod tests {
                 StreamChunk::Usage(Usage {
                     input_tokens: 472,
                     cached_input_tokens: 0,
-                    output_tokens: 89
+                    output_tokens: 89,
+                    ..Default::default()
                 }),
                 StreamChunk::Done {
                     stop_reason: Some("tool_use".into())
@@ -184,7 +185,8 @@ mod tests {
             StreamChunk::Usage(Usage {
                 input_tokens: 1060,
                 cached_input_tokens: 1000,
-                output_tokens: 5
+                output_tokens: 5,
+                ..Default::default()
             })
         );
     }
@@ -354,6 +356,7 @@ mod tests {
             }],
             max_output_tokens: None,
             temperature: None,
+            reasoning: None,
         };
         let body = request_body(&request);
         assert_eq!(body["max_tokens"], json!(DEFAULT_MAX_TOKENS));

@@ -2,7 +2,7 @@
 
 use crate::wire::adapter::{parse_arguments, StreamChunk};
 use crate::wire::error::ProviderError;
-use pith_core::{ToolCall, Usage};
+use pith_core::{Reasoning, ToolCall, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -66,6 +66,17 @@ pub(super) struct ChunkUsage {
     pub(super) completion_tokens: u64,
     #[serde(default)]
     pub(super) prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    pub(super) completion_tokens_details: Option<CompletionDetails>,
+    /// OpenRouter's usage accounting: what the request cost, in US dollars.
+    #[serde(default)]
+    pub(super) cost: Option<f64>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize, Serialize)]
+pub(super) struct CompletionDetails {
+    #[serde(default)]
+    pub(super) reasoning_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Clone, Copy, Deserialize, Serialize)]
@@ -92,6 +103,9 @@ pub(super) struct Assembler {
     pub(super) finish_reason: Option<String>,
     pub(super) usage: Option<Usage>,
     pub(super) generated_ids: usize,
+    /// Reasoning text of the answer so far (DeepSeek / vLLM `reasoning_content`,
+    /// OpenRouter `reasoning`), kept with the answer once its text or calls begin.
+    pub(super) reasoning: String,
 }
 
 impl Assembler {
@@ -137,8 +151,21 @@ impl Assembler {
         }
     }
 
+    /// The reasoning so far as a complete part (for the transcript; Chat servers are
+    /// never sent it back), once.
+    pub(super) fn take_reasoning(&mut self) -> Option<StreamChunk> {
+        if self.reasoning.is_empty() {
+            return None;
+        }
+        Some(StreamChunk::ReasoningPart(Reasoning {
+            origin: "openai-chat".to_owned(),
+            text: std::mem::take(&mut self.reasoning),
+            ..Reasoning::default()
+        }))
+    }
+
     pub(super) fn finish(&mut self) -> Vec<StreamChunk> {
-        let mut out = Vec::new();
+        let mut out: Vec<StreamChunk> = self.take_reasoning().into_iter().collect();
         for (_, id, name, arguments) in std::mem::take(&mut self.calls) {
             let id = if id.is_empty() {
                 self.generated_ids += 1;
@@ -170,6 +197,14 @@ pub(super) fn usage_of(usage: ChunkUsage) -> Usage {
             .and_then(|d| d.cached_tokens)
             .unwrap_or(0),
         output_tokens: usage.completion_tokens,
+        reasoning_tokens: usage
+            .completion_tokens_details
+            .and_then(|d| d.reasoning_tokens)
+            .unwrap_or(0),
+        provider_cost_nanousd: usage
+            .cost
+            .filter(|cost| cost.is_finite() && *cost > 0.0)
+            .map_or(0, |cost| (cost * 1e9).round() as u64),
     }
 }
 
@@ -205,12 +240,18 @@ pub(super) fn absorb(
                 .or(delta.reasoning)
                 .filter(|r| !r.is_empty())
             {
+                assembler.reasoning.push_str(&reasoning);
                 out.push(StreamChunk::Reasoning(reasoning));
             }
-            if let Some(content) = delta.content.filter(|c| !c.is_empty()) {
+            let content = delta.content.filter(|c| !c.is_empty());
+            let calls = delta.tool_calls.unwrap_or_default();
+            if content.is_some() || !calls.is_empty() {
+                out.extend(assembler.take_reasoning());
+            }
+            if let Some(content) = content {
                 out.push(StreamChunk::Text(content));
             }
-            for call in delta.tool_calls.unwrap_or_default() {
+            for call in calls {
                 out.push(assembler.tool_delta(call));
             }
         }

@@ -2,11 +2,18 @@
 //! them: the system prompt first; user and system messages as text; assistant messages
 //! with their tool calls (content `""`, never null: llama-cpp-python rejects null); each
 //! tool result as its own `tool` message, any text of a tool message as a user message.
+//!
+//! The output cap goes in the field the server honours ([`MaxTokensField`]): OpenAI's
+//! reasoning models reject `max_tokens` and want `max_completion_tokens`; many compatible
+//! servers know only `max_tokens`. Reasoning is never sent back (Chat has no field for
+//! it). Images: `image_url` parts with a base64 data URL in a user message; a `tool`
+//! message can carry only text, so the images tools returned follow the run of tool
+//! messages in one user message that names the calls they came from.
 
 use std::borrow::Cow;
 
-use pith_core::{Message, Part, Role};
-use serde::Serialize;
+use pith_core::{Image, Message, Part, Role};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::wire::adapter::{arguments_text, text_of, ModelRequest};
@@ -23,7 +30,21 @@ pub struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
+}
+
+/// Which request field carries the output cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum MaxTokensField {
+    /// `max_tokens`: llama.cpp, llama-cpp-python, vLLM, Ollama, OpenRouter (the default).
+    #[default]
+    #[serde(rename = "max_tokens")]
+    MaxTokens,
+    /// `max_completion_tokens`: OpenAI (its reasoning models reject `max_tokens`).
+    #[serde(rename = "max_completion_tokens")]
+    MaxCompletionTokens,
 }
 
 #[derive(Debug, Serialize)]
@@ -38,7 +59,7 @@ enum WireMessage<'a> {
         content: Cow<'a, str>,
     },
     User {
-        content: Cow<'a, str>,
+        content: UserContent<'a>,
     },
     Assistant {
         content: Cow<'a, str>,
@@ -49,6 +70,42 @@ enum WireMessage<'a> {
         tool_call_id: &'a str,
         content: &'a str,
     },
+}
+
+/// A user message's content: its text, or a list of parts when it carries images.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<ContentPart<'a>>),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ContentPart<'a> {
+    Text { text: Cow<'a, str> },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Debug, Serialize)]
+struct ImageUrl {
+    url: String,
+    detail: &'static str,
+}
+
+fn image_part<'a>(image: &Image) -> ContentPart<'a> {
+    ContentPart::ImageUrl {
+        image_url: ImageUrl {
+            url: format!("data:{};base64,{}", image.media_type, image.data),
+            detail: "auto",
+        },
+    }
+}
+
+fn user_text(text: Cow<'_, str>) -> WireMessage<'_> {
+    WireMessage::User {
+        content: UserContent::Text(text),
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -79,16 +136,26 @@ struct WireFunction<'a> {
     parameters: &'a Value,
 }
 
-pub(super) fn body(request: &ModelRequest) -> Body<'_> {
+pub(super) fn body(request: &ModelRequest, max_tokens_field: MaxTokensField) -> Body<'_> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
         messages.push(WireMessage::System {
             content: Cow::Borrowed(&request.system),
         });
     }
+    // Images tools returned, held until their run of tool messages ends.
+    let mut tool_images: Vec<(&str, &Image)> = Vec::new();
     for message in request.messages.iter() {
-        push_message(&mut messages, message);
+        if message.role != Role::Tool {
+            flush_tool_images(&mut messages, &mut tool_images);
+        }
+        push_message(&mut messages, message, &mut tool_images);
     }
+    flush_tool_images(&mut messages, &mut tool_images);
+    let (max_tokens, max_completion_tokens) = match max_tokens_field {
+        MaxTokensField::MaxTokens => (request.max_output_tokens, None),
+        MaxTokensField::MaxCompletionTokens => (None, request.max_output_tokens),
+    };
     Body {
         model: &request.model,
         messages,
@@ -108,19 +175,53 @@ pub(super) fn body(request: &ModelRequest) -> Body<'_> {
                 },
             })
             .collect(),
-        max_tokens: request.max_output_tokens,
+        max_tokens,
+        max_completion_tokens,
         temperature: request.temperature.map(f64::from),
     }
 }
 
-fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message) {
+/// One user message with the images of the tool messages just sent, naming their calls.
+fn flush_tool_images<'a>(out: &mut Vec<WireMessage<'a>>, images: &mut Vec<(&'a str, &'a Image)>) {
+    if images.is_empty() {
+        return;
+    }
+    let mut parts = Vec::with_capacity(images.len() * 2);
+    for (call_id, image) in images.drain(..) {
+        parts.push(ContentPart::Text {
+            text: Cow::Owned(format!(
+                "[the image `{}` returned by tool call {call_id}]",
+                image.path
+            )),
+        });
+        parts.push(image_part(image));
+    }
+    out.push(WireMessage::User {
+        content: UserContent::Parts(parts),
+    });
+}
+
+fn push_message<'a>(
+    out: &mut Vec<WireMessage<'a>>,
+    message: &'a Message,
+    tool_images: &mut Vec<(&'a str, &'a Image)>,
+) {
     match message.role {
         Role::System => out.push(WireMessage::System {
             content: text_of(message),
         }),
-        Role::User => out.push(WireMessage::User {
-            content: text_of(message),
-        }),
+        Role::User if message.images().next().is_some() => {
+            let text = text_of(message);
+            let mut parts = Vec::new();
+            if !text.is_empty() {
+                parts.push(ContentPart::Text { text });
+            }
+            parts.extend(message.images().map(image_part));
+            out.push(WireMessage::User {
+                content: UserContent::Parts(parts),
+            });
+        }
+        Role::User => out.push(user_text(text_of(message))),
         Role::Assistant => out.push(WireMessage::Assistant {
             content: text_of(message),
             tool_calls: message
@@ -136,16 +237,19 @@ fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message) {
                 .collect(),
         }),
         Role::Tool => {
+            let mut call_id = "";
             for part in &message.parts {
                 match part {
-                    Part::ToolResult(result) => out.push(WireMessage::Tool {
-                        tool_call_id: &result.call_id,
-                        content: &result.content,
-                    }),
-                    Part::Text { text } => out.push(WireMessage::User {
-                        content: Cow::Borrowed(text),
-                    }),
-                    Part::ToolCall(_) => {}
+                    Part::ToolResult(result) => {
+                        call_id = &result.call_id;
+                        out.push(WireMessage::Tool {
+                            tool_call_id: &result.call_id,
+                            content: &result.content,
+                        })
+                    }
+                    Part::Text { text } => out.push(user_text(Cow::Borrowed(text))),
+                    Part::Image(image) => tool_images.push((call_id, image)),
+                    Part::ToolCall(_) | Part::Reasoning(_) => {}
                 }
             }
         }
@@ -156,16 +260,17 @@ fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, message: &'a Message) {
 /// (borrowed, no intermediate `serde_json::Value` tree): every request carries the whole
 /// history, so this runs once per tool turn over everything said so far. Plain data with
 /// string keys: serialising cannot fail.
-pub fn encode_body(request: &ModelRequest) -> Vec<u8> {
-    serde_json::to_vec(&body(request)).unwrap_or_default()
+pub fn encode_body(request: &ModelRequest, max_tokens_field: MaxTokensField) -> Vec<u8> {
+    serde_json::to_vec(&body(request, max_tokens_field)).unwrap_or_default()
 }
 
 /// The borrowed request body.
-pub fn wire_body(request: &ModelRequest) -> Body<'_> {
-    body(request)
+pub fn wire_body(request: &ModelRequest, max_tokens_field: MaxTokensField) -> Body<'_> {
+    body(request, max_tokens_field)
 }
 
-/// The request body as a JSON value (tests and the prompt-cache parity checks).
+/// The request body as a JSON value with the cap in `max_tokens` (tests and the
+/// prompt-cache parity checks).
 pub fn request_body(request: &ModelRequest) -> Value {
-    serde_json::to_value(body(request)).unwrap_or(Value::Null)
+    serde_json::to_value(body(request, MaxTokensField::MaxTokens)).unwrap_or(Value::Null)
 }

@@ -25,6 +25,17 @@ pub struct OpenAiChat {
     transport: Transport,
     url: String,
     authorization: Option<String>,
+    options: ChatOptions,
+}
+
+/// What differs between Chat Completions servers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChatOptions {
+    /// The request field that carries the output cap.
+    pub max_tokens_field: MaxTokensField,
+    /// Headers sent with every request besides the key (OpenRouter's attribution
+    /// headers `HTTP-Referer` and `X-Title`).
+    pub headers: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for OpenAiChat {
@@ -51,7 +62,14 @@ impl OpenAiChat {
             authorization: api_key
                 .filter(|key| !key.is_empty())
                 .map(|key| format!("Bearer {key}")),
+            options: ChatOptions::default(),
         })
+    }
+
+    /// The same adapter with server-specific options.
+    pub fn with_chat_options(mut self, options: ChatOptions) -> Self {
+        self.options = options;
+        self
     }
 }
 
@@ -67,10 +85,17 @@ impl ProviderAdapter for OpenAiChat {
             .as_deref()
             .map(|value| ("authorization", value))
             .into_iter()
+            .chain(
+                self.options
+                    .headers
+                    .iter()
+                    .map(|(name, value)| (name.as_str(), value.as_str())),
+            )
             .collect();
+        let body = encode_body(request, self.options.max_tokens_field);
         let events = self
             .transport
-            .post_events(&self.url, &headers, encode_body(request))
+            .post_events(&self.url, &headers, body)
             .await?;
         let mut assembler = Assembler::default();
         Ok(decode_stream(
@@ -214,7 +239,7 @@ mod tests {
                                 "role": "tool", "tool_call_id": result.call_id, "content": result.content
                             })),
                             Part::Text { text } => out.push(json!({"role": "user", "content": text})),
-                            Part::ToolCall(_) => {}
+                            _ => {}
                         }
                     }
                 }
@@ -254,6 +279,7 @@ mod tests {
             }],
             max_output_tokens: None,
             temperature: None,
+            reasoning: None,
         };
         let body = request_body(&request);
         assert_eq!(body["stream"], json!(true));
@@ -299,7 +325,8 @@ mod tests {
                 StreamChunk::Usage(Usage {
                     input_tokens: 82,
                     cached_input_tokens: 64,
-                    output_tokens: 17
+                    output_tokens: 17,
+                    ..Default::default()
                 }),
                 StreamChunk::Done {
                     stop_reason: Some("tool_calls".into())
@@ -318,10 +345,19 @@ mod tests {
         ];
         let chunks = parse_all(&lines).unwrap();
         assert_eq!(chunks[0], StreamChunk::Reasoning("thinking".into()));
-        assert_eq!(chunks[1], StreamChunk::Text("Hello".into()));
-        assert_eq!(chunks[2], StreamChunk::Text(" there".into()));
+        // The reasoning is kept whole, for the transcript, once the answer begins.
         assert_eq!(
-            chunks[3],
+            chunks[1],
+            StreamChunk::ReasoningPart(pith_core::Reasoning {
+                origin: "openai-chat".into(),
+                text: "thinking".into(),
+                ..pith_core::Reasoning::default()
+            })
+        );
+        assert_eq!(chunks[2], StreamChunk::Text("Hello".into()));
+        assert_eq!(chunks[3], StreamChunk::Text(" there".into()));
+        assert_eq!(
+            chunks[4],
             StreamChunk::Done {
                 stop_reason: Some("stop".into())
             }

@@ -2,7 +2,7 @@
 
 use crate::wire::adapter::{parse_arguments, StreamChunk};
 use crate::wire::error::ProviderError;
-use pith_core::{ToolCall, Usage};
+use pith_core::{Reasoning, ToolCall, Usage};
 use serde_json::Value;
 
 /// Per-response parsing state.
@@ -63,6 +63,11 @@ impl Parser {
             }
             "response.output_item.done" => {
                 let item = &event["item"];
+                if item["type"] == "reasoning" {
+                    if let Some(reasoning) = reasoning_item(item) {
+                        out.push(StreamChunk::ReasoningPart(reasoning));
+                    }
+                }
                 if item["type"] == "function_call" {
                     let item_id = item["id"].as_str().unwrap_or_default();
                     let position = self.calls.iter().position(|c| c.0 == item_id);
@@ -102,6 +107,10 @@ impl Parser {
                             .as_u64()
                             .unwrap_or(0),
                         output_tokens: usage["output_tokens"].as_u64().unwrap_or(0),
+                        reasoning_tokens: usage["output_tokens_details"]["reasoning_tokens"]
+                            .as_u64()
+                            .unwrap_or(0),
+                        provider_cost_nanousd: 0,
                     }));
                 }
                 let stop = response["incomplete_details"]["reason"]
@@ -133,4 +142,31 @@ impl Parser {
         }
         Ok(out)
     }
+}
+
+/// A completed reasoning item as pith keeps it: its summary parts joined by blank lines,
+/// its encrypted content and id. `None` for an item with neither (nothing to show or
+/// send back).
+fn reasoning_item(item: &Value) -> Option<Reasoning> {
+    let text = item["summary"]
+        .as_array()
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        })
+        .unwrap_or_default();
+    let encrypted = item["encrypted_content"].as_str().map(str::to_owned);
+    if text.is_empty() && encrypted.is_none() {
+        return None;
+    }
+    Some(Reasoning {
+        origin: "openai-responses".to_owned(),
+        text,
+        id: item["id"].as_str().map(str::to_owned),
+        encrypted,
+        ..Reasoning::default()
+    })
 }

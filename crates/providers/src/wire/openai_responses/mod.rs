@@ -23,6 +23,7 @@ pub struct OpenAiResponses {
     transport: Transport,
     url: String,
     authorization: Option<String>,
+    reasoning_model: bool,
 }
 
 impl std::fmt::Debug for OpenAiResponses {
@@ -49,7 +50,16 @@ impl OpenAiResponses {
             authorization: api_key
                 .filter(|key| !key.is_empty())
                 .map(|key| format!("Bearer {key}")),
+            reasoning_model: false,
         })
+    }
+
+    /// The same adapter for a reasoning model: every request asks for the reasoning
+    /// items' encrypted content (`include: ["reasoning.encrypted_content"]`), which pith
+    /// sends back in the next request, even without a reasoning setting.
+    pub fn for_reasoning_model(mut self, reasoning_model: bool) -> Self {
+        self.reasoning_model = reasoning_model;
+        self
     }
 }
 
@@ -68,7 +78,11 @@ impl ProviderAdapter for OpenAiResponses {
             .collect();
         let events = self
             .transport
-            .post_events(&self.url, &headers, encode_body(request))
+            .post_events(
+                &self.url,
+                &headers,
+                encode_body(request, self.reasoning_model),
+            )
             .await?;
         let mut parser = Parser::default();
         Ok(decode_stream(
@@ -141,7 +155,7 @@ mod tests {
                     Role::Assistant => {
                         let text = message.text_content();
                         if !text.is_empty() {
-                            input.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}));
+                            input.push(json!({"type": "message", "role": "assistant", "content": text}));
                         }
                         for call in message.tool_calls() {
                             input.push(json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments_text(&call.arguments)}));
@@ -154,7 +168,7 @@ mod tests {
                                     input.push(json!({"type": "function_call_output", "call_id": result.call_id, "output": result.content}))
                                 }
                                 Part::Text { text } => input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})),
-                                Part::ToolCall(_) => {}
+                                _ => {}
                             }
                         }
                     }
@@ -225,7 +239,8 @@ mod tests {
                 StreamChunk::Usage(Usage {
                     input_tokens: 36,
                     cached_input_tokens: 0,
-                    output_tokens: 87
+                    output_tokens: 87,
+                    ..Default::default()
                 }),
                 StreamChunk::Done {
                     stop_reason: Some("completed".into())
@@ -269,6 +284,7 @@ mod tests {
             }],
             max_output_tokens: Some(100),
             temperature: None,
+            reasoning: None,
         };
         let body = request_body(&request);
         assert_eq!(body["instructions"], json!("sys"));
