@@ -181,26 +181,12 @@ fn assemble(sections: &[Section], shares: &[usize], counter: &dyn TokenCounter) 
             continue;
         }
         // Room for the closing `[N … omitted]` line.
-        let mut left = share.saturating_sub(heading_tokens + OMITTED_LINE_TOKENS);
-        let mut body = String::new();
-        let mut shown = 0;
-        for (text, tokens) in &section.entries {
-            if *tokens < left {
-                body.push_str(text);
-                body.push('\n');
-                left -= tokens + 1;
-                shown += 1;
-                continue;
-            }
-            if section.cuttable && left >= MIN_CUT_TOKENS {
-                let cut = head_tail_tokens(counter, text, left - 4);
-                left = left.saturating_sub(counter.count(&cut) + 1);
-                body.push_str(&cut);
-                body.push('\n');
-                shown += 1;
-            }
-            break;
-        }
+        let left = share.saturating_sub(heading_tokens + OMITTED_LINE_TOKENS);
+        let (body, shown) = if section.cuttable {
+            fair_cut(&section.entries, left, counter)
+        } else {
+            newest_whole(&section.entries, left)
+        };
         let omitted = section.entries.len() - shown + section.omitted_before;
         out.push_str(&section.heading);
         out.push('\n');
@@ -212,6 +198,70 @@ fn assemble(sections: &[Section], shares: &[usize], counter: &dyn TokenCounter) 
     }
     out.push_str(LEDGER_CLOSE);
     (out, omitted_total)
+}
+
+/// The newest entries that fit whole within `budget` tokens; returns the text and how
+/// many entries it shows.
+fn newest_whole(entries: &[(String, usize)], budget: usize) -> (String, usize) {
+    let mut left = budget;
+    let mut out = String::new();
+    let mut shown = 0;
+    for (text, tokens) in entries {
+        if *tokens >= left {
+            break;
+        }
+        out.push_str(text);
+        out.push('\n');
+        left -= tokens + 1;
+        shown += 1;
+    }
+    (out, shown)
+}
+
+/// Entries (newest first) within `budget` tokens, sharing it fairly: every entry shown
+/// gets at least [`MIN_CUT_TOKENS`] (the oldest are left out when not even that fits),
+/// small entries are shown whole, and the large ones share what is left equally, each
+/// cut to its head and tail. Returns the text and how many entries it shows.
+fn fair_cut(
+    entries: &[(String, usize)],
+    budget: usize,
+    counter: &dyn TokenCounter,
+) -> (String, usize) {
+    // One more token per entry for its line break.
+    let cost = |tokens: usize| tokens + 1;
+    let mut shown = entries.len();
+    // Fewer entries when the newest ones' floors already exceed the budget.
+    while shown > 0
+        && entries[..shown]
+            .iter()
+            .map(|(_, t)| cost((*t).min(MIN_CUT_TOKENS)))
+            .sum::<usize>()
+            > budget
+    {
+        shown -= 1;
+    }
+    // Water-filling: the smallest entries first, each at most an equal share of the rest.
+    let mut order: Vec<usize> = (0..shown).collect();
+    order.sort_by_key(|&i| entries[i].1);
+    let mut allot = vec![0; shown];
+    let mut left = budget;
+    let mut remaining = shown;
+    for i in order {
+        let share = left / remaining.max(1);
+        allot[i] = cost(entries[i].1).min(share.max(cost(MIN_CUT_TOKENS)));
+        left = left.saturating_sub(allot[i]);
+        remaining -= 1;
+    }
+    let mut out = String::new();
+    for (i, (text, tokens)) in entries[..shown].iter().enumerate() {
+        if cost(*tokens) <= allot[i] {
+            out.push_str(text);
+        } else {
+            out.push_str(&head_tail_tokens(counter, text, allot[i].saturating_sub(5)));
+        }
+        out.push('\n');
+    }
+    (out, shown)
 }
 
 fn entries(texts: Vec<String>, counter: &dyn TokenCounter) -> Vec<(String, usize)> {

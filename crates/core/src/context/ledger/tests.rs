@@ -484,3 +484,44 @@ fn a_bash_call_with_git_effects_still_records_what_the_parse_sees() {
     );
     assert_eq!(files.len(), 3, "{files:?}");
 }
+
+#[test]
+fn long_user_messages_share_the_budget_and_each_keeps_its_head_and_tail() {
+    let mut ledger = Ledger::new(None);
+    for i in 0..6 {
+        let body: String = (0..150).map(|w| format!("word{i}x{w} ")).collect();
+        ledger.observe_user(&format!("REQUEST-{i}-START {body} REQUEST-{i}-END"));
+    }
+    let budget = LedgerBudget {
+        total_tokens: 2_000,
+        user_messages_tokens: 2_000,
+    };
+    let rendered = render(&ledger, budget, false, &counter(), None).unwrap();
+    assert!(rendered.tokens <= 2_000, "{}", rendered.tokens);
+    for i in 0..6 {
+        assert!(
+            rendered.text.contains(&format!("REQUEST-{i}-START"))
+                && rendered.text.contains(&format!("REQUEST-{i}-END")),
+            "message {i} keeps its head and tail: {}",
+            rendered.text
+        );
+    }
+    assert_eq!(rendered.text.matches("tokens omitted]").count(), 6);
+    // Far too small for all: the newest stay, the oldest are counted.
+    let tiny = LedgerBudget {
+        total_tokens: 300,
+        user_messages_tokens: 300,
+    };
+    let rendered = render(&ledger, tiny, false, &counter(), None).unwrap();
+    assert!(rendered.tokens <= 300, "{}", rendered.tokens);
+    assert!(
+        rendered.text.contains("REQUEST-5-START"),
+        "{}",
+        rendered.text
+    );
+    assert!(
+        rendered.text.contains("older user messages omitted]"),
+        "{}",
+        rendered.text
+    );
+}
