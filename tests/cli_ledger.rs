@@ -132,6 +132,10 @@ fn a_resumed_session_compacts_with_the_ledger_of_its_whole_life() {
     assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
     let text = stdout(&replay);
     assert!(text.contains("[session ledger carried:"), "{text}");
+    assert!(
+        text.contains(&format!("  {FIRST_INSTRUCTION}")),
+        "replay shows the ledger itself: {text}"
+    );
     assert!(text.contains("[re-attached: plan.md"), "{text}");
 }
 

@@ -137,6 +137,9 @@ pub enum UiEntry {
         /// summary is private and is `None` here.
         #[serde(rename = "summary")]
         visible_summary: Option<String>,
+        /// The session ledger the replacement carried, as the model saw it.
+        #[serde(rename = "ledger", default, skip_serializing_if = "Option::is_none")]
+        ledger: Option<String>,
         /// Tokens of the session ledger the replacement carried (0: none).
         #[serde(
             rename = "ledger_tokens",
@@ -241,6 +244,7 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
                 summary,
                 tokens_before,
                 tokens_after,
+                ledger,
                 ledger_tokens,
                 restored_files,
                 ..
@@ -254,6 +258,7 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
                     CompactionTrigger::Manual => Some(summary.clone()),
                     CompactionTrigger::Auto => None,
                 },
+                ledger: ledger.clone(),
                 ledger_tokens: *ledger_tokens,
                 restored_files: restored_files.clone(),
             },

@@ -68,6 +68,7 @@ pub fn ui_text(entries: &[UiEntry], out: &mut dyn Write) -> io::Result<()> {
                 tokens_before,
                 tokens_after,
                 visible_summary,
+                ledger,
                 ledger_tokens,
                 restored_files,
                 ..
@@ -92,6 +93,9 @@ pub fn ui_text(entries: &[UiEntry], out: &mut dyn Write) -> io::Result<()> {
                         "  [session ledger carried: {} tokens]",
                         thousands(*ledger_tokens)
                     )?;
+                }
+                if let Some(ledger) = ledger {
+                    write_indented(out, ledger, "  ", usize::MAX)?;
                 }
                 if !restored_files.is_empty() {
                     writeln!(out, "  [re-attached: {}]", restored_files.join(", "))?;
@@ -376,6 +380,7 @@ mod tests {
             tokens_before: 182_344,
             tokens_after: 12_003,
             visible_summary: None,
+            ledger: None,
             ledger_tokens: 0,
             restored_files: Vec::new(),
         }]);
@@ -391,6 +396,10 @@ mod tests {
             tokens_before: 182_344,
             tokens_after: 12_003,
             visible_summary: None,
+            ledger: Some(
+                "<session_ledger>\n## User messages\n--- message 1\nfix it\n</session_ledger>"
+                    .into(),
+            ),
             ledger_tokens: 1_834,
             restored_files: vec!["src/lib.rs".into(), "tests/a.rs".into()],
         }]);
