@@ -236,11 +236,13 @@ pub fn run(options: &FidelityOptions) -> Result<()> {
                 Policy::Tiered {
                     micro_percent,
                     prune,
+                    restore_files,
                     ..
                 } => Policy::Tiered {
                     micro_percent,
                     prune,
                     carry,
+                    restore_files,
                 },
                 other => other,
             };

@@ -11,7 +11,8 @@
 //!   compaction's replacement carries is `carry=pith` (pith's default: summary, session
 //!   ledger, re-attached files, last user message), `carry=keen` (summary and last user
 //!   message, seed 002) or `carry=codex` (summary after the user messages, newest first,
-//!   within 20,000 tokens).
+//!   within 20,000 tokens); `restore=N` sets how many files a `pith` replacement
+//!   re-attaches.
 
 use anyhow::{bail, Context, Result};
 use pith_core::context::{ContextConfig, PruneConfig};
@@ -31,6 +32,8 @@ pub enum Policy {
         prune: PruneConfig,
         /// What an LLM compaction's replacement carries.
         carry: Carry,
+        /// Files re-attached by a `pith` replacement.
+        restore_files: usize,
     },
 }
 
@@ -79,6 +82,15 @@ impl Policy {
             } else {
                 Carry::Keen
             },
+            restore_files: config.restore_files,
+        }
+    }
+
+    /// Files a `pith` replacement re-attaches under this policy.
+    pub fn restore_files(&self) -> usize {
+        match self {
+            Self::Tiered { restore_files, .. } => *restore_files,
+            _ => 0,
         }
     }
 
@@ -102,6 +114,7 @@ impl Policy {
                     mut micro_percent,
                     mut prune,
                     mut carry,
+                    mut restore_files,
                 } = Self::tiered_default()
                 else {
                     unreachable!("tiered_default is tiered")
@@ -117,8 +130,9 @@ impl Policy {
                         "minimum" => prune.minimum = value.parse().with_context(bad)?,
                         "turns" => prune.min_user_turns = value.parse().with_context(bad)?,
                         "carry" => carry = Carry::parse(value)?,
+                        "restore" => restore_files = value.parse().with_context(bad)?,
                         other => bail!(
-                            "unknown tiered parameter `{other}` (micro, protect, minimum, turns, carry)"
+                            "unknown tiered parameter `{other}` (micro, protect, minimum, turns, carry, restore)"
                         ),
                     }
                 }
@@ -126,6 +140,7 @@ impl Policy {
                     micro_percent,
                     prune,
                     carry,
+                    restore_files,
                 })
             }
             other => bail!("unknown policy `{other}` (keen, zesdex, tiered[:key=value,…])"),
@@ -150,12 +165,14 @@ mod tests {
             micro_percent,
             prune,
             carry,
-        } = Policy::parse("tiered:micro=60,turns=1,carry=codex").unwrap()
+            restore_files,
+        } = Policy::parse("tiered:micro=60,turns=1,carry=codex,restore=1").unwrap()
         else {
             panic!("tiered expected")
         };
         assert_eq!((micro_percent, prune.min_user_turns), (60, 1));
         assert_eq!(carry, Carry::Codex);
+        assert_eq!(restore_files, 1);
         assert_eq!(Policy::tiered_default().carry(), Carry::Pith);
         assert_eq!(Policy::Keen.carry(), Carry::Keen);
         assert!(Policy::parse("tiered:carry=all").is_err());

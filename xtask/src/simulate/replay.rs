@@ -160,6 +160,7 @@ struct Replay<'a> {
     outcome: SessionOutcome,
     last_user_text: String,
     carry: Carry,
+    restore_files: usize,
     session_ledger: SessionLedger,
     disk: SessionDisk,
     user_texts: Vec<String>,
@@ -185,6 +186,7 @@ impl<'a> Replay<'a> {
             outcome: SessionOutcome::default(),
             last_user_text: String::new(),
             carry,
+            restore_files: 0,
             session_ledger: SessionLedger::default(),
             disk: SessionDisk::default(),
             user_texts: Vec::new(),
@@ -314,7 +316,7 @@ impl<'a> Replay<'a> {
                     &self.disk,
                     counter.as_ref(),
                     RestoreBudget {
-                        files: config.restore_files,
+                        files: self.restore_files,
                         tokens: restore_tokens as usize,
                     },
                 );
@@ -519,6 +521,7 @@ pub fn replay_with(
     let squash_config = SquashConfig::default();
     let mut replay = Replay::new(params, &session.system, budget, policy.carry());
     replay.record_views = record_views;
+    replay.restore_files = policy.restore_files();
     let mut memory = PolicyMemory::default();
     let mut keen_new_history = true;
     let mut shaped = false;
