@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
@@ -38,9 +38,29 @@ pub struct Diagnostics {
     stderr: Mutex<VecDeque<String>>,
     malformed: AtomicUsize,
     first_malformed: Mutex<Option<String>>,
+    /// The server's stderr reached its end (the process closed it, usually by exiting).
+    stderr_closed: AtomicBool,
+    stderr_closed_notify: tokio::sync::Notify,
 }
 
 impl Diagnostics {
+    fn mark_stderr_closed(&self) {
+        self.stderr_closed.store(true, Ordering::Release);
+        self.stderr_closed_notify.notify_waiters();
+    }
+
+    /// Waits until the server's stderr has been read to its end, at most `max`: a server
+    /// that crashes usually says why as its last words, which may still be in the pipe
+    /// when the crash is noticed. True when it was read to the end.
+    pub async fn stderr_read_to_end(&self, max: std::time::Duration) -> bool {
+        let notified = self.stderr_closed_notify.notified();
+        if self.stderr_closed.load(Ordering::Acquire) {
+            return true;
+        }
+        tokio::time::timeout(max, notified).await.is_ok()
+            || self.stderr_closed.load(Ordering::Acquire)
+    }
+
     fn push_stderr(&self, line: &str) {
         let mut tail = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
         if tail.len() == STDERR_LINES {
@@ -168,6 +188,16 @@ impl Connection {
     /// How the child process ended, when it has.
     pub fn exit_status(&self) -> Option<String> {
         self.child.as_ref().and_then(ChildGuard::exit_status)
+    }
+
+    /// For a stdio server that went away: waits (at most half a second) until its stderr
+    /// has been read to the end, so its last words make it into the error.
+    pub async fn settle_stderr(&self) {
+        if self.child.is_some() {
+            self.diagnostics
+                .stderr_read_to_end(std::time::Duration::from_millis(500))
+                .await;
+        }
     }
 }
 
@@ -483,6 +513,7 @@ async fn collect_stderr(stderr: tokio::process::ChildStderr, diagnostics: Arc<Di
             }
         }
     }
+    diagnostics.mark_stderr_closed();
 }
 
 #[cfg(test)]
@@ -510,6 +541,35 @@ mod tests {
         assert!(diagnostics
             .explain()
             .contains("3 line(s) that are not JSON-RPC"));
+    }
+
+    #[tokio::test]
+    async fn the_end_of_stderr_is_awaited_and_bounded() {
+        let diagnostics = Arc::new(Diagnostics::default());
+        assert!(
+            !diagnostics
+                .stderr_read_to_end(std::time::Duration::from_millis(20))
+                .await,
+            "not closed yet"
+        );
+        let waiter = {
+            let diagnostics = diagnostics.clone();
+            tokio::spawn(async move {
+                diagnostics
+                    .stderr_read_to_end(std::time::Duration::from_secs(30))
+                    .await
+            })
+        };
+        tokio::task::yield_now().await;
+        diagnostics.push_stderr("last words");
+        diagnostics.mark_stderr_closed();
+        assert!(waiter.await.unwrap(), "woken by the end of stderr");
+        assert!(
+            diagnostics
+                .stderr_read_to_end(std::time::Duration::from_millis(1))
+                .await
+        );
+        assert_eq!(diagnostics.stderr_tail(), vec!["last words"]);
     }
 
     #[test]

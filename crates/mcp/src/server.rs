@@ -366,6 +366,7 @@ impl McpServer {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
                 if connection.is_closed() {
+                    connection.settle_stderr().await;
                     let mut state = self.state.lock().await;
                     if state.status == Status::Ready {
                         state.status = Status::Crashed(describe_exit(&connection));
