@@ -183,6 +183,8 @@ impl Ledger {
 
     /// A message the user sent. pith's own notes (`[pith] …`) are not user messages.
     pub fn observe_user(&mut self, text: &str) {
+        let text = without_hook_context(text);
+        let text = text.as_str();
         if text.trim().is_empty() || text.starts_with(TRUNCATION_NOTICE_PREFIX) {
             return;
         }
@@ -608,6 +610,24 @@ fn is_pith_line(line: &str) -> bool {
             || t.starts_with("[output was")
             || t.starts_with("[background"))
         || t == "(no output)"
+}
+
+/// `text` without the `<hook_context>` blocks hooks appended to it
+/// ([`crate::hooks::context_block`]): the ledger keeps what the user wrote.
+fn without_hook_context(text: &str) -> String {
+    const OPEN: &str = "\n\n<hook_context event=";
+    const CLOSE: &str = "</hook_context>";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        let Some(end) = rest[start..].find(CLOSE) else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        rest = &rest[start + end + CLOSE.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The last line of a failing command's output that says what went wrong: the last line

@@ -525,3 +525,18 @@ fn long_user_messages_share_the_budget_and_each_keeps_its_head_and_tail() {
         rendered.text
     );
 }
+
+#[test]
+fn hook_context_appended_to_a_user_message_is_not_the_users_words() {
+    let mut ledger = Ledger::new(None);
+    let text = format!(
+        "fix the bug{}{}",
+        crate::hooks::context_block(crate::HookEvent::SessionStart, "branch: main"),
+        crate::hooks::context_block(crate::HookEvent::UserPromptSubmit, "ticket 42")
+    );
+    ledger.observe_user(&text);
+    ledger.observe_user("fix the bug");
+    assert_eq!(ledger.user_messages().len(), 1);
+    assert_eq!(ledger.user_messages()[0].text, "fix the bug");
+    assert_eq!(ledger.user_messages()[0].count, 2);
+}
