@@ -209,7 +209,24 @@ async fn manual_compaction_through_the_real_model() {
         result.summary,
         "the manual summary is streamed visibly"
     );
-    assert_eq!(agent.history(), &[Message::user(result.summary.clone())]);
+    // One user message: the model's summary, then the session ledger, which keeps the
+    // user's words whatever the small model wrote.
+    let history = agent.history();
+    assert_eq!(history.len(), 1);
+    let replacement = history[0].text_content();
+    assert!(
+        replacement.starts_with(&format!(
+            "<compacted_context>{}</compacted_context>",
+            result.summary
+        )),
+        "{replacement}"
+    );
+    assert!(
+        replacement.contains("<session_ledger>")
+            && replacement.contains("My name is Ada and I like SQLite."),
+        "{replacement}"
+    );
+    assert!(result.ledger_tokens > 0);
 }
 
 #[tokio::test]
