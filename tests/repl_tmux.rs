@@ -9,7 +9,8 @@
 //! checkpoint + compaction pair, (c) Ctrl+C stops the turn and the prompt returns,
 //! (d) `/compact keep the API changes` streams a summary and the next request starts
 //! from it. Two more cover `/compact`'s own contract: input typed meanwhile is queued and
-//! runs afterwards, and Esc cancels it with the history unchanged.
+//! runs afterwards, and Esc cancels it with the history unchanged. One covers the bash
+//! sandbox: a command it denied runs once without it when the user allows (issue 19).
 
 use std::path::Path;
 use std::process::Command;
@@ -456,4 +457,42 @@ fn esc_cancels_a_running_compact_and_leaves_the_history_unchanged() {
     );
     let transcript = pane.transcript();
     assert!(!kinds(&transcript).contains(&"compaction_applied"));
+}
+
+#[test]
+#[ignore = "needs tmux"]
+fn a_command_the_sandbox_denied_runs_once_without_it_when_the_user_allows() {
+    require_tmux!();
+    // `/tmp` itself is not writable in the sandbox (docs/sandbox.md).
+    let marker = format!("/tmp/pith-escalation-{}", std::process::id());
+    let _ = std::fs::remove_file(&marker);
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("").with_tool_call("bash", json!({ "command": format!("touch {marker}") })),
+        Turn::text("ESCALATION-DONE"),
+    ]))
+    .unwrap();
+    let pane = Pane::start("escalate", &server, &[]);
+    pane.wait_for_prompt();
+    pane.type_line("create the marker");
+    // The ask mode asks before the command runs at all.
+    pane.wait_for_text("[y] yes");
+    pane.keys(&["y"]);
+    // The sandbox denied it; the REPL offers to run it once without the sandbox.
+    let screen = pane.wait_for_text("run once without the sandbox");
+    assert!(
+        !Path::new(&marker).exists(),
+        "the sandboxed run could not create it:\n{screen}"
+    );
+    pane.keys(&["y"]);
+    pane.wait_for_text("ESCALATION-DONE");
+    pane.exit();
+    assert!(
+        Path::new(&marker).exists(),
+        "the allowed run without the sandbox created it"
+    );
+    let _ = std::fs::remove_file(&marker);
+    // The model was told what happened: the denial, then the unsandboxed run.
+    let requests = server.requests();
+    let result = requests[1].body["messages"].to_string();
+    assert!(result.contains("sandbox"), "{result}");
 }
