@@ -33,6 +33,8 @@ const TESTS_WITH_ERRORS: usize = 20;
 const OMITTED_LINE_TOKENS: usize = 12;
 /// Smallest share worth cutting a user message into.
 const MIN_CUT_TOKENS: usize = 80;
+/// Fewest tokens a line of the Files section takes (`- a.rs: read (turn 1)`).
+const MIN_FILE_LINE_TOKENS: usize = 8;
 
 /// How many tokens the rendered ledger may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,7 +285,7 @@ fn sections(
 ) -> Vec<Section> {
     vec![
         user_section(ledger, budget, exclude_latest_user, counter),
-        files_section(ledger, counter, probe),
+        files_section(ledger, budget, counter, probe),
         commands_section(ledger, counter),
         tests_section(ledger, counter),
         spills_section(ledger, counter),
@@ -380,6 +382,7 @@ fn action_word(action: FileAction) -> &'static str {
 
 fn files_section(
     ledger: &Ledger,
+    budget: LedgerBudget,
     counter: &dyn TokenCounter,
     probe: Option<&dyn FileProbe>,
 ) -> Section {
@@ -387,10 +390,15 @@ fn files_section(
     // Files the session changed first, then files it only read; each newest first.
     let (changed, read): (Vec<&FileEntry>, Vec<&FileEntry>) =
         files.into_iter().partition(|f| f.changed);
+    // Only files that could be shown are checked on disk: a file line takes at least
+    // MIN_FILE_LINE_TOKENS, so later ones cannot fit the budget, and fingerprinting them
+    // would read (hash) up to 500 files on every render.
+    let probed = budget.total_tokens / MIN_FILE_LINE_TOKENS;
     let texts = changed
         .into_iter()
         .chain(read)
-        .map(|f| describe_file(f, probe))
+        .enumerate()
+        .map(|(index, f)| describe_file(f, probe.filter(|_| index < probed)))
         .collect();
     Section {
         heading: "## Files (changed by the session first, then read; newest first)".to_owned(),

@@ -540,3 +540,57 @@ fn hook_context_appended_to_a_user_message_is_not_the_users_words() {
     assert_eq!(ledger.user_messages()[0].text, "fix the bug");
     assert_eq!(ledger.user_messages()[0].count, 2);
 }
+
+#[test]
+fn only_files_that_could_be_shown_are_checked_on_disk() {
+    /// Counts fingerprint calls.
+    struct CountingDisk(std::sync::atomic::AtomicUsize);
+    impl FileProbe for CountingDisk {
+        fn fingerprint(&self, _path: &str) -> Option<String> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Some("same".into())
+        }
+        fn show(&self, _path: &str, _offset: u64, _max_bytes: usize) -> Option<String> {
+            None
+        }
+    }
+    let mut ledger = Ledger::new(None);
+    for i in 0..400 {
+        let call = Message::assistant_with_calls(
+            "",
+            vec![ToolCall {
+                id: format!("c{i}"),
+                name: "read".into(),
+                arguments: json!({ "path": format!("src/file_{i}.rs") }),
+            }],
+        );
+        ledger.observe_message(&call, None);
+        let mut result = ToolResult::new(format!("c{i}"), "x", false);
+        result.effects.push(FileEffect {
+            path: format!("src/file_{i}.rs"),
+            action: FileAction::Read,
+            lines: None,
+            fingerprint: Some("same".into()),
+        });
+        ledger.observe_message(
+            &Message {
+                role: Role::Tool,
+                parts: vec![Part::ToolResult(result)],
+            },
+            None,
+        );
+    }
+    let disk = CountingDisk(std::sync::atomic::AtomicUsize::new(0));
+    let budget = LedgerBudget {
+        total_tokens: 800,
+        user_messages_tokens: 800,
+    };
+    let rendered = render(&ledger, budget, false, &counter(), Some(&disk)).unwrap();
+    assert!(rendered.tokens <= 800);
+    let probed = disk.0.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        probed <= 100,
+        "{probed} fingerprints for an 800-token ledger"
+    );
+    assert!(probed >= 20, "the shown files are still checked: {probed}");
+}
