@@ -156,7 +156,7 @@ pub fn view_text(messages: &[Message]) -> String {
                     out.push_str(&result.content);
                     out.push('\n');
                 }
-                #[allow(unreachable_patterns)]
+                // Reasoning and images say nothing the probes ask about.
                 _ => {}
             }
         }
@@ -226,6 +226,17 @@ pub fn probe_noting(view: &str, facts: &Facts, missed: &mut dyn FnMut(char, &str
 
 /// Runs the probes and prints the tables.
 pub fn run(options: &FidelityOptions) -> Result<()> {
+    let rows = measure(options)?;
+    print!("{}", table(&rows));
+    if let Some(path) = &options.json {
+        std::fs::write(path, serde_json::to_string_pretty(&rows)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The rows of every design, half and window (and the `--dump` files).
+pub fn measure(options: &FidelityOptions) -> Result<Vec<Row>> {
     let files = session_files(&options.sessions)?;
     let counter = Arc::new(BpeCounter::new(Encoding::O200kBase));
     let mut rows: Vec<Row> = Vec::new();
@@ -293,12 +304,7 @@ pub fn run(options: &FidelityOptions) -> Result<()> {
             rows.push(all);
         }
     }
-    print!("{}", table(&rows));
-    if let Some(path) = &options.json {
-        std::fs::write(path, serde_json::to_string_pretty(&rows)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(())
+    Ok(rows)
 }
 
 fn stem(path: &Path) -> String {
@@ -421,6 +427,58 @@ pub fn table(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The corpus sample vendored with pith-core (a fresh clone has no shared corpus).
+    fn sample() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../crates/core/tests/data/corpus-sample")
+    }
+
+    #[test]
+    fn on_the_vendored_sample_pith_keeps_what_keen_loses_and_dumps_its_views() {
+        let dump = tempfile::tempdir().unwrap();
+        let rows = measure(&FidelityOptions {
+            sessions: sample(),
+            windows: vec![16_384],
+            dump: Some(dump.path().to_path_buf()),
+            json: None,
+            missed: false,
+        })
+        .unwrap();
+        let all = |design: &str| {
+            rows.iter()
+                .find(|r| r.half == "all" && r.design == design)
+                .unwrap()
+                .clone()
+        };
+        let (keen, pith) = (all("keen"), all("pith"));
+        assert!(pith.compactions > 0, "the sample compacts at 16k: {pith:?}");
+        let [a, b, _, d, _] = pith.probes;
+        assert!(a.asked > 0 && b.asked > 0, "{pith:?}");
+        assert_eq!(
+            (a.kept, b.kept, d.kept),
+            (a.asked, b.asked, d.asked),
+            "{pith:?}"
+        );
+        assert!(keen.probes[1].percent() < b.percent(), "{keen:?}");
+        let budget = pith_core::ContextBudget::for_window(16_384).input_budget;
+        assert!(pith.ledger_tokens_max <= budget / 10, "{pith:?}");
+        let dumped: Vec<_> = std::fs::read_dir(dump.path()).unwrap().collect();
+        assert_eq!(dumped.len() as u64, pith.compactions);
+        let first = std::fs::read_dir(dump.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let text = std::fs::read_to_string(&first).unwrap();
+        let name = first.file_name().unwrap().to_string_lossy().into_owned();
+        let (stem, n) = name.trim_end_matches(".txt").rsplit_once('.').unwrap();
+        assert!(
+            text.starts_with(&format!("# session {stem} compaction {n} after message ")),
+            "{text}"
+        );
+        assert!(text.contains("<session_ledger>"));
+    }
 
     #[test]
     fn probes_count_what_the_view_shows() {

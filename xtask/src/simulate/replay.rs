@@ -18,9 +18,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use pith_core::context::ledger::{
-    render, restore_files, Ledger as SessionLedger, LedgerBudget, RestoreBudget,
-};
+use pith_core::context::ledger::{render, restore_files, Ledger as SessionLedger, RestoreBudget};
 use pith_core::context::squash::{self, command_family, CommandFamily, SquashConfig};
 use pith_core::context::{collapse, decide, prune_old_tool_outputs, Action, Facts, PolicyMemory};
 use pith_core::message::{Message, Part, Role};
@@ -292,14 +290,9 @@ impl<'a> Replay<'a> {
             Carry::Pith => {
                 let counter = Arc::clone(&self.params.counter);
                 let config = pith_core::context::ContextConfig::default();
-                let budget = LedgerBudget::for_input_budget(
-                    self.budget.input_budget,
-                    config.ledger_percent.max(1),
-                    config.ledger_user_messages_max_tokens,
-                );
                 let rendered = render(
                     &self.session_ledger,
-                    budget,
+                    config.ledger_budget(self.budget.input_budget),
                     true,
                     counter.as_ref(),
                     Some(&self.disk),
@@ -309,15 +302,13 @@ impl<'a> Replay<'a> {
                 let prompt_tokens = count_message(counter.as_ref(), &Message::user(prompt));
                 let prompt_id = self.fresh_id();
                 self.summary_request_with(self.history.len(), prompt_id, prompt_tokens);
-                let restore_tokens =
-                    self.budget.input_budget * u64::from(config.restore_files_percent) / 100;
                 let restored = restore_files(
                     &self.session_ledger,
                     &self.disk,
                     counter.as_ref(),
                     RestoreBudget {
                         files: self.restore_files,
-                        tokens: restore_tokens as usize,
+                        ..config.restore_budget(self.budget.input_budget)
                     },
                 );
                 ledger_tokens = rendered.as_ref().map_or(0, |r| r.tokens as u64);

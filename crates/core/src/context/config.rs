@@ -170,11 +170,13 @@ impl ContextConfig {
         )
     }
 
-    /// Most tokens of the files re-attached after a compaction.
-    pub fn restore_budget(&self, input_budget: u64) -> usize {
-        let tokens =
-            input_budget.saturating_mul(u64::from(self.restore_files_percent.min(100))) / 100;
-        usize::try_from(tokens).unwrap_or(usize::MAX)
+    /// How many files are re-attached after a compaction, and in how many tokens.
+    pub fn restore_budget(&self, input_budget: u64) -> super::ledger::RestoreBudget {
+        super::ledger::RestoreBudget::for_input_budget(
+            input_budget,
+            self.restore_files,
+            self.restore_files_percent,
+        )
     }
 
     /// The prune thresholds of this section.
@@ -215,7 +217,8 @@ mod tests {
             (ledger.total_tokens, ledger.user_messages_tokens),
             (19_000, 8_000)
         );
-        assert_eq!(config.restore_budget(27_904), 4_185);
+        let restore = config.restore_budget(27_904);
+        assert_eq!((restore.files, restore.tokens), (3, 4_185));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use pith_core::context::ledger::{
-    render, restore_files, FileProbe, Ledger, RenderedLedger, RestoreBudget,
+    render, restore_files, FileProbe, Ledger, LedgerBudget, RenderedLedger, RestoreBudget,
 };
 use pith_core::summary::RestoredFile;
 use pith_core::Message;
@@ -35,31 +35,28 @@ impl AgentLoop {
 
     /// The ledger's token budget (0 when the ledger is off).
     pub fn ledger_budget_tokens(&self) -> usize {
+        self.ledger_budget().total_tokens
+    }
+
+    fn ledger_budget(&self) -> LedgerBudget {
         let options = self.options.ledger;
-        pith_core::context::ledger::LedgerBudget::for_input_budget(
+        LedgerBudget::for_input_budget(
             self.budget.input_budget,
             options.ledger_percent,
             options.user_messages_max_tokens,
         )
-        .total_tokens
     }
 
     /// The ledger rendered within its budget; `None` when it is off or empty.
     /// `exclude_latest_user` leaves the latest user message out (the replacement quotes
     /// it after the ledger).
     pub fn render_ledger(&self, exclude_latest_user: bool) -> Option<RenderedLedger> {
-        let options = self.options.ledger;
-        if options.ledger_percent == 0 {
+        if self.options.ledger.ledger_percent == 0 {
             return None;
         }
-        let budget = pith_core::context::ledger::LedgerBudget::for_input_budget(
-            self.budget.input_budget,
-            options.ledger_percent,
-            options.user_messages_max_tokens,
-        );
         render(
             &self.ledger,
-            budget,
+            self.ledger_budget(),
             exclude_latest_user,
             self.estimator.counter().as_ref(),
             self.files.as_deref(),
@@ -86,19 +83,15 @@ impl AgentLoop {
         if options.restore_files == 0 || options.ledger_percent == 0 {
             return Vec::new();
         }
-        let tokens = self
-            .budget
-            .input_budget
-            .saturating_mul(u64::from(options.restore_files_percent.min(100)))
-            / 100;
         restore_files(
             &self.ledger,
             probe,
             self.estimator.counter().as_ref(),
-            RestoreBudget {
-                files: options.restore_files,
-                tokens: usize::try_from(tokens).unwrap_or(usize::MAX),
-            },
+            RestoreBudget::for_input_budget(
+                self.budget.input_budget,
+                options.restore_files,
+                options.restore_files_percent,
+            ),
         )
     }
 

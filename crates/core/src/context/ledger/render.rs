@@ -231,17 +231,15 @@ fn fair_cut(
 ) -> (String, usize) {
     // One more token per entry for its line break.
     let cost = |tokens: usize| tokens + 1;
-    let mut shown = entries.len();
-    // Fewer entries when the newest ones' floors already exceed the budget.
-    while shown > 0
-        && entries[..shown]
-            .iter()
-            .map(|(_, t)| cost((*t).min(MIN_CUT_TOKENS)))
-            .sum::<usize>()
-            > budget
-    {
-        shown -= 1;
-    }
+    // The newest entries whose floors fit.
+    let mut floors = 0;
+    let shown = entries
+        .iter()
+        .take_while(|(_, tokens)| {
+            floors += cost((*tokens).min(MIN_CUT_TOKENS));
+            floors <= budget
+        })
+        .count();
     // Water-filling: the smallest entries first, each at most an equal share of the rest.
     let mut order: Vec<usize> = (0..shown).collect();
     order.sort_by_key(|&i| entries[i].1);

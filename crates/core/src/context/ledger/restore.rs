@@ -19,6 +19,18 @@ pub struct RestoreBudget {
     pub tokens: usize,
 }
 
+impl RestoreBudget {
+    /// At most `files` files within `percent`% of an input budget of `input_budget`
+    /// tokens.
+    pub fn for_input_budget(input_budget: u64, files: usize, percent: u8) -> Self {
+        let tokens = input_budget.saturating_mul(u64::from(percent.min(100))) / 100;
+        Self {
+            files,
+            tokens: usize::try_from(tokens).unwrap_or(usize::MAX),
+        }
+    }
+}
+
 /// The files to re-attach: the ledger's most recent ones (changed or read) that `probe`
 /// can show now, newest first, each shown from its first line (a file read only in part:
 /// from the first range read) and cut to what is left of the budget.
