@@ -174,6 +174,8 @@ impl Settings {
                 ImageFormula::OpenAiTiles
             }
             ProtocolKind::OpenAiChat => ImageFormula::Conservative,
+            // Gemini's tiles (258 tokens per 768 px) are not modelled: the larger.
+            ProtocolKind::Gemini => ImageFormula::Conservative,
         };
         BpeCounter::new(Encoding::O200kBase).with_image_formula(images)
     }
@@ -191,6 +193,7 @@ impl Settings {
             ProtocolKind::OpenAiResponses => ImageLimits::OPENAI,
             ProtocolKind::OpenAiChat if self.model.provider == "openai-chat" => ImageLimits::OPENAI,
             ProtocolKind::OpenAiChat => ImageLimits::COMPATIBLE,
+            ProtocolKind::Gemini => ImageLimits::COMPATIBLE,
         })
     }
 

@@ -200,6 +200,47 @@ pub const ANTHROPIC_MODELS: &[ModelInfo] = &[
     ),
 ];
 
+/// Google Gemini models (native Gemini API). Windows of 1,048,576 tokens, prices of
+/// prompts up to 200,000 tokens (longer prompts cost more on the Pro models); cached
+/// input is the implicit-cache price.
+pub const GEMINI_MODELS: &[ModelInfo] = &[
+    model(
+        "gemini-3-pro-preview",
+        1_048_576,
+        65_536,
+        [2.0, 0.2, 12.0],
+        VISION_REASONING,
+    ),
+    model(
+        "gemini-3-flash-preview",
+        1_048_576,
+        65_536,
+        [0.5, 0.05, 3.0],
+        VISION_REASONING,
+    ),
+    model(
+        "gemini-2.5-pro",
+        1_048_576,
+        65_536,
+        [1.25, 0.125, 10.0],
+        VISION_REASONING,
+    ),
+    model(
+        "gemini-2.5-flash",
+        1_048_576,
+        65_536,
+        [0.3, 0.03, 2.5],
+        VISION_REASONING,
+    ),
+    model(
+        "gemini-2.5-flash-lite",
+        1_048_576,
+        65_536,
+        [0.1, 0.01, 0.4],
+        VISION_REASONING,
+    ),
+];
+
 /// Looks a model up by id, in two steps and never by prefix:
 ///
 /// 1. the exact id (for a routed id such as OpenRouter's `anthropic/claude-sonnet-4.5`,
@@ -214,7 +255,10 @@ pub const ANTHROPIC_MODELS: &[ModelInfo] = &[
 /// (the caller warns loudly).
 pub fn lookup(model_id: &str) -> Option<ModelInfo> {
     let id = model_id.rsplit('/').next().unwrap_or(model_id);
-    let all = OPENAI_MODELS.iter().chain(ANTHROPIC_MODELS);
+    let all = OPENAI_MODELS
+        .iter()
+        .chain(ANTHROPIC_MODELS)
+        .chain(GEMINI_MODELS);
     if let Some(exact) = all.clone().find(|m| m.id == id) {
         return Some(*exact);
     }
@@ -302,6 +346,15 @@ mod tests {
         );
         assert_eq!(lookup("gpt-4o-mini-2024-07-18").unwrap().id, "gpt-4o-mini");
         assert!(lookup("my-finetune").is_none());
+        assert_eq!(lookup("gemini-2.5-flash").unwrap().max_output, 65_536);
+        assert_eq!(
+            lookup("google/gemini-2.5-pro").unwrap().id,
+            "gemini-2.5-pro"
+        );
+        assert!(
+            lookup("gemini-2.5").is_none(),
+            "never priced as a longer id"
+        );
     }
 
     #[test]

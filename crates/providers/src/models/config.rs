@@ -82,6 +82,9 @@ pub enum ProtocolKind {
     /// Anthropic Messages.
     #[serde(rename = "anthropic")]
     Anthropic,
+    /// Google Gemini API, native (`streamGenerateContent`).
+    #[serde(rename = "gemini")]
+    Gemini,
 }
 
 /// A `[providers.NAME]` table.
@@ -385,6 +388,15 @@ const BUILT_INS: &[BuiltIn] = &[
         headers: OPENROUTER_HEADERS,
     },
     BuiltIn {
+        name: "gemini",
+        kind: ProtocolKind::Gemini,
+        base_url: crate::wire::gemini::DEFAULT_BASE_URL,
+        base_url_env: Some("GEMINI_BASE_URL"),
+        api_key_env: Some("GEMINI_API_KEY"),
+        max_tokens_field: MaxTokensField::MaxTokens,
+        headers: &[],
+    },
+    BuiltIn {
         name: "local",
         kind: ProtocolKind::OpenAiChat,
         base_url: LOCAL_BASE_URL,
@@ -395,6 +407,21 @@ const BUILT_INS: &[BuiltIn] = &[
         headers: &[],
     },
 ];
+
+/// A key variable read when the built-in one is unset: Google's SDKs take the Gemini key
+/// from `GOOGLE_API_KEY` too.
+const KEY_FALLBACKS: &[(&str, &str)] = &[("GEMINI_API_KEY", "GOOGLE_API_KEY")];
+
+/// The key in `env`, else in its [`KEY_FALLBACKS`] variable; empty values do not count.
+fn lookup_key(env: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let set = |name: &str| lookup(name).filter(|v| !v.is_empty());
+    set(env).or_else(|| {
+        KEY_FALLBACKS
+            .iter()
+            .find(|(primary, _)| *primary == env)
+            .and_then(|(_, fallback)| set(fallback))
+    })
+}
 
 /// Names of the built-in providers.
 pub fn built_in_providers() -> Vec<&'static str> {
@@ -480,7 +507,7 @@ impl ResolvedModel {
 
     /// Builds the adapter for this model.
     pub fn adapter(&self) -> Result<Arc<dyn ProviderAdapter>, ProviderError> {
-        use crate::wire::{anthropic, openai_chat, openai_responses};
+        use crate::wire::{anthropic, gemini, openai_chat, openai_responses};
         let key = self.api_key.as_deref();
         let url = &self.base_url;
         Ok(match self.kind {
@@ -495,6 +522,7 @@ impl ResolvedModel {
             ProtocolKind::Anthropic => {
                 Arc::new(anthropic::Anthropic::with_options(url, key, self.http)?)
             }
+            ProtocolKind::Gemini => Arc::new(gemini::Gemini::with_options(url, key, self.http)?),
         })
     }
 }
@@ -540,13 +568,17 @@ pub fn resolve_model(
         .and_then(|c| c.api_key_env.clone())
         .or(built_in.and_then(|b| b.api_key_env.map(str::to_owned)));
     let api_key = match &key_env {
-        Some(env) => match lookup(env).filter(|v| !v.is_empty()) {
+        Some(env) => match lookup_key(env, lookup) {
             Some(key) => Some(key),
             None => {
+                let fallback = KEY_FALLBACKS.iter().find(|(primary, _)| primary == env);
                 return Err(ConfigError::MissingKey {
                     provider: provider.to_owned(),
-                    env: env.clone(),
-                })
+                    env: match fallback {
+                        Some((_, other)) => format!("{env} (or {other})"),
+                        None => env.clone(),
+                    },
+                });
             }
         },
         None => None,
@@ -756,6 +788,8 @@ pub fn default_model_spec(config: &Config, lookup: &dyn Fn(&str) -> Option<Strin
         "openai/gpt-5".to_owned()
     } else if has("OPENROUTER_API_KEY") {
         "openrouter/anthropic/claude-sonnet-4.5".to_owned()
+    } else if has("GEMINI_API_KEY") || has("GOOGLE_API_KEY") {
+        "gemini/gemini-2.5-pro".to_owned()
     } else {
         "local/smollm2".to_owned()
     }
@@ -789,6 +823,39 @@ mod tests {
         assert!(
             !format!("{model:?}").contains("sk-test"),
             "the key must never be printed"
+        );
+    }
+
+    #[test]
+    fn gemini_takes_either_key_and_its_base_url_variable() {
+        let lookup = env(&[
+            ("GOOGLE_API_KEY", "g-key"),
+            ("GEMINI_BASE_URL", "http://127.0.0.1:9"),
+        ]);
+        let model = resolve_model("gemini/gemini-2.5-pro", &Config::default(), &lookup).unwrap();
+        assert_eq!(model.kind, ProtocolKind::Gemini);
+        assert_eq!(model.base_url, "http://127.0.0.1:9");
+        assert_eq!(model.context_window, 1_048_576);
+        assert!(model.pricing.is_some() && model.images);
+        assert!(!format!("{model:?}").contains("g-key"));
+        let both = env(&[("GEMINI_API_KEY", "first"), ("GOOGLE_API_KEY", "second")]);
+        assert_eq!(
+            lookup_key("GEMINI_API_KEY", &both).as_deref(),
+            Some("first"),
+            "GEMINI_API_KEY wins"
+        );
+        let err = resolve_model("gemini/gemini-2.5-pro", &Config::default(), &env(&[]))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "gemini needs an API key: set GEMINI_API_KEY (or GOOGLE_API_KEY)"
+        );
+        let model = resolve_model("gemini/gemini-2.5-flash", &Config::default(), &lookup).unwrap();
+        assert!(model.adapter().is_ok());
+        assert_eq!(
+            default_model_spec(&Config::default(), &lookup),
+            "gemini/gemini-2.5-pro"
         );
     }
 

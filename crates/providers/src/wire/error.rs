@@ -244,8 +244,8 @@ fn with_upstream(message: &str, value: &serde_json::Value) -> String {
 
 /// Every provider's wording for "the prompt does not fit": OpenAI's
 /// `context_length_exceeded` code and "maximum context length" message, Anthropic's
-/// "prompt is too long", llama.cpp's "exceeds the available context size", vLLM's and
-/// OpenRouter's variants.
+/// "prompt is too long", Gemini's "exceeds the maximum number of tokens allowed",
+/// llama.cpp's "exceeds the available context size", vLLM's and OpenRouter's variants.
 fn looks_like_context_length(status: u16, body: &str) -> bool {
     if !(status == 400 || status == 413 || status == 422) {
         return false;
@@ -259,6 +259,7 @@ fn looks_like_context_length(status: u16, body: &str) -> bool {
         "context window",
         "too many tokens",
         "exceed_context_size_error",
+        "exceeds the maximum number of tokens allowed",
     ]
     .iter()
     .any(|needle| lower.contains(needle))

@@ -13,6 +13,7 @@
 pub mod adapter;
 pub mod anthropic;
 pub mod error;
+pub mod gemini;
 pub mod http;
 pub mod limits;
 pub mod openai_chat;
