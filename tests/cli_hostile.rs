@@ -17,6 +17,7 @@ fn model(protocol: Protocol) -> &'static str {
         Protocol::Anthropic => "anthropic/claude-sonnet-4-5",
         Protocol::OpenAiChat => "openai-chat/gpt-4o",
         Protocol::OpenAiResponses => "openai/gpt-4o",
+        Protocol::Gemini => "gemini/gemini-2.5-flash",
     }
 }
 

@@ -53,6 +53,11 @@ impl Sandbox {
                         .env("OPENAI_API_KEY", "sk-test-key")
                         .env("OPENAI_BASE_URL", server.base_url());
                 }
+                Protocol::Gemini => {
+                    command
+                        .env("GEMINI_API_KEY", "gemini-test-key")
+                        .env("GEMINI_BASE_URL", server.base_url());
+                }
             }
         }
         command

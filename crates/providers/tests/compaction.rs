@@ -39,7 +39,8 @@ fn call_id(protocol: Protocol, k: usize) -> String {
 /// parent request must carry when the compaction did not apply. Anthropic merges the
 /// prompt into the last user message (after the tool results), so there it is the last
 /// block that goes; the cache marker the adapter puts on the last block moves with it, so
-/// Anthropic items are compared without `cache_control`.
+/// Anthropic items are compared without `cache_control`. Gemini merges it the same way
+/// (into the last user content, after the function responses), with no marker.
 fn without_prompt(wire: &Wire) -> Vec<Value> {
     let mut conversation = wire.conversation();
     assert!(wire.is_auto_compaction(), "not a compaction request");
@@ -56,6 +57,15 @@ fn without_prompt(wire: &Wire) -> Vec<Value> {
                 conversation.pop();
             }
             conversation.iter().map(without_cache_control).collect()
+        }
+        Protocol::Gemini => {
+            let last = conversation.last_mut().unwrap();
+            let parts = last["parts"].as_array_mut().unwrap();
+            parts.pop();
+            if parts.is_empty() {
+                conversation.pop();
+            }
+            conversation
         }
     }
 }
@@ -412,11 +422,11 @@ async fn a_tool_call_during_compaction_is_refused_with_the_tool_error_and_never_
     let denial = retry.tool_outputs().pop().expect("a tool output");
     assert_eq!(denial.call_id, denied_id);
     assert_eq!(denial.content, TOOLS_DISABLED_DURING_COMPACTION);
-    if protocol == Protocol::Anthropic {
+    if matches!(protocol, Protocol::Anthropic | Protocol::Gemini) {
         assert_eq!(
             denial.is_error,
             Some(true),
-            "Anthropic marks the denial as an error"
+            "Anthropic and Gemini mark the denial as an error"
         );
     }
     // The repeated compaction request extends the first one.

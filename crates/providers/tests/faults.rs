@@ -141,6 +141,7 @@ async fn a_context_length_error_is_typed_not_retried_and_never_starts_a_compacti
                 Protocol::OpenAiChat => "maximum context length",
                 Protocol::OpenAiResponses => "context window",
                 Protocol::Anthropic => "prompt is too long: 250000 tokens",
+                Protocol::Gemini => "exceeds the maximum number of tokens allowed",
             };
             assert!(message.contains(wording), "{message}")
         }

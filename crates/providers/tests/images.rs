@@ -131,6 +131,15 @@ async fn a_tool_image_travels_in_the_protocols_own_form(protocol: Protocol) {
             assert_eq!(next["role"], "user");
             assert_eq!(next["content"][1]["type"], "image_url");
         }
+        Protocol::Gemini => {
+            // After the function response, in the same user content.
+            let parts = &body["contents"][2]["parts"];
+            assert_eq!(parts[0]["functionResponse"]["name"], "read");
+            assert_eq!(
+                parts[1],
+                json!({"inlineData": {"mimeType": "image/png", "data": DATA}})
+            );
+        }
     }
 }
 

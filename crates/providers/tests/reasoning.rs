@@ -85,6 +85,23 @@ async fn reasoning_goes_back_in_its_place_between_tool_calls(protocol: Protocol)
             );
             assert_eq!(summary.usage.reasoning_tokens, 12);
         }
+        Protocol::Gemini => {
+            assert_eq!(
+                first["generationConfig"]["thinkingConfig"],
+                json!({"includeThoughts": true, "thinkingBudget": 10_000})
+            );
+            assert_eq!(
+                second["contents"][1]["parts"][0],
+                json!({"functionCall": {"id": "fc_1", "name": "read", "args": {"path": "src/lib.rs"}},
+                       "thoughtSignature": "testkit-signature-1"}),
+                "the signature goes back on the call it came with"
+            );
+            assert!(
+                !second.to_string().contains("Look at lib.rs"),
+                "thought summaries are not sent back"
+            );
+            assert_eq!(summary.usage.reasoning_tokens, 12);
+        }
         Protocol::OpenAiChat => {
             let text = second.to_string();
             assert!(
@@ -135,6 +152,7 @@ async fn a_compaction_inside_a_thinking_tool_loop_is_accepted(protocol: Protocol
     let kept = match protocol {
         Protocol::Anthropic => Some("testkit-signature"),
         Protocol::OpenAiResponses => Some("testkit-encrypted"),
+        Protocol::Gemini => Some("testkit-signature"),
         Protocol::OpenAiChat => None,
     };
     if let Some(kept) = kept {

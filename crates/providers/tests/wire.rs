@@ -35,9 +35,18 @@ async fn requests_reach_the_documented_endpoint_with_auth_and_streaming(protocol
     h.turn("hello").await.outcome.expect("the turn completes");
     let request = h.server.requests().pop().unwrap();
     assert_eq!(request.method, "POST");
-    assert_eq!(request.path, protocol.endpoint_path());
-    assert!(request.is_streaming(), "pith always streams");
-    assert_eq!(request.body["model"], "test-model");
+    if protocol == Protocol::Gemini {
+        // The model is in the path, streaming in the method and the query.
+        assert_eq!(
+            request.path,
+            "/v1beta/models/test-model:streamGenerateContent"
+        );
+        assert_eq!(request.query, "alt=sse", "the key never goes in the URL");
+    } else {
+        assert_eq!(request.path, protocol.endpoint_path());
+        assert!(request.is_streaming(), "pith always streams");
+        assert_eq!(request.body["model"], "test-model");
+    }
     let wire = Wire::new(protocol, request.clone());
     assert_eq!(wire.system_text(), SYSTEM);
     assert_eq!(wire.user_texts(), vec!["hello".to_owned()]);
@@ -62,6 +71,13 @@ async fn requests_reach_the_documented_endpoint_with_auth_and_streaming(protocol
             assert!(request.body["max_tokens"].as_u64().unwrap() > 0);
             assert_eq!(request.body["tools"][0]["name"], "read");
             assert!(request.body["tools"][0]["input_schema"].is_object());
+        }
+        Protocol::Gemini => {
+            assert_eq!(request.header("x-goog-api-key"), Some(REDACTED));
+            assert!(request.header("authorization").is_none());
+            let declaration = &request.body["tools"][0]["functionDeclarations"][0];
+            assert_eq!(declaration["name"], "read");
+            assert!(declaration["parametersJsonSchema"].is_object());
         }
     }
 }
@@ -372,6 +388,9 @@ async fn broken_arguments_and_unknown_tools_get_tool_errors_and_are_replayed_fai
             .unwrap(),
         Protocol::Anthropic => {
             request.conversation()[1]["content"][0]["input"]["raw_arguments"].clone()
+        }
+        Protocol::Gemini => {
+            request.conversation()[1]["parts"][0]["functionCall"]["args"]["raw_arguments"].clone()
         }
     };
     assert_eq!(replayed, json!(broken));

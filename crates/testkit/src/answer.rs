@@ -21,6 +21,7 @@ pub(crate) type AnswerBody = UnsyncBoxBody<Bytes, std::io::Error>;
 /// Context windows quoted in context-length errors.
 const OPENAI_CONTEXT_LIMIT: u64 = 128_000;
 const ANTHROPIC_CONTEXT_LIMIT: u64 = 200_000;
+const GEMINI_CONTEXT_LIMIT: u64 = 1_048_576;
 
 /// Text streamed by a `drop_mid_stream` / `malformed_sse` / `stream_error` turn that scripts
 /// no content, so there are chunks to send before the failure.
@@ -96,6 +97,7 @@ pub(crate) fn for_turn(
             let limit = match protocol {
                 Protocol::Anthropic => ANTHROPIC_CONTEXT_LIMIT,
                 Protocol::OpenAiChat | Protocol::OpenAiResponses => OPENAI_CONTEXT_LIMIT,
+                Protocol::Gemini => GEMINI_CONTEXT_LIMIT,
             };
             let scripted = turn.usage.map_or(0, |usage| usage.input_tokens);
             return http_error(ErrorKind::ContextLength {

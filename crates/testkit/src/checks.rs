@@ -11,6 +11,10 @@
 //!   false`) or with encrypted content the testkit never issued; a `function_call` of a
 //!   reasoning turn sent back without that turn's reasoning item before it (the real API
 //!   takes it and reasons worse; the testkit refuses so that tests see it).
+//! - **Gemini**: a `thoughtSignature` the testkit never issued ("Corrupted thought
+//!   signature."); and, in the current turn (the contents after the last user content
+//!   with text), a `functionCall` of a reasoning turn whose first call part does not
+//!   carry that turn's signature, as Gemini 3 refuses it.
 //! - **Chat Completions**, with the script's `max_tokens_field`: the other cap field, as
 //!   OpenAI refuses `max_tokens` for its reasoning models; and a `tool` message whose
 //!   content carries an image (only user messages may).
@@ -30,6 +34,7 @@ pub(crate) fn check(
         Protocol::Anthropic => anthropic(script, tool_call_ids, body),
         Protocol::OpenAiResponses => responses(script, tool_call_ids, body),
         Protocol::OpenAiChat => chat(script, body),
+        Protocol::Gemini => gemini(script, tool_call_ids, body),
     }
 }
 
@@ -207,6 +212,73 @@ fn responses(
                 }
             }
             _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn gemini(script: &Script, tool_call_ids: &[Vec<String>], body: &Value) -> Result<(), ErrorKind> {
+    let empty = Vec::new();
+    let contents = body["contents"].as_array().unwrap_or(&empty);
+    let issued = |signature: &str| {
+        script
+            .turns
+            .iter()
+            .enumerate()
+            .any(|(n, turn)| turn.reasoning.is_some() && thinking_signature(n + 1) == signature)
+    };
+    for (i, content) in contents.iter().enumerate() {
+        for (j, part) in content["parts"]
+            .as_array()
+            .unwrap_or(&empty)
+            .iter()
+            .enumerate()
+        {
+            if let Some(signature) = part.get("thoughtSignature") {
+                if !signature.as_str().is_some_and(issued) {
+                    return Err(invalid(
+                        format!("Corrupted thought signature. (contents[{i}].parts[{j}])"),
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+    // The current turn starts after the last user content with text (not only results).
+    let current = contents
+        .iter()
+        .rposition(|c| {
+            c["role"] == "user"
+                && c["parts"]
+                    .as_array()
+                    .is_some_and(|parts| parts.iter().any(|p| p.get("text").is_some()))
+        })
+        .map_or(0, |at| at + 1);
+    for (i, content) in contents.iter().enumerate().skip(current) {
+        let parts = content["parts"].as_array().unwrap_or(&empty);
+        let Some((j, first_call)) = parts
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.get("functionCall").is_some())
+        else {
+            continue;
+        };
+        let Some(n) = first_call["functionCall"]["id"]
+            .as_str()
+            .and_then(|id| turn_of_call(tool_call_ids, id))
+        else {
+            continue;
+        };
+        let reasoned = script
+            .turns
+            .get(n - 1)
+            .is_some_and(|t| t.reasoning.is_some());
+        if reasoned && first_call["thoughtSignature"] != thinking_signature(n).as_str() {
+            let name = first_call["functionCall"]["name"].as_str().unwrap_or("?");
+            return Err(invalid(
+                format!("Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:{name}` , position {}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details. (contents[{i}].parts[{j}])", i + 1),
+                None,
+            ));
         }
     }
     Ok(())

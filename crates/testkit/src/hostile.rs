@@ -13,7 +13,9 @@
 //! | `redirect` | an HTTP 307 to `redirect_to` |
 //!
 //! Streams are well-formed in each protocol's own shape up to the point where they stop
-//! making sense, so a client only fails on the bound it is meant to enforce.
+//! making sense, so a client only fails on the bound it is meant to enforce. Gemini sends
+//! a function call whole in one event, so there `huge_tool_arguments` is one event of
+//! `size_mb` MB (what a client bounds first is then the event).
 
 use std::time::Duration;
 
@@ -197,6 +199,30 @@ impl Frames {
         ))
     }
 
+    /// One Gemini chunk whose candidate has `parts`.
+    fn gemini(&self, parts: Value) -> Bytes {
+        Self::encode(SseEvent::data(
+            json!({"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}],
+                   "modelVersion": &*self.model})
+            .to_string(),
+        ))
+    }
+
+    /// A Gemini call chunk cut around its `args`: the bytes before them, the bytes after.
+    fn gemini_call_halves(&self, index: usize) -> (Bytes, Bytes) {
+        const MARK: &str = "\u{1}ARGS\u{1}";
+        let whole = self.gemini(
+            json!([{"functionCall": {"id": format!("call_hostile_{index}"), "name": "read", "args": MARK}}]),
+        );
+        let whole = String::from_utf8_lossy(&whole).into_owned();
+        let marker = serde_json::to_string(MARK).unwrap_or_default();
+        let at = whole.find(&marker).unwrap_or(whole.len());
+        (
+            Bytes::from(whole[..at].to_owned()),
+            Bytes::from(whole[(at + marker.len()).min(whole.len())..].to_owned()),
+        )
+    }
+
     fn named(name: &str, mut payload: Value) -> Bytes {
         payload["type"] = json!(name);
         Self::encode(SseEvent::named(name, &payload))
@@ -230,6 +256,8 @@ impl Frames {
                     json!({"output_index": 0, "item": {"id": "msg_hostile", "type": "message", "role": "assistant", "content": []}}),
                 ),
             ],
+            // Gemini has no opening event: the first chunk already carries content.
+            Protocol::Gemini => Vec::new(),
         }
     }
 
@@ -245,6 +273,7 @@ impl Frames {
                 "response.output_text.delta",
                 json!({"item_id": "msg_hostile", "output_index": 0, "content_index": 0, "delta": text}),
             ),
+            Protocol::Gemini => self.gemini(json!([{ "text": text }])),
         }
     }
 
@@ -279,6 +308,8 @@ impl Frames {
                 json!({"output_index": index + 1, "item": {"id": format!("fc_{index}"), "type": "function_call",
                        "call_id": id, "name": "read", "arguments": ""}}),
             ),
+            // The chunk up to its `args`; the arguments follow raw, `call_stop` closes it.
+            Protocol::Gemini => self.gemini_call_halves(index).0,
         }
     }
 
@@ -296,6 +327,7 @@ impl Frames {
                 "response.function_call_arguments.delta",
                 json!({"item_id": format!("fc_{index}"), "output_index": index + 1, "delta": piece}),
             ),
+            Protocol::Gemini => Bytes::from(piece.to_owned()),
         }
     }
 
@@ -306,6 +338,7 @@ impl Frames {
             // client may take from the deltas.
             Protocol::OpenAiChat => Bytes::new(),
             Protocol::OpenAiResponses => Bytes::new(),
+            Protocol::Gemini => self.gemini_call_halves(index).1,
         }
     }
 
@@ -318,6 +351,7 @@ impl Frames {
                 "response.in_progress",
                 json!({"response": {"id": "resp_hostile", "status": "in_progress"}}),
             ),
+            Protocol::Gemini => self.gemini(json!([{ "text": "" }])),
         }
     }
 
@@ -349,6 +383,14 @@ impl Frames {
                 json!({"response": {"id": "resp_hostile", "status": "completed", "output": [],
                        "usage": {"input_tokens": 10, "output_tokens": 1}}}),
             )],
+            // Gemini ends every answer, calls included, with `STOP`.
+            Protocol::Gemini => vec![Self::encode(SseEvent::data(
+                json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]},
+                        "finishReason": "STOP", "index": 0}],
+                       "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 1, "totalTokenCount": 11},
+                       "modelVersion": &*self.model})
+                .to_string(),
+            ))],
         }
     }
 }

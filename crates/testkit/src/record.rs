@@ -38,6 +38,8 @@ pub struct RecordedRequest {
     pub method: String,
     /// Request path without the query, e.g. `/v1/messages`.
     pub path: String,
+    /// The query string, without `?` (empty when there is none), e.g. `alt=sse`.
+    pub query: String,
     /// Headers in arrival order, names lower-cased; values of `authorization`,
     /// `x-api-key` and other secret headers are replaced with [`REDACTED`].
     pub headers: Vec<(String, String)>,
@@ -68,6 +70,8 @@ pub(crate) struct StoredRequest {
     pub method: String,
     /// Request path without the query.
     pub path: String,
+    /// The query string, without `?`.
+    pub query: String,
     /// Headers, secrets redacted.
     pub headers: Vec<(String, String)>,
     /// The body as received.
@@ -81,12 +85,14 @@ impl StoredRequest {
     pub(crate) fn new(
         method: String,
         path: String,
+        query: String,
         headers: Vec<(String, String)>,
         body: Bytes,
     ) -> StoredRequest {
         StoredRequest {
             method,
             path,
+            query,
             headers,
             body,
             parsed: OnceLock::new(),
@@ -105,6 +111,7 @@ impl StoredRequest {
         RecordedRequest {
             method: self.method.clone(),
             path: self.path.clone(),
+            query: self.query.clone(),
             headers: self.headers.clone(),
             body: self.body_value().clone(),
         }
@@ -260,6 +267,7 @@ mod tests {
         StoredRequest::new(
             "POST".into(),
             "/v1/messages".into(),
+            String::new(),
             vec![("x-api-key".into(), REDACTED.into())],
             Bytes::from(json!({"n": n}).to_string()),
         )
@@ -272,6 +280,7 @@ mod tests {
         log.append(StoredRequest::new(
             "POST".into(),
             "/v1/messages".into(),
+            String::new(),
             Vec::new(),
             Bytes::from_static(b"not json\n"),
         ));
@@ -289,6 +298,7 @@ mod tests {
         log.append(StoredRequest::new(
             "POST".into(),
             "/v1/messages".into(),
+            String::new(),
             Vec::new(),
             Bytes::from_static(b"{\n  \"a\": 1\n}"),
         ));

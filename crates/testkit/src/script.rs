@@ -22,16 +22,59 @@ pub enum Protocol {
     /// Anthropic Messages: `POST /v1/messages`.
     #[serde(rename = "anthropic")]
     Anthropic,
+    /// Google Gemini: `POST /v1beta/models/{model}:streamGenerateContent?alt=sse` (and
+    /// `:generateContent`), the model named in the path.
+    #[serde(rename = "gemini")]
+    Gemini,
+}
+
+/// The path prefix of Gemini's model endpoints.
+const GEMINI_MODELS_PATH: &str = "/v1beta/models/";
+
+/// What a request path asks of the protocol's endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Endpoint {
+    /// The model named in the path (Gemini), else `None` (it is in the body).
+    pub model: Option<String>,
+    /// The path itself says the answer is streamed (Gemini's
+    /// `:streamGenerateContent`); `None`: the body's `stream` says.
+    pub streaming: Option<bool>,
 }
 
 impl Protocol {
-    /// The one request path this protocol answers (`/v1/chat/completions`, `/v1/responses`,
-    /// `/v1/messages`).
+    /// The request path this protocol answers (`/v1/chat/completions`, `/v1/responses`,
+    /// `/v1/messages`); for Gemini, whose path names the model, the streaming path of
+    /// the model `testkit-model` (any model's is answered, see [`Protocol::endpoint`]).
     pub fn endpoint_path(self) -> &'static str {
         match self {
             Protocol::OpenAiChat => "/v1/chat/completions",
             Protocol::OpenAiResponses => "/v1/responses",
             Protocol::Anthropic => "/v1/messages",
+            Protocol::Gemini => "/v1beta/models/testkit-model:streamGenerateContent",
+        }
+    }
+
+    /// Whether `path` is this protocol's endpoint, and what it says (Gemini: the model
+    /// and whether the answer streams).
+    pub(crate) fn endpoint(self, path: &str) -> Option<Endpoint> {
+        match self {
+            Protocol::Gemini => {
+                let rest = path.strip_prefix(GEMINI_MODELS_PATH)?;
+                let (model, method) = rest.rsplit_once(':')?;
+                let streaming = match method {
+                    "streamGenerateContent" => true,
+                    "generateContent" => false,
+                    _ => return None,
+                };
+                (!model.is_empty() && !model.contains('/')).then(|| Endpoint {
+                    model: Some(model.to_owned()),
+                    streaming: Some(streaming),
+                })
+            }
+            _ => (path == self.endpoint_path()).then_some(Endpoint {
+                model: None,
+                streaming: None,
+            }),
         }
     }
 
@@ -41,15 +84,17 @@ impl Protocol {
             Protocol::OpenAiChat => "openai-chat",
             Protocol::OpenAiResponses => "openai-responses",
             Protocol::Anthropic => "anthropic",
+            Protocol::Gemini => "gemini",
         }
     }
 
     /// Prefix of generated tool-call ids: `call_` for both OpenAI kinds, `toolu_` for
-    /// Anthropic.
+    /// Anthropic, `fc_` for Gemini (sent as `functionCall.id`).
     pub fn tool_call_id_prefix(self) -> &'static str {
         match self {
             Protocol::OpenAiChat | Protocol::OpenAiResponses => "call_",
             Protocol::Anthropic => "toolu_",
+            Protocol::Gemini => "fc_",
         }
     }
 }
@@ -222,7 +267,8 @@ pub struct Turn {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_s: Option<u64>,
     /// Reasoning text streamed before the answer (Chat: `reasoning_content` deltas;
-    /// Responses: a reasoning item with a summary; Anthropic: a thinking block).
+    /// Responses: a reasoning item with a summary; Anthropic: a thinking block; Gemini:
+    /// thought parts, and a thought signature the client must send back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
     /// Anthropic: a `redacted_thinking` block (opaque `data`) before the answer, as the
@@ -440,6 +486,11 @@ impl Script {
         Script::new(Protocol::Anthropic, turns)
     }
 
+    /// A Google Gemini script.
+    pub fn gemini(turns: impl IntoIterator<Item = Turn>) -> Script {
+        Script::new(Protocol::Gemini, turns)
+    }
+
     /// Appends a turn.
     pub fn then(mut self, turn: Turn) -> Script {
         self.turns.push(turn);
@@ -584,7 +635,7 @@ mod tests {
         let bad_fault =
             Script::from_json(r#"{"protocol":"anthropic","turns":[{"fault":"http_418"}]}"#);
         assert!(bad_fault.unwrap_err().to_string().contains("http_418"));
-        let bad_protocol = Script::from_json(r#"{"protocol":"gemini","turns":[]}"#);
+        let bad_protocol = Script::from_json(r#"{"protocol":"cohere","turns":[]}"#);
         assert!(bad_protocol.is_err());
     }
 

@@ -147,18 +147,24 @@ impl TestServer {
     /// The base URL the protocol's SDKs expect, so it can go straight into
     /// `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`: `http://127.0.0.1:PORT/v1` for both OpenAI
     /// kinds (clients append `/chat/completions` or `/responses`), `http://127.0.0.1:PORT`
-    /// for Anthropic (clients append `/v1/messages`).
+    /// for Anthropic (clients append `/v1/messages`) and Gemini (`GEMINI_BASE_URL`; clients
+    /// append `/v1beta/models/…`).
     pub fn base_url(&self) -> String {
         match self.protocol {
             Protocol::OpenAiChat | Protocol::OpenAiResponses => format!("{}/v1", self.origin),
-            Protocol::Anthropic => self.origin.clone(),
+            Protocol::Anthropic | Protocol::Gemini => self.origin.clone(),
         }
     }
 
     /// The full URL of the one endpoint the script answers, e.g.
-    /// `http://127.0.0.1:PORT/v1/chat/completions`.
+    /// `http://127.0.0.1:PORT/v1/chat/completions`; for Gemini the streaming URL of the
+    /// model `testkit-model`, with its `?alt=sse`.
     pub fn endpoint_url(&self) -> String {
-        format!("{}{}", self.origin, self.protocol.endpoint_path())
+        let query = match self.protocol {
+            Protocol::Gemini => "?alt=sse",
+            _ => "",
+        };
+        format!("{}{}{query}", self.origin, self.protocol.endpoint_path())
     }
 
     /// The bound port.
@@ -316,14 +322,20 @@ async fn serve_request(
     state.log.append(StoredRequest::new(
         parts.method.to_string(),
         parts.uri.path().to_owned(),
+        parts.uri.query().unwrap_or_default().to_owned(),
         headers,
         bytes,
     ));
     let answer = match refused {
-        Some(kind) if parts.uri.path() == state.protocol.endpoint_path() => {
+        Some(kind) if state.protocol.endpoint(parts.uri.path()).is_some() => {
             answer::error(state.protocol, &kind, None)
         }
-        _ => choose_answer(&state, &parts.method, parts.uri.path(), facts),
+        _ => choose_answer(
+            &state,
+            &parts.method,
+            (parts.uri.path(), parts.uri.query().unwrap_or_default()),
+            facts,
+        ),
     };
     Ok(respond(answer).await)
 }
@@ -347,19 +359,39 @@ fn rejection(status: StatusCode, message: String) -> ErrorKind {
 fn choose_answer(
     state: &ServerState,
     method: &Method,
-    path: &str,
+    (path, query): (&str, &str),
     body: Result<WireFacts, serde_json::Error>,
 ) -> Answer {
     let protocol = state.protocol;
     let expected_path = protocol.endpoint_path();
-    if path != expected_path || method != Method::POST {
+    let endpoint = match protocol.endpoint(path) {
+        Some(endpoint) if method == Method::POST => endpoint,
+        _ => {
+            let kind = rejection(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "this script speaks {} and answers only POST {expected_path}, not {method} \
+                     {path}",
+                    protocol.name()
+                ),
+            );
+            return answer::error(protocol, &kind, None);
+        }
+    };
+    // Without `alt=sse` Gemini streams one JSON array, which the testkit does not speak.
+    if endpoint.streaming == Some(true) && !query.split('&').any(|pair| pair == "alt=sse") {
         let kind = rejection(
-            StatusCode::NOT_FOUND,
-            format!(
-                "this script speaks {} and answers only POST {expected_path}, not {method} \
-                 {path}",
-                protocol.name()
-            ),
+            StatusCode::BAD_REQUEST,
+            format!("{path} needs the query alt=sse (server-sent events), not {query:?}"),
+        );
+        return answer::error(protocol, &kind, None);
+    }
+    // Google's keys travel in a header; one in the URL would end up in logs.
+    if query.split('&').any(|pair| pair.starts_with("key=")) {
+        let kind = rejection(
+            StatusCode::BAD_REQUEST,
+            "the API key is in the URL query (key=…): send it in the x-goog-api-key header"
+                .to_owned(),
         );
         return answer::error(protocol, &kind, None);
     }
@@ -390,11 +422,13 @@ fn choose_answer(
         return answer::error(protocol, &kind, None);
     };
     let facts = RequestFacts {
-        model: match body.model {
-            Some(Value::String(model)) => model,
+        model: match (endpoint.model, body.model) {
+            (Some(model), _) | (None, Some(Value::String(model))) => model,
             _ => DEFAULT_MODEL.to_owned(),
         },
-        streaming: body.stream == Some(Value::Bool(true)),
+        streaming: endpoint
+            .streaming
+            .unwrap_or(body.stream == Some(Value::Bool(true))),
         include_usage: body
             .stream_options
             .as_ref()

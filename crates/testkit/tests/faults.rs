@@ -1,5 +1,7 @@
 //! Every fault, for every protocol, as a real client sees it: status, error body, headers,
 //! cut or corrupt streams, hangs — and that a fault consumes its turn like any other.
+//! Gemini, whose path (not its body) says whether the answer streams, has its own suite
+//! in `tests/gemini.rs`.
 
 mod common;
 
@@ -15,6 +17,9 @@ const PROTOCOLS: [Protocol; 3] = [
     Protocol::Anthropic,
 ];
 
+/// Gemini is covered by `tests/gemini.rs`.
+const ELSEWHERE: &str = "Gemini's faults are checked in tests/gemini.rs";
+
 /// A minimal request body for `protocol`.
 fn request(protocol: Protocol, streaming: bool) -> Value {
     match protocol {
@@ -23,6 +28,7 @@ fn request(protocol: Protocol, streaming: bool) -> Value {
         Protocol::Anthropic => {
             json!({"model": "m", "max_tokens": 64, "stream": streaming, "messages": []})
         }
+        Protocol::Gemini => unreachable!("{ELSEWHERE}"),
     }
 }
 
@@ -62,6 +68,7 @@ fn terminal_marker(protocol: Protocol) -> &'static str {
         Protocol::OpenAiChat => "data: [DONE]",
         Protocol::OpenAiResponses => "event: response.completed",
         Protocol::Anthropic => "event: message_stop",
+        Protocol::Gemini => unreachable!("{ELSEWHERE}"),
     }
 }
 
@@ -169,6 +176,7 @@ async fn context_length_sends_each_providers_real_error() {
                 assert_eq!(body["error"]["code"], "context_length_exceeded");
                 assert!(message.contains("context window"), "{message}");
             }
+            Protocol::Gemini => unreachable!("{ELSEWHERE}"),
         }
     }
 }
@@ -279,6 +287,7 @@ async fn stream_error_ends_a_200_stream_with_the_providers_error_event() {
             Protocol::OpenAiChat => {
                 assert_eq!(error["error"]["type"], "server_error");
             }
+            Protocol::Gemini => unreachable!("{ELSEWHERE}"),
         }
         assert!(
             !streamed.text().contains(terminal_marker(protocol)),

@@ -1,4 +1,4 @@
-//! Shared harness of the testkit suites: an [`AgentLoop`] wired to one of the three real
+//! Shared harness of the testkit suites: an [`AgentLoop`] wired to one of the four real
 //! adapters and a scripted [`TestServer`], a small tool registry, event helpers, and a
 //! protocol-neutral view of recorded request bodies. [`for_each_protocol!`] turns one
 //! scenario `async fn(Protocol)` into one `#[tokio::test]` per wire protocol.
@@ -18,6 +18,7 @@ use pith_core::{
 use pith_providers::tool_loop::request::Timeouts;
 use pith_providers::tool_loop::retry::RetryPolicy;
 use pith_providers::wire::anthropic::Anthropic;
+use pith_providers::wire::gemini::Gemini;
 use pith_providers::wire::openai_chat::OpenAiChat;
 use pith_providers::wire::openai_responses::OpenAiResponses;
 use pith_providers::{
@@ -39,7 +40,7 @@ pub const API_KEY: &str = "sk-test-not-a-secret";
 /// A summary in the shared format.
 pub const SUMMARY: &str = "## Goal\nFix the parser.\n## Key Instructions\nKeep the public API.\n## Discoveries\nsrc/lib.rs holds the parser.";
 
-/// Generates `mod $scenario { openai_chat, openai_responses, anthropic }`, each a
+/// Generates `mod $scenario { openai_chat, openai_responses, anthropic, gemini }`, each a
 /// `#[tokio::test]` running `$scenario(protocol)`, so every scenario is written once and a
 /// failure names the protocol that broke.
 #[macro_export]
@@ -57,6 +58,10 @@ macro_rules! for_each_protocol {
             #[tokio::test]
             async fn anthropic() {
                 super::$scenario(pith_testkit::Protocol::Anthropic).await
+            }
+            #[tokio::test]
+            async fn gemini() {
+                super::$scenario(pith_testkit::Protocol::Gemini).await
             }
         }
     )+};
@@ -119,6 +124,7 @@ pub fn adapter(protocol: Protocol, server: &TestServer) -> Arc<dyn ProviderAdapt
         Protocol::OpenAiChat => Arc::new(OpenAiChat::new(&base, Some(API_KEY)).unwrap()),
         Protocol::OpenAiResponses => Arc::new(OpenAiResponses::new(&base, Some(API_KEY)).unwrap()),
         Protocol::Anthropic => Arc::new(Anthropic::new(&base, Some(API_KEY)).unwrap()),
+        Protocol::Gemini => Arc::new(Gemini::new(&base, Some(API_KEY)).unwrap()),
     }
 }
 
@@ -307,7 +313,7 @@ impl Wire {
     }
 
     /// Where the system prompt travels: Chat's leading `system` message, Responses'
-    /// `instructions`, Anthropic's `system` blocks.
+    /// `instructions`, Anthropic's `system` blocks, Gemini's `systemInstruction`.
     pub fn system(&self) -> Value {
         match self.protocol {
             Protocol::OpenAiChat => {
@@ -320,6 +326,7 @@ impl Wire {
             }
             Protocol::OpenAiResponses => self.body()["instructions"].clone(),
             Protocol::Anthropic => self.body()["system"].clone(),
+            Protocol::Gemini => self.body()["systemInstruction"].clone(),
         }
     }
 
@@ -330,6 +337,10 @@ impl Wire {
             Protocol::OpenAiChat => system["content"].as_str().unwrap_or_default().to_owned(),
             Protocol::OpenAiResponses => system.as_str().unwrap_or_default().to_owned(),
             Protocol::Anthropic => system[0]["text"].as_str().unwrap_or_default().to_owned(),
+            Protocol::Gemini => system["parts"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
         }
     }
 
@@ -339,7 +350,7 @@ impl Wire {
     }
 
     /// The conversation items after the system prompt: Chat `messages[1..]`, Responses
-    /// `input`, Anthropic `messages`.
+    /// `input`, Anthropic `messages`, Gemini `contents`.
     pub fn conversation(&self) -> Vec<Value> {
         match self.protocol {
             Protocol::OpenAiChat => self.body()["messages"]
@@ -350,6 +361,10 @@ impl Wire {
                 self.body()["input"].as_array().cloned().unwrap_or_default()
             }
             Protocol::Anthropic => self.body()["messages"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+            Protocol::Gemini => self.body()["contents"]
                 .as_array()
                 .cloned()
                 .unwrap_or_default(),
@@ -371,6 +386,13 @@ impl Wire {
                     for block in item["content"].as_array().into_iter().flatten() {
                         if block["type"] == "input_text" || block["type"] == "text" {
                             texts.push(block["text"].as_str().unwrap_or_default().to_owned());
+                        }
+                    }
+                }
+                Protocol::Gemini => {
+                    for part in item["parts"].as_array().into_iter().flatten() {
+                        if let Some(text) = part["text"].as_str() {
+                            texts.push(text.to_owned());
                         }
                     }
                 }
@@ -420,6 +442,23 @@ impl Wire {
                         }
                     }
                 }
+                Protocol::Gemini => {
+                    for part in item["parts"].as_array().into_iter().flatten() {
+                        let Some(response) = part.get("functionResponse") else {
+                            continue;
+                        };
+                        let error = response["response"].get("error");
+                        outputs.push(WireToolOutput {
+                            call_id: response["id"].as_str().unwrap_or_default().to_owned(),
+                            content: error
+                                .unwrap_or(&response["response"]["output"])
+                                .as_str()
+                                .unwrap_or_default()
+                                .to_owned(),
+                            is_error: Some(error.is_some()),
+                        });
+                    }
+                }
                 _ => {}
             }
         }
@@ -430,7 +469,8 @@ impl Wire {
 impl Wire {
     /// Checks what the providers reject but the testkit does not: every tool call is
     /// answered exactly once, right after the message that made it, and no tool output
-    /// answers an unknown call; Anthropic's roles alternate starting with `user`.
+    /// answers an unknown call; Anthropic's and Gemini's roles alternate starting with
+    /// `user`.
     /// `index` names the request in the failure message.
     pub fn assert_well_formed(&self, index: usize) {
         let context = format!("{:?} request {index}", self.protocol);
@@ -522,6 +562,40 @@ impl Wire {
                             .filter(|b| b["type"] == "tool_use")
                             .map(|b| b["id"].as_str().unwrap_or_default().to_owned())
                             .collect();
+                    }
+                }
+                assert!(
+                    open.is_empty(),
+                    "{context}: calls {open:?} unanswered at the end"
+                );
+            }
+            Protocol::Gemini => {
+                let mut open: Vec<String> = Vec::new();
+                for (position, content) in conversation.iter().enumerate() {
+                    let expected = if position % 2 == 0 { "user" } else { "model" };
+                    assert_eq!(
+                        content["role"], expected,
+                        "{context}: roles must alternate from user"
+                    );
+                    let parts = content["parts"].as_array().cloned().unwrap_or_default();
+                    assert!(!parts.is_empty(), "{context}: empty content {position}");
+                    let ids = |key: &str| -> Vec<String> {
+                        parts
+                            .iter()
+                            .filter_map(|p| p.get(key))
+                            .map(|call| call["id"].as_str().unwrap_or_default().to_owned())
+                            .collect()
+                    };
+                    if expected == "user" {
+                        assert_eq!(
+                            ids("functionResponse"),
+                            open,
+                            "{context}: content {position} must answer exactly the calls before it"
+                        );
+                        open.clear();
+                    } else {
+                        assert!(open.is_empty());
+                        open = ids("functionCall");
                     }
                 }
                 assert!(

@@ -3,6 +3,7 @@
 //! [`TurnPlan`] to bytes-to-be; the server decides when and how they are sent.
 
 pub(crate) mod anthropic;
+pub(crate) mod gemini;
 pub(crate) mod openai_chat;
 pub(crate) mod openai_responses;
 
@@ -178,7 +179,7 @@ pub(crate) enum ErrorKind {
     RateLimited,
     /// 500 internal error.
     ServerError,
-    /// Anthropic 529 / OpenAI 503.
+    /// Anthropic 529 / OpenAI and Gemini 503.
     Overloaded,
     /// 400 context length exceeded.
     ContextLength {
@@ -213,6 +214,7 @@ pub(crate) fn stream_events(protocol: Protocol, plan: &TurnPlan<'_>) -> Vec<SseE
         Protocol::OpenAiChat => openai_chat::stream_events(plan),
         Protocol::OpenAiResponses => openai_responses::stream_events(plan),
         Protocol::Anthropic => anthropic::stream_events(plan),
+        Protocol::Gemini => gemini::stream_events(plan),
     }
 }
 
@@ -222,6 +224,7 @@ pub(crate) fn json_body(protocol: Protocol, plan: &TurnPlan<'_>) -> Value {
         Protocol::OpenAiChat => openai_chat::json_body(plan),
         Protocol::OpenAiResponses => openai_responses::json_body(plan),
         Protocol::Anthropic => anthropic::json_body(plan),
+        Protocol::Gemini => gemini::json_body(plan),
     }
 }
 
@@ -232,6 +235,7 @@ pub(crate) fn stream_error_event(protocol: Protocol, sequence_number: usize) -> 
         Protocol::OpenAiChat => openai_chat::stream_error_event(),
         Protocol::OpenAiResponses => openai_responses::stream_error_event(sequence_number),
         Protocol::Anthropic => anthropic::stream_error_event(),
+        Protocol::Gemini => gemini::stream_error_event(),
     }
 }
 
@@ -242,6 +246,7 @@ pub(crate) fn error_answer(protocol: Protocol, kind: &ErrorKind) -> (StatusCode,
             openai_chat::error_answer(protocol, kind)
         }
         Protocol::Anthropic => anthropic::error_answer(kind),
+        Protocol::Gemini => gemini::error_answer(kind),
     }
 }
 
