@@ -395,3 +395,70 @@ async fn broken_arguments_and_unknown_tools_get_tool_errors_and_are_replayed_fai
     };
     assert_eq!(replayed, json!(broken));
 }
+
+/// The public Gemini API sends function calls without ids: pith makes its own up, never
+/// sends them, and Gemini pairs the responses with the calls by order — signature and
+/// all (the testkit finds the turn by the call's name and arguments).
+#[tokio::test]
+async fn gemini_calls_without_ids_are_answered_in_order_without_made_up_ids() {
+    use pith_core::{BpeCounter, ContextBudget, Encoding, RequestEstimator, ToolRegistry};
+    use pith_testkit::{Script, TestServer};
+    use std::sync::Arc;
+
+    let server = TestServer::start(
+        Script::gemini([
+            Turn::tool_call("read", json!({"path": "a.rs"}))
+                .with_tool_call("read", json!({"path": "b.rs"}))
+                .with_reasoning("Both files."),
+            Turn::text("Read."),
+        ])
+        .without_call_ids(),
+    )
+    .unwrap();
+    let tool = Arc::new(ReadTool {
+        runs: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let mut agent = pith_providers::AgentLoop::new(
+        adapter(Protocol::Gemini, &server),
+        "test-model",
+        ContextBudget::for_window(WINDOW),
+        SYSTEM,
+        ToolRegistry::new(vec![tool.clone()]),
+        RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
+        fast_options(),
+    );
+    let (tx, _rx) = unbounded_channel();
+    agent
+        .run_turn(
+            Message::user("read both"),
+            &mut InMemory::new(tx),
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("the server took the calls and their signature back");
+    assert_eq!(tool.runs.load(Ordering::SeqCst), 2);
+    let ids: Vec<String> = agent.history()[1]
+        .tool_calls()
+        .map(|c| c.id.clone())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(
+        ids[0].starts_with("gemini-call-") && ids[0] != ids[1],
+        "{ids:?}"
+    );
+    let second = &server.requests()[1].body;
+    assert_eq!(
+        second["contents"][1]["parts"],
+        json!([
+            {"functionCall": {"name": "read", "args": {"path": "a.rs"}}, "thoughtSignature": "testkit-signature-1"},
+            {"functionCall": {"name": "read", "args": {"path": "b.rs"}}},
+        ])
+    );
+    assert_eq!(
+        second["contents"][2]["parts"],
+        json!([
+            {"functionResponse": {"name": "read", "response": {"output": "contents of a.rs"}}},
+            {"functionResponse": {"name": "read", "response": {"output": "contents of b.rs"}}},
+        ])
+    );
+}

@@ -43,6 +43,8 @@ pub(crate) struct RequestFacts {
     pub encrypted_reasoning: bool,
     /// The output cap the server honours (the script's `max_tokens_field`), in tokens.
     pub output_cap: Option<u64>,
+    /// Gemini: leave the `id` out of `functionCall` parts.
+    pub omit_call_ids: bool,
 }
 
 /// Characters a token stands for when the testkit honours an output cap.
@@ -148,6 +150,7 @@ pub(crate) fn for_turn(
         model: facts.model.clone(),
         include_usage: facts.include_usage,
         encrypted_reasoning: facts.encrypted_reasoning,
+        omit_call_ids: facts.omit_call_ids,
         cut,
     };
     let delay = Duration::from_millis(turn.chunk_delay_ms);

@@ -263,9 +263,20 @@ fn gemini(script: &Script, tool_call_ids: &[Vec<String>], body: &Value) -> Resul
         else {
             continue;
         };
-        let Some(n) = first_call["functionCall"]["id"]
+        // The turn that made the call: by its id, else (ids omitted) by name and arguments.
+        let call = &first_call["functionCall"];
+        let by_content = || {
+            script.turns.iter().position(|turn| {
+                turn.tool_calls.first().is_some_and(|c| {
+                    c.name == call["name"].as_str().unwrap_or_default()
+                        && crate::wire::gemini::args(&c.arguments) == call["args"]
+                })
+            })
+        };
+        let Some(n) = call["id"]
             .as_str()
             .and_then(|id| turn_of_call(tool_call_ids, id))
+            .or_else(|| by_content().map(|index| index + 1))
         else {
             continue;
         };

@@ -443,6 +443,10 @@ pub struct Script {
     /// neither honoured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens_field: Option<String>,
+    /// Gemini: `functionCall` parts carry no `id`, as the public Gemini API sends them
+    /// (the client pairs calls and responses by order). Default: ids are sent.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub omit_call_ids: bool,
 }
 
 impl Script {
@@ -452,7 +456,14 @@ impl Script {
             protocol,
             turns: turns.into_iter().collect(),
             max_tokens_field: None,
+            omit_call_ids: false,
         }
+    }
+
+    /// Gemini: send `functionCall` parts without their `id`.
+    pub fn without_call_ids(mut self) -> Script {
+        self.omit_call_ids = true;
+        self
     }
 
     /// Chat Completions: accept and honour only `field` as the output cap.

@@ -440,6 +440,7 @@ fn choose_answer(
             .as_ref()
             .and_then(Value::as_array)
             .is_some_and(|include| include.iter().any(|v| v == "reasoning.encrypted_content")),
+        omit_call_ids: state.script.omit_call_ids,
         output_cap: match state.script.max_tokens_field.as_deref() {
             Some("max_tokens") => body.max_tokens.as_ref().and_then(Value::as_u64),
             Some("max_completion_tokens") => {

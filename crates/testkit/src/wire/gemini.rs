@@ -21,7 +21,7 @@ fn response_id(plan: &TurnPlan<'_>) -> String {
 
 /// A call's `args`: the arguments object, or (a script's raw argument text, which Gemini
 /// could never send) the text as a JSON string.
-fn args(arguments: &Value) -> Value {
+pub(crate) fn args(arguments: &Value) -> Value {
     match arguments {
         Value::String(raw) => {
             serde_json::from_str::<Value>(raw).unwrap_or_else(|_| Value::String(raw.clone()))
@@ -58,6 +58,11 @@ fn parts(plan: &TurnPlan<'_>, streamed: bool) -> Vec<Value> {
     for (call, id) in plan.calls() {
         let mut part =
             json!({"functionCall": {"id": id, "name": call.name, "args": args(&call.arguments)}});
+        if plan.omit_call_ids {
+            if let Some(call) = part["functionCall"].as_object_mut() {
+                call.remove("id");
+            }
+        }
         if let Some(signature) = signature_left.take() {
             part["thoughtSignature"] = json!(signature);
         }

@@ -34,6 +34,8 @@ pub(crate) struct TurnPlan<'a> {
     pub include_usage: bool,
     /// Responses only: the request asked for `reasoning.encrypted_content`.
     pub encrypted_reasoning: bool,
+    /// Gemini only: `functionCall` parts without `id`.
+    pub omit_call_ids: bool,
     /// The answer was cut at the request's output cap (`max_tokens`): it ends with the
     /// protocol's length stop.
     pub cut: bool,
