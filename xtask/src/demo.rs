@@ -167,7 +167,9 @@ fn pith_command(pith: &Path, scratch: &Path, work: &Path, base_url: &str) -> Com
         .env("PITH_LOCAL_BASE_URL", base_url)
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENROUTER_API_KEY");
+        .env_remove("OPENROUTER_API_KEY")
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("GOOGLE_API_KEY");
     command
 }
 

@@ -7,9 +7,9 @@
 //!   `auto_compaction_started/applied/cancelled/failed` with the child cancellation token
 //!   and hands every history rewrite to its owner to persist before applying it.
 //! - [`wire`]: the [`ProviderAdapter`] contract, the one HTTP layer every adapter sends
-//!   through, the error classification, and the three protocol adapters (OpenAI Chat
-//!   Completions, OpenAI Responses, Anthropic Messages), each an `encode` and a `decode`
-//!   module behind the same outer shape.
+//!   through, the error classification, and the protocol adapters (OpenAI Chat
+//!   Completions, OpenAI Responses, Anthropic Messages, Google Gemini), each an `encode`
+//!   and a `decode` module behind the same outer shape.
 //! - [`models`]: what a model is — configuration files, the catalog of windows, caps and
 //!   prices, the server window probe, and the project's instruction files for the system
 //!   prompt.

@@ -733,8 +733,8 @@ const CONFIG_FILE_HINT: &str = "~/.config/pith/config.toml";
 fn no_local_server(base_url: &str, error: &ProviderError) -> String {
     format!(
         "no local model server answers at {base_url} ({error}).
-pith needs a model. Either use a hosted one: set ANTHROPIC_API_KEY, OPENAI_API_KEY or \
-OPENROUTER_API_KEY (or pass --model provider/model);
+pith needs a model. Either use a hosted one: set ANTHROPIC_API_KEY, OPENAI_API_KEY, \
+OPENROUTER_API_KEY or GEMINI_API_KEY (or pass --model provider/model);
 or start a local OpenAI-compatible server, for example:
   llama.cpp         llama-server -m model.gguf --port 8077
   llama-cpp-python  python -m llama_cpp.server --model model.gguf --port 8077
@@ -857,6 +857,13 @@ mod tests {
             default_model_spec(&Config::default(), &lookup),
             "gemini/gemini-2.5-pro"
         );
+        let config: Config = toml::from_str(
+            "[providers.proxy]\nkind = \"gemini\"\nbase_url = \"http://127.0.0.1:9/v1beta\"\n",
+        )
+        .unwrap();
+        let proxied = resolve_model("proxy/gemini-2.5-flash", &config, &env(&[])).unwrap();
+        assert_eq!(proxied.kind, ProtocolKind::Gemini);
+        assert!(proxied.adapter().is_ok());
     }
 
     #[test]
