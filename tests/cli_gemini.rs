@@ -1,7 +1,8 @@
 //! End-to-end: `pith run --model gemini/…` against the testkit speaking Gemini — a
 //! thinking tool loop with an automatic compaction, thought signatures sent back (the
 //! testkit refuses a call without its signature), persisted, replayed and resumed; the
-//! key only ever in the `x-goog-api-key` header.
+//! key only ever in the `x-goog-api-key` header (never in a URL, never across a redirect);
+//! hostile Gemini streams held to the same bounds as the other protocols'.
 
 mod common;
 
@@ -179,4 +180,87 @@ fn google_api_key_works_too_and_a_missing_key_names_both_variables() {
         "{}",
         stderr(&missing)
     );
+}
+
+fn write_config(sandbox: &Sandbox, text: &str) {
+    let dir = sandbox.root.path().join("config").join("pith");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.toml"), text).unwrap();
+}
+
+/// `pith run --format json` with the Gemini model.
+fn run_json(sandbox: &Sandbox, server: &TestServer) -> (std::process::Output, Value) {
+    let output = sandbox.run(server, &["--model", MODEL, "--format", "json", "go"]);
+    let result = serde_json::from_str(stdout(&output).trim()).unwrap_or(Value::Null);
+    (output, result)
+}
+
+/// With redirects allowed, a 307 to another origin is followed without the key: the
+/// `x-goog-api-key` header is a credential like any other.
+#[test]
+fn a_followed_redirect_never_carries_the_gemini_key_to_another_origin() {
+    let sandbox = Sandbox::new();
+    write_config(&sandbox, "[providers.gemini]\nfollow_redirects = true\n");
+    let target = TestServer::start(Script::gemini([Turn::text("reached elsewhere")])).unwrap();
+    let location = format!(
+        "{}/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+        target.origin()
+    );
+    let server = TestServer::start(Script::gemini([
+        Turn::fault(pith_testkit::Fault::Redirect).with_redirect_to(location)
+    ]))
+    .unwrap();
+    let (output, result) = run_json(&sandbox, &server);
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert_eq!(result["text"], "reached elsewhere");
+    assert_eq!(
+        server.requests()[0].header("x-goog-api-key"),
+        Some(REDACTED)
+    );
+    let arrived = target.requests();
+    assert_eq!(arrived.len(), 1);
+    assert_eq!(
+        arrived[0].header("x-goog-api-key"),
+        None,
+        "the key stayed home"
+    );
+    assert_eq!(arrived[0].query, "alt=sse", "and it was never in the URL");
+}
+
+/// The bounds hold for Gemini streams too: endless text is cut at the output cap, and
+/// 10,000 calls in one answer are refused before any runs.
+#[test]
+fn hostile_gemini_streams_meet_the_same_bounds() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(Script::gemini([Turn::fault(
+        pith_testkit::Fault::EndlessText,
+    )]))
+    .unwrap();
+    let (output, result) = run_json(&sandbox, &server);
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert!(
+        stderr(&output).contains("cut off: output cap"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(result["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("word0 number 0"));
+
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(Script::gemini([Turn::fault(
+        pith_testkit::Fault::ManyToolCalls,
+    )
+    .with_count(10_000)]))
+    .unwrap();
+    let (output, _) = run_json(&sandbox, &server);
+    assert_eq!(output.status.code(), Some(1), "stderr: {}", stderr(&output));
+    assert!(
+        stderr(&output).contains("more than 256 tool calls"),
+        "{}",
+        stderr(&output)
+    );
+    let last = records(&sandbox.only_transcript()).pop().unwrap();
+    assert!(!last.to_string().contains("tool_result"), "no call ran");
 }
