@@ -151,7 +151,21 @@ pub(super) struct Parser {
     calls: usize,
     usage: Option<Usage>,
     finish_reason: Option<String>,
+    /// Answer text or a call arrived (an empty answer that Gemini stopped is an error).
+    answered: bool,
 }
+
+/// The `finishReason`s with which Gemini withholds an answer (its safety and policy
+/// filters).
+const WITHHELD: &[&str] = &[
+    "safety",
+    "recitation",
+    "blocklist",
+    "prohibited_content",
+    "spii",
+    "image_safety",
+    "language",
+];
 
 impl Parser {
     /// Decodes one event's data.
@@ -212,6 +226,7 @@ impl Parser {
                 Some(Value::Null) | None => Value::Object(serde_json::Map::new()),
                 Some(args) => args,
             };
+            self.answered = true;
             out.push(StreamChunk::ArgumentBytes {
                 call: self.calls,
                 bytes: arguments.to_string().len(),
@@ -226,6 +241,7 @@ impl Parser {
                 arguments,
             }));
         } else if let Some(text) = part.text.filter(|t| !t.is_empty()) {
+            self.answered = true;
             out.push(StreamChunk::Text(text));
         }
     }
@@ -240,12 +256,28 @@ impl Parser {
     }
 
     /// The stream ended: the usage and the end, or the error of an answer cut short.
+    /// An answer Gemini withheld entirely is an error naming the reason (not retried); an
+    /// empty one it could not form (`MALFORMED_FUNCTION_CALL`) a broken stream (retried).
     pub(super) fn finish(&mut self) -> Result<Vec<StreamChunk>, ProviderError> {
         let Some(reason) = self.finish_reason.take() else {
             return Err(ProviderError::Stream(
                 "the stream ended before a chunk with a finishReason".to_owned(),
             ));
         };
+        if !self.answered {
+            if WITHHELD.contains(&reason.as_str()) {
+                return Err(ProviderError::Provider(format!(
+                    "Gemini withheld the answer (finishReason {})",
+                    reason.to_ascii_uppercase()
+                )));
+            }
+            if reason == "malformed_function_call" {
+                return Err(ProviderError::Stream(
+                    "Gemini could not form the model's function call (finishReason MALFORMED_FUNCTION_CALL)"
+                        .to_owned(),
+                ));
+            }
+        }
         let mut out = Vec::new();
         if let Some(usage) = self.usage {
             out.push(StreamChunk::Usage(usage));

@@ -355,6 +355,32 @@ fn a_stream_without_a_finish_reason_is_broken_and_bad_events_are_errors() {
 }
 
 #[test]
+fn an_answer_gemini_withholds_is_an_error_and_a_malformed_call_is_retried() {
+    let withheld = parse(&[r#"{"candidates":[{"finishReason":"SAFETY","index":0}]}"#]).unwrap_err();
+    assert!(
+        matches!(&withheld, ProviderError::Provider(m) if m.contains("SAFETY")),
+        "{withheld:?}"
+    );
+    assert!(!withheld.is_retryable());
+    let malformed = parse(&[
+        r#"{"candidates":[{"content":{"parts":[{"text":""}]},"finishReason":"MALFORMED_FUNCTION_CALL"}]}"#,
+    ])
+    .unwrap_err();
+    assert!(malformed.is_retryable(), "{malformed:?}");
+    // What arrived before a stop is kept: the stop is then only the stop reason.
+    let partial = parse(&[
+        r#"{"candidates":[{"content":{"parts":[{"text":"Part of it"}]},"finishReason":"RECITATION"}]}"#,
+    ])
+    .unwrap();
+    assert_eq!(
+        partial.last(),
+        Some(&StreamChunk::Done {
+            stop_reason: Some("recitation".into())
+        })
+    );
+}
+
+#[test]
 fn max_tokens_is_the_loops_length_stop() {
     let chunks = parse(&[
         r#"{"candidates":[{"content":{"parts":[{"text":"cut"}]},"finishReason":"MAX_TOKENS"}]}"#,
