@@ -473,9 +473,11 @@ impl Script {
     }
 
     /// True when the server must read whole request bodies to check what the client
-    /// sends back (reasoning to return, an output-cap field to enforce).
+    /// sends back (reasoning to return, an output-cap field to enforce; for Gemini
+    /// always: any thought signature sent must be one the server issued).
     pub fn checks_requests(&self) -> bool {
         self.max_tokens_field.is_some()
+            || self.protocol == Protocol::Gemini
             || self
                 .turns
                 .iter()
