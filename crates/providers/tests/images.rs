@@ -131,6 +131,7 @@ async fn a_tool_image_travels_in_the_protocols_own_form(protocol: Protocol) {
             assert_eq!(next["role"], "user");
             assert_eq!(next["content"][1]["type"], "image_url");
         }
+        Protocol::Bedrock => unreachable!("Bedrock's image blocks: wire::bedrock's unit tests"),
     }
 }
 

@@ -63,6 +63,7 @@ async fn requests_reach_the_documented_endpoint_with_auth_and_streaming(protocol
             assert_eq!(request.body["tools"][0]["name"], "read");
             assert!(request.body["tools"][0]["input_schema"].is_object());
         }
+        Protocol::Bedrock => unreachable!("Bedrock's request shape: tests/bedrock.rs"),
     }
 }
 
@@ -372,6 +373,9 @@ async fn broken_arguments_and_unknown_tools_get_tool_errors_and_are_replayed_fai
             .unwrap(),
         Protocol::Anthropic => {
             request.conversation()[1]["content"][0]["input"]["raw_arguments"].clone()
+        }
+        Protocol::Bedrock => {
+            request.conversation()[1]["content"][0]["toolUse"]["input"]["raw_arguments"].clone()
         }
     };
     assert_eq!(replayed, json!(broken));

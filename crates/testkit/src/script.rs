@@ -22,6 +22,10 @@ pub enum Protocol {
     /// Anthropic Messages: `POST /v1/messages`.
     #[serde(rename = "anthropic")]
     Anthropic,
+    /// AWS Bedrock Converse: `POST /model/{modelId}/converse-stream` (binary event
+    /// stream; `/model/{modelId}/converse` for a JSON answer), any model id.
+    #[serde(rename = "bedrock")]
+    Bedrock,
 }
 
 impl Protocol {
@@ -32,6 +36,16 @@ impl Protocol {
             Protocol::OpenAiChat => "/v1/chat/completions",
             Protocol::OpenAiResponses => "/v1/responses",
             Protocol::Anthropic => "/v1/messages",
+            Protocol::Bedrock => "/model/{modelId}/converse-stream",
+        }
+    }
+
+    /// Whether `path` is this protocol's endpoint: [`Protocol::endpoint_path`] exactly,
+    /// or for Bedrock any `/model/{modelId}/converse-stream` or `/model/{modelId}/converse`.
+    pub fn answers_path(self, path: &str) -> bool {
+        match self {
+            Protocol::Bedrock => crate::wire::bedrock::model_of_path(path).is_some(),
+            _ => path == self.endpoint_path(),
         }
     }
 
@@ -41,6 +55,7 @@ impl Protocol {
             Protocol::OpenAiChat => "openai-chat",
             Protocol::OpenAiResponses => "openai-responses",
             Protocol::Anthropic => "anthropic",
+            Protocol::Bedrock => "bedrock",
         }
     }
 
@@ -50,6 +65,7 @@ impl Protocol {
         match self {
             Protocol::OpenAiChat | Protocol::OpenAiResponses => "call_",
             Protocol::Anthropic => "toolu_",
+            Protocol::Bedrock => "tooluse_",
         }
     }
 }
@@ -438,6 +454,11 @@ impl Script {
     /// An Anthropic Messages script.
     pub fn anthropic(turns: impl IntoIterator<Item = Turn>) -> Script {
         Script::new(Protocol::Anthropic, turns)
+    }
+
+    /// An AWS Bedrock Converse script.
+    pub fn bedrock(turns: impl IntoIterator<Item = Turn>) -> Script {
+        Script::new(Protocol::Bedrock, turns)
     }
 
     /// Appends a turn.

@@ -151,7 +151,7 @@ impl TestServer {
     pub fn base_url(&self) -> String {
         match self.protocol {
             Protocol::OpenAiChat | Protocol::OpenAiResponses => format!("{}/v1", self.origin),
-            Protocol::Anthropic => self.origin.clone(),
+            Protocol::Anthropic | Protocol::Bedrock => self.origin.clone(),
         }
     }
 
@@ -320,7 +320,7 @@ async fn serve_request(
         bytes,
     ));
     let answer = match refused {
-        Some(kind) if parts.uri.path() == state.protocol.endpoint_path() => {
+        Some(kind) if state.protocol.answers_path(parts.uri.path()) => {
             answer::error(state.protocol, &kind, None)
         }
         _ => choose_answer(&state, &parts.method, parts.uri.path(), facts),
@@ -352,7 +352,7 @@ fn choose_answer(
 ) -> Answer {
     let protocol = state.protocol;
     let expected_path = protocol.endpoint_path();
-    if path != expected_path || method != Method::POST {
+    if !protocol.answers_path(path) || method != Method::POST {
         let kind = rejection(
             StatusCode::NOT_FOUND,
             format!(
@@ -389,12 +389,19 @@ fn choose_answer(
         );
         return answer::error(protocol, &kind, None);
     };
+    // Bedrock names the model and the streaming in the path.
+    let from_path =
+        crate::wire::bedrock::model_of_path(path).filter(|_| protocol == Protocol::Bedrock);
     let facts = RequestFacts {
-        model: match body.model {
-            Some(Value::String(model)) => model,
+        model: match (body.model, &from_path) {
+            (_, Some((model, _))) => model.clone(),
+            (Some(Value::String(model)), None) => model,
             _ => DEFAULT_MODEL.to_owned(),
         },
-        streaming: body.stream == Some(Value::Bool(true)),
+        streaming: match &from_path {
+            Some((_, streaming)) => *streaming,
+            None => body.stream == Some(Value::Bool(true)),
+        },
         include_usage: body
             .stream_options
             .as_ref()

@@ -23,6 +23,7 @@ fn request(protocol: Protocol, streaming: bool) -> Value {
         Protocol::Anthropic => {
             json!({"model": "m", "max_tokens": 64, "stream": streaming, "messages": []})
         }
+        Protocol::Bedrock => unreachable!("Bedrock's faults are checked in tests/bedrock.rs"),
     }
 }
 
@@ -62,6 +63,7 @@ fn terminal_marker(protocol: Protocol) -> &'static str {
         Protocol::OpenAiChat => "data: [DONE]",
         Protocol::OpenAiResponses => "event: response.completed",
         Protocol::Anthropic => "event: message_stop",
+        Protocol::Bedrock => unreachable!("Bedrock's faults are checked in tests/bedrock.rs"),
     }
 }
 
@@ -169,6 +171,7 @@ async fn context_length_sends_each_providers_real_error() {
                 assert_eq!(body["error"]["code"], "context_length_exceeded");
                 assert!(message.contains("context window"), "{message}");
             }
+            Protocol::Bedrock => unreachable!("checked in tests/bedrock.rs"),
         }
     }
 }
@@ -279,6 +282,7 @@ async fn stream_error_ends_a_200_stream_with_the_providers_error_event() {
             Protocol::OpenAiChat => {
                 assert_eq!(error["error"]["type"], "server_error");
             }
+            Protocol::Bedrock => unreachable!("checked in tests/bedrock.rs"),
         }
         assert!(
             !streamed.text().contains(terminal_marker(protocol)),
