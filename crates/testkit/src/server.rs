@@ -145,9 +145,10 @@ impl TestServer {
     }
 
     /// The base URL the protocol's SDKs expect, so it can go straight into
-    /// `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`: `http://127.0.0.1:PORT/v1` for both OpenAI
-    /// kinds (clients append `/chat/completions` or `/responses`), `http://127.0.0.1:PORT`
-    /// for Anthropic (clients append `/v1/messages`).
+    /// `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` / `BEDROCK_BASE_URL`:
+    /// `http://127.0.0.1:PORT/v1` for both OpenAI kinds (clients append `/chat/completions`
+    /// or `/responses`), `http://127.0.0.1:PORT` for Anthropic (clients append
+    /// `/v1/messages`) and Bedrock (clients append `/model/{modelId}/converse-stream`).
     pub fn base_url(&self) -> String {
         match self.protocol {
             Protocol::OpenAiChat | Protocol::OpenAiResponses => format!("{}/v1", self.origin),
@@ -156,7 +157,8 @@ impl TestServer {
     }
 
     /// The full URL of the one endpoint the script answers, e.g.
-    /// `http://127.0.0.1:PORT/v1/chat/completions`.
+    /// `http://127.0.0.1:PORT/v1/chat/completions` (Bedrock: the path's pattern, with a
+    /// literal `{modelId}`; see [`Protocol::answers_path`]).
     pub fn endpoint_url(&self) -> String {
         format!("{}{}", self.origin, self.protocol.endpoint_path())
     }
