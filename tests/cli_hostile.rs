@@ -18,6 +18,7 @@ fn model(protocol: Protocol) -> &'static str {
         Protocol::OpenAiChat => "openai-chat/gpt-4o",
         Protocol::OpenAiResponses => "openai/gpt-4o",
         Protocol::Gemini => "gemini/gemini-2.5-flash",
+        Protocol::Bedrock => "bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0",
     }
 }
 
@@ -151,8 +152,30 @@ fn one_event_of_200_mb_is_refused_by_the_anthropic_adapter_too() {
 }
 
 #[test]
+fn one_bedrock_frame_of_200_mb_is_refused_from_its_length_prefix() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(Script::bedrock([
+        Turn::fault(Fault::HugeEvent).with_size_mb(200),
+        Turn::text("a retry must not happen"),
+    ]))
+    .unwrap();
+    let (output, _) = run(&sandbox, &server, &[]);
+    assert_eq!(output.status.code(), Some(1), "stderr: {}", stderr(&output));
+    assert!(
+        stderr(&output).contains("exceeded 32 MiB (max_event_bytes)"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(server.request_count(), 1, "a bound passed is never retried");
+}
+
+#[test]
 fn tool_arguments_of_100_mb_stop_at_the_output_cap_and_nothing_runs() {
-    for protocol in [Protocol::OpenAiResponses, Protocol::Anthropic] {
+    for protocol in [
+        Protocol::OpenAiResponses,
+        Protocol::Anthropic,
+        Protocol::Bedrock,
+    ] {
         let sandbox = Sandbox::new();
         let server = TestServer::start(Script::new(
             protocol,
@@ -185,7 +208,11 @@ fn tool_arguments_of_100_mb_stop_at_the_output_cap_and_nothing_runs() {
 
 #[test]
 fn with_a_huge_output_cap_100_mb_of_arguments_meet_the_argument_bound() {
-    for protocol in [Protocol::OpenAiResponses, Protocol::Anthropic] {
+    for protocol in [
+        Protocol::OpenAiResponses,
+        Protocol::Anthropic,
+        Protocol::Bedrock,
+    ] {
         let sandbox = Sandbox::new();
         write_config(
             &sandbox,
@@ -222,7 +249,7 @@ fn with_a_huge_output_cap_100_mb_of_arguments_meet_the_argument_bound() {
 
 #[test]
 fn ten_thousand_tool_calls_in_one_answer_are_refused() {
-    for protocol in [Protocol::Anthropic, Protocol::OpenAiChat] {
+    for protocol in [Protocol::Anthropic, Protocol::OpenAiChat, Protocol::Bedrock] {
         let sandbox = Sandbox::new();
         let server = TestServer::start(Script::new(
             protocol,

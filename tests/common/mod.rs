@@ -58,6 +58,22 @@ impl Sandbox {
                         .env("GEMINI_API_KEY", "gemini-test-key")
                         .env("GEMINI_BASE_URL", server.base_url());
                 }
+                // Fixed credentials through the real AWS chain's first link (environment
+                // variables); no profile files exist and instance metadata is off, so the
+                // chain can never reach past this machine.
+                Protocol::Bedrock => {
+                    command
+                        .env("AWS_ACCESS_KEY_ID", "AKIDPITHTEST")
+                        .env("AWS_SECRET_ACCESS_KEY", "pith-test-secret-key")
+                        .env("AWS_REGION", "us-east-1")
+                        .env("AWS_EC2_METADATA_DISABLED", "true")
+                        .env("AWS_CONFIG_FILE", self.root.path().join("no-aws-config"))
+                        .env(
+                            "AWS_SHARED_CREDENTIALS_FILE",
+                            self.root.path().join("no-aws-credentials"),
+                        )
+                        .env("BEDROCK_BASE_URL", server.base_url());
+                }
             }
         }
         command

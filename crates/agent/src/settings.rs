@@ -118,8 +118,20 @@ impl Settings {
                 model.spec()
             ));
         }
+        if reasoning.is_some()
+            && model.kind == ProtocolKind::Bedrock
+            && !pith_providers::wire::bedrock::encode::is_anthropic(&model.model)
+        {
+            notices.push(format!(
+                "note: on Bedrock, reasoning settings are sent to Claude models only (`{}` reasons as its provider decides)",
+                model.spec()
+            ));
+        }
         let mut output_cap = model.output_cap;
-        if let (Some(reasoning), ProtocolKind::Anthropic) = (reasoning, model.kind) {
+        let anthropic_thinking = model.kind == ProtocolKind::Anthropic
+            || (model.kind == ProtocolKind::Bedrock
+                && pith_providers::wire::bedrock::encode::is_anthropic(&model.model));
+        if let (Some(reasoning), true) = (reasoning, anthropic_thinking) {
             // Thinking counts as output: pith's own cap must leave the budget room.
             let budget = reasoning.anthropic_budget();
             let answer_room = pith_providers::wire::anthropic::DEFAULT_MAX_TOKENS;
@@ -168,6 +180,8 @@ impl Settings {
     pub fn counter(&self) -> BpeCounter {
         let images = match self.model.kind {
             ProtocolKind::Anthropic => ImageFormula::Anthropic,
+            ProtocolKind::Bedrock if self.bedrock_claude() => ImageFormula::Anthropic,
+            ProtocolKind::Bedrock => ImageFormula::Conservative,
             ProtocolKind::OpenAiResponses => ImageFormula::OpenAiTiles,
             // Compatible servers (OpenRouter, local) may run any model: the larger.
             ProtocolKind::OpenAiChat if self.model.provider == "openai-chat" => {
@@ -190,11 +204,18 @@ impl Settings {
         }
         Some(match self.model.kind {
             ProtocolKind::Anthropic => ImageLimits::ANTHROPIC,
+            ProtocolKind::Bedrock if self.bedrock_claude() => ImageLimits::ANTHROPIC,
+            ProtocolKind::Bedrock => ImageLimits::COMPATIBLE,
             ProtocolKind::OpenAiResponses => ImageLimits::OPENAI,
             ProtocolKind::OpenAiChat if self.model.provider == "openai-chat" => ImageLimits::OPENAI,
             ProtocolKind::OpenAiChat => ImageLimits::COMPATIBLE,
             ProtocolKind::Gemini => ImageLimits::COMPATIBLE,
         })
+    }
+
+    /// A Claude model on Bedrock (Anthropic's image formula and limits apply).
+    fn bedrock_claude(&self) -> bool {
+        pith_providers::wire::bedrock::encode::is_anthropic(&self.model.model)
     }
 
     /// The tool loop for these settings in workspace `cwd` with `tools`.

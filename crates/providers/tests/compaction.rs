@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 
-for_each_protocol!(
+for_every_protocol!(
     crossing_the_threshold_compacts_once_with_prefix_parity_and_the_turn_continues,
     cancelling_the_child_token_mid_summary_keeps_history_and_the_parent_finishes,
     cancelling_the_turn_mid_summary_stops_both_and_sends_nothing_more,
@@ -67,13 +67,25 @@ fn without_prompt(wire: &Wire) -> Vec<Value> {
             }
             conversation
         }
+        // Bedrock's cache point is a block of its own after the prompt: it goes first.
+        Protocol::Bedrock => {
+            let mut conversation: Vec<Value> =
+                conversation.iter().map(without_cache_control).collect();
+            let last = conversation.last_mut().unwrap();
+            let blocks = last["content"].as_array_mut().unwrap();
+            blocks.pop();
+            if blocks.is_empty() {
+                conversation.pop();
+            }
+            conversation
+        }
     }
 }
 
 /// The conversation as compared across requests (see [`without_prompt`]).
 fn comparable(wire: &Wire) -> Vec<Value> {
     match wire.protocol {
-        Protocol::Anthropic => wire
+        Protocol::Anthropic | Protocol::Bedrock => wire
             .conversation()
             .iter()
             .map(without_cache_control)
@@ -137,7 +149,7 @@ async fn crossing_the_threshold_compacts_once_with_prefix_parity_and_the_turn_co
     let prefix_len = parent.conversation().len();
     let compaction_items = compaction.conversation();
     match protocol {
-        Protocol::Anthropic => {
+        Protocol::Anthropic | Protocol::Bedrock => {
             assert_eq!(
                 bytes(&Value::Array(comparable(compaction)[..prefix_len].to_vec())),
                 bytes(&Value::Array(comparable(parent))),
@@ -147,6 +159,18 @@ async fn crossing_the_threshold_compacts_once_with_prefix_parity_and_the_turn_co
                 let marked = bytes(&wire.body()["messages"])
                     .matches("cache_control")
                     .count();
+                if protocol == Protocol::Bedrock {
+                    let points = bytes(&wire.body()["messages"])
+                        .matches("cachePoint")
+                        .count();
+                    assert_eq!(points, 1, "one message cache point, the last block");
+                    let last = wire.conversation().last().unwrap().clone();
+                    assert!(
+                        last["content"].as_array().unwrap().last().unwrap()["cachePoint"]
+                            .is_object()
+                    );
+                    continue;
+                }
                 assert_eq!(marked, 1, "one message cache marker, on the last block");
                 let last = wire.conversation().last().unwrap().clone();
                 assert!(
@@ -422,11 +446,14 @@ async fn a_tool_call_during_compaction_is_refused_with_the_tool_error_and_never_
     let denial = retry.tool_outputs().pop().expect("a tool output");
     assert_eq!(denial.call_id, denied_id);
     assert_eq!(denial.content, TOOLS_DISABLED_DURING_COMPACTION);
-    if matches!(protocol, Protocol::Anthropic | Protocol::Gemini) {
+    if matches!(
+        protocol,
+        Protocol::Anthropic | Protocol::Gemini | Protocol::Bedrock
+    ) {
         assert_eq!(
             denial.is_error,
             Some(true),
-            "Anthropic and Gemini mark the denial as an error"
+            "Anthropic, Gemini and Bedrock mark the denial as an error"
         );
     }
     // The repeated compaction request extends the first one.

@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 
-for_each_protocol!(
+for_every_protocol!(
     a_rate_limit_is_retried_after_the_providers_retry_after,
     server_errors_and_overload_are_retried_with_backoff,
     persistent_http_faults_surface_as_typed_errors_after_the_retries,
@@ -140,7 +140,7 @@ async fn a_context_length_error_is_typed_not_retried_and_never_starts_a_compacti
             let wording = match protocol {
                 Protocol::OpenAiChat => "maximum context length",
                 Protocol::OpenAiResponses => "context window",
-                Protocol::Anthropic => "prompt is too long: 250000 tokens",
+                Protocol::Anthropic | Protocol::Bedrock => "prompt is too long: 250000 tokens",
                 Protocol::Gemini => "exceeds the maximum number of tokens allowed",
             };
             assert!(message.contains(wording), "{message}")

@@ -140,6 +140,7 @@ async fn a_tool_image_travels_in_the_protocols_own_form(protocol: Protocol) {
                 json!({"inlineData": {"mimeType": "image/png", "data": DATA}})
             );
         }
+        Protocol::Bedrock => unreachable!("Bedrock's image blocks: wire::bedrock's unit tests"),
     }
 }
 

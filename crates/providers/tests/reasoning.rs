@@ -15,7 +15,7 @@ use pith_providers::{AgentLoop, LoopError, LoopOptions};
 use pith_testkit::{Protocol, Script, TestServer, Turn};
 use serde_json::{json, Value};
 
-for_each_protocol!(
+for_every_protocol!(
     reasoning_goes_back_in_its_place_between_tool_calls,
     a_compaction_inside_a_thinking_tool_loop_is_accepted,
 );
@@ -72,6 +72,21 @@ async fn reasoning_goes_back_in_its_place_between_tool_calls(protocol: Protocol)
                 json!({"type": "thinking", "thinking": "Look at lib.rs first.", "signature": "testkit-signature-1"})
             );
             assert_eq!(summary.usage.reasoning_tokens, 0, "Anthropic reports none");
+        }
+        Protocol::Bedrock => {
+            assert_eq!(
+                first["additionalModelRequestFields"]["thinking"],
+                json!({"type": "enabled", "budget_tokens": 10_000})
+            );
+            assert!(
+                first["inferenceConfig"]["temperature"].is_null(),
+                "no temperature with thinking"
+            );
+            assert_eq!(
+                second["messages"][1]["content"][0],
+                json!({"reasoningContent": {"reasoningText": {"text": "Look at lib.rs first.", "signature": "testkit-signature-1"}}})
+            );
+            assert_eq!(summary.usage.reasoning_tokens, 0, "Bedrock reports none");
         }
         Protocol::OpenAiResponses => {
             assert_eq!(first["include"], json!(["reasoning.encrypted_content"]));
@@ -150,7 +165,7 @@ async fn a_compaction_inside_a_thinking_tool_loop_is_accepted(protocol: Protocol
     assert_eq!(requests.len(), 3);
     // The summary request still carried it (the API refuses a tool loop without it)…
     let kept = match protocol {
-        Protocol::Anthropic => Some("testkit-signature"),
+        Protocol::Anthropic | Protocol::Bedrock => Some("testkit-signature"),
         Protocol::OpenAiResponses => Some("testkit-encrypted"),
         Protocol::Gemini => Some("testkit-signature"),
         Protocol::OpenAiChat => None,
@@ -184,6 +199,25 @@ async fn redacted_thinking_goes_back_unchanged() {
     assert_eq!(
         second["messages"][1]["content"][0],
         json!({"type": "redacted_thinking", "data": "testkit-redacted-1"})
+    );
+}
+
+#[tokio::test]
+async fn bedrock_redacted_reasoning_goes_back_unchanged() {
+    let mut h = harness_with(
+        Protocol::Bedrock,
+        vec![
+            Turn::tool_call("read", json!({"path": "x"})).with_redacted_thinking(),
+            Turn::text("ok"),
+        ],
+        WINDOW,
+        thinking_options(),
+    );
+    h.turn("go").await.outcome.expect("accepted");
+    let second = &h.server.requests()[1].body;
+    assert_eq!(
+        second["messages"][1]["content"][0],
+        json!({"reasoningContent": {"redactedContent": "testkit-redacted-1"}})
     );
 }
 
@@ -293,7 +327,11 @@ async fn the_wrong_cap_field_is_refused_as_openai_does() {
 /// the active turn goes back whole (the testkit refuses a cut or missing thinking block).
 #[tokio::test]
 async fn overflow_fitting_keeps_the_active_thinking_tool_loop_whole() {
-    for protocol in [Protocol::Anthropic, Protocol::OpenAiResponses] {
+    for protocol in [
+        Protocol::Anthropic,
+        Protocol::OpenAiResponses,
+        Protocol::Bedrock,
+    ] {
         let mut h = harness_with(
             protocol,
             vec![
@@ -326,7 +364,7 @@ async fn overflow_fitting_keeps_the_active_thinking_tool_loop_whole() {
             "{protocol:?}: the old history went"
         );
         let kept = match protocol {
-            Protocol::Anthropic => "testkit-signature-2",
+            Protocol::Anthropic | Protocol::Bedrock => "testkit-signature-2",
             _ => "testkit-encrypted-2",
         };
         assert!(last.contains(kept), "{protocol:?}: {last}");

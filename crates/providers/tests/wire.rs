@@ -79,6 +79,7 @@ async fn requests_reach_the_documented_endpoint_with_auth_and_streaming(protocol
             assert_eq!(declaration["name"], "read");
             assert!(declaration["parametersJsonSchema"].is_object());
         }
+        Protocol::Bedrock => unreachable!("Bedrock's request shape: tests/bedrock.rs"),
     }
 }
 
@@ -391,6 +392,9 @@ async fn broken_arguments_and_unknown_tools_get_tool_errors_and_are_replayed_fai
         }
         Protocol::Gemini => {
             request.conversation()[1]["parts"][0]["functionCall"]["args"]["raw_arguments"].clone()
+        }
+        Protocol::Bedrock => {
+            request.conversation()[1]["content"][0]["toolUse"]["input"]["raw_arguments"].clone()
         }
     };
     assert_eq!(replayed, json!(broken));

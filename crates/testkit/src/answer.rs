@@ -13,7 +13,7 @@ use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Response, StatusCode};
 
 use crate::script::{Fault, Protocol, Turn};
-use crate::wire::{self, ErrorKind, SseEvent, TurnPlan, JSON_CONTENT_TYPE, SSE_CONTENT_TYPE};
+use crate::wire::{self, ErrorKind, StreamEvent, TurnPlan, JSON_CONTENT_TYPE, SSE_CONTENT_TYPE};
 
 /// The body type of every answer.
 pub(crate) type AnswerBody = UnsyncBoxBody<Bytes, std::io::Error>;
@@ -66,6 +66,8 @@ pub(crate) enum Answer {
         status: StatusCode,
         content_type: &'static str,
         retry_after_s: Option<u64>,
+        /// Extra headers (Bedrock's `x-amzn-errortype`).
+        headers: Vec<(&'static str, String)>,
         chunks: Vec<Bytes>,
         delay: Duration,
         ending: Ending,
@@ -97,7 +99,7 @@ pub(crate) fn for_turn(
         Some(Fault::ProviderReturnedError) => return http_error(ErrorKind::ProviderReturned),
         Some(Fault::ContextLength) => {
             let limit = match protocol {
-                Protocol::Anthropic => ANTHROPIC_CONTEXT_LIMIT,
+                Protocol::Anthropic | Protocol::Bedrock => ANTHROPIC_CONTEXT_LIMIT,
                 Protocol::OpenAiChat | Protocol::OpenAiResponses => OPENAI_CONTEXT_LIMIT,
                 Protocol::Gemini => GEMINI_CONTEXT_LIMIT,
             };
@@ -173,8 +175,8 @@ pub(crate) fn for_turn(
             }
             _ => {}
         }
-        let chunks = events.iter().map(SseEvent::encode).collect();
-        (SSE_CONTENT_TYPE, chunks, ending)
+        let chunks = events.iter().map(StreamEvent::encode).collect();
+        (wire::stream_content_type(protocol), chunks, ending)
     } else {
         let body = wire::json_body(protocol, &plan).to_string();
         let (chunks, ending) = match turn.fault {
@@ -188,6 +190,7 @@ pub(crate) fn for_turn(
         status: StatusCode::OK,
         content_type,
         retry_after_s: None,
+        headers: Vec::new(),
         chunks,
         delay,
         ending,
@@ -207,6 +210,7 @@ pub(crate) fn error(protocol: Protocol, kind: &ErrorKind, retry_after_s: Option<
         status,
         content_type: JSON_CONTENT_TYPE,
         retry_after_s,
+        headers: wire::error_headers(protocol, kind),
         chunks: vec![Bytes::from(body.to_string())],
         delay: Duration::ZERO,
         ending: Ending::Complete,
@@ -306,6 +310,7 @@ pub(crate) fn into_response(answer: Answer) -> Option<Response<AnswerBody>> {
             status,
             content_type,
             retry_after_s,
+            headers,
             chunks,
             delay,
             ending,
@@ -323,6 +328,13 @@ pub(crate) fn into_response(answer: Answer) -> Option<Response<AnswerBody>> {
             }
             if let Some(seconds) = retry_after_s {
                 set_header(&mut response, RETRY_AFTER, &seconds.to_string());
+            }
+            for (name, value) in headers {
+                set_header(
+                    &mut response,
+                    hyper::header::HeaderName::from_static(name),
+                    &value,
+                );
             }
             Some(response)
         }

@@ -35,7 +35,67 @@ pub(crate) fn check(
         Protocol::OpenAiResponses => responses(script, tool_call_ids, body),
         Protocol::OpenAiChat => chat(script, body),
         Protocol::Gemini => gemini(script, tool_call_ids, body),
+        Protocol::Bedrock => bedrock(script, body),
     }
+}
+
+/// Bedrock (Claude through Converse), with thinking on: `temperature` other than 1; a
+/// `reasoningText` whose text or signature is not what the testkit sent, a
+/// `redactedContent` with other data (Bedrock passes Anthropic's refusals on).
+fn bedrock(script: &Script, body: &Value) -> Result<(), ErrorKind> {
+    let thinking = body["additionalModelRequestFields"]["thinking"]["type"] == "enabled";
+    if thinking
+        && body["inferenceConfig"]["temperature"]
+            .as_f64()
+            .is_some_and(|t| t != 1.0)
+    {
+        return Err(invalid(
+            "The model returned the following errors: `temperature` may only be set to 1 when thinking is enabled.",
+            None,
+        ));
+    }
+    let empty = Vec::new();
+    for (i, message) in body["messages"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .enumerate()
+    {
+        for (j, block) in message["content"]
+            .as_array()
+            .unwrap_or(&empty)
+            .iter()
+            .enumerate()
+        {
+            let Some(reasoning) = block.get("reasoningContent") else {
+                continue;
+            };
+            let genuine = script.turns.iter().enumerate().any(|(n, turn)| {
+                match (
+                    reasoning.get("reasoningText"),
+                    reasoning.get("redactedContent"),
+                ) {
+                    (Some(text), _) => {
+                        text["signature"] == thinking_signature(n + 1).as_str()
+                            && turn.reasoning.as_deref() == text["text"].as_str()
+                    }
+                    (None, Some(data)) => {
+                        turn.redacted_thinking && *data == redacted_data(n + 1).as_str()
+                    }
+                    (None, None) => false,
+                }
+            });
+            if !genuine {
+                return Err(invalid(
+                    format!(
+                        "The model returned the following errors: messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+                    ),
+                    None,
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn invalid(message: impl Into<String>, param: Option<&str>) -> ErrorKind {

@@ -23,7 +23,7 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use crate::script::{Fault, Protocol, Turn};
-use crate::wire::SseEvent;
+use crate::wire::{bedrock, SseEvent};
 
 /// Size of one generated chunk of a large payload.
 const PIECE_BYTES: usize = 64 * 1024;
@@ -66,7 +66,7 @@ pub(crate) fn answer(protocol: Protocol, turn: &Turn, model: &str) -> Generated 
     };
     let sse = |chunks: Box<dyn Iterator<Item = Bytes> + Send>, delay| Generated {
         status: 200,
-        content_type: crate::wire::SSE_CONTENT_TYPE,
+        content_type: crate::wire::stream_content_type(protocol),
         headers: Vec::new(),
         chunks,
         delay,
@@ -86,7 +86,7 @@ pub(crate) fn answer(protocol: Protocol, turn: &Turn, model: &str) -> Generated 
         Some(Fault::HugeEvent) => {
             let head = frames.start();
             // One event whose data line holds `size` bytes of text, written in pieces.
-            let (open, close) = frames.text_event_halves();
+            let (open, close) = frames.text_event_halves(size);
             let middle = pieces(size, b'a');
             let body = std::iter::once(open)
                 .chain(middle)
@@ -223,6 +223,11 @@ impl Frames {
         )
     }
 
+    /// A Bedrock event message, encoded.
+    fn frame(event_type: &str, payload: Value) -> Bytes {
+        bedrock::encode(&bedrock::event(event_type, &payload))
+    }
+
     fn named(name: &str, mut payload: Value) -> Bytes {
         payload["type"] = json!(name);
         Self::encode(SseEvent::named(name, &payload))
@@ -246,6 +251,7 @@ impl Frames {
             Protocol::OpenAiChat => {
                 vec![self.chat(json!({"role": "assistant", "content": ""}), Value::Null)]
             }
+            Protocol::Bedrock => vec![Self::frame("messageStart", json!({"role": "assistant"}))],
             Protocol::OpenAiResponses => vec![
                 Self::named(
                     "response.created",
@@ -269,6 +275,10 @@ impl Frames {
                 json!({"index": 0, "delta": {"type": "text_delta", "text": text}}),
             ),
             Protocol::OpenAiChat => self.chat(json!({"content": text}), Value::Null),
+            Protocol::Bedrock => Self::frame(
+                "contentBlockDelta",
+                json!({"contentBlockIndex": 0, "delta": {"text": text}}),
+            ),
             Protocol::OpenAiResponses => Self::named(
                 "response.output_text.delta",
                 json!({"item_id": "msg_hostile", "output_index": 0, "content_index": 0, "delta": text}),
@@ -277,9 +287,13 @@ impl Frames {
         }
     }
 
-    /// A text-delta event split around its text, so a huge text can be streamed in
-    /// between: (the bytes before the text, the bytes after it).
-    fn text_event_halves(&self) -> (Bytes, Bytes) {
+    /// A text-delta event split around its text, so a huge text of `size` bytes of `a`
+    /// can be streamed in between: (the bytes before the text, the bytes after it). A
+    /// Bedrock frame declares its whole length up front and ends with the CRC of all of it.
+    fn text_event_halves(&self, size: usize) -> (Bytes, Bytes) {
+        if self.protocol == Protocol::Bedrock {
+            return bedrock_text_halves(size);
+        }
         const MARK: &str = "\u{1}HOSTILE\u{1}";
         let whole = self.text(MARK);
         let whole = String::from_utf8_lossy(&whole).into_owned();
@@ -303,6 +317,10 @@ impl Frames {
                 json!({"tool_calls": [{"index": index, "id": id, "type": "function", "function": {"name": "read", "arguments": ""}}]}),
                 Value::Null,
             ),
+            Protocol::Bedrock => Self::frame(
+                "contentBlockStart",
+                json!({"contentBlockIndex": index + 1, "start": {"toolUse": {"toolUseId": id, "name": "read"}}}),
+            ),
             Protocol::OpenAiResponses => Self::named(
                 "response.output_item.added",
                 json!({"output_index": index + 1, "item": {"id": format!("fc_{index}"), "type": "function_call",
@@ -323,6 +341,10 @@ impl Frames {
                 json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
                 Value::Null,
             ),
+            Protocol::Bedrock => Self::frame(
+                "contentBlockDelta",
+                json!({"contentBlockIndex": index + 1, "delta": {"toolUse": {"input": piece}}}),
+            ),
             Protocol::OpenAiResponses => Self::named(
                 "response.function_call_arguments.delta",
                 json!({"item_id": format!("fc_{index}"), "output_index": index + 1, "delta": piece}),
@@ -334,6 +356,9 @@ impl Frames {
     fn call_stop(&self, index: usize) -> Bytes {
         match self.protocol {
             Protocol::Anthropic => Self::named("content_block_stop", json!({"index": index + 1})),
+            Protocol::Bedrock => {
+                Self::frame("contentBlockStop", json!({"contentBlockIndex": index + 1}))
+            }
             // Chat calls end with the answer; Responses with their done item, which the
             // client may take from the deltas.
             Protocol::OpenAiChat => Bytes::new(),
@@ -346,6 +371,8 @@ impl Frames {
     fn heartbeat(&self) -> Bytes {
         match self.protocol {
             Protocol::Anthropic => Self::named("ping", json!({})),
+            // A metadata event without usage: Bedrock's only content-free event mid-stream.
+            Protocol::Bedrock => Self::frame("metadata", json!({"metrics": {"latencyMs": 1}})),
             Protocol::OpenAiChat => self.chat(json!({}), Value::Null),
             Protocol::OpenAiResponses => Self::named(
                 "response.in_progress",
@@ -378,6 +405,17 @@ impl Frames {
                 ),
                 Self::encode(SseEvent::data("[DONE]")),
             ],
+            Protocol::Bedrock => vec![
+                Self::frame("contentBlockStop", json!({"contentBlockIndex": 0})),
+                Self::frame(
+                    "messageStop",
+                    json!({"stopReason": if reason == "stop" { "end_turn" } else { reason }}),
+                ),
+                Self::frame(
+                    "metadata",
+                    json!({"usage": {"inputTokens": 10, "outputTokens": 1, "totalTokens": 11}}),
+                ),
+            ],
             Protocol::OpenAiResponses => vec![Self::named(
                 "response.completed",
                 json!({"response": {"id": "resp_hostile", "status": "completed", "output": [],
@@ -393,4 +431,38 @@ impl Frames {
             ))],
         }
     }
+}
+
+/// A Bedrock text-delta frame around `size` bytes of `a`, split before and after them:
+/// the prelude declares the whole length, the final CRC covers every byte.
+fn bedrock_text_halves(size: usize) -> (Bytes, Bytes) {
+    let head = bedrock::event("contentBlockDelta", &json!({}));
+    let mut headers = Vec::new();
+    if aws_smithy_eventstream::frame::write_headers_to(head.headers(), &mut headers).is_err() {
+        return (Bytes::new(), Bytes::new());
+    }
+    let before = br#"{"contentBlockIndex":0,"delta":{"text":""#;
+    let after = br#""}}"#;
+    let payload_len = before.len() + size + after.len();
+    let total = 12 + headers.len() + payload_len + 4;
+    let mut open = Vec::with_capacity(12 + headers.len() + before.len());
+    open.extend_from_slice(&(u32::try_from(total).unwrap_or(u32::MAX)).to_be_bytes());
+    open.extend_from_slice(&(u32::try_from(headers.len()).unwrap_or(0)).to_be_bytes());
+    let prelude_crc = crc32fast::hash(&open);
+    open.extend_from_slice(&prelude_crc.to_be_bytes());
+    open.extend_from_slice(&headers);
+    open.extend_from_slice(before);
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&open);
+    let piece = vec![b'a'; PIECE_BYTES];
+    let mut left = size;
+    while left > 0 {
+        let take = left.min(PIECE_BYTES);
+        crc.update(&piece[..take]);
+        left -= take;
+    }
+    crc.update(after);
+    let mut close = after.to_vec();
+    close.extend_from_slice(&crc.finalize().to_be_bytes());
+    (Bytes::from(open), Bytes::from(close))
 }

@@ -1,6 +1,7 @@
 //! pith-testkit: a scripted provider server on 127.0.0.1 that speaks the real OpenAI Chat
 //! Completions, OpenAI Responses, Anthropic Messages and Google Gemini wire formats
-//! (streamed SSE and plain JSON), plays faults (rate limits, overload, dropped or corrupt streams, context-length
+//! (streamed SSE and plain JSON) and AWS Bedrock's Converse (binary event stream), plays
+//! faults (rate limits, overload, dropped or corrupt streams, context-length
 //! errors, hangs) and records every request, for pith's integration and end-to-end tests.
 //!
 //! One scripted [`Turn`] answers one incoming request, in order, whatever the request is

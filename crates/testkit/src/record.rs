@@ -26,6 +26,8 @@ const SECRET_HEADERS: &[&str] = &[
     "api-key",
     "x-goog-api-key",
     "cookie",
+    // AWS temporary credentials' session token (SigV4).
+    "x-amz-security-token",
 ];
 
 /// What a recorded secret header's value is replaced with.

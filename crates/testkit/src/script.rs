@@ -26,6 +26,10 @@ pub enum Protocol {
     /// `:generateContent`), the model named in the path.
     #[serde(rename = "gemini")]
     Gemini,
+    /// AWS Bedrock Converse: `POST /model/{modelId}/converse-stream` (binary event
+    /// stream; `/model/{modelId}/converse` for a JSON answer), any model id.
+    #[serde(rename = "bedrock")]
+    Bedrock,
 }
 
 /// The path prefix of Gemini's model endpoints.
@@ -34,10 +38,11 @@ const GEMINI_MODELS_PATH: &str = "/v1beta/models/";
 /// What a request path asks of the protocol's endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Endpoint {
-    /// The model named in the path (Gemini), else `None` (it is in the body).
+    /// The model named in the path (Gemini, Bedrock), else `None` (it is in the body).
     pub model: Option<String>,
-    /// The path itself says the answer is streamed (Gemini's
-    /// `:streamGenerateContent`); `None`: the body's `stream` says.
+    /// The path itself says whether the answer is streamed (Gemini's
+    /// `:streamGenerateContent`, Bedrock's `/converse-stream`); `None`: the body's
+    /// `stream` says.
     pub streaming: Option<bool>,
 }
 
@@ -51,11 +56,13 @@ impl Protocol {
             Protocol::OpenAiResponses => "/v1/responses",
             Protocol::Anthropic => "/v1/messages",
             Protocol::Gemini => "/v1beta/models/testkit-model:streamGenerateContent",
+            Protocol::Bedrock => "/model/{modelId}/converse-stream",
         }
     }
 
-    /// Whether `path` is this protocol's endpoint, and what it says (Gemini: the model
-    /// and whether the answer streams).
+    /// Whether `path` is this protocol's endpoint, and what it says (Gemini and Bedrock:
+    /// the model and whether the answer streams). The others answer
+    /// [`Protocol::endpoint_path`] exactly.
     pub(crate) fn endpoint(self, path: &str) -> Option<Endpoint> {
         match self {
             Protocol::Gemini => {
@@ -68,6 +75,13 @@ impl Protocol {
                 };
                 (!model.is_empty() && !model.contains('/')).then(|| Endpoint {
                     model: Some(model.to_owned()),
+                    streaming: Some(streaming),
+                })
+            }
+            Protocol::Bedrock => {
+                let (model, streaming) = crate::wire::bedrock::model_of_path(path)?;
+                Some(Endpoint {
+                    model: Some(model),
                     streaming: Some(streaming),
                 })
             }
@@ -85,6 +99,7 @@ impl Protocol {
             Protocol::OpenAiResponses => "openai-responses",
             Protocol::Anthropic => "anthropic",
             Protocol::Gemini => "gemini",
+            Protocol::Bedrock => "bedrock",
         }
     }
 
@@ -95,6 +110,7 @@ impl Protocol {
             Protocol::OpenAiChat | Protocol::OpenAiResponses => "call_",
             Protocol::Anthropic => "toolu_",
             Protocol::Gemini => "fc_",
+            Protocol::Bedrock => "tooluse_",
         }
     }
 }
@@ -502,6 +518,11 @@ impl Script {
     /// A Google Gemini script.
     pub fn gemini(turns: impl IntoIterator<Item = Turn>) -> Script {
         Script::new(Protocol::Gemini, turns)
+    }
+
+    /// An AWS Bedrock Converse script.
+    pub fn bedrock(turns: impl IntoIterator<Item = Turn>) -> Script {
+        Script::new(Protocol::Bedrock, turns)
     }
 
     /// Appends a turn.

@@ -145,20 +145,22 @@ impl TestServer {
     }
 
     /// The base URL the protocol's SDKs expect, so it can go straight into
-    /// `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`: `http://127.0.0.1:PORT/v1` for both OpenAI
-    /// kinds (clients append `/chat/completions` or `/responses`), `http://127.0.0.1:PORT`
-    /// for Anthropic (clients append `/v1/messages`) and Gemini (`GEMINI_BASE_URL`; clients
-    /// append `/v1beta/models/…`).
+    /// `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` / `GEMINI_BASE_URL` / `BEDROCK_BASE_URL`:
+    /// `http://127.0.0.1:PORT/v1` for both OpenAI kinds (clients append `/chat/completions`
+    /// or `/responses`), `http://127.0.0.1:PORT` for Anthropic (clients append
+    /// `/v1/messages`), Gemini (clients append `/v1beta/models/…`) and Bedrock (clients
+    /// append `/model/{modelId}/converse-stream`).
     pub fn base_url(&self) -> String {
         match self.protocol {
             Protocol::OpenAiChat | Protocol::OpenAiResponses => format!("{}/v1", self.origin),
-            Protocol::Anthropic | Protocol::Gemini => self.origin.clone(),
+            Protocol::Anthropic | Protocol::Gemini | Protocol::Bedrock => self.origin.clone(),
         }
     }
 
     /// The full URL of the one endpoint the script answers, e.g.
     /// `http://127.0.0.1:PORT/v1/chat/completions`; for Gemini the streaming URL of the
-    /// model `testkit-model`, with its `?alt=sse`.
+    /// model `testkit-model`, with its `?alt=sse`; for Bedrock the path's pattern, with a
+    /// literal `{modelId}` (any model id is answered).
     pub fn endpoint_url(&self) -> String {
         let query = match self.protocol {
             Protocol::Gemini => "?alt=sse",
@@ -379,7 +381,10 @@ fn choose_answer(
         }
     };
     // Without `alt=sse` Gemini streams one JSON array, which the testkit does not speak.
-    if endpoint.streaming == Some(true) && !query.split('&').any(|pair| pair == "alt=sse") {
+    if protocol == Protocol::Gemini
+        && endpoint.streaming == Some(true)
+        && !query.split('&').any(|pair| pair == "alt=sse")
+    {
         let kind = rejection(
             StatusCode::BAD_REQUEST,
             format!("{path} needs the query alt=sse (server-sent events), not {query:?}"),

@@ -29,6 +29,7 @@ fn request(protocol: Protocol, streaming: bool) -> Value {
             json!({"model": "m", "max_tokens": 64, "stream": streaming, "messages": []})
         }
         Protocol::Gemini => unreachable!("{ELSEWHERE}"),
+        Protocol::Bedrock => unreachable!("Bedrock's faults are checked in tests/bedrock.rs"),
     }
 }
 
@@ -69,6 +70,7 @@ fn terminal_marker(protocol: Protocol) -> &'static str {
         Protocol::OpenAiResponses => "event: response.completed",
         Protocol::Anthropic => "event: message_stop",
         Protocol::Gemini => unreachable!("{ELSEWHERE}"),
+        Protocol::Bedrock => unreachable!("Bedrock's faults are checked in tests/bedrock.rs"),
     }
 }
 
@@ -177,6 +179,7 @@ async fn context_length_sends_each_providers_real_error() {
                 assert!(message.contains("context window"), "{message}");
             }
             Protocol::Gemini => unreachable!("{ELSEWHERE}"),
+            Protocol::Bedrock => unreachable!("checked in tests/bedrock.rs"),
         }
     }
 }
@@ -288,6 +291,7 @@ async fn stream_error_ends_a_200_stream_with_the_providers_error_event() {
                 assert_eq!(error["error"]["type"], "server_error");
             }
             Protocol::Gemini => unreachable!("{ELSEWHERE}"),
+            Protocol::Bedrock => unreachable!("checked in tests/bedrock.rs"),
         }
         assert!(
             !streamed.text().contains(terminal_marker(protocol)),

@@ -241,6 +241,121 @@ pub const GEMINI_MODELS: &[ModelInfo] = &[
     ),
 ];
 
+const TEXT: Abilities = Abilities {
+    images: false,
+    reasoning: false,
+};
+
+/// Models on AWS Bedrock (Converse), by their Bedrock model ids. Claude's figures are
+/// Anthropic's own (cached input: the cache-read price); models without prompt caching
+/// have their input price as the cached price. Prices are the on-demand ones of
+/// us-east-1; cross-region inference profiles (`us.`, `eu.`, `global.` …) resolve to the
+/// same entry ([`lookup_bedrock`]).
+pub const BEDROCK_MODELS: &[ModelInfo] = &[
+    model(
+        "anthropic.claude-opus-4-5-20251101-v1:0",
+        200_000,
+        64_000,
+        [5.0, 0.5, 25.0],
+        VISION_REASONING,
+    ),
+    model(
+        "anthropic.claude-opus-4-1-20250805-v1:0",
+        200_000,
+        32_000,
+        [15.0, 1.5, 75.0],
+        VISION_REASONING,
+    ),
+    model(
+        "anthropic.claude-sonnet-4-5-20250929-v1:0",
+        200_000,
+        64_000,
+        [3.0, 0.3, 15.0],
+        VISION_REASONING,
+    ),
+    model(
+        "anthropic.claude-sonnet-4-20250514-v1:0",
+        200_000,
+        64_000,
+        [3.0, 0.3, 15.0],
+        VISION_REASONING,
+    ),
+    model(
+        "anthropic.claude-haiku-4-5-20251001-v1:0",
+        200_000,
+        64_000,
+        [1.0, 0.1, 5.0],
+        VISION_REASONING,
+    ),
+    model(
+        "amazon.nova-pro-v1:0",
+        300_000,
+        10_000,
+        [0.8, 0.2, 3.2],
+        VISION,
+    ),
+    model(
+        "amazon.nova-lite-v1:0",
+        300_000,
+        10_000,
+        [0.06, 0.015, 0.24],
+        VISION,
+    ),
+    model(
+        "amazon.nova-micro-v1:0",
+        128_000,
+        10_000,
+        [0.035, 0.00875, 0.14],
+        TEXT,
+    ),
+    model(
+        "meta.llama3-3-70b-instruct-v1:0",
+        128_000,
+        8_192,
+        [0.72, 0.72, 0.72],
+        TEXT,
+    ),
+    model(
+        "meta.llama4-maverick-17b-instruct-v1:0",
+        1_000_000,
+        8_192,
+        [0.24, 0.24, 0.97],
+        VISION,
+    ),
+    model(
+        "mistral.mistral-large-2407-v1:0",
+        128_000,
+        8_192,
+        [2.0, 2.0, 6.0],
+        TEXT,
+    ),
+    model(
+        "mistral.pixtral-large-2502-v1:0",
+        128_000,
+        8_192,
+        [2.0, 2.0, 6.0],
+        VISION,
+    ),
+];
+
+/// The geographic prefixes of Bedrock's cross-region inference profiles.
+const BEDROCK_GEOGRAPHIES: &[&str] = &[
+    "us.", "us-gov.", "eu.", "apac.", "jp.", "au.", "ca.", "global.",
+];
+
+/// Looks a Bedrock model id up in [`BEDROCK_MODELS`], exactly, after two steps that only
+/// remove routing: an ARN's resource path (`arn:…:inference-profile/us.anthropic.…` →
+/// its last segment) and an inference profile's geography (`us.`, `eu.`, `apac.`,
+/// `global.`, …). No other normalisation: Bedrock ids carry their version (`-v1:0`).
+pub fn lookup_bedrock(model_id: &str) -> Option<ModelInfo> {
+    let id = model_id.rsplit('/').next().unwrap_or(model_id);
+    let base = BEDROCK_GEOGRAPHIES
+        .iter()
+        .find_map(|geo| id.strip_prefix(geo))
+        .unwrap_or(id);
+    BEDROCK_MODELS.iter().find(|m| m.id == base).copied()
+}
+
 /// Looks a model up by id, in two steps and never by prefix:
 ///
 /// 1. the exact id (for a routed id such as OpenRouter's `anthropic/claude-sonnet-4.5`,
@@ -354,6 +469,27 @@ mod tests {
         assert!(
             lookup("gemini-2.5").is_none(),
             "never priced as a longer id"
+        );
+    }
+
+    #[test]
+    fn bedrock_ids_resolve_through_profiles_and_arns_only() {
+        let sonnet = lookup_bedrock("anthropic.claude-sonnet-4-5-20250929-v1:0").unwrap();
+        assert_eq!(sonnet.context_window, 200_000);
+        assert_eq!(
+            lookup_bedrock("us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+            Some(sonnet)
+        );
+        assert_eq!(
+            lookup_bedrock("arn:aws:bedrock:eu-west-1:123456789012:inference-profile/global.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+            Some(sonnet)
+        );
+        assert!(lookup_bedrock("anthropic.claude-sonnet-4-5").is_none());
+        assert!(lookup_bedrock("claude-sonnet-4-5").is_none());
+        assert!(
+            !lookup_bedrock("meta.llama3-3-70b-instruct-v1:0")
+                .unwrap()
+                .images
         );
     }
 

@@ -85,6 +85,9 @@ pub enum ProtocolKind {
     /// Google Gemini API, native (`streamGenerateContent`).
     #[serde(rename = "gemini")]
     Gemini,
+    /// AWS Bedrock Converse (SigV4-signed, binary event stream).
+    #[serde(rename = "bedrock")]
+    Bedrock,
 }
 
 /// A `[providers.NAME]` table.
@@ -110,6 +113,11 @@ pub struct ProviderConfig {
     /// `HTTP-Referer` and `X-Title`); they replace the built-in ones of the same name.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Bedrock: the AWS region (over `AWS_REGION` / `AWS_DEFAULT_REGION` and the profile's).
+    pub region: Option<String>,
+    /// Bedrock: the AWS profile of `~/.aws/config` to take credentials (and a region) from,
+    /// instead of `AWS_PROFILE` / `default`.
+    pub profile: Option<String>,
 }
 
 /// The `[limits]` table: how much pith accepts from a server and writes per record. Every
@@ -378,6 +386,16 @@ const BUILT_INS: &[BuiltIn] = &[
         headers: &[],
     },
     BuiltIn {
+        name: "bedrock",
+        kind: ProtocolKind::Bedrock,
+        base_url: crate::wire::bedrock::DEFAULT_BASE_URL,
+        base_url_env: Some("BEDROCK_BASE_URL"),
+        // SigV4 credentials come from the AWS chain, not one key variable.
+        api_key_env: None,
+        max_tokens_field: MaxTokensField::MaxTokens,
+        headers: &[],
+    },
+    BuiltIn {
         name: "openrouter",
         kind: ProtocolKind::OpenAiChat,
         base_url: "https://openrouter.ai/api/v1",
@@ -483,6 +501,19 @@ pub struct ResolvedModel {
     pub reasoning: Option<ReasoningEffort>,
     /// The model accepts images (config, else the catalog; unknown models: false).
     pub images: bool,
+    /// Bedrock: the AWS region and profile, as far as config and environment name them.
+    pub aws: AwsOptions,
+}
+
+/// Where a Bedrock model's requests are signed for: the region (config, else
+/// `AWS_REGION`, else `AWS_DEFAULT_REGION`; `None`: the profile's, asked at the first
+/// request) and the profile (config; `None`: `AWS_PROFILE` or `default`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AwsOptions {
+    /// The region, when config or environment names one.
+    pub region: Option<String>,
+    /// The profile, when config names one.
+    pub profile: Option<String>,
 }
 
 impl std::fmt::Debug for ResolvedModel {
@@ -523,6 +554,14 @@ impl ResolvedModel {
                 Arc::new(anthropic::Anthropic::with_options(url, key, self.http)?)
             }
             ProtocolKind::Gemini => Arc::new(gemini::Gemini::with_options(url, key, self.http)?),
+            ProtocolKind::Bedrock => Arc::new(crate::wire::bedrock::Bedrock::with_options(
+                url,
+                self.aws.region.as_deref(),
+                Arc::new(crate::wire::bedrock::AwsChain::new(
+                    self.aws.profile.as_deref(),
+                )),
+                self.http,
+            )?),
         })
     }
 }
@@ -585,7 +624,10 @@ pub fn resolve_model(
     };
 
     let model_config = config.models.get(spec);
-    let catalog_entry = catalog::lookup(model);
+    let catalog_entry = match kind {
+        ProtocolKind::Bedrock => catalog::lookup_bedrock(model),
+        _ => catalog::lookup(model),
+    };
     let mut window_warning = None;
     let (context_window, window_source) = if let Some(window) =
         model_config.and_then(|m| m.context_window)
@@ -609,7 +651,10 @@ pub fn resolve_model(
             .and_then(|m| m.max_output_tokens)
             .or(match (kind, provider) {
                 // The Messages API requires a cap; send the model's own maximum.
-                (ProtocolKind::Anthropic, _) => catalog_entry.map(|e| e.max_output),
+                // Bedrock caps every model; send the catalog's maximum too.
+                (ProtocolKind::Anthropic | ProtocolKind::Bedrock, _) => {
+                    catalog_entry.map(|e| e.max_output)
+                }
                 // Small local models may ramble until their context is full.
                 (_, "local") => Some(LOCAL_MAX_OUTPUT_TOKENS),
                 _ => None,
@@ -650,6 +695,14 @@ pub fn resolve_model(
             .and_then(|m| m.images)
             .or(catalog_entry.map(|e| e.images))
             .unwrap_or(false),
+        aws: AwsOptions {
+            region: custom
+                .and_then(|c| c.region.clone())
+                .or_else(|| lookup("AWS_REGION"))
+                .or_else(|| lookup("AWS_DEFAULT_REGION"))
+                .filter(|r| !r.is_empty()),
+            profile: custom.and_then(|c| c.profile.clone()),
+        },
     })
 }
 
@@ -864,6 +917,44 @@ mod tests {
         let proxied = resolve_model("proxy/gemini-2.5-flash", &config, &env(&[])).unwrap();
         assert_eq!(proxied.kind, ProtocolKind::Gemini);
         assert!(proxied.adapter().is_ok());
+    }
+
+    #[test]
+    fn bedrock_resolves_its_region_endpoint_and_catalog_entry_without_a_key() {
+        let lookup = env(&[("AWS_DEFAULT_REGION", "eu-central-1")]);
+        let model = resolve_model(
+            "bedrock/eu.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            &Config::default(),
+            &lookup,
+        )
+        .unwrap();
+        assert_eq!(model.kind, ProtocolKind::Bedrock);
+        assert_eq!(model.model, "eu.anthropic.claude-sonnet-4-5-20250929-v1:0");
+        assert_eq!(model.base_url, crate::wire::bedrock::DEFAULT_BASE_URL);
+        assert_eq!(model.aws.region.as_deref(), Some("eu-central-1"));
+        assert_eq!(model.context_window, 200_000);
+        assert_eq!(model.max_output_tokens, Some(64_000));
+        let lookup = env(&[
+            ("AWS_REGION", "us-west-2"),
+            ("AWS_DEFAULT_REGION", "eu-central-1"),
+            ("BEDROCK_BASE_URL", "http://127.0.0.1:9"),
+        ]);
+        let model =
+            resolve_model("bedrock/amazon.nova-pro-v1:0", &Config::default(), &lookup).unwrap();
+        assert_eq!(model.aws.region.as_deref(), Some("us-west-2"));
+        assert_eq!(model.base_url, "http://127.0.0.1:9");
+        let config: Config =
+            toml::from_str("[providers.bedrock]\nregion = \"ap-south-1\"\nprofile = \"work\"\n")
+                .unwrap();
+        let model = resolve_model("bedrock/amazon.nova-pro-v1:0", &config, &lookup).unwrap();
+        assert_eq!(
+            model.aws,
+            AwsOptions {
+                region: Some("ap-south-1".into()),
+                profile: Some("work".into()),
+            }
+        );
+        assert!(model.adapter().is_ok());
     }
 
     #[test]

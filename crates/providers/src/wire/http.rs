@@ -15,8 +15,12 @@
 //!   server-sent event can never grow past `max_event_bytes` in memory; an error body is
 //!   read up to `max_error_body_bytes` and the rest is dropped unread; a JSON body is read
 //!   up to `max_body_bytes` ([`Transport::get_json`], [`Transport::post_json`]).
-//! - **One path**: every adapter posts its body through [`Transport::post_events`] and
-//!   reads the events it returns; retries belong to the loop.
+//! - **Binary framing**: AWS event streams (`application/vnd.amazon.eventstream`, Bedrock)
+//!   come through [`Transport::post_messages`], each message bounded by the same
+//!   `max_event_bytes` (`wire::eventstream`).
+//! - **One path**: every adapter posts its body through [`Transport::post_events`] (or,
+//!   for binary framing, [`Transport::post_messages`]) and reads the events it returns;
+//!   retries belong to the loop.
 
 use std::pin::Pin;
 use std::sync::Once;
@@ -28,6 +32,7 @@ use reqwest::header::{HeaderName, LOCATION};
 use crate::wire::error::{parse_retry_after, ProviderError};
 use crate::wire::limits::{human_bytes, WireLimits};
 use crate::wire::sse::SseEvent;
+use aws_smithy_types::event_stream::Message;
 
 /// Connect timeout of every provider connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -74,6 +79,8 @@ pub struct HttpFailure {
     pub retry_after: Option<Duration>,
     /// Response body (lossy UTF-8), at most `max_error_body_bytes` of it.
     pub body: String,
+    /// AWS's `x-amzn-errortype` header (`ThrottlingException:http://…`), when present.
+    pub error_type: Option<String>,
 }
 
 impl std::fmt::Display for HttpFailure {
@@ -93,6 +100,11 @@ impl HttpFailure {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
+        let error_type = response
+            .headers()
+            .get("x-amzn-errortype")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let (bytes, cut) = read_prefix(response, max_bytes).await;
         let mut body = String::from_utf8_lossy(&bytes).into_owned();
         if cut {
@@ -102,6 +114,7 @@ impl HttpFailure {
             status,
             retry_after,
             body,
+            error_type,
         }
     }
 
@@ -330,9 +343,16 @@ async fn read_prefix(response: reqwest::Response, max: usize) -> (Vec<u8>, bool)
 /// Server-sent events of one response, errors classified.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<SseEvent, ProviderError>> + Send>>;
 
+/// Binary event-stream messages of one response (`application/vnd.amazon.eventstream`),
+/// errors classified.
+pub type MessageStream = Pin<Box<dyn Stream<Item = Result<Message, ProviderError>> + Send>>;
+
+/// The `accept` of an AWS event stream.
+pub const EVENTSTREAM_CONTENT_TYPE: &str = "application/vnd.amazon.eventstream";
+
 impl Transport {
     /// `POST url` with a JSON `body` and `headers`, expecting a stream of server-sent
-    /// events: the one path every adapter's request takes. Events come bounded
+    /// events: the path of every SSE protocol's request. Events come bounded
     /// (`wire::sse`); an error status, a redirect or a broken stream is a classified
     /// [`ProviderError`].
     pub async fn post_events(
@@ -341,26 +361,63 @@ impl Transport {
         headers: &[(&str, &str)],
         body: Vec<u8>,
     ) -> Result<EventStream, ProviderError> {
-        let mut builder = self
-            .client
-            .post(url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .body(body);
-        for (name, value) in headers {
-            builder = builder.header(*name, *value);
-        }
-        let request = builder
-            .build()
-            .map_err(|err| ProviderError::InvalidRequest(format!("{url}: {err}")))?;
         let response = self
-            .send(request)
+            .post_streaming(url, "text/event-stream", headers, body)
             .await
             .map_err(SendError::into_provider_error)?;
         Ok(Box::pin(crate::wire::sse::events(
             response.bytes_stream(),
             self.options.limits.max_event_bytes,
         )))
+    }
+
+    /// `POST url` with a JSON `body` and `headers`, expecting binary event-stream messages
+    /// (AWS): the same path as [`Transport::post_events`] with the framing of
+    /// `wire::eventstream`, each message bounded by `max_event_bytes`. The request carries
+    /// `content-type: application/json` and `accept: application/vnd.amazon.eventstream`
+    /// besides `headers` (a signer signs the `content-type` it will get). An error status
+    /// is classified by `classify` (the protocol's own error types).
+    pub async fn post_messages(
+        &self,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+        classify: fn(HttpFailure) -> ProviderError,
+    ) -> Result<MessageStream, ProviderError> {
+        let response = self
+            .post_streaming(url, EVENTSTREAM_CONTENT_TYPE, headers, body)
+            .await
+            .map_err(|error| match error {
+                SendError::Status(failure) => classify(failure),
+                other => other.into_provider_error(),
+            })?;
+        Ok(Box::pin(crate::wire::eventstream::messages(
+            response.bytes_stream(),
+            self.options.limits.max_event_bytes,
+        )))
+    }
+
+    /// The one streaming POST: JSON in, a successful response out (see [`Transport::send`]).
+    async fn post_streaming(
+        &self,
+        url: &str,
+        accept: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> Result<reqwest::Response, SendError> {
+        let mut builder = self
+            .client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, accept)
+            .body(body);
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        let request = builder
+            .build()
+            .map_err(|err| SendError::Invalid(format!("{url}: {err}")))?;
+        self.send(request).await
     }
 }
 

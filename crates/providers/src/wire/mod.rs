@@ -6,13 +6,16 @@
 //! - [`error`]: [`ProviderError`] and its classification of HTTP failures.
 //! - [`limits`]: how much pith accepts from a server (events, arguments, calls, bodies).
 //! - [`sse`]: server-sent events decoded in one pass, each event bounded.
+//! - [`eventstream`]: AWS's binary event-stream framing, each message bounded.
 //! - [`reasoning`]: the reasoning setting and how each protocol reads it.
 //! - one module per protocol, each with the same shape: the adapter struct with `new` and
 //!   `start` in its `mod.rs`, the request body in `encode`, the stream parser in `decode`.
 
 pub mod adapter;
 pub mod anthropic;
+pub mod bedrock;
 pub mod error;
+pub mod eventstream;
 pub mod gemini;
 pub mod http;
 pub mod limits;

@@ -18,6 +18,7 @@ use pith_core::{
 use pith_providers::tool_loop::request::Timeouts;
 use pith_providers::tool_loop::retry::RetryPolicy;
 use pith_providers::wire::anthropic::Anthropic;
+use pith_providers::wire::bedrock::{Bedrock, FixedCredentials};
 use pith_providers::wire::gemini::Gemini;
 use pith_providers::wire::openai_chat::OpenAiChat;
 use pith_providers::wire::openai_responses::OpenAiResponses;
@@ -39,6 +40,49 @@ pub const OVER_THRESHOLD: u64 = 180_000;
 pub const API_KEY: &str = "sk-test-not-a-secret";
 /// A summary in the shared format.
 pub const SUMMARY: &str = "## Goal\nFix the parser.\n## Key Instructions\nKeep the public API.\n## Discoveries\nsrc/lib.rs holds the parser.";
+
+/// The model id of harness loops: Bedrock's is a Claude id (so its requests carry cache
+/// points and may think, as real Claude requests do); the other protocols' servers take
+/// any name.
+pub fn model_id(protocol: Protocol) -> &'static str {
+    match protocol {
+        Protocol::Bedrock => "anthropic.claude-sonnet-4-5-20250929-v1:0",
+        _ => "test-model",
+    }
+}
+
+/// Fixed AWS credentials of the Bedrock harness (never the environment's).
+pub const AWS_ACCESS_KEY: &str = "AKIDPITHTEST";
+
+/// [`for_each_protocol!`] plus Bedrock: the suites every wire protocol must pass
+/// (prefix parity, faults, …).
+#[macro_export]
+macro_rules! for_every_protocol {
+    ($($scenario:ident),+ $(,)?) => {$(
+        mod $scenario {
+            #[tokio::test]
+            async fn openai_chat() {
+                super::$scenario(pith_testkit::Protocol::OpenAiChat).await
+            }
+            #[tokio::test]
+            async fn openai_responses() {
+                super::$scenario(pith_testkit::Protocol::OpenAiResponses).await
+            }
+            #[tokio::test]
+            async fn anthropic() {
+                super::$scenario(pith_testkit::Protocol::Anthropic).await
+            }
+            #[tokio::test]
+            async fn gemini() {
+                super::$scenario(pith_testkit::Protocol::Gemini).await
+            }
+            #[tokio::test]
+            async fn bedrock() {
+                super::$scenario(pith_testkit::Protocol::Bedrock).await
+            }
+        }
+    )+};
+}
 
 /// Generates `mod $scenario { openai_chat, openai_responses, anthropic, gemini }`, each a
 /// `#[tokio::test]` running `$scenario(protocol)`, so every scenario is written once and a
@@ -125,6 +169,18 @@ pub fn adapter(protocol: Protocol, server: &TestServer) -> Arc<dyn ProviderAdapt
         Protocol::OpenAiResponses => Arc::new(OpenAiResponses::new(&base, Some(API_KEY)).unwrap()),
         Protocol::Anthropic => Arc::new(Anthropic::new(&base, Some(API_KEY)).unwrap()),
         Protocol::Gemini => Arc::new(Gemini::new(&base, Some(API_KEY)).unwrap()),
+        Protocol::Bedrock => Arc::new(
+            Bedrock::new(
+                &base,
+                Some("us-east-1"),
+                Arc::new(FixedCredentials::new(
+                    AWS_ACCESS_KEY,
+                    "test-secret-key",
+                    None,
+                )),
+            )
+            .unwrap(),
+        ),
     }
 }
 
@@ -160,7 +216,7 @@ pub fn harness_with(
     });
     let agent = AgentLoop::new(
         adapter(protocol, &server),
-        "test-model",
+        model_id(protocol),
         ContextBudget::for_window(window),
         SYSTEM,
         ToolRegistry::new(vec![tool.clone()]),
@@ -325,7 +381,7 @@ impl Wire {
                 first.clone()
             }
             Protocol::OpenAiResponses => self.body()["instructions"].clone(),
-            Protocol::Anthropic => self.body()["system"].clone(),
+            Protocol::Anthropic | Protocol::Bedrock => self.body()["system"].clone(),
             Protocol::Gemini => self.body()["systemInstruction"].clone(),
         }
     }
@@ -336,7 +392,9 @@ impl Wire {
         match self.protocol {
             Protocol::OpenAiChat => system["content"].as_str().unwrap_or_default().to_owned(),
             Protocol::OpenAiResponses => system.as_str().unwrap_or_default().to_owned(),
-            Protocol::Anthropic => system[0]["text"].as_str().unwrap_or_default().to_owned(),
+            Protocol::Anthropic | Protocol::Bedrock => {
+                system[0]["text"].as_str().unwrap_or_default().to_owned()
+            }
             Protocol::Gemini => system["parts"][0]["text"]
                 .as_str()
                 .unwrap_or_default()
@@ -344,9 +402,12 @@ impl Wire {
         }
     }
 
-    /// The tool definitions, exactly as sent.
+    /// The tool definitions, exactly as sent (Bedrock's `toolConfig.tools`).
     pub fn tools(&self) -> Value {
-        self.body()["tools"].clone()
+        match self.protocol {
+            Protocol::Bedrock => self.body()["toolConfig"]["tools"].clone(),
+            _ => self.body()["tools"].clone(),
+        }
     }
 
     /// The conversation items after the system prompt: Chat `messages[1..]`, Responses
@@ -360,7 +421,7 @@ impl Wire {
             Protocol::OpenAiResponses => {
                 self.body()["input"].as_array().cloned().unwrap_or_default()
             }
-            Protocol::Anthropic => self.body()["messages"]
+            Protocol::Anthropic | Protocol::Bedrock => self.body()["messages"]
                 .as_array()
                 .cloned()
                 .unwrap_or_default(),
@@ -392,6 +453,13 @@ impl Wire {
                 Protocol::Gemini => {
                     for part in item["parts"].as_array().into_iter().flatten() {
                         if let Some(text) = part["text"].as_str() {
+                            texts.push(text.to_owned());
+                        }
+                    }
+                }
+                Protocol::Bedrock => {
+                    for block in item["content"].as_array().into_iter().flatten() {
+                        if let Some(text) = block["text"].as_str() {
                             texts.push(text.to_owned());
                         }
                     }
@@ -428,6 +496,23 @@ impl Wire {
                         content: item["output"].as_str().unwrap_or_default().to_owned(),
                         is_error: None,
                     }),
+                Protocol::Bedrock => {
+                    for block in item["content"].as_array().into_iter().flatten() {
+                        if let Some(result) = block.get("toolResult") {
+                            outputs.push(WireToolOutput {
+                                call_id: result["toolUseId"]
+                                    .as_str()
+                                    .unwrap_or_default()
+                                    .to_owned(),
+                                content: result["content"][0]["text"]
+                                    .as_str()
+                                    .unwrap_or_default()
+                                    .to_owned(),
+                                is_error: Some(result["status"] == "error"),
+                            });
+                        }
+                    }
+                }
                 Protocol::Anthropic => {
                     for block in item["content"].as_array().into_iter().flatten() {
                         if block["type"] == "tool_result" {
@@ -530,7 +615,24 @@ impl Wire {
                     "{context}: calls {open:?} unanswered at the end"
                 );
             }
-            Protocol::Anthropic => {
+            Protocol::Anthropic | Protocol::Bedrock => {
+                let bedrock = self.protocol == Protocol::Bedrock;
+                let result_of = |b: &Value| -> Option<String> {
+                    let id = if bedrock {
+                        b.pointer("/toolResult/toolUseId")
+                    } else {
+                        (b["type"] == "tool_result").then(|| &b["tool_use_id"])
+                    };
+                    id.and_then(Value::as_str).map(str::to_owned)
+                };
+                let call_of = |b: &Value| -> Option<String> {
+                    let id = if bedrock {
+                        b.pointer("/toolUse/toolUseId")
+                    } else {
+                        (b["type"] == "tool_use").then(|| &b["id"])
+                    };
+                    id.and_then(Value::as_str).map(str::to_owned)
+                };
                 let mut open: Vec<String> = Vec::new();
                 for (position, message) in conversation.iter().enumerate() {
                     let expected = if position % 2 == 0 {
@@ -545,11 +647,7 @@ impl Wire {
                     let blocks = message["content"].as_array().cloned().unwrap_or_default();
                     assert!(!blocks.is_empty(), "{context}: empty message {position}");
                     if expected == "user" {
-                        let answered: Vec<String> = blocks
-                            .iter()
-                            .filter(|b| b["type"] == "tool_result")
-                            .map(|b| b["tool_use_id"].as_str().unwrap_or_default().to_owned())
-                            .collect();
+                        let answered: Vec<String> = blocks.iter().filter_map(result_of).collect();
                         assert_eq!(
                             answered, open,
                             "{context}: message {position} must answer exactly the calls before it"
@@ -557,11 +655,7 @@ impl Wire {
                         open.clear();
                     } else {
                         assert!(open.is_empty());
-                        open = blocks
-                            .iter()
-                            .filter(|b| b["type"] == "tool_use")
-                            .map(|b| b["id"].as_str().unwrap_or_default().to_owned())
-                            .collect();
+                        open = blocks.iter().filter_map(call_of).collect();
                     }
                 }
                 assert!(
@@ -607,7 +701,8 @@ impl Wire {
     }
 }
 
-/// `value` without Anthropic's `cache_control` markers (at any depth).
+/// `value` without cache markers (at any depth): Anthropic's `cache_control` keys and
+/// Bedrock's `{"cachePoint": …}` blocks.
 pub fn without_cache_control(value: &Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(
@@ -616,7 +711,13 @@ pub fn without_cache_control(value: &Value) -> Value {
                 .map(|(key, v)| (key.clone(), without_cache_control(v)))
                 .collect(),
         ),
-        Value::Array(items) => Value::Array(items.iter().map(without_cache_control).collect()),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .filter(|item| item.get("cachePoint").is_none())
+                .map(without_cache_control)
+                .collect(),
+        ),
         other => other.clone(),
     }
 }

@@ -1,0 +1,377 @@
+//! The borrowed wire types of a Converse request and the conversion that fills them.
+//!
+//! Conversion rules (the Converse API's, which are Anthropic's for every model): system
+//! messages inside the conversation join the system prompt; tool results travel first in
+//! a user message (`toolResult` blocks), then its text; consecutive messages of the same
+//! role merge; a conversation that does not start with the user gets a
+//! `(conversation continues)` user message; blank text blocks are left out (the API
+//! refuses them). Deterministic: the same history gives the same bytes.
+//!
+//! Prompt caching: for models that take `cachePoint` blocks (Anthropic Claude and Amazon
+//! Nova; [`supports_cache_points`]) one goes after the system prompt, after the tool
+//! definitions and at the end of the last message, as pith marks Anthropic's own API.
+//!
+//! Reasoning: for Anthropic models with a reasoning setting the body asks for thinking in
+//! `additionalModelRequestFields` (`thinking`, the setting's budget; `maxTokens` raised
+//! above it when needed; no `temperature`), and every Bedrock reasoning block of the
+//! history goes back unchanged in its place — `reasoningText` with its signature,
+//! `redactedContent` as received. Other models' reasoning settings are not sent.
+//!
+//! Images: `image` blocks (`format` + base64 `source.bytes`); an image a tool returned goes
+//! inside that `toolResult`'s content, after its text.
+
+use std::borrow::Cow;
+
+use pith_core::{Message, Part, Role};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::DEFAULT_MAX_TOKENS;
+use crate::wire::adapter::ModelRequest;
+
+/// The request body of `ConverseStream` (the model id travels in the URL).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Body<'a> {
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    system: Vec<SystemBlock<'a>>,
+    inference_config: InferenceConfig,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_config: Option<ToolConfig<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    additional_model_request_fields: Option<AdditionalFields>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InferenceConfig {
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct AdditionalFields {
+    thinking: Thinking,
+}
+
+/// `{"type": "enabled", "budget_tokens": N}` (Anthropic's own field, passed through).
+#[derive(Serialize)]
+struct Thinking {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    budget_tokens: u32,
+}
+
+/// `{"type": "default"}`.
+#[derive(Serialize, Clone, Copy)]
+struct CachePoint {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const CACHE_POINT: CachePoint = CachePoint { kind: "default" };
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum SystemBlock<'a> {
+    Text(Cow<'a, str>),
+    CachePoint(CachePoint),
+}
+
+#[derive(Serialize)]
+struct ToolConfig<'a> {
+    tools: Vec<WireTool<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum WireTool<'a> {
+    ToolSpec(ToolSpec<'a>),
+    CachePoint(CachePoint),
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolSpec<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: InputSchema<'a>,
+}
+
+#[derive(Serialize)]
+struct InputSchema<'a> {
+    json: &'a Value,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum Block<'a> {
+    Text(&'a str),
+    Image(ImageBlock<'a>),
+    ToolUse(ToolUse<'a>),
+    ToolResult(ToolResult<'a>),
+    ReasoningContent(ReasoningContent<'a>),
+    CachePoint(CachePoint),
+}
+
+#[derive(Serialize)]
+struct ImageBlock<'a> {
+    format: &'a str,
+    source: ImageSource<'a>,
+}
+
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    bytes: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolUse<'a> {
+    tool_use_id: &'a str,
+    name: &'a str,
+    input: Input<'a>,
+}
+
+/// A tool call's `input`: the arguments object, or non-object arguments wrapped.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Input<'a> {
+    Object(&'a Value),
+    Raw { raw_arguments: &'a Value },
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResult<'a> {
+    tool_use_id: &'a str,
+    content: Vec<ResultBlock<'a>>,
+    status: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum ResultBlock<'a> {
+    Text(&'a str),
+    Image(ImageBlock<'a>),
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum ReasoningContent<'a> {
+    ReasoningText { text: &'a str, signature: &'a str },
+    RedactedContent(&'a str),
+}
+
+/// Whether `model` takes `cachePoint` blocks: Anthropic Claude and Amazon Nova models
+/// (bare ids, inference profiles such as `us.anthropic.…`, and ARNs naming them).
+pub fn supports_cache_points(model: &str) -> bool {
+    model.contains("anthropic.") || model.contains("amazon.nova")
+}
+
+/// Whether `model` is an Anthropic model (extended thinking through
+/// `additionalModelRequestFields`).
+pub fn is_anthropic(model: &str) -> bool {
+    model.contains("anthropic.")
+}
+
+/// The `format` of an image block for a media type (`image/png` → `png`).
+fn image_format(media_type: &str) -> &str {
+    media_type.strip_prefix("image/").unwrap_or(media_type)
+}
+
+fn image_block(image: &pith_core::Image) -> ImageBlock<'_> {
+    ImageBlock {
+        format: image_format(&image.media_type),
+        source: ImageSource { bytes: &image.data },
+    }
+}
+
+/// The typed body of `request`.
+pub fn body(request: &ModelRequest) -> Body<'_> {
+    let thinking = request
+        .reasoning
+        .filter(|_| is_anthropic(&request.model))
+        .map(|r| r.anthropic_budget())
+        .filter(|budget| *budget > 0);
+    let caching = supports_cache_points(&request.model);
+    let mut system_text = Cow::Borrowed(request.system.as_str());
+    let mut messages: Vec<WireMessage<'_>> = Vec::new();
+    for message in request.messages.iter() {
+        let (role, blocks) = match message.role {
+            Role::System => {
+                let text = system_text.to_mut();
+                if !text.is_empty() {
+                    text.push_str("\n\n");
+                }
+                text.push_str(&message.text_content());
+                continue;
+            }
+            Role::User | Role::Tool => ("user", user_blocks(message)),
+            Role::Assistant => ("assistant", assistant_blocks(message, thinking.is_some())),
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => messages.push(WireMessage {
+                role,
+                content: blocks,
+            }),
+        }
+    }
+    if messages.first().is_some_and(|m| m.role != "user") {
+        messages.insert(
+            0,
+            WireMessage {
+                role: "user",
+                content: vec![Block::Text("(conversation continues)")],
+            },
+        );
+    }
+    if caching {
+        if let Some(last) = messages.last_mut() {
+            last.content.push(Block::CachePoint(CACHE_POINT));
+        }
+    }
+    let mut system = Vec::new();
+    if !system_text.trim().is_empty() {
+        system.push(SystemBlock::Text(system_text));
+        if caching {
+            system.push(SystemBlock::CachePoint(CACHE_POINT));
+        }
+    }
+    let mut tools: Vec<WireTool<'_>> = request
+        .tools
+        .iter()
+        .map(|t| {
+            WireTool::ToolSpec(ToolSpec {
+                name: &t.name,
+                description: &t.description,
+                input_schema: InputSchema {
+                    json: &t.parameters,
+                },
+            })
+        })
+        .collect();
+    if caching && !tools.is_empty() {
+        tools.push(WireTool::CachePoint(CACHE_POINT));
+    }
+    let mut max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    if let Some(budget) = thinking {
+        if max_tokens <= budget {
+            max_tokens = budget.saturating_add(DEFAULT_MAX_TOKENS);
+        }
+    }
+    Body {
+        messages,
+        system,
+        inference_config: InferenceConfig {
+            max_tokens,
+            temperature: request
+                .temperature
+                .filter(|_| thinking.is_none())
+                .map(f64::from),
+        },
+        tool_config: (!tools.is_empty()).then_some(ToolConfig { tools }),
+        additional_model_request_fields: thinking.map(|budget_tokens| AdditionalFields {
+            thinking: Thinking {
+                kind: "enabled",
+                budget_tokens,
+            },
+        }),
+    }
+}
+
+fn user_blocks(message: &Message) -> Vec<Block<'_>> {
+    let mut results: Vec<Block<'_>> = Vec::new();
+    let mut texts = Vec::new();
+    // Whether the previous part was a tool result: an image right after one is that
+    // tool's output and goes inside it.
+    let mut after_result = false;
+    for part in &message.parts {
+        match part {
+            Part::Text { text } if !text.trim().is_empty() => {
+                texts.push(Block::Text(text));
+                after_result = false;
+            }
+            Part::ToolResult(result) => {
+                let text = if result.content.trim().is_empty() {
+                    "(no output)"
+                } else {
+                    &result.content
+                };
+                results.push(Block::ToolResult(ToolResult {
+                    tool_use_id: &result.call_id,
+                    content: vec![ResultBlock::Text(text)],
+                    status: if result.is_error { "error" } else { "success" },
+                }));
+                after_result = true;
+            }
+            Part::Image(image) if after_result => {
+                if let Some(Block::ToolResult(result)) = results.last_mut() {
+                    result.content.push(ResultBlock::Image(image_block(image)));
+                }
+            }
+            Part::Image(image) => texts.push(Block::Image(image_block(image))),
+            _ => {}
+        }
+    }
+    results.extend(texts);
+    results
+}
+
+fn assistant_blocks(message: &Message, thinking: bool) -> Vec<Block<'_>> {
+    let mut blocks = Vec::new();
+    for part in &message.parts {
+        match part {
+            Part::Reasoning(reasoning) if thinking && reasoning.origin == super::ORIGIN => {
+                match (&reasoning.signature, &reasoning.encrypted) {
+                    (Some(signature), _) => {
+                        blocks.push(Block::ReasoningContent(ReasoningContent::ReasoningText {
+                            text: &reasoning.text,
+                            signature,
+                        }))
+                    }
+                    (None, Some(data)) => blocks.push(Block::ReasoningContent(
+                        ReasoningContent::RedactedContent(data),
+                    )),
+                    (None, None) => {}
+                }
+            }
+            Part::Text { text } if !text.trim().is_empty() => blocks.push(Block::Text(text)),
+            Part::ToolCall(call) => blocks.push(Block::ToolUse(ToolUse {
+                tool_use_id: &call.id,
+                name: &call.name,
+                input: match &call.arguments {
+                    Value::Object(_) => Input::Object(&call.arguments),
+                    other => Input::Raw {
+                        raw_arguments: other,
+                    },
+                },
+            })),
+            _ => {}
+        }
+    }
+    blocks
+}
+
+/// The request body as JSON bytes, serialised straight from the request's messages.
+pub fn encode_body(request: &ModelRequest) -> Vec<u8> {
+    // Plain data with string keys: serialising into a Vec cannot fail.
+    serde_json::to_vec(&body(request)).unwrap_or_default()
+}
+
+/// The request body as a JSON value (tests and the prompt-cache parity checks).
+pub fn request_body(request: &ModelRequest) -> Value {
+    serde_json::from_slice(&encode_body(request)).unwrap_or(Value::Null)
+}
