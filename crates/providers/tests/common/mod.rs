@@ -1,4 +1,4 @@
-//! Shared harness of the testkit suites: an [`AgentLoop`] wired to one of the three real
+//! Shared harness of the testkit suites: an [`AgentLoop`] wired to one of the four real
 //! adapters and a scripted [`TestServer`], a small tool registry, event helpers, and a
 //! protocol-neutral view of recorded request bodies. [`for_each_protocol!`] turns one
 //! scenario `async fn(Protocol)` into one `#[tokio::test]` per wire protocol.
@@ -53,33 +53,7 @@ pub fn model_id(protocol: Protocol) -> &'static str {
 /// Fixed AWS credentials of the Bedrock harness (never the environment's).
 pub const AWS_ACCESS_KEY: &str = "AKIDPITHTEST";
 
-/// [`for_each_protocol!`] plus Bedrock: the suites every wire protocol must pass
-/// (prefix parity, faults, …).
-#[macro_export]
-macro_rules! for_every_protocol {
-    ($($scenario:ident),+ $(,)?) => {$(
-        mod $scenario {
-            #[tokio::test]
-            async fn openai_chat() {
-                super::$scenario(pith_testkit::Protocol::OpenAiChat).await
-            }
-            #[tokio::test]
-            async fn openai_responses() {
-                super::$scenario(pith_testkit::Protocol::OpenAiResponses).await
-            }
-            #[tokio::test]
-            async fn anthropic() {
-                super::$scenario(pith_testkit::Protocol::Anthropic).await
-            }
-            #[tokio::test]
-            async fn bedrock() {
-                super::$scenario(pith_testkit::Protocol::Bedrock).await
-            }
-        }
-    )+};
-}
-
-/// Generates `mod $scenario { openai_chat, openai_responses, anthropic }`, each a
+/// Generates `mod $scenario { openai_chat, openai_responses, anthropic, bedrock }`, each a
 /// `#[tokio::test]` running `$scenario(protocol)`, so every scenario is written once and a
 /// failure names the protocol that broke.
 #[macro_export]
@@ -97,6 +71,10 @@ macro_rules! for_each_protocol {
             #[tokio::test]
             async fn anthropic() {
                 super::$scenario(pith_testkit::Protocol::Anthropic).await
+            }
+            #[tokio::test]
+            async fn bedrock() {
+                super::$scenario(pith_testkit::Protocol::Bedrock).await
             }
         }
     )+};
