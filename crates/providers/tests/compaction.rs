@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 
-for_every_protocol!(
+for_each_protocol!(
     crossing_the_threshold_compacts_once_with_prefix_parity_and_the_turn_continues,
     cancelling_the_child_token_mid_summary_keeps_history_and_the_parent_finishes,
     cancelling_the_turn_mid_summary_stops_both_and_sends_nothing_more,

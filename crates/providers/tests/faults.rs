@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 
-for_every_protocol!(
+for_each_protocol!(
     a_rate_limit_is_retried_after_the_providers_retry_after,
     server_errors_and_overload_are_retried_with_backoff,
     persistent_http_faults_surface_as_typed_errors_after_the_retries,

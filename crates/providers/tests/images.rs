@@ -1,8 +1,8 @@
 //! Images through the loop, once per protocol against the testkit: a tool's image travels
 //! in the protocol's own form (inside the Anthropic `tool_result`, inside the Responses
 //! `function_call_output`, in a user message after the Chat tool messages, which take text
-//! only — the testkit refuses an image there), and a compaction's summary request carries
-//! the placeholder instead of the image.
+//! only — the testkit refuses an image there; inside the Bedrock `toolResult`), and a
+//! compaction's summary request carries the placeholder instead of the image.
 
 #[macro_use]
 mod common;
@@ -60,7 +60,7 @@ fn agent(protocol: Protocol, turns: Vec<Turn>) -> (AgentLoop, TestServer) {
     let server = TestServer::start(Script::new(protocol, turns)).unwrap();
     let agent = AgentLoop::new(
         adapter(protocol, &server),
-        "test-model",
+        model_id(protocol),
         ContextBudget::for_window(WINDOW),
         SYSTEM,
         ToolRegistry::new(vec![Arc::new(Screenshot)]),
@@ -140,7 +140,15 @@ async fn a_tool_image_travels_in_the_protocols_own_form(protocol: Protocol) {
                 json!({"inlineData": {"mimeType": "image/png", "data": DATA}})
             );
         }
-        Protocol::Bedrock => unreachable!("Bedrock's image blocks: wire::bedrock's unit tests"),
+        Protocol::Bedrock => {
+            let result = &body["messages"][2]["content"][0]["toolResult"];
+            assert_eq!(result["toolUseId"], "tooluse_1");
+            assert_eq!(
+                result["content"][1],
+                json!({"image": {"format": "png", "source": {"bytes": DATA}}})
+            );
+            assert!(result["content"][0]["text"].is_string());
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use pith_providers::{AgentLoop, LoopError, LoopOptions};
 use pith_testkit::{Protocol, Script, TestServer, Turn};
 use serde_json::{json, Value};
 
-for_every_protocol!(
+for_each_protocol!(
     reasoning_goes_back_in_its_place_between_tool_calls,
     a_compaction_inside_a_thinking_tool_loop_is_accepted,
 );

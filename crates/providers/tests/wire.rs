@@ -42,6 +42,12 @@ async fn requests_reach_the_documented_endpoint_with_auth_and_streaming(protocol
             "/v1beta/models/test-model:streamGenerateContent"
         );
         assert_eq!(request.query, "alt=sse", "the key never goes in the URL");
+    } else if protocol == Protocol::Bedrock {
+        // The model and the streaming are in the path.
+        assert_eq!(
+            request.path,
+            "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream"
+        );
     } else {
         assert_eq!(request.path, protocol.endpoint_path());
         assert!(request.is_streaming(), "pith always streams");
@@ -79,7 +85,29 @@ async fn requests_reach_the_documented_endpoint_with_auth_and_streaming(protocol
             assert_eq!(declaration["name"], "read");
             assert!(declaration["parametersJsonSchema"].is_object());
         }
-        Protocol::Bedrock => unreachable!("Bedrock's request shape: tests/bedrock.rs"),
+        Protocol::Bedrock => {
+            assert_eq!(request.header("authorization"), Some(REDACTED));
+            assert_eq!(request.header("content-type"), Some("application/json"));
+            assert_eq!(
+                request.header("accept"),
+                Some("application/vnd.amazon.eventstream")
+            );
+            assert!(request.header("x-amz-date").is_some());
+            assert!(
+                request.body["inferenceConfig"]["maxTokens"]
+                    .as_u64()
+                    .unwrap()
+                    > 0
+            );
+            assert_eq!(
+                request.body["toolConfig"]["tools"][0]["toolSpec"]["name"],
+                "read"
+            );
+            assert!(
+                request.body["toolConfig"]["tools"][0]["toolSpec"]["inputSchema"]["json"]
+                    .is_object()
+            );
+        }
     }
 }
 

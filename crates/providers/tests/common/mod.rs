@@ -54,37 +54,8 @@ pub fn model_id(protocol: Protocol) -> &'static str {
 /// Fixed AWS credentials of the Bedrock harness (never the environment's).
 pub const AWS_ACCESS_KEY: &str = "AKIDPITHTEST";
 
-/// [`for_each_protocol!`] plus Bedrock: the suites every wire protocol must pass
-/// (prefix parity, faults, …).
-#[macro_export]
-macro_rules! for_every_protocol {
-    ($($scenario:ident),+ $(,)?) => {$(
-        mod $scenario {
-            #[tokio::test]
-            async fn openai_chat() {
-                super::$scenario(pith_testkit::Protocol::OpenAiChat).await
-            }
-            #[tokio::test]
-            async fn openai_responses() {
-                super::$scenario(pith_testkit::Protocol::OpenAiResponses).await
-            }
-            #[tokio::test]
-            async fn anthropic() {
-                super::$scenario(pith_testkit::Protocol::Anthropic).await
-            }
-            #[tokio::test]
-            async fn gemini() {
-                super::$scenario(pith_testkit::Protocol::Gemini).await
-            }
-            #[tokio::test]
-            async fn bedrock() {
-                super::$scenario(pith_testkit::Protocol::Bedrock).await
-            }
-        }
-    )+};
-}
-
-/// Generates `mod $scenario { openai_chat, openai_responses, anthropic, gemini }`, each a
+/// Generates `mod $scenario { openai_chat, openai_responses, anthropic, gemini, bedrock }`,
+/// each a
 /// `#[tokio::test]` running `$scenario(protocol)`, so every scenario is written once and a
 /// failure names the protocol that broke.
 #[macro_export]
@@ -106,6 +77,10 @@ macro_rules! for_each_protocol {
             #[tokio::test]
             async fn gemini() {
                 super::$scenario(pith_testkit::Protocol::Gemini).await
+            }
+            #[tokio::test]
+            async fn bedrock() {
+                super::$scenario(pith_testkit::Protocol::Bedrock).await
             }
         }
     )+};
