@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use pith_core::hooks::{context_block, ToolGate};
 use pith_core::{
-    EventSink, HookEvent, Image, LoopEvent, LoopHooks, ToolCall, ToolRegistry, ToolResult,
+    EventSink, HookEvent, Image, LoopEvent, LoopHooks, Progress, ToolCall, ToolRegistry, ToolResult,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -27,10 +27,14 @@ pub(crate) async fn execute_calls(
         .collect()
 }
 
-/// Runs the calls of one assistant message. Consecutive read-only calls run concurrently;
+/// Runs the calls of one assistant message. Consecutive calls of concurrent tools
+/// (read-only ones and `task`, see [`pith_core::Tool::concurrent`]) run concurrently;
 /// results come back in call order, each with the images its tool returned. Every call
 /// gets a result, also on cancellation, so the history never holds an unanswered tool
 /// call.
+///
+/// Events a running tool sends through its [`Progress`] handle (a child conversation's)
+/// are emitted to `events` as they arrive, from this task.
 ///
 /// Hooks: before a group runs, `hooks.pre_tool_use` decides each of its calls in order (a
 /// denied call is answered with the hook's reason and never runs); after the group ran,
@@ -47,8 +51,8 @@ pub(crate) async fn execute_calls_with_images(
     let mut index = 0;
     while index < calls.len() {
         let mut end = index + 1;
-        if tools.is_read_only(&calls[index].name) && !tools.is_denying() {
-            while end < calls.len() && tools.is_read_only(&calls[end].name) {
+        if tools.is_concurrent(&calls[index].name) && !tools.is_denying() {
+            while end < calls.len() && tools.is_concurrent(&calls[end].name) {
                 end += 1;
             }
         }
@@ -67,7 +71,9 @@ pub(crate) async fn execute_calls_with_images(
             events.emit(LoopEvent::ToolCallStarted(call.clone()));
             gates.push(gate);
         }
-        let outcomes =
+        let (progress, mut forwarded) = Progress::channel();
+        let progress = &progress;
+        let running =
             futures::future::join_all(group.iter().zip(&gates).map(|(call, gate)| async move {
                 let pre_approved = match gate {
                     ToolGate::Deny { reason } => {
@@ -90,10 +96,11 @@ pub(crate) async fn execute_calls_with_images(
                         false,
                     );
                 }
-                let (result, images) = run_one(tools, call, cancel, pre_approved).await;
+                let (result, images) =
+                    run_one(tools, call, cancel, pre_approved, progress.clone()).await;
                 (result, images, true)
-            }))
-            .await;
+            }));
+        let outcomes = forward_while(running, &mut forwarded, events).await;
         for (call, (mut result, images, ran)) in group.iter().zip(outcomes) {
             if ran && !cancel.is_cancelled() {
                 let hooked = hooks.post_tool_use(call, &result, cancel).await;
@@ -115,15 +122,40 @@ pub(crate) async fn execute_calls_with_images(
     results
 }
 
+/// Drives `running` to its end while emitting, in arrival order, the events its tools
+/// send through their [`Progress`] handle (a child conversation's events), then those
+/// still queued when it ended.
+async fn forward_while<T>(
+    running: impl std::future::Future<Output = T>,
+    forwarded: &mut tokio::sync::mpsc::UnboundedReceiver<LoopEvent>,
+    events: &mut dyn EventSink,
+) -> T {
+    tokio::pin!(running);
+    let output = loop {
+        tokio::select! {
+            biased;
+            Some(event) = forwarded.recv() => events.emit(event),
+            output = &mut running => break output,
+        }
+    };
+    while let Ok(event) = forwarded.try_recv() {
+        events.emit(event);
+    }
+    output
+}
+
 /// Runs one call that may run, and logs how it went.
 async fn run_one(
     tools: &ToolRegistry,
     call: &ToolCall,
     cancel: &CancellationToken,
     pre_approved: bool,
+    progress: Progress,
 ) -> (ToolResult, Vec<Image>) {
     let started = Instant::now();
-    let (result, images) = tools.execute_with_images(call, cancel, pre_approved).await;
+    let (result, images) = tools
+        .execute_with_progress(call, cancel, pre_approved, Some(progress))
+        .await;
     tracing::debug!(
         tool = %call.name,
         call_id = %call.id,

@@ -146,6 +146,7 @@ fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, st
                 screen.message(tone, &text);
             }
         }
+        LoopEvent::Subagent(_) => {}
         LoopEvent::RequestStarted { .. }
         | LoopEvent::RequestFinished(_)
         | LoopEvent::TurnFinished { .. } => {}
