@@ -400,7 +400,7 @@ fn a_child_compacts_its_own_context_and_the_parent_does_not() {
     assert!(results[0]["content"]
         .as_str()
         .unwrap()
-        .starts_with("Reading.\nThe notes say: remember the milk (notes.txt:1)."));
+        .starts_with("The notes say: remember the milk (notes.txt:1).\n\n[subagent explore"));
     assert!(
         result["children"][0]["usage"]["input_tokens"]
             .as_u64()
@@ -456,4 +456,65 @@ fn sigint_mid_child_cancels_it_and_both_transcripts_say_so() {
         2,
         "nothing was sent after the cancel"
     );
+}
+
+#[test]
+fn replay_links_the_childs_transcript_collapsed_and_expand_nests_it() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.workspace().join("lib.rs"), "fn alpha() {}\n").unwrap();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Asking a helper.").with_tool_call("task", task("find alpha")),
+        Turn::text("Searching.").with_tool_call("grep", json!({"pattern": "alpha"})),
+        Turn::text("alpha is at lib.rs:1."),
+        Turn::text("It is in lib.rs."),
+    ]))
+    .unwrap();
+    let output = sandbox.run(
+        &server,
+        &["--model", MODEL, "--format", "json", "where is alpha?"],
+    );
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let result: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let parent = result["session_id"].as_str().unwrap();
+    let child = result["children"][0]["session_id"].as_str().unwrap();
+
+    let replay = |args: &[&str]| {
+        let output = sandbox
+            .pith(None)
+            .arg("replay")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+        stdout(&output)
+    };
+    let collapsed = replay(&[parent]);
+    assert!(
+        collapsed.contains(&format!(
+            "↳ subagent session {child} (collapsed; --expand shows it)"
+        )),
+        "{collapsed}"
+    );
+    assert!(
+        !collapsed.contains("Searching."),
+        "the child's work is not shown"
+    );
+    let expanded = replay(&[parent, "--expand"]);
+    assert!(
+        expanded.contains(&format!("↳ subagent session {child}:")),
+        "{expanded}"
+    );
+    assert!(expanded.contains("    │   Searching.\n"), "{expanded}");
+    assert!(
+        expanded.contains("    │   * grep {\"pattern\":\"alpha\"}\n"),
+        "{expanded}"
+    );
+    assert!(
+        expanded.contains("    │   alpha is at lib.rs:1.\n"),
+        "{expanded}"
+    );
+    // The child's transcript replays on its own too.
+    let alone = replay(&[child]);
+    assert!(alone.contains("> user"), "{alone}");
+    assert!(alone.contains("find alpha"), "{alone}");
 }

@@ -13,7 +13,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use pith_core::{ChildRun, EventSink, LoopEvent, Progress, SubagentEvent, ToolContext, ToolError};
+use pith_core::{
+    ChildRun, EventSink, LoopEvent, Progress, Role, SubagentEvent, ToolContext, ToolError,
+};
 use pith_tools::capture::Capture;
 use pith_tools::{Approval, Approver, PermissionPolicy, PermissionRequest};
 use tokio::sync::Semaphore;
@@ -209,12 +211,14 @@ impl ChildLauncher {
             (None, Some(error)) => Some(error.clone()),
             (None, None) => None,
         };
+        // The report is the child's last answer; what it said on the way (before tool
+        // calls) stays in its transcript. A child that failed keeps everything it said.
+        let text = match (&outcome.error, child.history().last()) {
+            (None, Some(last)) if last.role == Role::Assistant => last.text_content(),
+            _ => outcome.text,
+        };
         child.close();
-        Ok(ChildOutcome {
-            run,
-            text: outcome.text,
-            error,
-        })
+        Ok(ChildOutcome { run, text, error })
     }
 }
 
