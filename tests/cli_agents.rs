@@ -150,6 +150,10 @@ fn two_task_calls_in_one_turn_run_their_children_concurrently_and_only_the_repor
         assert!(content.contains(child_id), "the footer names the session");
         let child = records(&transcript_of(&sandbox, child_id));
         assert_eq!(
+            child[0]["parent_session"], result["session_id"],
+            "the child's session names its parent"
+        );
+        assert_eq!(
             kinds(&child),
             ["session_started", "user_message", "assistant_turn"]
         );
@@ -517,4 +521,77 @@ fn replay_links_the_childs_transcript_collapsed_and_expand_nests_it() {
     let alone = replay(&[child]);
     assert!(alone.contains("> user"), "{alone}");
     assert!(alone.contains("find alpha"), "{alone}");
+}
+
+#[test]
+fn a_child_never_exceeds_the_parents_approval_mode() {
+    let sandbox = Sandbox::new();
+    let agents = sandbox.workspace().join(".pith").join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("writer.md"),
+        "---\nname: writer\ndescription: writes files\ntools: Write, Read\n---\nYou write.\n",
+    )
+    .unwrap();
+    let script = || {
+        Script::anthropic([
+            Turn::default().with_tool_call(
+                "task",
+                json!({"description": "d", "prompt": "write it", "agent": "writer"}),
+            ),
+            Turn::default()
+                .with_tool_call("write", json!({"path": "out.txt", "content": "written\n"})),
+            Turn::text("Tried."),
+            Turn::text("Done."),
+        ])
+    };
+    // `pith run` defaults to read-only: the writer's write is refused.
+    let server = TestServer::start(script()).unwrap();
+    let output = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--format",
+            "json",
+            "--trust-project",
+            "go",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert!(
+        !sandbox.workspace().join("out.txt").exists(),
+        "the child wrote"
+    );
+    let result: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let child_id = result["children"][0]["session_id"].as_str().unwrap();
+    let refused = tool_results(&transcript_of(&sandbox, child_id));
+    assert_eq!(refused[0]["is_error"], true, "{refused:?}");
+    assert!(
+        refused[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("permission denied"),
+        "{refused:?}"
+    );
+    // With the parent in auto-edit, the same child may write.
+    let server = TestServer::start(script()).unwrap();
+    let output = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--format",
+            "json",
+            "--trust-project",
+            "--approval",
+            "auto-edit",
+            "go",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert_eq!(
+        std::fs::read_to_string(sandbox.workspace().join("out.txt")).unwrap(),
+        "written\n"
+    );
 }

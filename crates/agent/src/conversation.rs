@@ -313,7 +313,12 @@ impl Conversation {
                 )
             }
             None => (
-                create_session(&store, &cwd, &settings)?,
+                create_session(
+                    &store,
+                    &cwd,
+                    &settings,
+                    delegation.child.as_ref().map(|c| c.parent_session.as_str()),
+                )?,
                 Vec::new(),
                 None,
                 true,
@@ -647,7 +652,7 @@ impl Conversation {
     /// Starts a new session with the same settings (`/clear`). The previous session is
     /// closed, and removed if it was never used.
     pub fn clear(&mut self) -> Result<(), ConversationError> {
-        let mut session = create_session(&self.store, &self.cwd, &self.settings)?;
+        let mut session = create_session(&self.store, &self.cwd, &self.settings, None)?;
         let built = build_agent(
             &self.cwd,
             &self.settings,
@@ -830,18 +835,23 @@ impl Conversation {
     }
 }
 
+/// A new session; a subagent's names its `parent`.
 fn create_session(
     store: &SessionStore,
     cwd: &Path,
     settings: &Settings,
+    parent: Option<&str>,
 ) -> Result<Session, ConversationError> {
-    store
-        .create(NewSession {
-            cwd: cwd.to_path_buf(),
-            provider: settings.model.provider.clone(),
-            model: settings.model.model.clone(),
-        })
-        .map_err(ConversationError::failure)
+    let new = NewSession {
+        cwd: cwd.to_path_buf(),
+        provider: settings.model.provider.clone(),
+        model: settings.model.model.clone(),
+    };
+    match parent {
+        Some(parent) => store.create_child(new, parent),
+        None => store.create(new),
+    }
+    .map_err(ConversationError::failure)
 }
 
 /// The loop of `session` with its tools, hooks, `history` and session `ledger`, the
@@ -895,6 +905,7 @@ fn build_agent(
             agents: delegation.agents.clone(),
             limits: delegation.limits,
             depth: depth + 1,
+            parent_session: session.id().to_owned(),
             slots: Arc::new(tokio::sync::Semaphore::new(delegation.limits.max_parallel)),
             questions: Arc::default(),
         };

@@ -79,6 +79,8 @@ pub struct ChildSpec {
     pub agent: AgentDefinition,
     /// Its depth: 1 for a child of the user's conversation.
     pub depth: u32,
+    /// The session of the conversation whose `task` call starts it.
+    pub parent_session: String,
 }
 
 /// What the parent needs to start its children; see the module docs.
@@ -100,6 +102,8 @@ pub struct ChildLauncher {
     pub limits: SubagentLimits,
     /// The depth of the children this launcher starts.
     pub depth: u32,
+    /// The parent's session id (the children's `session_started` names it).
+    pub parent_session: String,
     /// Free slots for running children.
     pub slots: Arc<Semaphore>,
     /// One question to the user at a time, across children.
@@ -174,6 +178,7 @@ impl ChildLauncher {
         let spec = ChildSpec {
             agent: agent.clone(),
             depth: self.depth,
+            parent_session: self.parent_session.clone(),
         };
         let opened = Conversation::open_child(overrides, frontend, spec).map_err(|error| {
             ToolError::Failed(format!("cannot start the `{}` agent: {error}", agent.name))
