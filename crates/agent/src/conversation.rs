@@ -728,6 +728,7 @@ impl Conversation {
         (self.agent, self.toolset, self.hooks) = built;
         self.session_context = None;
         self.mcp_installed = false;
+        self.children.clear();
         retire(previous, was_unused);
     }
 
@@ -815,8 +816,8 @@ impl Conversation {
         self.agent.counter()
     }
 
-    /// The child conversations (`task` calls) run since this conversation opened, with
-    /// what each used: the `/context` rows.
+    /// The child conversations (`task` calls) run in the current session since it was
+    /// opened or switched to, with what each used: the `/context` rows.
     pub fn children(&self) -> &[ChildRun] {
         &self.children
     }
