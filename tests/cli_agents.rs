@@ -595,3 +595,42 @@ fn a_child_never_exceeds_the_parents_approval_mode() {
         "written\n"
     );
 }
+
+#[test]
+fn a_large_report_is_squashed_and_spilled_like_any_tool_output() {
+    let sandbox = Sandbox::new();
+    let report: String = (0..3_000)
+        .map(|i| format!("Finding {i}: the handler validates order {i} before it is queued.\n"))
+        .collect();
+    let server = TestServer::start(Script::anthropic([
+        Turn::default().with_tool_call("task", task("list every finding")),
+        Turn::text(report.clone()),
+        Turn::text("Too many findings."),
+    ]))
+    .unwrap();
+    let output = sandbox.run(&server, &["--model", MODEL, "--format", "json", "go"]);
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let result: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let parent = transcript_of(&sandbox, result["session_id"].as_str().unwrap());
+    let content = tool_results(&parent)[0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        content.len() * 10 < report.len(),
+        "the parent got {} of {} bytes",
+        content.len(),
+        report.len()
+    );
+    assert!(content.contains("Finding 0: "), "the head is kept");
+    assert!(
+        content.contains("[subagent explore"),
+        "the footer is kept: {content}"
+    );
+    let spill = std::fs::read_dir(parent.parent().unwrap().join("spill"))
+        .expect("a spill directory")
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .find(|text| text.contains("Finding 2999: "))
+        .expect("the whole report is spilled");
+    assert_eq!(spill.trim_end(), report.trim_end());
+}

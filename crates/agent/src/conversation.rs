@@ -822,7 +822,7 @@ impl Conversation {
         &self.children
     }
 
-    /// The agents `task` offers (empty for a child at the depth limit).
+    /// The agents `task` offers (a child at the depth limit has no `task` tool).
     pub fn agents(&self) -> &Agents {
         &self.delegation.agents
     }

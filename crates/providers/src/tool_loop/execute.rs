@@ -167,3 +167,93 @@ async fn run_one(
     );
     (result, images)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_trait::async_trait;
+    use pith_core::{NoHooks, Tool, ToolContext, ToolError, ToolOutput};
+    use serde_json::{json, Value};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A concurrent tool that waits for its sibling (a barrier: run one at a time, it
+    /// would never return) and reports progress while it runs.
+    struct Delegating {
+        barrier: Arc<tokio::sync::Barrier>,
+    }
+
+    #[async_trait]
+    impl Tool for Delegating {
+        fn name(&self) -> &str {
+            "task"
+        }
+        fn description(&self) -> &str {
+            "delegates"
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn read_only(&self) -> bool {
+            false
+        }
+        fn concurrent(&self) -> bool {
+            true
+        }
+        async fn run(&self, _arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+            let progress = ctx.progress.clone().expect("the loop listens");
+            progress.send(LoopEvent::Notice(format!("{} started", ctx.call_id)));
+            self.barrier.wait().await;
+            progress.send(LoopEvent::Notice(format!("{} done", ctx.call_id)));
+            Ok(ToolOutput::ok(format!("report of {}", ctx.call_id)))
+        }
+    }
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "task".into(),
+            arguments: json!({}),
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_calls_run_together_and_their_progress_is_emitted_in_between() {
+        let tools = ToolRegistry::new(vec![Arc::new(Delegating {
+            barrier: Arc::new(tokio::sync::Barrier::new(2)),
+        })]);
+        let mut events: Vec<LoopEvent> = Vec::new();
+        let results = tokio::time::timeout(
+            Duration::from_secs(10),
+            execute_calls(
+                &tools,
+                &NoHooks,
+                &[call("a"), call("b")],
+                &mut events,
+                &CancellationToken::new(),
+            ),
+        )
+        .await
+        .expect("the two calls ran one after the other");
+        assert_eq!(results[0].content, "report of a");
+        assert_eq!(results[1].content, "report of b");
+        let shown: Vec<String> = events
+            .iter()
+            .map(|event| match event {
+                LoopEvent::ToolCallStarted(call) => format!("start {}", call.id),
+                LoopEvent::ToolCallFinished { call, .. } => format!("finish {}", call.id),
+                LoopEvent::Notice(text) => text.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(shown.len(), 8, "{shown:?}");
+        assert_eq!(&shown[..2], ["start a", "start b"]);
+        assert_eq!(&shown[6..], ["finish a", "finish b"]);
+        let mut progress = shown[2..6].to_vec();
+        progress.sort();
+        assert_eq!(progress, ["a done", "a started", "b done", "b started"]);
+        // Each call's own progress is in order, and both started before either ended.
+        let at = |text: &str| shown.iter().position(|s| s == text).unwrap();
+        assert!(at("a started") < at("b done") && at("b started") < at("a done"));
+    }
+}
