@@ -153,7 +153,8 @@ pub struct SessionsArgs {
     pub json: bool,
 }
 
-/// `pith replay <id|path> [--view ui|model] [--format text|json] [--skip-corrupt]`.
+/// `pith replay <id|path> [--view ui|model] [--format text|json] [--skip-corrupt]
+/// [--expand]`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
     /// Session id (or a unique prefix of one), session directory, or transcript path.
@@ -167,6 +168,10 @@ pub struct ReplayArgs {
     /// Skip corrupt lines (each one is reported) instead of failing on the first.
     #[arg(long)]
     pub skip_corrupt: bool,
+    /// Show each subagent's transcript nested under the `task` call that ran it (text UI
+    /// view; collapsed to one line by default).
+    #[arg(long)]
+    pub expand: bool,
 }
 
 /// Views of a transcript `pith replay` can render.

@@ -280,3 +280,44 @@ fn at_path_attaches_an_image_and_reasoning_is_collapsed_never_answer_text() {
     let parts = user["message"]["parts"].as_array().unwrap();
     assert!(parts.iter().any(|p| p["type"] == "image"), "{user}");
 }
+
+#[test]
+fn a_subagent_runs_from_the_repl_and_context_lists_what_it_used() {
+    let server = TestServer::start(Script::anthropic([
+        Turn::default().with_tool_call(
+            "task",
+            serde_json::json!({"description": "find the parser", "prompt": "Where is the parser?"}),
+        ),
+        Turn::text("CHILD-REPORT: src/parse.rs:1").with_usage(4_000, 100),
+        Turn::text("The parser is in src/parse.rs."),
+    ]))
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let output = pith(root.path(), &server)
+        .write_stdin("where is the parser?\n/context\n/exit\n")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(output.status.success(), "pith failed: {stdout}");
+    assert!(
+        stdout.contains("[explore] subagent explore started: find the parser"),
+        "the child's start names its agent: {stdout}"
+    );
+    assert!(
+        stdout.contains("CHILD-REPORT"),
+        "the task card shows the report: {stdout}"
+    );
+    assert!(
+        stdout.contains("The parser is in src/parse.rs."),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Subagents: 1 run, 4,100 tokens in their own contexts"),
+        "/context lists the child: {stdout}"
+    );
+    assert_eq!(
+        transcripts(root.path()).len(),
+        2,
+        "parent and child transcripts"
+    );
+}

@@ -496,3 +496,60 @@ fn a_command_the_sandbox_denied_runs_once_without_it_when_the_user_allows() {
     let result = requests[1].body["messages"].to_string();
     assert!(result.contains("sandbox"), "{result}");
 }
+
+#[test]
+#[ignore = "needs tmux"]
+fn a_running_subagent_is_one_live_card_and_ctrl_c_stops_it_with_the_turn() {
+    require_tmux!();
+    let slow: String = (0..200).map(|i| format!("word{i} ")).collect();
+    let server = TestServer::start(Script::anthropic([
+        Turn::default().with_tool_call(
+            "task",
+            json!({"description": "find the notes", "prompt": "What do the notes say?"}),
+        ),
+        Turn::default()
+            .with_tool_call("grep", json!({"pattern": "api"}))
+            .with_usage(5_000, 100),
+        Turn::text(format!("CHILD-STREAM {slow}")).with_chunk_delay_ms(300),
+        Turn::text("SECOND-ANSWER"),
+    ]))
+    .unwrap();
+    let pane = Pane::start("subagent", &server, &[]);
+    pane.wait_for_prompt();
+    pane.type_line("what do the notes say?");
+    pane.wait_for_text("[explore] subagent explore started: find the notes");
+    let screen = pane.wait_for_text("◆ explore · thinking · 5,100 tokens");
+    assert_eq!(
+        screen.matches("◆ explore").count(),
+        1,
+        "one card per running child:\n{screen}"
+    );
+    assert!(
+        !screen.contains("CHILD-STREAM"),
+        "the child's text is not the parent's answer:\n{screen}"
+    );
+    pane.keys(&["C-c"]);
+    let screen = pane.wait_for_text("Turn stopped");
+    assert!(!screen.contains("◆ explore"), "the card is gone:\n{screen}");
+    pane.wait_for_prompt();
+    pane.type_line("and now?");
+    pane.wait_for_text("SECOND-ANSWER");
+    pane.exit();
+
+    let sessions = pane.root.path().join("home").join("sessions");
+    let mut interrupted = 0;
+    for project in std::fs::read_dir(&sessions).unwrap() {
+        for session in std::fs::read_dir(project.unwrap().path()).unwrap() {
+            let text =
+                std::fs::read_to_string(session.unwrap().path().join("transcript.jsonl")).unwrap();
+            interrupted += text
+                .lines()
+                .filter(|line| line.contains("\"interrupted\":true"))
+                .count();
+        }
+    }
+    assert_eq!(
+        interrupted, 2,
+        "the parent's turn and the child's are interrupted"
+    );
+}

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 use pith_session::{
-    project_model_owned, project_ui, render, ReadOptions, SessionError, SessionStore,
+    project_model_owned, project_ui, render, ReadOptions, SessionError, SessionStore, UiEntry,
 };
 
 use crate::cli::{ReplayArgs, ReplayFormat, ReplayView};
@@ -30,6 +30,18 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     let report = transcript.report.clone();
     let report = &report;
     match (args.view, args.format) {
+        (ReplayView::Ui, ReplayFormat::Text) if args.expand => {
+            let entries = project_ui(&transcript.records);
+            let children = |id: &str| -> Option<Result<Vec<UiEntry>, String>> {
+                Some(
+                    store
+                        .read(id, options)
+                        .map(|child| project_ui(&child.records))
+                        .map_err(|error| format!("cannot read it: {error}")),
+                )
+            };
+            write_stdout(|out| render::ui_text_nested(&entries, out, &children))
+        }
         (ReplayView::Ui, ReplayFormat::Text) => {
             let entries = project_ui(&transcript.records);
             write_stdout(|out| render::ui_text(&entries, out))

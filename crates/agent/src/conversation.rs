@@ -23,8 +23,8 @@ use std::sync::Arc;
 use pith_core::context::ledger::{Ledger, RenderedLedger};
 use pith_core::hooks::context_block;
 use pith_core::{
-    ContextBudget, EventSink, HookEvent, HookRun, LoopEvent, Message, Part, RequestEstimate,
-    TokenCounter,
+    ChildRun, ContextBudget, EventSink, HookEvent, HookRun, LoopEvent, Message, Part,
+    RequestEstimate, TokenCounter, ToolRegistry, Usage,
 };
 use pith_hooks::{Hooks, HooksConfig, PromptGate, SessionInfo, SessionSource};
 use pith_mcp::McpHub;
@@ -41,6 +41,8 @@ use crate::exit::ExitCode;
 use crate::overrides::{Overrides, SessionChoice};
 use crate::recording::{CompactionNote, Recording, TurnRecorder};
 use crate::settings::Settings;
+use crate::subagents::depth::DepthLimit;
+use crate::subagents::{Agents, ChildLauncher, ChildSpec, SubagentLimits, TaskTool};
 
 /// Looks up environment variables (keys, base URLs, config locations). Tests pass their
 /// own; the binary passes the process environment.
@@ -143,9 +145,20 @@ pub struct TurnOutcome {
     pub error: Option<TurnError>,
     /// The end of the turn could not be recorded (reported besides `error`).
     pub record_error: Option<String>,
+    /// The child conversations the turn's `task` calls ran, in the order they ended.
+    pub children: Vec<ChildRun>,
 }
 
 impl TurnOutcome {
+    /// Usage of the turn's own requests plus that of its children.
+    pub fn total_usage(&self) -> Usage {
+        let mut total = self.summary.usage;
+        for child in &self.children {
+            total += child.usage;
+        }
+        total
+    }
+
     /// The exit code of a process whose job was this turn.
     pub fn exit_code(&self) -> ExitCode {
         match (&self.error, &self.record_error) {
@@ -183,6 +196,21 @@ pub struct Conversation {
     session_start: Option<SessionSource>,
     /// Context the `SessionStart` hooks added, waiting for a prompt that is sent.
     session_context: Option<String>,
+    /// What this conversation may delegate, and what it is when it is a child.
+    delegation: Delegation,
+    /// The child conversations run since the conversation opened (for `/context`).
+    children: Vec<ChildRun>,
+}
+
+/// What a conversation may delegate to subagents, and what it is when it is one.
+#[derive(Debug, Clone)]
+struct Delegation {
+    /// The agents offered to `task`.
+    agents: Agents,
+    /// `[agents]` limits.
+    limits: SubagentLimits,
+    /// Set for a child conversation.
+    child: Option<ChildSpec>,
 }
 
 impl Conversation {
@@ -191,6 +219,25 @@ impl Conversation {
     pub fn open(
         overrides: Overrides,
         frontend: Frontend,
+    ) -> Result<Opened<Conversation>, ConversationError> {
+        Self::open_with(overrides, frontend, None)
+    }
+
+    /// Opens a child conversation for a `task` call (see [`crate::subagents::child`]): a
+    /// new session running `spec`'s agent, with its system prompt and tools, no MCP
+    /// servers and no prompt hooks.
+    pub fn open_child(
+        overrides: Overrides,
+        frontend: Frontend,
+        spec: ChildSpec,
+    ) -> Result<Opened<Conversation>, ConversationError> {
+        Self::open_with(overrides, frontend, Some(spec))
+    }
+
+    fn open_with(
+        overrides: Overrides,
+        frontend: Frontend,
+        child: Option<ChildSpec>,
     ) -> Result<Opened<Conversation>, ConversationError> {
         let cwd = std::fs::canonicalize(&overrides.cwd).map_err(|e| {
             ConversationError::usage(format!(
@@ -202,9 +249,34 @@ impl Conversation {
         let store =
             SessionStore::from_lookup(frontend.env.as_ref()).map_err(ConversationError::usage)?;
         let mut notices = Vec::new();
-        let servers =
-            crate::mcp::configured_servers(&cwd, &config, &frontend.env, overrides.trust_project)?;
+        let servers = match child {
+            // Children get no MCP servers: each would start its own.
+            Some(_) => crate::mcp::McpServers {
+                servers: Vec::new(),
+                notices: Vec::new(),
+            },
+            None => crate::mcp::configured_servers(
+                &cwd,
+                &config,
+                &frontend.env,
+                overrides.trust_project,
+            )?,
+        };
         notices.extend(servers.notices);
+        let configured_agents = crate::subagents::catalog::configured_agents(
+            &cwd,
+            &frontend.env,
+            overrides.trust_project,
+        )?;
+        if child.is_none() {
+            notices.extend(configured_agents.notices);
+        }
+        let delegation = Delegation {
+            agents: configured_agents.agents,
+            limits: SubagentLimits::from_table(&config.agents)
+                .map_err(|e| ConversationError::usage(format!("invalid configuration: {e}")))?,
+            child,
+        };
         let configured =
             crate::hooks::configured_hooks(&cwd, &config, &frontend.env, overrides.trust_project)?;
         notices.extend(configured.notices);
@@ -241,7 +313,12 @@ impl Conversation {
                 )
             }
             None => (
-                create_session(&store, &cwd, &settings)?,
+                create_session(
+                    &store,
+                    &cwd,
+                    &settings,
+                    delegation.child.as_ref().map(|c| c.parent_session.as_str()),
+                )?,
                 Vec::new(),
                 None,
                 true,
@@ -264,8 +341,11 @@ impl Conversation {
             history,
             ledger,
             &hooks_config,
+            (&overrides, &delegation),
         )?;
         let mcp = crate::mcp::start(servers.servers, &frontend.env, &cwd);
+        // A child's prompt comes from its parent's model: no prompt hooks run for it.
+        let session_start = delegation.child.is_none().then_some(source);
         Ok(Opened {
             value: Conversation {
                 cwd,
@@ -282,8 +362,10 @@ impl Conversation {
                 mcp_installed: false,
                 hooks_config,
                 hooks,
-                session_start: Some(source),
+                session_start,
                 session_context: None,
+                delegation,
+                children: Vec::new(),
             },
             notices,
             resumed: records,
@@ -314,12 +396,16 @@ impl Conversation {
         sink: &mut dyn EventSink,
         cancel: &CancellationToken,
     ) -> TurnOutcome {
-        let user = match self.before_prompt(user, sink, cancel).await {
-            Ok(user) => user,
-            Err(error) => {
-                return TurnOutcome {
-                    error: Some(error),
-                    ..TurnOutcome::default()
+        let user = if self.delegation.child.is_some() {
+            user
+        } else {
+            match self.before_prompt(user, sink, cancel).await {
+                Ok(user) => user,
+                Err(error) => {
+                    return TurnOutcome {
+                        error: Some(error),
+                        ..TurnOutcome::default()
+                    }
                 }
             }
         };
@@ -338,7 +424,7 @@ impl Conversation {
         self.prepare_mcp_tools(sink, cancel).await;
         // Edits to AGENTS.md or PITH.md apply from the next turn; an unchanged prompt
         // stays byte-identical for the prompt cache.
-        let prompt = self.settings.system_prompt(&self.cwd);
+        let prompt = self.system_prompt();
         if prompt != self.agent.system_prompt() {
             self.agent.set_system_prompt(prompt);
         }
@@ -370,12 +456,28 @@ impl Conversation {
             )
             .err()
             .map(|e| format!("cannot record the end of the turn: {e}"));
+        let children = recorder.children().to_vec();
+        self.children.extend(children.iter().cloned());
         TurnOutcome {
             text: recorder.final_text(),
             summary,
             compactions: recorder.compactions().to_vec(),
             error: error.map(TurnError::Loop),
             record_error,
+            children,
+        }
+    }
+
+    /// The system prompt as of now: the base instructions, or a child's agent prompt,
+    /// with the environment and the project's instruction files read afresh.
+    fn system_prompt(&self) -> String {
+        match &self.delegation.child {
+            Some(child) => pith_providers::models::project::agent_system_prompt_for(
+                &self.cwd,
+                &child.agent.prompt,
+                self.settings.concise_output,
+            ),
+            None => self.settings.system_prompt(&self.cwd),
         }
     }
 
@@ -535,6 +637,7 @@ impl Conversation {
             history,
             self.agent.ledger().clone(),
             &self.hooks_config,
+            (&overrides, &self.delegation),
         )?;
         let notices = settings.notices.clone();
         self.overrides = overrides;
@@ -549,7 +652,7 @@ impl Conversation {
     /// Starts a new session with the same settings (`/clear`). The previous session is
     /// closed, and removed if it was never used.
     pub fn clear(&mut self) -> Result<(), ConversationError> {
-        let mut session = create_session(&self.store, &self.cwd, &self.settings)?;
+        let mut session = create_session(&self.store, &self.cwd, &self.settings, None)?;
         let built = build_agent(
             &self.cwd,
             &self.settings,
@@ -558,6 +661,7 @@ impl Conversation {
             Vec::new(),
             crate::ledger::fresh(&self.cwd),
             &self.hooks_config,
+            (&self.overrides, &self.delegation),
         )?;
         self.replace_session(session, built, true);
         self.session_start = Some(SessionSource::New);
@@ -599,6 +703,7 @@ impl Conversation {
             resumed.history,
             crate::ledger::rebuild(&self.cwd, &resumed.records),
             &self.hooks_config,
+            (&overrides, &self.delegation),
         )?;
         let mut notices = settings.notices.clone();
         notices.extend(resumed.warnings.iter().map(|w| format!("warning: {w}")));
@@ -623,6 +728,7 @@ impl Conversation {
         (self.agent, self.toolset, self.hooks) = built;
         self.session_context = None;
         self.mcp_installed = false;
+        self.children.clear();
         retire(previous, was_unused);
     }
 
@@ -709,24 +815,51 @@ impl Conversation {
     pub fn counter(&self) -> &Arc<dyn TokenCounter> {
         self.agent.counter()
     }
+
+    /// The child conversations (`task` calls) run in the current session since it was
+    /// opened or switched to, with what each used: the `/context` rows.
+    pub fn children(&self) -> &[ChildRun] {
+        &self.children
+    }
+
+    /// The agents `task` offers (a child at the depth limit has no `task` tool).
+    pub fn agents(&self) -> &Agents {
+        &self.delegation.agents
+    }
+
+    /// The agent this conversation runs, when it is a child.
+    pub fn child_agent(&self) -> Option<&str> {
+        self.delegation
+            .child
+            .as_ref()
+            .map(|c| c.agent.name.as_str())
+    }
 }
 
+/// A new session; a subagent's names its `parent`.
 fn create_session(
     store: &SessionStore,
     cwd: &Path,
     settings: &Settings,
+    parent: Option<&str>,
 ) -> Result<Session, ConversationError> {
-    store
-        .create(NewSession {
-            cwd: cwd.to_path_buf(),
-            provider: settings.model.provider.clone(),
-            model: settings.model.model.clone(),
-        })
-        .map_err(ConversationError::failure)
+    let new = NewSession {
+        cwd: cwd.to_path_buf(),
+        provider: settings.model.provider.clone(),
+        model: settings.model.model.clone(),
+    };
+    match parent {
+        Some(parent) => store.create_child(new, parent),
+        None => store.create(new),
+    }
+    .map_err(ConversationError::failure)
 }
 
 /// The loop of `session` with its tools, hooks, `history` and session `ledger`, the
 /// tool set (MCP tools join its registry before the first turn) and the session's hooks.
+/// A child's loop has only its agent's tools; a conversation above the depth limit also
+/// gets the `task` tool, whose children start from `overrides`.
+#[allow(clippy::too_many_arguments)]
 fn build_agent(
     cwd: &Path,
     settings: &Settings,
@@ -735,6 +868,7 @@ fn build_agent(
     history: Vec<Message>,
     ledger: Ledger,
     hooks_config: &Arc<HooksConfig>,
+    (overrides, delegation): (&Overrides, &Delegation),
 ) -> Result<(AgentLoop, Toolset, Arc<Hooks>), ConversationError> {
     session.set_max_record_bytes(settings.max_record_bytes);
     let spill_dir = session.spill_dir().map_err(ConversationError::failure)?;
@@ -747,8 +881,43 @@ fn build_agent(
     }
     tools.squash = settings.context.squash.clone();
     let tools = Toolset::new(tools).map_err(ConversationError::usage)?;
+    let registry = match &delegation.child {
+        None => tools.registry(),
+        Some(child) => {
+            let all = tools.registry();
+            ToolRegistry::new(
+                child
+                    .agent
+                    .tools
+                    .iter()
+                    .filter_map(|name| all.get(name))
+                    .collect(),
+            )
+        }
+    };
+    let depth = delegation.child.as_ref().map_or(0, |c| c.depth);
+    if depth < delegation.limits.max_depth {
+        let launcher = ChildLauncher {
+            overrides: overrides.clone(),
+            frontend: frontend.clone(),
+            parent_model: settings.model.spec(),
+            permissions: tools.permissions(),
+            capture: tools.env().capture.clone(),
+            agents: delegation.agents.clone(),
+            limits: delegation.limits,
+            depth: depth + 1,
+            parent_session: session.id().to_owned(),
+            slots: Arc::new(tokio::sync::Semaphore::new(delegation.limits.max_parallel)),
+            questions: Arc::default(),
+        };
+        registry.register(Arc::new(TaskTool::new(Arc::new(launcher))));
+    } else {
+        registry.defer(Arc::new(DepthLimit {
+            max_depth: delegation.limits.max_depth,
+        }));
+    }
     let mut agent = settings
-        .build_loop(cwd, tools.registry())
+        .build_loop(cwd, registry)
         .map_err(ConversationError::usage)?;
     agent.set_history(history);
     agent.set_ledger(ledger);

@@ -16,6 +16,7 @@
 //!   and `pith mcp list`; [`hooks`]: which hooks it runs (config files, trusted
 //!   `.pith/config.toml`); [`trust`]: the user's trust in a project's own files.
 //! - [`attachments`]: `@path/to/shot.png` in a user message attaches the image.
+//! - [`subagents`]: the `task` tool, agents, and the child conversations they run.
 //!
 //! Dependencies point down: front-ends → agent → {providers, session, mcp → tools} → core.
 
@@ -29,6 +30,7 @@ pub mod mcp;
 pub mod overrides;
 pub mod recording;
 pub mod settings;
+pub mod subagents;
 pub mod trust;
 
 pub use conversation::{

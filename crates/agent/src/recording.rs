@@ -14,8 +14,8 @@
 //! text does not already end with one (two model requests are two messages).
 
 use pith_core::{
-    CompactionTrigger, EventSink, HistoryRewrite, LoopEvent, Message, PersistError, Role, TurnSink,
-    Usage,
+    ChildRun, CompactionTrigger, EventSink, HistoryRewrite, LoopEvent, Message, PersistError, Role,
+    TurnSink, Usage,
 };
 use pith_session::{items_from_messages, Event, Session, TranscriptItem};
 
@@ -57,6 +57,8 @@ pub struct TurnRecorder {
     usage: Usage,
     usage_seen: bool,
     compactions: Vec<CompactionNote>,
+    /// Child conversations of the turn's `task` calls (kept across boundaries).
+    children: Vec<ChildRun>,
 }
 
 impl TurnRecorder {
@@ -91,6 +93,11 @@ impl TurnRecorder {
             LoopEvent::Usage(usage) => {
                 self.usage += *usage;
                 self.usage_seen = true;
+            }
+            LoopEvent::ToolCallFinished { result, .. } => {
+                if let Some(child) = &result.child_session {
+                    self.children.push(child.clone());
+                }
             }
             LoopEvent::OutputTruncated { reason } => self
                 .notices
@@ -194,6 +201,11 @@ impl TurnRecorder {
         self.memory.clear();
         self.notices.clear();
         Ok(())
+    }
+
+    /// The child conversations of the turn's `task` calls, in the order they ended.
+    pub fn children(&self) -> &[ChildRun] {
+        &self.children
     }
 
     /// The answer so far: completed pre-compaction text + current text.

@@ -43,6 +43,28 @@ impl ProjectFiles {
         }
     }
 
+    /// The project's agent definitions, `.pith/agents/*.md` as they are now (in name
+    /// order): adding, changing or removing one asks again.
+    pub fn agents(project: &Path) -> Self {
+        let dir = PathBuf::from(".pith").join("agents");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(project.join(&dir))
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|entry| entry.file_name())
+                    .filter(|name| Path::new(name).extension().is_some_and(|e| e == "md"))
+                    .map(|name| dir.join(name))
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        Self {
+            project: project.to_path_buf(),
+            kind: "agents".into(),
+            files,
+        }
+    }
+
     /// SHA-256 over each file's path and contents (a missing file counts as missing), or
     /// `None` when none of the files exists.
     pub fn fingerprint(&self) -> std::io::Result<Option<String>> {

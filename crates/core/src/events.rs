@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::hooks::HookRun;
 use crate::message::{Message, ToolCall, ToolResult};
+use crate::subagent::SubagentEvent;
 
 /// Token usage of one or more model requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -189,6 +190,9 @@ pub enum LoopEvent {
     RequestFinished(RequestReport),
     /// A hook ran (see [`crate::hooks`]).
     Hook(HookRun),
+    /// An event of a child conversation a tool call runs (the `task` tool; see
+    /// [`crate::subagent`]). It belongs to the child's transcript, not the parent's.
+    Subagent(SubagentEvent),
     /// Something the user should know that is not assistant content (e.g. a request
     /// was trimmed to fit the context window).
     Notice(String),

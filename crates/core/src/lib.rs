@@ -15,6 +15,7 @@ pub mod hooks;
 pub mod message;
 pub mod prompts;
 pub mod rewrite;
+pub mod subagent;
 pub mod summary;
 pub mod system_prompt;
 pub mod tokens;
@@ -30,6 +31,7 @@ pub use message::{Image, Message, Part, Reasoning, Role, ToolCall, ToolResult};
 pub use rewrite::{
     Carried, Compaction, CompactionTrigger, HistoryRewrite, InMemory, PersistError, TurnSink,
 };
+pub use subagent::{ChildRun, Progress, SubagentEvent};
 pub use tokens::{
     BpeCounter, Encoding, ImageFormula, RequestEstimate, RequestEstimator, TokenCounter,
 };

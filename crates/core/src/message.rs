@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::effect::FileEffect;
+use crate::subagent::ChildRun;
 
 /// Who authored a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -56,6 +57,14 @@ pub struct ToolResult {
     /// What the call did to files (never sent to the model; the session ledger's facts).
     #[serde(rename = "effects", default, skip_serializing_if = "Vec::is_empty")]
     pub effects: Vec<FileEffect>,
+    /// The child conversation this call ran (the `task` tool): the link to its
+    /// transcript and what it used (never sent to the model).
+    #[serde(
+        rename = "child_session",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub child_session: Option<ChildRun>,
 }
 
 impl ToolResult {
@@ -66,6 +75,7 @@ impl ToolResult {
             content: content.into(),
             is_error,
             effects: Vec::new(),
+            child_session: None,
         }
     }
 }

@@ -25,7 +25,17 @@ pub struct SystemPromptInputs {
 /// Builds the system prompt: base instructions, environment, project instructions
 /// verbatim, and the optional concise-output section.
 pub fn build_system_prompt(inputs: &SystemPromptInputs) -> String {
-    let mut prompt = String::from(BASE_INSTRUCTIONS);
+    build_with_base(BASE_INSTRUCTIONS, inputs)
+}
+
+/// The system prompt of a subagent: its own prompt in place of the base instructions,
+/// then the same environment, project instructions and optional sections.
+pub fn build_agent_system_prompt(agent_prompt: &str, inputs: &SystemPromptInputs) -> String {
+    build_with_base(agent_prompt.trim_end(), inputs)
+}
+
+fn build_with_base(base: &str, inputs: &SystemPromptInputs) -> String {
+    let mut prompt = String::from(base);
     prompt.push_str("\n\n# Environment\n");
     prompt.push_str(&format!("- Working directory: {}\n", inputs.cwd));
     prompt.push_str(&format!("- Platform: {}\n", inputs.os));
@@ -68,6 +78,14 @@ mod tests {
         assert!(prompt.contains("- Date: 2026-11-29"));
         assert!(prompt.contains("Project instructions from AGENTS.md"));
         assert!(prompt.contains("Always run `make lint`.\n\nNever touch vendor/."));
+    }
+
+    #[test]
+    fn an_agent_prompt_replaces_the_base_and_keeps_the_rest() {
+        let prompt = build_agent_system_prompt("You explore.\n", &inputs());
+        assert!(prompt.starts_with("You explore.\n\n# Environment\n"));
+        assert!(!prompt.contains(BASE_INSTRUCTIONS));
+        assert!(prompt.contains("Always run `make lint`."));
     }
 
     #[test]

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::effect::FileEffect;
 use crate::message::{Image, ToolCall, ToolResult};
 pub use crate::prompts::TOOLS_DISABLED_DURING_COMPACTION;
+use crate::subagent::{ChildRun, Progress};
 
 /// A tool as advertised to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,6 +52,9 @@ pub struct ToolContext {
     /// A `PreToolUse` hook approved this call (or the user did, on a hook's request):
     /// the permission policy does not ask again. What the mode refuses stays refused.
     pub pre_approved: bool,
+    /// Where the tool sends events of work it runs for the call (a child conversation's
+    /// events); `None` when nobody listens.
+    pub progress: Option<Progress>,
 }
 
 /// What a tool produced.
@@ -65,6 +69,8 @@ pub struct ToolOutput {
     /// Images for the model (`read` of a screenshot), after the text. They join the tool
     /// message as [`crate::Part::Image`]s right after its result.
     pub images: Vec<Image>,
+    /// The child conversation the call ran (the `task` tool), for the result's link.
+    pub child: Option<ChildRun>,
 }
 
 impl ToolOutput {
@@ -75,6 +81,7 @@ impl ToolOutput {
             is_error: false,
             effects: Vec::new(),
             images: Vec::new(),
+            child: None,
         }
     }
 
@@ -85,12 +92,19 @@ impl ToolOutput {
             is_error: true,
             effects: Vec::new(),
             images: Vec::new(),
+            child: None,
         }
     }
 
     /// The same output with one more effect.
     pub fn with_effect(mut self, effect: FileEffect) -> Self {
         self.effects.push(effect);
+        self
+    }
+
+    /// The same output, linked to the child conversation that produced it.
+    pub fn with_child(mut self, child: ChildRun) -> Self {
+        self.child = Some(child);
         self
     }
 
@@ -134,6 +148,12 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> serde_json::Value;
     /// True when the tool never modifies the workspace.
     fn read_only(&self) -> bool;
+    /// True when calls of this tool may run concurrently with the consecutive calls of
+    /// other such tools in one assistant message. Read-only tools by default; the `task`
+    /// tool too, whose children bound their own concurrency.
+    fn concurrent(&self) -> bool {
+        self.read_only()
+    }
     /// Runs one call.
     async fn run(
         &self,
@@ -338,6 +358,12 @@ impl ToolRegistry {
         self.get(name).is_some_and(|t| t.read_only())
     }
 
+    /// True when `name` is a registered tool whose calls may run concurrently (see
+    /// [`Tool::concurrent`]).
+    pub fn is_concurrent(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|t| t.concurrent())
+    }
+
     /// Names of the registered read-only tools (advertised and deferred).
     pub fn read_only_names(&self) -> BTreeSet<String> {
         let shelf = self.read();
@@ -375,6 +401,19 @@ impl ToolRegistry {
         cancel: &CancellationToken,
         pre_approved: bool,
     ) -> (ToolResult, Vec<Image>) {
+        self.execute_with_progress(call, cancel, pre_approved, None)
+            .await
+    }
+
+    /// [`ToolRegistry::execute_with_images`], with a [`Progress`] handle the tool may
+    /// send a child conversation's events into while it runs.
+    pub async fn execute_with_progress(
+        &self,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+        pre_approved: bool,
+        progress: Option<Progress>,
+    ) -> (ToolResult, Vec<Image>) {
         let result = |content: String, is_error: bool| {
             (
                 ToolResult::new(call.id.clone(), content, is_error),
@@ -408,11 +447,13 @@ impl ToolRegistry {
             cancel: cancel.clone(),
             call_id: call.id.clone(),
             pre_approved,
+            progress,
         };
         match tool.run(call.arguments.clone(), &ctx).await {
             Ok(output) => {
                 let (mut result, _) = result(output.content, output.is_error);
                 result.effects = output.effects;
+                result.child_session = output.child;
                 (result, output.images)
             }
             Err(err) => result(err.to_string(), true),

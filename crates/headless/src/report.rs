@@ -1,7 +1,7 @@
 //! The machine-readable result and stream events of a headless job (docs/headless.md).
 
 use pith_agent::CompactionNote;
-use pith_core::{AutoCompaction, LoopEvent, RequestPurpose, RequestReport, Role, Usage};
+use pith_core::{AutoCompaction, ChildRun, LoopEvent, RequestPurpose, RequestReport, Role, Usage};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -98,7 +98,7 @@ pub struct RunReport {
     pub text: String,
     /// Model requests sent for the job (compaction requests excluded).
     pub turns: u32,
-    /// Usage over all requests, compaction included.
+    /// Usage over all requests, compaction included, the subagents' (`children`) too.
     pub usage: Usage,
     /// Cost in US dollars: what the provider reported (OpenRouter), else computed from
     /// the model's prices when they are known.
@@ -108,8 +108,11 @@ pub struct RunReport {
     pub reasoning_cost: Option<f64>,
     /// Compactions applied during the job.
     pub compactions: Vec<CompactionReport>,
-    /// Every model request of the job, in order.
+    /// Every model request of the job, in order (the subagents' are in their own
+    /// transcripts).
     pub requests: Vec<RequestEntry>,
+    /// The subagents the job's `task` calls ran, each with its session and usage.
+    pub children: Vec<ChildRun>,
     /// The error that ended the job, if any.
     pub error: Option<String>,
 }
@@ -151,8 +154,21 @@ pub fn stream_event(event: &LoopEvent, include_partial: bool) -> Option<Value> {
         }
         LoopEvent::ToolCallFinished { call, result } => {
             let preview: String = result.content.chars().take(RESULT_PREVIEW_CHARS).collect();
-            json!({"type": "tool_result", "call_id": result.call_id, "name": call.name,
-                   "is_error": result.is_error, "bytes": result.content.len(), "preview": preview})
+            let mut value = json!({"type": "tool_result", "call_id": result.call_id, "name": call.name,
+                   "is_error": result.is_error, "bytes": result.content.len(), "preview": preview});
+            if let Some(child) = &result.child_session {
+                value["child_session"] = Value::from(child.session_id.clone());
+            }
+            value
+        }
+        LoopEvent::Subagent(child) => {
+            let mut value = stream_event(&child.event, include_partial)?;
+            // A grandchild's event keeps its own (innermost) parent.
+            if value.get("parent").is_none() {
+                value["parent"] = json!({"call_id": child.call_id, "agent": child.agent,
+                                         "session_id": child.session_id});
+            }
+            value
         }
         LoopEvent::AutoCompaction(AutoCompaction::Started { tokens_before, .. }) => {
             json!({"type": "compaction_started", "trigger": "auto", "tokens_before": tokens_before})
@@ -193,7 +209,9 @@ pub fn stream_event(event: &LoopEvent, include_partial: bool) -> Option<Value> {
 mod tests {
     use super::*;
     use pith_core::events::MicroCompaction;
-    use pith_core::{HookEvent, HookOutcome, HookRun, Message, ToolCall, ToolResult};
+    use pith_core::{
+        HookEvent, HookOutcome, HookRun, Message, SubagentEvent, ToolCall, ToolResult,
+    };
     use tokio_util::sync::CancellationToken;
 
     const SCHEMA: &str = include_str!(concat!(
@@ -248,6 +266,14 @@ mod tests {
             message: Some("no".into()),
             stdout: String::new(),
             stderr: "no\n".into(),
+        };
+        let child = ChildRun {
+            session_id: "child".into(),
+            agent: "explore".into(),
+            model: "anthropic/claude".into(),
+            usage: report.usage,
+            requests: 2,
+            tool_calls: 3,
         };
         let events = vec![
             LoopEvent::TextDelta("He".into()),
@@ -305,6 +331,28 @@ mod tests {
                 outcome: HookOutcome::Timeout,
                 ..run
             }),
+            LoopEvent::ToolCallFinished {
+                call: ToolCall {
+                    name: "task".into(),
+                    ..call.clone()
+                },
+                result: ToolResult {
+                    child_session: Some(child.clone()),
+                    ..ToolResult::new("c1", "report", false)
+                },
+            },
+            LoopEvent::Subagent(SubagentEvent {
+                call_id: "c1".into(),
+                agent: "explore".into(),
+                session_id: "child".into(),
+                event: Box::new(LoopEvent::ToolCallStarted(call.clone())),
+            }),
+            LoopEvent::Subagent(SubagentEvent {
+                call_id: "c1".into(),
+                agent: "explore".into(),
+                session_id: "child".into(),
+                event: Box::new(LoopEvent::TextDelta("Found".into())),
+            }),
         ];
         let mut lines: Vec<Value> = events
             .iter()
@@ -326,6 +374,7 @@ mod tests {
                 ledger_tokens: 400,
             }],
             requests: vec![RequestEntry::from(&report)],
+            children: vec![child],
             error: None,
         };
         let mut result = serde_json::to_value(&result).unwrap();
@@ -349,6 +398,10 @@ mod tests {
                 "no line of kind {name} was checked"
             );
         }
+        let nested: Vec<&Value> = lines.iter().filter(|l| l.get("parent").is_some()).collect();
+        assert_eq!(nested.len(), 2, "a subagent's events carry their parent");
+        assert_eq!(nested[0]["parent"]["session_id"], "child");
+        assert!(lines.iter().any(|l| l["child_session"] == "child"));
         // Deltas are only carried with --include-partial.
         assert!(stream_event(&LoopEvent::TextDelta("x".into()), false).is_none());
         // A line with a field the schema does not know is rejected: the schema is strict.

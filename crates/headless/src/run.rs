@@ -114,8 +114,8 @@ fn print_result(
         model: conversation.model_spec(),
         text: outcome.text.clone(),
         turns: outcome.summary.requests,
-        usage: outcome.summary.usage,
-        cost: cost(conversation, &outcome.summary.usage),
+        usage: outcome.total_usage(),
+        cost: total_cost(conversation, outcome),
         reasoning_cost: reasoning_cost(conversation, &outcome.summary.usage),
         compactions: outcome
             .compactions
@@ -123,6 +123,7 @@ fn print_result(
             .map(CompactionReport::from)
             .collect(),
         requests,
+        children: outcome.children.clone(),
         error: outcome
             .error
             .as_ref()
@@ -154,6 +155,23 @@ fn cost(conversation: &Conversation, usage: &pith_core::Usage) -> Option<f64> {
         return Some(usage.provider_cost_nanousd as f64 / 1e9);
     }
     conversation.settings().model.pricing.map(|p| p.cost(usage))
+}
+
+/// The cost of the turn and its subagents: a child that ran the parent's model is priced
+/// like the parent; one that ran another model counts only with a provider-reported
+/// cost, else the total is unknown.
+fn total_cost(conversation: &Conversation, outcome: &TurnOutcome) -> Option<f64> {
+    let mut total = cost(conversation, &outcome.summary.usage)?;
+    for child in &outcome.children {
+        total += if child.usage.provider_cost_nanousd > 0 {
+            child.usage.provider_cost_nanousd as f64 / 1e9
+        } else if child.model == conversation.model_spec() {
+            cost(conversation, &child.usage)?
+        } else {
+            return None;
+        };
+    }
+    Some(total)
 }
 
 /// The reasoning part of the cost: reasoning tokens at the output price (a provider-

@@ -122,6 +122,7 @@ impl Tool for McpTool {
             is_error,
             effects: Vec::new(),
             images: Vec::new(),
+            child: None,
         })
     }
 }

@@ -67,15 +67,17 @@ pub fn run(overrides: Overrides) -> Result<(), ReplError> {
     Ok(())
 }
 
-/// Asks once whether the project's `.mcp.json` may start its servers and whether the
-/// hooks of its `.pith/config.toml` may run (only at a terminal; piped input leaves them
-/// untrusted, and the conversation says so). A changed file asks again.
+/// Asks once whether the project's `.mcp.json` may start its servers, whether the
+/// hooks of its `.pith/config.toml` may run and whether its `.pith/agents` are offered
+/// (only at a terminal; piped input leaves them untrusted, and the conversation says
+/// so). A changed file asks again.
 fn ask_project_trust(overrides: &Overrides, frontend: &Frontend, screen: &mut Screen) {
     if !screen.is_interactive() {
         return;
     }
     let cwd = std::fs::canonicalize(&overrides.cwd).unwrap_or_else(|_| overrides.cwd.clone());
     ask_hooks_trust(&cwd, frontend, screen);
+    ask_agents_trust(&cwd, frontend, screen);
     let question = match pith_agent::mcp::trust_question(&cwd, &frontend.env) {
         Ok(Some(question)) => question,
         Ok(None) => return,
@@ -104,6 +106,45 @@ fn ask_project_trust(overrides: &Overrides, frontend: &Frontend, screen: &mut Sc
     }
     if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
         if let Err(error) = pith_agent::mcp::trust(&question, &frontend.env) {
+            screen.message(Tone::Error, &format!("cannot record the trust: {error}"));
+        }
+    }
+}
+
+/// Asks once whether the agents of the project's `.pith/agents/` may be offered to the
+/// model (their prompts and tools come from the repository).
+fn ask_agents_trust(cwd: &std::path::Path, frontend: &Frontend, screen: &mut Screen) {
+    let question = match pith_agent::subagents::catalog::trust_question(cwd, &frontend.env) {
+        Ok(Some(question)) => question,
+        Ok(None) => return,
+        Err(error) => {
+            screen.message(
+                Tone::Error,
+                &format!("cannot check the project's agents: {error}"),
+            );
+            return;
+        }
+    };
+    let mut text = format!(
+        "{} .pith/agents in {} would offer these subagents:",
+        if question.changed {
+            "The changed"
+        } else {
+            "This project's"
+        },
+        cwd.display()
+    );
+    for agent in &question.agents {
+        text.push_str(&format!("\n  {agent}"));
+    }
+    screen.message(Tone::Dim, &text);
+    screen.message(Tone::Dim, "Trust these agents and offer them? [y/N]");
+    let mut answer = String::new();
+    if io::stdin().read_line(&mut answer).is_err() {
+        return;
+    }
+    if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
+        if let Err(error) = pith_agent::subagents::catalog::trust(&question, &frontend.env) {
             screen.message(Tone::Error, &format!("cannot record the trust: {error}"));
         }
     }

@@ -37,6 +37,9 @@ pub struct ContextFigures {
     /// Tokens of the reasoning that goes back to the provider (signed thinking,
     /// encrypted reasoning items).
     pub reasoning: usize,
+    /// The subagents run in this conversation: what each used in its own context (not
+    /// part of the next request; only their reports are).
+    pub children: Vec<pith_core::ChildRun>,
 }
 
 impl ContextFigures {
@@ -78,7 +81,14 @@ impl ContextFigures {
             ledger: (0, 0),
             images,
             reasoning,
+            children: Vec::new(),
         }
+    }
+
+    /// Lists the subagents run so far, each with the tokens it used in its own context.
+    pub fn with_children(mut self, children: &[pith_core::ChildRun]) -> Self {
+        self.children = children.to_vec();
+        self
     }
 
     /// Shows the session ledger's size (`tokens` of `budget`) below the rows.
@@ -136,6 +146,27 @@ impl ContextFigures {
                 thousands(ledger as u64),
                 thousands(ledger_budget as u64),
             ));
+        }
+        if !self.children.is_empty() {
+            let total: u64 = self
+                .children
+                .iter()
+                .map(|c| c.usage.input_tokens + c.usage.output_tokens)
+                .sum();
+            lines.push(format!(
+                "Subagents: {} run, {} tokens in their own contexts (only their reports are above):",
+                self.children.len(),
+                thousands(total)
+            ));
+            for child in &self.children {
+                lines.push(format!(
+                    "  {:<12} {:>9} tokens  {} tool calls  session {}",
+                    child.agent,
+                    thousands(child.usage.input_tokens + child.usage.output_tokens),
+                    child.tool_calls,
+                    child.session_id
+                ));
+            }
         }
         if self.estimate.anchored_on_reported_usage {
             lines.push(
@@ -243,6 +274,32 @@ mod tests {
         assert!(
             report.contains(&thousands(budget.auto_threshold)),
             "{report}"
+        );
+        assert!(
+            !report.contains("Subagents"),
+            "no subagent lines without one"
+        );
+        let child = pith_core::ChildRun {
+            session_id: "0193-kid".into(),
+            agent: "explore".into(),
+            model: "p/m".into(),
+            usage: pith_core::Usage {
+                input_tokens: 20_000,
+                output_tokens: 500,
+                ..Default::default()
+            },
+            requests: 21,
+            tool_calls: 20,
+        };
+        let with_children = figures.with_children(&[child]).lines().join("\n");
+        assert!(
+            with_children.contains("Subagents: 1 run, 20,500 tokens in their own contexts"),
+            "{with_children}"
+        );
+        assert!(
+            with_children
+                .contains("explore         20,500 tokens  20 tool calls  session 0193-kid"),
+            "{with_children}"
         );
     }
 

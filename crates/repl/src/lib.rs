@@ -19,6 +19,7 @@ pub mod app;
 pub mod approver;
 pub mod busy;
 pub mod cards;
+pub mod child_cards;
 pub mod commands;
 pub mod context_view;
 pub mod input;

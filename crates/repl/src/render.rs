@@ -52,6 +52,8 @@ pub struct Screen {
     /// The model's reasoning so far in this answer: shown dimmed in the live region (its
     /// last rows), collapsed to one line once the answer starts.
     reasoning: String,
+    /// Live cards of running subagents, drawn above the loader.
+    cards: Vec<String>,
 }
 
 /// Rows of reasoning the live region shows at most (the newest).
@@ -71,6 +73,7 @@ impl Screen {
             live_rows: 0,
             plain_open_line: false,
             reasoning: String::new(),
+            cards: Vec::new(),
         }
     }
 
@@ -250,6 +253,17 @@ impl Screen {
         self.draw_live();
     }
 
+    /// Replaces the live cards of running subagents (one line each, above the loader;
+    /// nothing without a terminal).
+    pub fn set_cards(&mut self, cards: Vec<String>) {
+        if !self.interactive || self.cards == cards {
+            return;
+        }
+        self.clear_live();
+        self.cards = cards;
+        self.draw_live();
+    }
+
     /// Advances the spinner.
     pub fn tick(&mut self) {
         if !self.interactive || self.loader.is_none() {
@@ -386,6 +400,22 @@ impl Screen {
         if !self.partial.is_empty() {
             let spans = self.markdown.partial_line(&self.partial);
             rows += self.write_rows(&spans);
+            if self.loader.is_some() {
+                self.newline();
+            }
+        }
+        if !self.cards.is_empty() {
+            if rows > 0 {
+                self.newline();
+            }
+            let cards: Vec<String> = self.cards.iter().map(|c| fit(c, columns - 1)).collect();
+            for (i, card) in cards.iter().enumerate() {
+                if i > 0 {
+                    self.newline();
+                }
+                let _ = queue!(self.out, PrintStyledContent(card.clone().magenta()));
+                rows += 1;
+            }
             if self.loader.is_some() {
                 self.newline();
             }

@@ -107,6 +107,8 @@ pub struct BusyState {
     approval_pending: bool,
     type_ahead: String,
     queued: Vec<String>,
+    /// Live cards of the turn's running subagents.
+    pub children: crate::child_cards::ChildCards,
 }
 
 impl BusyState {
@@ -128,6 +130,7 @@ impl BusyState {
             approval_pending: false,
             type_ahead: String::new(),
             queued: Vec::new(),
+            children: Default::default(),
         }
     }
 

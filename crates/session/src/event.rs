@@ -47,6 +47,13 @@ pub enum Event {
         /// Version of pith that started the session.
         #[serde(rename = "pith_version")]
         pith_version: String,
+        /// For a subagent's session: the session whose `task` call started it.
+        #[serde(
+            rename = "parent_session",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        parent_session: Option<String>,
     },
     /// A message the user sent.
     #[serde(rename = "user_message")]
@@ -406,6 +413,7 @@ mod tests {
             provider: "openai".into(),
             model: "gpt-4o".into(),
             pith_version: "0.1.0".into(),
+            parent_session: None,
         };
         assert_eq!(
             line_json(&event),

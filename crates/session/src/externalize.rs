@@ -176,6 +176,7 @@ mod tests {
                 content: big.clone(),
                 is_error: false,
                 spill: None,
+                child_session: None,
             }],
             usage: None,
             interrupted: false,

@@ -52,6 +52,14 @@ pub enum TranscriptItem {
         /// squashing dropped anything.
         #[serde(rename = "spill", default, skip_serializing_if = "Option::is_none")]
         spill: Option<String>,
+        /// The session of the subagent the call ran (the `task` tool), whose transcript
+        /// `pith replay --expand` shows nested here.
+        #[serde(
+            rename = "child_session",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        child_session: Option<String>,
     },
     /// A status line shown to the user (e.g. "Context compacted automatically").
     #[serde(rename = "notice")]
@@ -100,6 +108,7 @@ pub fn items_from_messages(messages: &[Message]) -> Vec<TranscriptItem> {
                     content: result.content.clone(),
                     is_error: result.is_error,
                     spill: None,
+                    child_session: result.child_session.as_ref().map(|c| c.session_id.clone()),
                 }),
                 // Reasoning is never answer text, and an image shows as its result's card.
                 Part::Reasoning(_) | Part::Image(_) => {}
@@ -144,7 +153,8 @@ mod tests {
                     call_id: "c1".into(),
                     content: "fn a() {}".into(),
                     is_error: false,
-                    spill: None
+                    spill: None,
+                    child_session: None
                 },
                 TranscriptItem::AssistantText {
                     text: "Done.".into()

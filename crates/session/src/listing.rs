@@ -33,6 +33,9 @@ pub struct SessionSummary {
     /// Model from `session_started`.
     #[serde(rename = "model")]
     pub model: Option<String>,
+    /// For a subagent's session: the session that started it.
+    #[serde(rename = "parent_session", skip_serializing_if = "Option::is_none")]
+    pub parent_session: Option<String>,
     /// Number of user messages.
     #[serde(rename = "turns")]
     pub turns: u64,
@@ -78,6 +81,7 @@ pub fn summarize(dir: &Path) -> SessionSummary {
         cwd: None,
         provider: None,
         model: None,
+        parent_session: None,
         turns: 0,
         last_activity: None,
         size_bytes: 0,
@@ -112,6 +116,7 @@ pub fn summarize(dir: &Path) -> SessionSummary {
                         cwd,
                         provider,
                         model,
+                        parent_session,
                         ..
                     } = record.event
                     {
@@ -119,6 +124,7 @@ pub fn summarize(dir: &Path) -> SessionSummary {
                         summary.cwd = Some(cwd);
                         summary.provider = Some(provider);
                         summary.model = Some(model);
+                        summary.parent_session = parent_session;
                     }
                     summary.last_activity = Some(record.ts);
                 }

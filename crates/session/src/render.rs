@@ -20,8 +20,36 @@ use crate::read::ReadReport;
 /// Lines of a tool result shown in text replay.
 pub const RESULT_PREVIEW_LINES: usize = 40;
 
-/// Writes the UI view as text.
+/// Writes the UI view as text. A subagent's transcript shows as one line under the
+/// `task` result that ran it (see [`ui_text_nested`] to show it in full).
 pub fn ui_text(entries: &[UiEntry], out: &mut dyn Write) -> io::Result<()> {
+    ui_text_nested(entries, out, &|_| None)
+}
+
+/// Loads a subagent's UI entries by session id for [`ui_text_nested`]: `None` leaves the
+/// subagent collapsed, `Some(Err)` says why it cannot be shown.
+pub type ChildEntries<'a> = &'a dyn Fn(&str) -> Option<Result<Vec<UiEntry>, String>>;
+
+/// [`ui_text`], with each subagent `children` loads shown nested (indented with `  │ `)
+/// under the `task` result that ran it; the others collapsed to one line.
+pub fn ui_text_nested(
+    entries: &[UiEntry],
+    out: &mut dyn Write,
+    children: ChildEntries<'_>,
+) -> io::Result<()> {
+    ui_text_at(entries, out, children, 0)
+}
+
+/// Levels of subagents shown nested; deeper ones stay collapsed (a transcript that names
+/// itself as its child must not recurse forever).
+pub const MAX_NESTING: usize = 8;
+
+fn ui_text_at(
+    entries: &[UiEntry],
+    out: &mut dyn Write,
+    children: ChildEntries<'_>,
+    depth: usize,
+) -> io::Result<()> {
     for entry in entries {
         match entry {
             UiEntry::SessionStarted {
@@ -52,6 +80,13 @@ pub fn ui_text(entries: &[UiEntry], out: &mut dyn Write) -> io::Result<()> {
                 writeln!(out, "< assistant")?;
                 for item in items {
                     write_item(out, item)?;
+                    if let TranscriptItem::ToolResult {
+                        child_session: Some(child),
+                        ..
+                    } = item
+                    {
+                        write_child(out, child, children, depth)?;
+                    }
                 }
                 if *interrupted {
                     writeln!(out, "  [interrupted by the user]")?;
@@ -120,6 +155,42 @@ pub fn ui_text(entries: &[UiEntry], out: &mut dyn Write) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A subagent's session under the result of the call that ran it: nested when
+/// `children` loads it, else one line.
+fn write_child(
+    out: &mut dyn Write,
+    child: &str,
+    children: ChildEntries<'_>,
+    depth: usize,
+) -> io::Result<()> {
+    let loaded = if depth < MAX_NESTING {
+        children(child)
+    } else {
+        None
+    };
+    match loaded {
+        None => writeln!(
+            out,
+            "    ↳ subagent session {child} (collapsed; --expand shows it)"
+        ),
+        Some(Err(error)) => writeln!(out, "    ↳ subagent session {child}: {error}"),
+        Some(Ok(entries)) => {
+            writeln!(out, "    ↳ subagent session {child}:")?;
+            let mut nested = Vec::new();
+            ui_text_at(&entries, &mut nested, children, depth + 1)?;
+            let text = String::from_utf8_lossy(&nested);
+            for line in text.lines() {
+                if line.is_empty() {
+                    writeln!(out, "    │")?;
+                } else {
+                    writeln!(out, "    │ {line}")?;
+                }
+            }
+            Ok(())
+        }
+    }
 }
 
 /// One line per hook run (`-- hook PreToolUse [bash] `cmd`: block (exit 2, 12 ms)`), then
@@ -371,6 +442,81 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
+    fn task_turn(child: &str, answer: &str) -> UiEntry {
+        UiEntry::Assistant {
+            seq: 3,
+            ts: "t".into(),
+            items: vec![
+                TranscriptItem::ToolCall {
+                    call_id: "c".into(),
+                    name: "task".into(),
+                    arguments: "{}".into(),
+                },
+                TranscriptItem::ToolResult {
+                    call_id: "c".into(),
+                    content: answer.into(),
+                    is_error: false,
+                    spill: None,
+                    child_session: Some(child.into()),
+                },
+            ],
+            usage: None,
+            interrupted: false,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn subagents_are_collapsed_unless_loaded_and_nested_when_they_are() {
+        let parent = [task_turn("kid", "the report")];
+        let collapsed = render(&parent);
+        assert!(
+            collapsed.contains(
+                "    | the report\n    ↳ subagent session kid (collapsed; --expand shows it)\n"
+            ),
+            "{collapsed}"
+        );
+        let children = |id: &str| -> Option<Result<Vec<UiEntry>, String>> {
+            match id {
+                "kid" => Some(Ok(vec![UiEntry::Assistant {
+                    seq: 3,
+                    ts: "t".into(),
+                    items: vec![TranscriptItem::AssistantText {
+                        text: "grepped around".into(),
+                    }],
+                    usage: None,
+                    interrupted: false,
+                    error: None,
+                }])),
+                // A transcript that names itself stops at the nesting limit.
+                "loop" => Some(Ok(vec![task_turn("loop", "again")])),
+                _ => Some(Err("cannot read it: gone".into())),
+            }
+        };
+        let mut out = Vec::new();
+        ui_text_nested(&parent, &mut out, &children).unwrap();
+        let nested = String::from_utf8(out).unwrap();
+        assert!(
+            nested.contains(
+                "    ↳ subagent session kid:\n    │\n    │ < assistant\n    │   grepped around\n"
+            ),
+            "{nested}"
+        );
+        let mut out = Vec::new();
+        ui_text_nested(&[task_turn("gone", "x")], &mut out, &children).unwrap();
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .contains("subagent session gone: cannot read it: gone"));
+        let mut out = Vec::new();
+        ui_text_nested(&[task_turn("loop", "x")], &mut out, &children).unwrap();
+        let looped = String::from_utf8(out).unwrap();
+        assert_eq!(
+            looped.matches("↳ subagent session loop:").count(),
+            MAX_NESTING
+        );
+        assert!(looped.contains("(collapsed; --expand shows it)"));
+    }
+
     #[test]
     fn compaction_markers_show_tokens_before_and_after() {
         let text = render(&[UiEntry::Compaction {
@@ -430,6 +576,7 @@ mod tests {
                     content,
                     is_error: false,
                     spill: None,
+                    child_session: None,
                 },
             ],
             usage: None,

@@ -56,12 +56,13 @@ impl SessionStore {
         })
     }
 
-    /// The id of the project's session with the most recent activity, if any.
+    /// The id of the project's session with the most recent activity, if any; never a
+    /// subagent's session (it continues with its parent).
     pub fn latest_session_id(&self, project: &Path) -> Result<Option<String>> {
         Ok(self
             .list_sessions(Some(project))?
             .into_iter()
-            .next()
+            .find(|summary| summary.parent_session.is_none())
             .map(|summary| summary.id))
     }
 }
@@ -94,5 +95,25 @@ mod tests {
         assert_eq!(resumed.history, vec![Message::user("hello")]);
         assert_eq!(resumed.records.len(), 2);
         assert!(resumed.warnings.is_empty(), "{:?}", resumed.warnings);
+
+        // A subagent's session, newer than its parent, is never the one to continue.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let mut child = store
+            .create_child(
+                NewSession {
+                    cwd: cwd.clone(),
+                    provider: "openai".into(),
+                    model: "gpt-4o".into(),
+                },
+                &id,
+            )
+            .unwrap();
+        child.append(Event::user_text("explore")).unwrap();
+        let child_id = child.id().to_owned();
+        drop(child);
+        let listed = store.list_sessions(Some(&cwd)).unwrap();
+        assert_eq!(listed[0].id, child_id, "the child is the newest");
+        assert_eq!(listed[0].parent_session.as_deref(), Some(id.as_str()));
+        assert_eq!(store.latest_session_id(&cwd).unwrap(), Some(id));
     }
 }

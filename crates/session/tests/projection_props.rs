@@ -119,6 +119,7 @@ fn transcript(events: &[Event]) -> String {
             provider: "openai".into(),
             model: "m".into(),
             pith_version: "0.1.0".into(),
+            parent_session: None,
         },
     )
     .unwrap();

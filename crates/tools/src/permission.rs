@@ -517,6 +517,7 @@ mod tests {
             cancel: CancellationToken::new(),
             call_id: "c".into(),
             pre_approved: true,
+            progress: None,
         };
         policy.authorize_call(edit(), &approved).await.unwrap();
         policy.authorize_call(run("make"), &approved).await.unwrap();

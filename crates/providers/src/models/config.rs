@@ -222,6 +222,10 @@ pub struct Config {
     /// docs/mcp.md), so this crate does not depend on MCP.
     #[serde(default)]
     pub mcp_servers: toml::Table,
+    /// The `[agents]` table (subagent limits), kept raw: parsed by pith-agent (see
+    /// docs/agents.md).
+    #[serde(default)]
+    pub agents: toml::Table,
     /// The `[hooks]` tables of the user's config file, kept raw: parsed by pith-hooks
     /// (see docs/hooks.md).
     #[serde(default)]

@@ -45,8 +45,20 @@ pub fn load_project_instructions(root: &Path) -> Vec<(String, String)> {
 
 /// The system prompt for a session rooted at `root`.
 pub fn system_prompt_for(root: &Path, concise_output: bool) -> String {
+    build_system_prompt(&inputs_for(root, concise_output))
+}
+
+/// The system prompt of a subagent running `agent_prompt` in a session rooted at `root`.
+pub fn agent_system_prompt_for(root: &Path, agent_prompt: &str, concise_output: bool) -> String {
+    pith_core::system_prompt::build_agent_system_prompt(
+        agent_prompt,
+        &inputs_for(root, concise_output),
+    )
+}
+
+fn inputs_for(root: &Path, concise_output: bool) -> SystemPromptInputs {
     let today = time::OffsetDateTime::now_utc().date();
-    build_system_prompt(&SystemPromptInputs {
+    SystemPromptInputs {
         cwd: root.display().to_string(),
         os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
         date: format!(
@@ -57,7 +69,7 @@ pub fn system_prompt_for(root: &Path, concise_output: bool) -> String {
         ),
         project_instructions: load_project_instructions(root),
         concise_output,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use pith_core::hooks::{context_block, ToolGate};
 use pith_core::{
-    EventSink, HookEvent, Image, LoopEvent, LoopHooks, ToolCall, ToolRegistry, ToolResult,
+    EventSink, HookEvent, Image, LoopEvent, LoopHooks, Progress, ToolCall, ToolRegistry, ToolResult,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -27,10 +27,14 @@ pub(crate) async fn execute_calls(
         .collect()
 }
 
-/// Runs the calls of one assistant message. Consecutive read-only calls run concurrently;
+/// Runs the calls of one assistant message. Consecutive calls of concurrent tools
+/// (read-only ones and `task`, see [`pith_core::Tool::concurrent`]) run concurrently;
 /// results come back in call order, each with the images its tool returned. Every call
 /// gets a result, also on cancellation, so the history never holds an unanswered tool
 /// call.
+///
+/// Events a running tool sends through its [`Progress`] handle (a child conversation's)
+/// are emitted to `events` as they arrive, from this task.
 ///
 /// Hooks: before a group runs, `hooks.pre_tool_use` decides each of its calls in order (a
 /// denied call is answered with the hook's reason and never runs); after the group ran,
@@ -47,8 +51,8 @@ pub(crate) async fn execute_calls_with_images(
     let mut index = 0;
     while index < calls.len() {
         let mut end = index + 1;
-        if tools.is_read_only(&calls[index].name) && !tools.is_denying() {
-            while end < calls.len() && tools.is_read_only(&calls[end].name) {
+        if tools.is_concurrent(&calls[index].name) && !tools.is_denying() {
+            while end < calls.len() && tools.is_concurrent(&calls[end].name) {
                 end += 1;
             }
         }
@@ -67,7 +71,9 @@ pub(crate) async fn execute_calls_with_images(
             events.emit(LoopEvent::ToolCallStarted(call.clone()));
             gates.push(gate);
         }
-        let outcomes =
+        let (progress, mut forwarded) = Progress::channel();
+        let progress = &progress;
+        let running =
             futures::future::join_all(group.iter().zip(&gates).map(|(call, gate)| async move {
                 let pre_approved = match gate {
                     ToolGate::Deny { reason } => {
@@ -90,10 +96,11 @@ pub(crate) async fn execute_calls_with_images(
                         false,
                     );
                 }
-                let (result, images) = run_one(tools, call, cancel, pre_approved).await;
+                let (result, images) =
+                    run_one(tools, call, cancel, pre_approved, progress.clone()).await;
                 (result, images, true)
-            }))
-            .await;
+            }));
+        let outcomes = forward_while(running, &mut forwarded, events).await;
         for (call, (mut result, images, ran)) in group.iter().zip(outcomes) {
             if ran && !cancel.is_cancelled() {
                 let hooked = hooks.post_tool_use(call, &result, cancel).await;
@@ -115,15 +122,40 @@ pub(crate) async fn execute_calls_with_images(
     results
 }
 
+/// Drives `running` to its end while emitting, in arrival order, the events its tools
+/// send through their [`Progress`] handle (a child conversation's events), then those
+/// still queued when it ended.
+async fn forward_while<T>(
+    running: impl std::future::Future<Output = T>,
+    forwarded: &mut tokio::sync::mpsc::UnboundedReceiver<LoopEvent>,
+    events: &mut dyn EventSink,
+) -> T {
+    tokio::pin!(running);
+    let output = loop {
+        tokio::select! {
+            biased;
+            Some(event) = forwarded.recv() => events.emit(event),
+            output = &mut running => break output,
+        }
+    };
+    while let Ok(event) = forwarded.try_recv() {
+        events.emit(event);
+    }
+    output
+}
+
 /// Runs one call that may run, and logs how it went.
 async fn run_one(
     tools: &ToolRegistry,
     call: &ToolCall,
     cancel: &CancellationToken,
     pre_approved: bool,
+    progress: Progress,
 ) -> (ToolResult, Vec<Image>) {
     let started = Instant::now();
-    let (result, images) = tools.execute_with_images(call, cancel, pre_approved).await;
+    let (result, images) = tools
+        .execute_with_progress(call, cancel, pre_approved, Some(progress))
+        .await;
     tracing::debug!(
         tool = %call.name,
         call_id = %call.id,
@@ -134,4 +166,94 @@ async fn run_one(
         "tool call finished"
     );
     (result, images)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_trait::async_trait;
+    use pith_core::{NoHooks, Tool, ToolContext, ToolError, ToolOutput};
+    use serde_json::{json, Value};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A concurrent tool that waits for its sibling (a barrier: run one at a time, it
+    /// would never return) and reports progress while it runs.
+    struct Delegating {
+        barrier: Arc<tokio::sync::Barrier>,
+    }
+
+    #[async_trait]
+    impl Tool for Delegating {
+        fn name(&self) -> &str {
+            "task"
+        }
+        fn description(&self) -> &str {
+            "delegates"
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn read_only(&self) -> bool {
+            false
+        }
+        fn concurrent(&self) -> bool {
+            true
+        }
+        async fn run(&self, _arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+            let progress = ctx.progress.clone().expect("the loop listens");
+            progress.send(LoopEvent::Notice(format!("{} started", ctx.call_id)));
+            self.barrier.wait().await;
+            progress.send(LoopEvent::Notice(format!("{} done", ctx.call_id)));
+            Ok(ToolOutput::ok(format!("report of {}", ctx.call_id)))
+        }
+    }
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "task".into(),
+            arguments: json!({}),
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_calls_run_together_and_their_progress_is_emitted_in_between() {
+        let tools = ToolRegistry::new(vec![Arc::new(Delegating {
+            barrier: Arc::new(tokio::sync::Barrier::new(2)),
+        })]);
+        let mut events: Vec<LoopEvent> = Vec::new();
+        let results = tokio::time::timeout(
+            Duration::from_secs(10),
+            execute_calls(
+                &tools,
+                &NoHooks,
+                &[call("a"), call("b")],
+                &mut events,
+                &CancellationToken::new(),
+            ),
+        )
+        .await
+        .expect("the two calls ran one after the other");
+        assert_eq!(results[0].content, "report of a");
+        assert_eq!(results[1].content, "report of b");
+        let shown: Vec<String> = events
+            .iter()
+            .map(|event| match event {
+                LoopEvent::ToolCallStarted(call) => format!("start {}", call.id),
+                LoopEvent::ToolCallFinished { call, .. } => format!("finish {}", call.id),
+                LoopEvent::Notice(text) => text.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(shown.len(), 8, "{shown:?}");
+        assert_eq!(&shown[..2], ["start a", "start b"]);
+        assert_eq!(&shown[6..], ["finish a", "finish b"]);
+        let mut progress = shown[2..6].to_vec();
+        progress.sort();
+        assert_eq!(progress, ["a done", "a started", "b done", "b started"]);
+        // Each call's own progress is in order, and both started before either ended.
+        let at = |text: &str| shown.iter().position(|s| s == text).unwrap();
+        assert!(at("a started") < at("b done") && at("b started") < at("a done"));
+    }
 }

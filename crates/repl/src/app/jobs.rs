@@ -99,7 +99,12 @@ fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, st
         LoopEvent::TextDelta(text) => screen.text(&text),
         LoopEvent::ReasoningDelta(text) => screen.reasoning(&text),
         LoopEvent::ToolCallStarted(call) => screen.tool_started(&call),
-        LoopEvent::ToolCallFinished { result, .. } => screen.tool_finished(&result),
+        LoopEvent::ToolCallFinished { result, .. } => {
+            if busy.children.finished(&result.call_id) {
+                screen.set_cards(busy.children.lines());
+            }
+            screen.tool_finished(&result)
+        }
         LoopEvent::MessageAppended(message) => {
             if message.role == Role::Assistant {
                 // The next model request starts a new answer (and a new markdown state).
@@ -146,9 +151,42 @@ fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, st
                 screen.message(tone, &text);
             }
         }
+        LoopEvent::Subagent(child) => on_child_event(&child, busy, screen),
         LoopEvent::RequestStarted { .. }
         | LoopEvent::RequestFinished(_)
         | LoopEvent::TurnFinished { .. } => {}
+    }
+}
+
+/// Shows one event of a running subagent: its live card; its notices, failures and
+/// compactions as lines naming the agent. Esc cancels a child's running compaction as it
+/// cancels the parent's.
+fn on_child_event(child: &pith_core::SubagentEvent, busy: &mut BusyState, screen: &mut Screen) {
+    if busy.children.on_event(child) {
+        screen.set_cards(busy.children.lines());
+    }
+    let agent = &child.agent;
+    match child.event.as_ref() {
+        LoopEvent::Notice(text) => screen.message(Tone::Dim, &format!("[{agent}] {text}")),
+        LoopEvent::AutoCompaction(lifecycle) => {
+            if let Some(notice) = busy.on_auto_compaction(lifecycle) {
+                screen.message(Tone::Info, &format!("[{agent}] {}", notice.text()));
+            }
+        }
+        LoopEvent::Retrying {
+            attempt,
+            delay_ms,
+            reason,
+        } => screen.message(
+            Tone::Dim,
+            &format!("[{agent}] request failed ({reason}); retry {attempt} in {delay_ms} ms"),
+        ),
+        LoopEvent::Hook(run) => {
+            if let Some((tone, text)) = hook_line(run) {
+                screen.message(tone, &format!("[{agent}] {text}"));
+            }
+        }
+        _ => {}
     }
 }
 

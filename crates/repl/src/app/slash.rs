@@ -36,7 +36,8 @@ impl App {
                 .ledger_preview()
                 .map_or(0, |ledger| ledger.tokens),
             self.conversation.ledger_budget_tokens(),
-        );
+        )
+        .with_children(self.conversation.children());
         self.screen.block(&figures.lines().join("\n"));
     }
 

@@ -348,6 +348,7 @@ impl BashTool {
             is_error: failed,
             effects: Vec::new(),
             images: Vec::new(),
+            child: None,
         })
     }
 }
