@@ -22,17 +22,23 @@ pub fn default_sessions_dir() -> Result<PathBuf> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    let candidates = [
+    first_dir(&[
         root.join("../shared/corpus/sessions"),
         root.join("../../shared/corpus/sessions"),
-    ];
+    ])
+}
+
+/// The first of `candidates` that is a directory; else an error naming them all, and
+/// what to pass instead (a fresh clone has no shared corpus next to it).
+fn first_dir(candidates: &[PathBuf]) -> Result<PathBuf> {
     candidates
         .iter()
         .find(|p| p.is_dir())
         .cloned()
         .with_context(|| {
             format!(
-                "no shared corpus found (looked at {}); pass --sessions DIR",
+                "no shared corpus found (looked at {}); pass --sessions DIR (a small sample \
+                 ships in crates/core/tests/data/corpus-sample)",
                 candidates
                     .iter()
                     .map(|p| p.display().to_string())
@@ -150,4 +156,24 @@ fn print_list(report: &Report, family: &str, missed: bool) {
         }
     }
     println!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_corpus_is_the_first_directory_found_else_an_error_saying_what_to_pass() {
+        let root = tempfile::tempdir().unwrap();
+        let missing = root.path().join("missing");
+        let present = root.path().join("present");
+        std::fs::create_dir(&present).unwrap();
+        assert_eq!(
+            first_dir(&[missing.clone(), present.clone()]).unwrap(),
+            present
+        );
+        let error = first_dir(&[missing]).unwrap_err().to_string();
+        assert!(error.contains("pass --sessions DIR"), "{error}");
+        assert!(error.contains("corpus-sample"), "{error}");
+    }
 }
