@@ -8,6 +8,7 @@
 //! - [`sse`]: server-sent events decoded in one pass, each event bounded.
 //! - [`eventstream`]: AWS's binary event-stream framing, each message bounded.
 //! - [`reasoning`]: the reasoning setting and how each protocol reads it.
+//! - `turns`: the history in alternating turns, as Anthropic, Gemini and Bedrock take it.
 //! - one module per protocol, each with the same shape: the adapter struct with `new` and
 //!   `start` in its `mod.rs`, the request body in `encode`, the stream parser in `decode`.
 
@@ -23,6 +24,7 @@ pub mod openai_chat;
 pub mod openai_responses;
 pub mod reasoning;
 pub mod sse;
+pub(crate) mod turns;
 
 pub use adapter::{ChunkStream, ModelRequest, ProviderAdapter, StreamChunk};
 pub use error::ProviderError;

@@ -11,8 +11,9 @@ use super::{argument_fragments, text_fragments, ErrorKind, SseEvent, TurnPlan};
 /// Anthropic's non-standard "overloaded" status.
 const STATUS_OVERLOADED: u16 = 529;
 
-/// One content block of the answer, in its final form.
-enum ContentBlock {
+/// One content block of the answer, in its final form (Bedrock's answer has the same
+/// blocks).
+pub(super) enum ContentBlock {
     Thinking {
         text: String,
         signature: String,
@@ -90,7 +91,8 @@ impl ContentBlock {
     }
 }
 
-fn content_blocks(plan: &TurnPlan<'_>) -> Vec<ContentBlock> {
+/// The answer's blocks in order: thinking, redacted thinking, text, tool calls.
+pub(super) fn content_blocks(plan: &TurnPlan<'_>) -> Vec<ContentBlock> {
     let mut blocks = Vec::new();
     if let Some(reasoning) = plan.reasoning() {
         blocks.push(ContentBlock::Thinking {

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use hyper::StatusCode;
 use serde_json::{json, Value};
 
+use super::anthropic::{content_blocks as blocks, ContentBlock as Block};
 use super::{argument_fragments, text_fragments, ErrorKind, TurnPlan};
 
 /// The `content-type` of a streamed answer.
@@ -73,53 +74,6 @@ pub(crate) fn corrupted(message: &Message) -> Bytes {
     Bytes::from(bytes)
 }
 
-/// One content block of the answer.
-enum Block {
-    Reasoning {
-        text: String,
-        signature: String,
-    },
-    Redacted {
-        data: String,
-    },
-    Text {
-        text: String,
-    },
-    ToolUse {
-        id: String,
-        name: String,
-        arguments: String,
-    },
-}
-
-fn blocks(plan: &TurnPlan<'_>) -> Vec<Block> {
-    let mut blocks = Vec::new();
-    if let Some(reasoning) = plan.reasoning() {
-        blocks.push(Block::Reasoning {
-            text: reasoning.to_owned(),
-            signature: super::thinking_signature(plan.number),
-        });
-    }
-    if plan.turn.redacted_thinking {
-        blocks.push(Block::Redacted {
-            data: super::redacted_data(plan.number),
-        });
-    }
-    if plan.has_text_message() {
-        blocks.push(Block::Text {
-            text: plan.turn.text.clone(),
-        });
-    }
-    for (call, call_id) in plan.calls() {
-        blocks.push(Block::ToolUse {
-            id: call_id.to_owned(),
-            name: call.name.clone(),
-            arguments: call.arguments_text(),
-        });
-    }
-    blocks
-}
-
 fn stop_reason(plan: &TurnPlan<'_>) -> &'static str {
     if plan.cut {
         "max_tokens"
@@ -154,13 +108,13 @@ pub(crate) fn stream_messages(plan: &TurnPlan<'_>) -> Vec<Message> {
             )
         };
         match block {
-            Block::Reasoning { text, signature } => {
+            Block::Thinking { text, signature } => {
                 for piece in text_fragments(text) {
                     messages.push(delta(json!({"reasoningContent": {"text": piece}})));
                 }
                 messages.push(delta(json!({"reasoningContent": {"signature": signature}})));
             }
-            Block::Redacted { data } => {
+            Block::RedactedThinking { data } => {
                 messages.push(delta(
                     json!({"reasoningContent": {"redactedContent": data}}),
                 ));
@@ -214,10 +168,10 @@ pub(crate) fn json_body(plan: &TurnPlan<'_>) -> Value {
     let content: Vec<Value> = blocks(plan)
         .iter()
         .map(|block| match block {
-            Block::Reasoning { text, signature } => {
+            Block::Thinking { text, signature } => {
                 json!({"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}})
             }
-            Block::Redacted { data } => json!({"reasoningContent": {"redactedContent": data}}),
+            Block::RedactedThinking { data } => json!({"reasoningContent": {"redactedContent": data}}),
             Block::Text { text } => json!({"text": text}),
             Block::ToolUse {
                 id,

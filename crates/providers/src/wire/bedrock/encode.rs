@@ -22,12 +22,13 @@
 
 use std::borrow::Cow;
 
-use pith_core::{Message, Part, Role};
+use pith_core::{Message, Part};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::DEFAULT_MAX_TOKENS;
 use crate::wire::adapter::ModelRequest;
+use crate::wire::turns::{alternate, Alternating, Side, CONVERSATION_CONTINUES};
 
 /// The request body of `ConverseStream` (the model id travels in the URL).
 #[derive(Serialize)]
@@ -203,41 +204,27 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         .map(|r| r.anthropic_budget())
         .filter(|budget| *budget > 0);
     let caching = supports_cache_points(&request.model);
-    let mut system_text = Cow::Borrowed(request.system.as_str());
-    let mut messages: Vec<WireMessage<'_>> = Vec::new();
-    for message in request.messages.iter() {
-        let (role, blocks) = match message.role {
-            Role::System => {
-                let text = system_text.to_mut();
-                if !text.is_empty() {
-                    text.push_str("\n\n");
-                }
-                text.push_str(&message.text_content());
-                continue;
-            }
-            Role::User | Role::Tool => ("user", user_blocks(message)),
-            Role::Assistant => ("assistant", assistant_blocks(message, thinking.is_some())),
-        };
-        if blocks.is_empty() {
-            continue;
-        }
-        match messages.last_mut() {
-            Some(last) if last.role == role => last.content.extend(blocks),
-            _ => messages.push(WireMessage {
-                role,
-                content: blocks,
-            }),
-        }
-    }
-    if messages.first().is_some_and(|m| m.role != "user") {
-        messages.insert(
-            0,
-            WireMessage {
-                role: "user",
-                content: vec![Block::Text("(conversation continues)")],
+    let Alternating {
+        system: system_text,
+        turns,
+    } = alternate(
+        request,
+        |side, message| match side {
+            Side::User => user_blocks(message),
+            Side::Assistant => assistant_blocks(message, thinking.is_some()),
+        },
+        || Block::Text(CONVERSATION_CONTINUES),
+    );
+    let mut messages: Vec<WireMessage<'_>> = turns
+        .into_iter()
+        .map(|(side, content)| WireMessage {
+            role: match side {
+                Side::User => "user",
+                Side::Assistant => "assistant",
             },
-        );
-    }
+            content,
+        })
+        .collect();
     if caching {
         if let Some(last) = messages.last_mut() {
             last.content.push(Block::CachePoint(CACHE_POINT));

@@ -30,12 +30,13 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use pith_core::{Message, Part, Role};
+use pith_core::{Message, Part};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::wire::adapter::ModelRequest;
 use crate::wire::reasoning::ReasoningEffort;
+use crate::wire::turns::{alternate, Alternating, Side, CONVERSATION_CONTINUES};
 
 /// The origin of the reasoning parts this protocol produces and takes back.
 pub const ORIGIN: &str = "gemini";
@@ -220,38 +221,27 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
             _ => None,
         })
         .collect();
-    let mut system_text = Cow::Borrowed(request.system.as_str());
-    let mut contents: Vec<Content<'_>> = Vec::new();
-    for message in request.messages.iter() {
-        let (role, parts) = match message.role {
-            Role::System => {
-                let text = system_text.to_mut();
-                if !text.is_empty() {
-                    text.push_str("\n\n");
-                }
-                text.push_str(&message.text_content());
-                continue;
-            }
-            Role::User | Role::Tool => ("user", user_parts(message, &names)),
-            Role::Assistant => ("model", model_parts(message)),
-        };
-        if parts.is_empty() {
-            continue;
-        }
-        match contents.last_mut() {
-            Some(last) if last.role == role => last.parts.extend(parts),
-            _ => contents.push(Content { role, parts }),
-        }
-    }
-    if contents.first().is_some_and(|c| c.role != "user") {
-        contents.insert(
-            0,
-            Content {
-                role: "user",
-                parts: vec![plain(PartData::Text("(conversation continues)"))],
+    let Alternating {
+        system: system_text,
+        turns,
+    } = alternate(
+        request,
+        |side, message| match side {
+            Side::User => user_parts(message, &names),
+            Side::Assistant => model_parts(message),
+        },
+        || plain(PartData::Text(CONVERSATION_CONTINUES)),
+    );
+    let contents: Vec<Content<'_>> = turns
+        .into_iter()
+        .map(|(side, parts)| Content {
+            role: match side {
+                Side::User => "user",
+                Side::Assistant => "model",
             },
-        );
-    }
+            parts,
+        })
+        .collect();
     let declarations: Vec<FunctionDeclaration<'_>> = request
         .tools
         .iter()

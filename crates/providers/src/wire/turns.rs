@@ -1,0 +1,118 @@
+//! The history as the protocols with a separate system prompt and strictly alternating
+//! turns take it (Anthropic, Gemini, Bedrock): system messages folded into the system
+//! prompt, consecutive messages of one side merged into one turn, messages without
+//! blocks left out, and a placeholder user turn first when the history starts with the
+//! model.
+
+use std::borrow::Cow;
+
+use pith_core::{Message, Role};
+
+use crate::wire::adapter::ModelRequest;
+
+/// The text of the placeholder user turn put first when the history starts with the model.
+pub(crate) const CONVERSATION_CONTINUES: &str = "(conversation continues)";
+
+/// Which side of the conversation a turn is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// The user (user messages and tool results).
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// A request's history in alternating turns.
+pub(crate) struct Alternating<'a, B> {
+    /// The system prompt, then each system message of the history, blank-line separated.
+    pub system: Cow<'a, str>,
+    /// The turns, alternating, the first one the user's.
+    pub turns: Vec<(Side, Vec<B>)>,
+}
+
+/// Folds `request`'s history into alternating turns: `blocks` converts one message of a
+/// side, `placeholder` is the one block of the user turn put first when needed.
+pub(crate) fn alternate<'a, B>(
+    request: &'a ModelRequest,
+    mut blocks: impl FnMut(Side, &'a Message) -> Vec<B>,
+    placeholder: impl FnOnce() -> B,
+) -> Alternating<'a, B> {
+    let mut system = Cow::Borrowed(request.system.as_str());
+    let mut turns: Vec<(Side, Vec<B>)> = Vec::new();
+    for message in request.messages.iter() {
+        let side = match message.role {
+            Role::System => {
+                let text = system.to_mut();
+                if !text.is_empty() {
+                    text.push_str("\n\n");
+                }
+                text.push_str(&message.text_content());
+                continue;
+            }
+            Role::User | Role::Tool => Side::User,
+            Role::Assistant => Side::Assistant,
+        };
+        let converted = blocks(side, message);
+        if converted.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some((last, content)) if *last == side => content.extend(converted),
+            _ => turns.push((side, converted)),
+        }
+    }
+    if turns.first().is_some_and(|(side, _)| *side != Side::User) {
+        turns.insert(0, (Side::User, vec![placeholder()]));
+    }
+    Alternating { system, turns }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(messages: Vec<Message>) -> ModelRequest {
+        ModelRequest {
+            model: "m".into(),
+            system: "base".into(),
+            messages: std::sync::Arc::new(messages),
+            tools: Vec::new(),
+            max_output_tokens: None,
+            temperature: None,
+            reasoning: None,
+        }
+    }
+
+    #[test]
+    fn system_messages_fold_into_the_prompt_and_same_side_messages_merge() {
+        let request = request(vec![
+            Message::assistant("earlier answer"),
+            Message::system("extra rule"),
+            Message::user("one"),
+            Message::user(""),
+            Message::user("two"),
+            Message::assistant("reply"),
+        ]);
+        let folded = alternate(
+            &request,
+            |side, m| {
+                let text = m.text_content();
+                if text.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![(side, text)]
+                }
+            },
+            || (Side::User, CONVERSATION_CONTINUES.to_owned()),
+        );
+        assert_eq!(folded.system, "base\n\nextra rule");
+        let sides: Vec<Side> = folded.turns.iter().map(|(side, _)| *side).collect();
+        assert_eq!(
+            sides,
+            [Side::User, Side::Assistant, Side::User, Side::Assistant],
+            "a placeholder user turn first; the two user messages merged, the empty one left out"
+        );
+        assert_eq!(folded.turns[0].1[0].1, CONVERSATION_CONTINUES);
+        assert_eq!(folded.turns[2].1.len(), 2);
+    }
+}
