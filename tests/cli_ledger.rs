@@ -106,9 +106,21 @@ fn a_resumed_session_compacts_with_the_ledger_of_its_whole_life() {
         "re-attached from disk as it is now: {replacement}"
     );
     assert!(replacement.ends_with("<last_user_message>now read plan.md</last_user_message>"));
-    // The summary request showed the model the ledger.
+    // The summary request showed the model the ledger, the first job's instruction
+    // listed (its text is in the history the request carries), and asked for the short
+    // schema the ledger allows.
     let summary_request = requests[3].body.to_string();
     assert!(summary_request.contains("<session_ledger>"));
+    assert!(
+        summary_request.contains("--- message 1: ") && summary_request.contains("attached whole"),
+        "{summary_request}"
+    );
+    assert_eq!(
+        summary_request.matches(FIRST_INSTRUCTION).count(),
+        1,
+        "quoted once, in the history: {summary_request}"
+    );
+    assert!(summary_request.contains("under about 750 words"));
 
     // The transcript records what the replacement carried.
     let transcript = records(&sandbox.only_transcript());

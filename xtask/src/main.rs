@@ -133,6 +133,10 @@ enum Task {
         /// Tokens of the deterministic stand-in for an LLM summary.
         #[arg(long, default_value_t = 2000)]
         summary_tokens: usize,
+        /// Tokens of the stand-in summary written next to a session ledger (its prompt
+        /// asks for at most 750 words; default: 1000, or --summary-tokens if smaller).
+        #[arg(long)]
+        ledger_summary_tokens: Option<usize>,
         /// Input price in $ per million tokens.
         #[arg(long, default_value_t = 3.0)]
         input_price: f64,
@@ -222,6 +226,7 @@ fn main() -> Result<()> {
             windows,
             policies,
             summary_tokens,
+            ledger_summary_tokens,
             input_price,
             cache_read,
             cache_write,
@@ -240,6 +245,7 @@ fn main() -> Result<()> {
                 windows,
                 policies,
                 summary_tokens,
+                ledger_summary_tokens,
                 prices: simulate::ledger::Prices {
                     input_per_million: input_price,
                     cache_read,

@@ -22,6 +22,36 @@ Work completed, work remaining, the change in progress and the very next action.
 Files read or changed, commands run and their outcome, errors seen (exact text), \
 identifiers and tool results that later work depends on.";
 
+/// Words a summary written next to a session ledger should stay under. The ledger
+/// carries the user's messages, the files, the commands, the failing tests and the full
+/// outputs, so the summary keeps only what it cannot: intent, reasoning, decisions and
+/// the next step. Output is the dearest and slowest part of a compaction, so it is
+/// asked to be short (about 1,000 tokens of English prose).
+pub const LEDGER_SUMMARY_WORDS: usize = 750;
+
+/// The summary schema when a session ledger goes with the summary: the ledger's facts
+/// are not asked for again (no `## Relevant Files`; `## Key Instructions` only for what
+/// the ledger cut), and the length is bounded by [`LEDGER_SUMMARY_WORDS`].
+pub const LEDGER_SUMMARY_SECTIONS: &str = "\
+## Goal
+What the user is trying to achieve, in their terms, and how the request changed along the \
+way.
+
+## Key Instructions
+Only instructions the ledger does not show whole: from user messages it lists as cut, and \
+rules learned from the project or its tools. Write \"All in the ledger.\" when there are \
+none.
+
+## Discoveries
+Facts learned about the codebase, the environment and the requirements: what exists \
+where, how it behaves, what was ruled out and why, the decisions taken and why, and the \
+identifiers and exact tool output lines later work depends on.
+
+## Accomplished
+Work completed, work remaining, the change in progress and the very next action.
+
+Keep the summary under about 750 words: the ledger already carries the rest.";
+
 /// Guidance shared by the manual and the automatic compaction prompts.
 pub const COMPACTION_GUIDANCE: &str = "\
 This is a context compaction request. Your reply will REPLACE the conversation history \
@@ -51,10 +81,11 @@ continues right after it:
 /// the summary can spend its words elsewhere.
 pub const LEDGER_IN_SUMMARY_REQUEST: &str = "\
 pith keeps the facts below and attaches them to your summary verbatim: the user's \
-messages, the files read and changed, the latest commands and their errors, the failing \
-tests and the files holding full outputs. Do not copy them into your summary; spend it \
-on what they do not say: the user's intent, your reasoning, the decisions taken and why, \
-what was ruled out, and the exact next step.";
+messages (listed below by number; their text is in the conversation above), the files \
+read and changed, the latest commands and their errors, the failing tests and the files \
+holding full outputs. Do not copy them into your summary; spend it on what they do not \
+say: the user's intent, your reasoning, the decisions taken and why, what was ruled out, \
+and the exact next step.";
 
 /// Opening of the files re-attached to a replacement after a compaction.
 pub const RESTORED_FILES_INTRO: &str = "\

@@ -11,7 +11,8 @@ use crate::message::{Message, Part, Role};
 use crate::prompts::{
     AUTO_COMPACTION_REQUIREMENTS, CLOSING_LINE, COMPACTED_CONTEXT_CLOSE, COMPACTED_CONTEXT_OPEN,
     COMPACTION_GUIDANCE, FALLBACK_SUMMARY_HEADER, LAST_USER_MESSAGE_CLOSE, LAST_USER_MESSAGE_OPEN,
-    LEDGER_IN_SUMMARY_REQUEST, MANUAL_FOCUS_PREFIX, RESTORED_FILES_INTRO, SUMMARY_SECTIONS,
+    LEDGER_IN_SUMMARY_REQUEST, LEDGER_SUMMARY_SECTIONS, MANUAL_FOCUS_PREFIX, RESTORED_FILES_INTRO,
+    SUMMARY_SECTIONS,
 };
 use crate::tokens::TokenCounter;
 
@@ -33,8 +34,9 @@ pub fn manual_prompt(focus: Option<&str>) -> String {
 /// [`manual_prompt`] showing the session ledger the replacement will carry.
 pub fn manual_prompt_with(focus: Option<&str>, ledger: Option<&str>) -> String {
     let mut prompt = format!(
-        "{COMPACTION_GUIDANCE}\n\n{}{SUMMARY_SECTIONS}\n",
-        ledger_note(ledger)
+        "{COMPACTION_GUIDANCE}\n\n{}{}\n",
+        ledger_note(ledger),
+        sections_for(ledger)
     );
     if let Some(focus) = focus.map(str::trim).filter(|f| !f.is_empty()) {
         prompt.push_str(&format!("\n{MANUAL_FOCUS_PREFIX} {focus}\n"));
@@ -52,9 +54,19 @@ pub fn auto_prompt() -> String {
 /// [`auto_prompt`] showing the session ledger the replacement will carry.
 pub fn auto_prompt_with(ledger: Option<&str>) -> String {
     format!(
-        "{COMPACTION_GUIDANCE}\n\n{AUTO_COMPACTION_REQUIREMENTS}\n\n{}{SUMMARY_SECTIONS}\n\n{CLOSING_LINE}",
-        ledger_note(ledger)
+        "{COMPACTION_GUIDANCE}\n\n{AUTO_COMPACTION_REQUIREMENTS}\n\n{}{}\n\n{CLOSING_LINE}",
+        ledger_note(ledger),
+        sections_for(ledger)
     )
+}
+
+/// The summary schema: the full one, or the shorter one when a ledger carries the facts.
+fn sections_for(ledger: Option<&str>) -> &'static str {
+    if ledger.is_some() {
+        LEDGER_SUMMARY_SECTIONS
+    } else {
+        SUMMARY_SECTIONS
+    }
 }
 
 /// The ledger paragraph of a summary request (empty without a ledger).
@@ -270,6 +282,30 @@ mod tests {
             }
             assert!(prompt.contains("Do not call any tools"));
             assert!(prompt.contains("verbatim"));
+        }
+    }
+
+    #[test]
+    fn with_a_ledger_the_prompts_ask_for_a_short_summary_without_the_ledgers_facts() {
+        let ledger = "<session_ledger>\n## Files\n- a.rs: read\n</session_ledger>";
+        for prompt in [
+            manual_prompt_with(None, Some(ledger)),
+            auto_prompt_with(Some(ledger)),
+        ] {
+            assert!(prompt.contains(ledger), "{prompt}");
+            assert!(prompt.contains(LEDGER_IN_SUMMARY_REQUEST));
+            for heading in &SECTION_HEADINGS[..4] {
+                assert!(prompt.contains(heading), "missing {heading}");
+            }
+            assert!(!prompt.contains("## Relevant Files"), "{prompt}");
+            let limit = format!("under about {} words", crate::prompts::LEDGER_SUMMARY_WORDS);
+            assert!(prompt.contains(&limit), "{prompt}");
+            assert!(prompt.contains("Do not call any tools"));
+        }
+        // Without a ledger the summary must carry everything: full schema, no limit.
+        for prompt in [manual_prompt(None), auto_prompt()] {
+            assert!(prompt.contains("## Relevant Files"));
+            assert!(!prompt.contains("words"), "{prompt}");
         }
     }
 

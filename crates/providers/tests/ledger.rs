@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use pith_core::context::ledger::FileProbe;
-use pith_core::prompts::LEDGER_IN_SUMMARY_REQUEST;
+use pith_core::prompts::{LEDGER_IN_SUMMARY_REQUEST, LEDGER_SUMMARY_WORDS};
 use pith_core::{AutoCompaction, InMemory, LoopEvent};
 use pith_providers::LoopOptions;
 use pith_testkit::{Protocol, Turn};
@@ -233,6 +233,15 @@ async fn a_manual_compaction_carries_the_ledger_too(protocol: Protocol) {
     assert!(text.contains("<restored_file path=\"notes.md\">"), "{text}");
     let prompt = h.requests()[2].last_user_text();
     assert!(prompt.contains(LEDGER_IN_SUMMARY_REQUEST));
+    // The summary request lists the user's message (its text is in the history above)
+    // and asks for the short schema; the replacement quotes the message.
+    assert!(
+        prompt.contains("--- message 1: ") && prompt.contains("tokens, attached whole"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("keep the API stable"), "{prompt}");
+    assert!(prompt.contains(&format!("under about {LEDGER_SUMMARY_WORDS} words")));
+    assert!(!prompt.contains("## Relevant Files"), "{prompt}");
 }
 
 async fn a_file_changed_on_disk_since_it_was_read_is_flagged(protocol: Protocol) {

@@ -245,6 +245,7 @@ pub fn run(options: &BenchOptions) -> Result<()> {
             windows: vec![32_768, 128_000],
             policies: SIMULATED_POLICIES.iter().map(|p| (*p).to_owned()).collect(),
             summary_tokens: 2_000,
+            ledger_summary_tokens: None,
             prices: Prices::default(),
         },
     )?;

@@ -34,6 +34,9 @@ pub struct SimOptions {
     pub policies: Vec<String>,
     /// Tokens of the stand-in LLM summary.
     pub summary_tokens: usize,
+    /// Tokens of the stand-in summary next to a session ledger (`None`: the default of
+    /// [`replay::default_ledger_summary_tokens`], or `summary_tokens` if smaller).
+    pub ledger_summary_tokens: Option<usize>,
     /// Cost model.
     pub prices: Prices,
 }
@@ -98,12 +101,15 @@ pub fn simulate(sessions: &[CorpusSession], options: &SimOptions) -> Result<Vec<
     let counter = Arc::new(BpeCounter::new(Encoding::O200kBase));
     let mut rows = Vec::new();
     for &window in &options.windows {
-        let params = SimParams::new(
+        let mut params = SimParams::new(
             window,
             options.summary_tokens,
             options.prices,
             counter.clone(),
         );
+        if let Some(tokens) = options.ledger_summary_tokens {
+            params = params.with_ledger_summary_tokens(tokens);
+        }
         for (name, policy) in &policies {
             let mut row = PolicyRow {
                 policy: name.clone(),
@@ -169,10 +175,13 @@ pub fn run(sessions_dir: &Path, options: &SimOptions, json: Option<&PathBuf>) ->
     }
     let rows = simulate(&sessions, options)?;
     println!(
-        "{} sessions from {}; stand-in summary {} tokens; cache read {}×, cache write {}×, output {}× of ${}/M input\n",
+        "{} sessions from {}; stand-in summary {} tokens ({} next to a session ledger); cache read {}×, cache write {}×, output {}× of ${}/M input\n",
         sessions.len(),
         sessions_dir.display(),
         options.summary_tokens,
+        options
+            .ledger_summary_tokens
+            .unwrap_or_else(|| options.summary_tokens.min(replay::default_ledger_summary_tokens())),
         options.prices.cache_read,
         options.prices.cache_write,
         options.prices.output,

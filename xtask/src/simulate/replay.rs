@@ -22,6 +22,7 @@ use pith_core::context::ledger::{render, restore_files, Ledger as SessionLedger,
 use pith_core::context::squash::{self, command_family, CommandFamily, SquashConfig};
 use pith_core::context::{collapse, decide, prune_old_tool_outputs, Action, Facts, PolicyMemory};
 use pith_core::message::{Message, Part, Role};
+use pith_core::prompts::LEDGER_SUMMARY_WORDS;
 use pith_core::summary::{
     auto_prompt, auto_prompt_with, build_auto_replacement, replacement_text, strip_system,
     ReplacementParts,
@@ -51,10 +52,18 @@ const CODEX_USER_MESSAGES_TOKENS: usize = 20_000;
 pub struct SimParams {
     /// The model's context window.
     pub window: u64,
-    /// The stand-in summary every LLM compaction returns.
+    /// The stand-in summary every LLM compaction returns (the full schema: `keen`,
+    /// `codex`, zesdex, keen).
     pub summary: String,
     /// Its token count.
     pub summary_tokens: u64,
+    /// The stand-in summary of a compaction whose replacement carries the session ledger
+    /// (`carry=pith`): its prompt asks for the shorter schema within
+    /// [`LEDGER_SUMMARY_WORDS`] words, so it is no longer than that (at 4 tokens per 3
+    /// words) nor than the full one.
+    pub ledger_summary: String,
+    /// Its token count.
+    pub ledger_summary_tokens: u64,
     /// The cost model.
     pub prices: Prices,
     /// The counter (o200k).
@@ -70,15 +79,33 @@ impl SimParams {
         counter: Arc<dyn TokenCounter>,
     ) -> Self {
         let summary = standin_summary(counter.as_ref(), summary_tokens);
-        let summary_tokens = counter.count(&summary) as u64;
+        let ledger_summary = standin_summary(
+            counter.as_ref(),
+            summary_tokens.min(default_ledger_summary_tokens()),
+        );
         Self {
             window,
+            summary_tokens: counter.count(&summary) as u64,
             summary,
-            summary_tokens,
+            ledger_summary_tokens: counter.count(&ledger_summary) as u64,
+            ledger_summary,
             prices,
             counter,
         }
     }
+
+    /// These parameters with a ledger stand-in summary of about `tokens` instead.
+    pub fn with_ledger_summary_tokens(mut self, tokens: usize) -> Self {
+        self.ledger_summary = standin_summary(self.counter.as_ref(), tokens);
+        self.ledger_summary_tokens = self.counter.count(&self.ledger_summary) as u64;
+        self
+    }
+}
+
+/// The ledger stand-in summary's default size: [`LEDGER_SUMMARY_WORDS`] at 4 tokens per
+/// 3 words (English prose under o200k).
+pub fn default_ledger_summary_tokens() -> usize {
+    LEDGER_SUMMARY_WORDS * 4 / 3
 }
 
 /// A deterministic summary in the schema's shape with about `tokens` tokens.
@@ -257,16 +284,26 @@ impl<'a> Replay<'a> {
 
     /// The summary request (history prefix + compaction prompt) and its output.
     fn summary_request(&mut self, upto: usize) {
-        self.summary_request_with(upto, PROMPT_ID, self.prompt_tokens);
+        self.summary_request_with(
+            upto,
+            (PROMPT_ID, self.prompt_tokens),
+            self.params.summary_tokens,
+        );
     }
 
-    /// [`Self::summary_request`] with a prompt of `prompt_tokens` under block `prompt_id`.
-    fn summary_request_with(&mut self, upto: usize, prompt_id: u64, prompt_tokens: usize) {
+    /// [`Self::summary_request`] with a prompt of `prompt_tokens` under block `prompt_id`,
+    /// answered by a summary of `summary_tokens`.
+    fn summary_request_with(
+        &mut self,
+        upto: usize,
+        (prompt_id, prompt_tokens): Block,
+        summary_tokens: u64,
+    ) {
         let mut blocks = self.blocks(upto);
         blocks.push((prompt_id, prompt_tokens));
         self.ledger.send(blocks, &self.params.prices);
         self.ledger
-            .summary_output(self.params.summary_tokens, &self.params.prices);
+            .summary_output(summary_tokens, &self.params.prices);
         self.outcome.llm_compactions += 1;
     }
 
@@ -298,10 +335,15 @@ impl<'a> Replay<'a> {
                     Some(&self.disk),
                 );
                 // The summary request shows the ledger; its prompt is its own block.
-                let prompt = auto_prompt_with(rendered.as_ref().map(|r| r.text.as_str()));
+                let prompt =
+                    auto_prompt_with(rendered.as_ref().map(|r| r.summary_request_text.as_str()));
                 let prompt_tokens = count_message(counter.as_ref(), &Message::user(prompt));
                 let prompt_id = self.fresh_id();
-                self.summary_request_with(self.history.len(), prompt_id, prompt_tokens);
+                self.summary_request_with(
+                    self.history.len(),
+                    (prompt_id, prompt_tokens),
+                    self.params.ledger_summary_tokens,
+                );
                 let restored = restore_files(
                     &self.session_ledger,
                     &self.disk,
@@ -313,7 +355,7 @@ impl<'a> Replay<'a> {
                 );
                 ledger_tokens = rendered.as_ref().map_or(0, |r| r.tokens as u64);
                 vec![Message::user(replacement_text(ReplacementParts {
-                    summary: &self.params.summary,
+                    summary: &self.params.ledger_summary,
                     ledger: rendered.as_ref().map(|r| r.text.as_str()),
                     restored_files: &restored,
                     last_user_message: Some(&self.last_user_text),

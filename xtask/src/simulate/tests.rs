@@ -101,6 +101,44 @@ fn keen_compacts_at_ninety_percent_and_stays_under_the_input_budget() {
 }
 
 #[test]
+fn a_compaction_next_to_the_ledger_outputs_the_shorter_stand_in_summary() {
+    let s = session(40, 30);
+    let p = SimParams::new(
+        16_384,
+        2_000,
+        Prices::default(),
+        Arc::new(BpeCounter::new(Encoding::O200kBase)),
+    );
+    // The ledger's summary is asked for within 750 words: 1,000 tokens by default.
+    assert!(
+        p.ledger_summary_tokens.abs_diff(1_000) <= 20,
+        "{}",
+        p.ledger_summary_tokens
+    );
+    let with = replay(&s, &Policy::parse("tiered").unwrap(), &p);
+    let without = replay(&s, &Policy::parse("tiered:carry=keen").unwrap(), &p);
+    assert!(with.llm_compactions >= 1 && without.llm_compactions >= 1);
+    assert_eq!(
+        with.ledger.summary_output_tokens,
+        with.llm_compactions * p.ledger_summary_tokens
+    );
+    assert_eq!(
+        without.ledger.summary_output_tokens,
+        without.llm_compactions * p.summary_tokens
+    );
+    // Never longer than the full summary, and settable.
+    let small = SimParams::new(
+        16_384,
+        500,
+        Prices::default(),
+        Arc::new(BpeCounter::new(Encoding::O200kBase)),
+    );
+    assert_eq!(small.ledger_summary_tokens, small.summary_tokens);
+    let set = small.with_ledger_summary_tokens(300);
+    assert!(set.ledger_summary_tokens.abs_diff(300) <= 20);
+}
+
+#[test]
 fn replay_is_deterministic() {
     let s = session(40, 30);
     let p = params(16_384);
@@ -148,6 +186,7 @@ fn on_the_vendored_sample_tiered_is_cheapest_at_32k_with_no_more_llm_compactions
         windows: vec![32_768],
         policies: vec!["keen".into(), "zesdex".into(), "tiered".into()],
         summary_tokens: 2_000,
+        ledger_summary_tokens: None,
         prices: Prices::default(),
     };
     let rows = simulate(&sessions, &options).unwrap();

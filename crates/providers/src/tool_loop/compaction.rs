@@ -113,7 +113,7 @@ impl AgentLoop {
         let ledger = self.render_ledger(true);
         let mut messages = self.history_for_summary();
         messages.push(Message::user(with_hook_instructions(
-            auto_prompt_with(ledger.as_ref().map(|l| l.text.as_str())),
+            auto_prompt_with(ledger.as_ref().map(|l| l.summary_request_text.as_str())),
             instructions.as_deref(),
         )));
         let messages = self.fit_if_needed(messages, &tools);
@@ -251,7 +251,10 @@ impl AgentLoop {
         let ledger = self.render_ledger(false);
         let mut messages = self.history_for_summary();
         messages.push(Message::user(with_hook_instructions(
-            manual_prompt_with(focus, ledger.as_ref().map(|l| l.text.as_str())),
+            manual_prompt_with(
+                focus,
+                ledger.as_ref().map(|l| l.summary_request_text.as_str()),
+            ),
             instructions.as_deref(),
         )));
         let messages = self.fit_if_needed(messages, &tools);

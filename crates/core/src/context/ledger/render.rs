@@ -8,6 +8,12 @@
 //! Within its share a section keeps its newest entries; a user message that does not fit
 //! whole keeps its head and tail around `[N tokens omitted]`; whatever is left out is
 //! counted in a closing `[N older … omitted]` line, never dropped silently.
+//!
+//! Every render has two forms with the same cuts: the block a replacement carries, and
+//! the one a summary request shows. The summary request's history already holds every
+//! user message (verbatim, or in the previous compaction's ledger), so there the user
+//! messages are listed by number with how the ledger keeps them (whole, or head and
+//! tail) instead of being quoted a second time as uncached input.
 
 use crate::effect::FileAction;
 use crate::summary::head_tail_tokens;
@@ -67,6 +73,19 @@ pub struct RenderedLedger {
     pub tokens: usize,
     /// Entries left out for the budget (over all sections).
     pub omitted: usize,
+    /// The block as a summary request shows it: the same sections and cuts, the user
+    /// messages listed by number and size rather than quoted (the request's history
+    /// holds their text).
+    pub summary_request_text: String,
+}
+
+/// How the user messages appear in an assembled block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UserMessagesForm {
+    /// Quoted (whole, or head and tail): the replacement's block.
+    Quoted,
+    /// One line each, saying how the replacement keeps it: the summary request's block.
+    Listed,
 }
 
 /// One section before budgeting.
@@ -82,6 +101,8 @@ struct Section {
     cap: usize,
     /// Entries counted as omitted before budgeting.
     omitted_before: usize,
+    /// The heading in the summary request's form, when it differs (user messages).
+    listed_heading: Option<String>,
 }
 
 impl Section {
@@ -118,13 +139,16 @@ pub fn render(
     // Entry counts are summed per entry: the joined text can differ by a few tokens.
     // Shrink the largest share until the whole block fits.
     for _ in 0..32 {
-        let (text, omitted) = assemble(&sections, &shares, counter);
+        let (text, omitted) = assemble(&sections, &shares, counter, UserMessagesForm::Quoted);
         let tokens = counter.count(&text);
         if tokens <= budget.total_tokens {
+            let (summary_request_text, _) =
+                assemble(&sections, &shares, counter, UserMessagesForm::Listed);
             return Some(RenderedLedger {
                 text,
                 tokens,
                 omitted,
+                summary_request_text,
             });
         }
         let excess = tokens - budget.total_tokens;
@@ -134,13 +158,17 @@ pub fn render(
         shares[largest] = shares[largest].saturating_sub(excess + 8);
     }
     // Still too large (a budget smaller than the headings): the block's head and tail.
-    let (text, omitted) = assemble(&sections, &shares, counter);
+    let (text, omitted) = assemble(&sections, &shares, counter, UserMessagesForm::Quoted);
     let text = head_tail_tokens(counter, &text, budget.total_tokens.saturating_sub(8));
+    let (listed, _) = assemble(&sections, &shares, counter, UserMessagesForm::Listed);
+    let summary_request_text =
+        head_tail_tokens(counter, &listed, budget.total_tokens.saturating_sub(8));
     let tokens = counter.count(&text);
     Some(RenderedLedger {
         text,
         tokens,
         omitted,
+        summary_request_text,
     })
 }
 
@@ -164,7 +192,12 @@ fn water_fill(sections: &[Section], available: usize, counter: &dyn TokenCounter
 }
 
 /// The block with each section cut to its share, and the number of entries left out.
-fn assemble(sections: &[Section], shares: &[usize], counter: &dyn TokenCounter) -> (String, usize) {
+fn assemble(
+    sections: &[Section],
+    shares: &[usize],
+    counter: &dyn TokenCounter,
+    form: UserMessagesForm,
+) -> (String, usize) {
     let mut out = format!("{LEDGER_OPEN}\n{LEDGER_INTRO}\n");
     let mut omitted_total = 0;
     for (section, &share) in sections.iter().zip(shares) {
@@ -185,12 +218,19 @@ fn assemble(sections: &[Section], shares: &[usize], counter: &dyn TokenCounter) 
         // Room for the closing `[N … omitted]` line.
         let left = share.saturating_sub(heading_tokens + OMITTED_LINE_TOKENS);
         let (body, shown) = if section.cuttable {
-            fair_cut(&section.entries, left, counter)
+            let allotted = fair_allotments(&section.entries, left);
+            match form {
+                UserMessagesForm::Quoted => fair_cut(&section.entries, &allotted, counter),
+                UserMessagesForm::Listed => listed(&section.entries, &allotted),
+            }
         } else {
             newest_whole(&section.entries, left)
         };
         let omitted = section.entries.len() - shown + section.omitted_before;
-        out.push_str(&section.heading);
+        match (&section.listed_heading, form) {
+            (Some(listed), UserMessagesForm::Listed) => out.push_str(listed),
+            _ => out.push_str(&section.heading),
+        }
         out.push('\n');
         out.push_str(&body);
         if omitted > 0 {
@@ -220,23 +260,17 @@ fn newest_whole(entries: &[(String, usize)], budget: usize) -> (String, usize) {
     (out, shown)
 }
 
-/// Entries (newest first) within `budget` tokens, sharing it fairly: every entry shown
-/// gets at least [`MIN_CUT_TOKENS`] (the oldest are left out when not even that fits),
-/// small entries are shown whole, and the large ones share what is left equally, each
-/// cut to its head and tail. Returns the text and how many entries it shows.
-fn fair_cut(
-    entries: &[(String, usize)],
-    budget: usize,
-    counter: &dyn TokenCounter,
-) -> (String, usize) {
-    // One more token per entry for its line break.
-    let cost = |tokens: usize| tokens + 1;
+/// How many tokens each of the newest entries gets within `budget`, sharing it fairly:
+/// every entry shown gets at least [`MIN_CUT_TOKENS`] (the oldest are left out when not
+/// even that fits), small entries are shown whole, and the large ones share what is left
+/// equally. One allotment per entry shown, newest first; each counts its line break.
+fn fair_allotments(entries: &[(String, usize)], budget: usize) -> Vec<usize> {
     // The newest entries whose floors fit.
     let mut floors = 0;
     let shown = entries
         .iter()
         .take_while(|(_, tokens)| {
-            floors += cost((*tokens).min(MIN_CUT_TOKENS));
+            floors += line_cost((*tokens).min(MIN_CUT_TOKENS));
             floors <= budget
         })
         .count();
@@ -248,20 +282,54 @@ fn fair_cut(
     let mut remaining = shown;
     for i in order {
         let share = left / remaining.max(1);
-        allot[i] = cost(entries[i].1).min(share.max(cost(MIN_CUT_TOKENS)));
+        allot[i] = line_cost(entries[i].1).min(share.max(line_cost(MIN_CUT_TOKENS)));
         left = left.saturating_sub(allot[i]);
         remaining -= 1;
     }
+    allot
+}
+
+/// An entry's tokens with its line break.
+fn line_cost(tokens: usize) -> usize {
+    tokens + 1
+}
+
+/// The entries [`fair_allotments`] gave room to, each whole or cut to its head and tail.
+/// Returns the text and how many entries it shows.
+fn fair_cut(
+    entries: &[(String, usize)],
+    allotted: &[usize],
+    counter: &dyn TokenCounter,
+) -> (String, usize) {
     let mut out = String::new();
-    for (i, (text, tokens)) in entries[..shown].iter().enumerate() {
-        if cost(*tokens) <= allot[i] {
+    for ((text, tokens), &allot) in entries.iter().zip(allotted) {
+        if line_cost(*tokens) <= allot {
             out.push_str(text);
         } else {
-            out.push_str(&head_tail_tokens(counter, text, allot[i].saturating_sub(5)));
+            out.push_str(&head_tail_tokens(counter, text, allot.saturating_sub(5)));
         }
         out.push('\n');
     }
-    (out, shown)
+    (out, allotted.len())
+}
+
+/// The entries [`fair_allotments`] gave room to, one line each: the entry's first line
+/// (`--- message 3`), its size and whether the quoted form keeps it whole.
+fn listed(entries: &[(String, usize)], allotted: &[usize]) -> (String, usize) {
+    let mut out = String::new();
+    for ((text, tokens), &allot) in entries.iter().zip(allotted) {
+        let header = text.lines().next().unwrap_or_default();
+        if line_cost(*tokens) <= allot {
+            out.push_str(&format!("{header}: {tokens} tokens, attached whole\n"));
+        } else {
+            out.push_str(&format!(
+                "{header}: {tokens} tokens, attached cut to its head and tail (about {} \
+                 tokens): keep what still matters from its middle\n",
+                allot.saturating_sub(5)
+            ));
+        }
+    }
+    (out, allotted.len())
 }
 
 fn entries(texts: Vec<String>, counter: &dyn TokenCounter) -> Vec<(String, usize)> {
@@ -328,6 +396,10 @@ fn user_section(
         cuttable: true,
         cap: budget.user_messages_tokens,
         omitted_before: ledger.users_forgotten as usize,
+        listed_heading: Some(
+            "## User messages (listed, not quoted: their text is in the conversation above)"
+                .to_owned(),
+        ),
     }
 }
 
@@ -405,6 +477,7 @@ fn files_section(
         cuttable: false,
         cap: usize::MAX,
         omitted_before: 0,
+        listed_heading: None,
     }
 }
 
@@ -469,6 +542,7 @@ fn commands_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
         omitted_before: commands
             .len()
             .saturating_sub(RECENT_COMMANDS + older_failing),
+        listed_heading: None,
     }
 }
 
@@ -509,6 +583,7 @@ fn tests_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
         cuttable: false,
         cap: usize::MAX,
         omitted_before: 0,
+        listed_heading: None,
     }
 }
 
@@ -526,5 +601,6 @@ fn spills_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
         cuttable: false,
         cap: usize::MAX,
         omitted_before: 0,
+        listed_heading: None,
     }
 }

@@ -527,6 +527,41 @@ fn long_user_messages_share_the_budget_and_each_keeps_its_head_and_tail() {
 }
 
 #[test]
+fn the_summary_request_form_lists_user_messages_with_the_replacements_cuts() {
+    let mut ledger = Ledger::new(None);
+    ledger.observe_user("short rule: keep the API");
+    let body: String = (0..900).map(|w| format!("word{w} ")).collect();
+    ledger.observe_user(&format!("LONG-START {body} LONG-END"));
+    run(&mut ledger, "c1", "cargo test", "error: boom", 1);
+    let budget = LedgerBudget {
+        total_tokens: 800,
+        user_messages_tokens: 600,
+    };
+    let rendered = render(&ledger, budget, false, &counter(), None).unwrap();
+    // The replacement quotes both, the long one cut to its head and tail.
+    assert!(rendered.text.contains("short rule: keep the API"));
+    assert!(rendered.text.contains("LONG-START") && rendered.text.contains("LONG-END"));
+    assert!(rendered.text.contains("tokens omitted]"));
+    // The summary request lists them, saying which one the replacement cuts, and shows
+    // the other sections exactly as the replacement does.
+    let listed = &rendered.summary_request_text;
+    assert!(
+        !listed.contains("short rule") && !listed.contains("LONG-START"),
+        "{listed}"
+    );
+    assert!(listed.contains("--- message 2: "), "{listed}");
+    assert!(
+        listed.contains("attached cut to its head and tail"),
+        "{listed}"
+    );
+    assert!(listed.contains("--- message 1: "), "{listed}");
+    assert!(listed.contains("tokens, attached whole"), "{listed}");
+    let commands = |t: &str| t[t.find("## Commands").expect("commands")..].to_owned();
+    assert_eq!(commands(listed), commands(&rendered.text));
+    assert!(counter().count(listed) < rendered.tokens / 2);
+}
+
+#[test]
 fn hook_context_appended_to_a_user_message_is_not_the_users_words() {
     let mut ledger = Ledger::new(None);
     let text = format!(
