@@ -14,6 +14,7 @@
 
 pub mod adapter;
 pub mod anthropic;
+pub(crate) mod arguments;
 pub mod bedrock;
 pub mod error;
 pub mod eventstream;

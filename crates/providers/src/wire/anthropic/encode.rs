@@ -16,6 +16,7 @@
 //! Images: in a user message as `image` blocks; an image a tool returned goes inside
 //! that `tool_result`'s content, after its text.
 
+use crate::wire::arguments::ObjectArguments;
 use std::borrow::Cow;
 
 use pith_core::{Message, Part};
@@ -92,7 +93,7 @@ enum Block<'a> {
     ToolUse {
         id: &'a str,
         name: &'a str,
-        input: Input<'a>,
+        input: ObjectArguments<'a>,
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
@@ -157,14 +158,6 @@ impl Block<'_> {
             Block::Thinking { .. } | Block::RedactedThinking { .. } => {}
         }
     }
-}
-
-/// A tool call's `input`: the arguments object, or non-object arguments wrapped.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Input<'a> {
-    Object(&'a Value),
-    Raw { raw_arguments: &'a Value },
 }
 
 pub fn body(request: &ModelRequest) -> Body<'_> {
@@ -309,12 +302,7 @@ fn assistant_blocks(message: &Message, thinking: bool) -> Vec<Block<'_>> {
             Part::ToolCall(call) => blocks.push(Block::ToolUse {
                 id: &call.id,
                 name: &call.name,
-                input: match &call.arguments {
-                    Value::Object(_) => Input::Object(&call.arguments),
-                    other => Input::Raw {
-                        raw_arguments: other,
-                    },
-                },
+                input: ObjectArguments::of(&call.arguments),
                 cache_control: None,
             }),
             _ => {}

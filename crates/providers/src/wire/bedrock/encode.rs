@@ -20,6 +20,7 @@
 //! Images: `image` blocks (`format` + base64 `source.bytes`); an image a tool returned goes
 //! inside that `toolResult`'s content, after its text.
 
+use crate::wire::arguments::ObjectArguments;
 use std::borrow::Cow;
 
 use pith_core::{Message, Part};
@@ -139,15 +140,7 @@ struct ImageSource<'a> {
 struct ToolUse<'a> {
     tool_use_id: &'a str,
     name: &'a str,
-    input: Input<'a>,
-}
-
-/// A tool call's `input`: the arguments object, or non-object arguments wrapped.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Input<'a> {
-    Object(&'a Value),
-    Raw { raw_arguments: &'a Value },
+    input: ObjectArguments<'a>,
 }
 
 #[derive(Serialize)]
@@ -339,12 +332,7 @@ fn assistant_blocks(message: &Message, thinking: bool) -> Vec<Block<'_>> {
             Part::ToolCall(call) => blocks.push(Block::ToolUse(ToolUse {
                 tool_use_id: &call.id,
                 name: &call.name,
-                input: match &call.arguments {
-                    Value::Object(_) => Input::Object(&call.arguments),
-                    other => Input::Raw {
-                        raw_arguments: other,
-                    },
-                },
+                input: ObjectArguments::of(&call.arguments),
             })),
             _ => {}
         }

@@ -27,6 +27,7 @@
 //! Gemini 3 models, a `thinkingLevel` (`low` below a 10,000-token budget, else `high`),
 //! for earlier ones a `thinkingBudget` (the setting's Anthropic budget).
 
+use crate::wire::arguments::ObjectArguments;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -148,15 +149,7 @@ struct FunctionCall<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<&'a str>,
     name: &'a str,
-    args: Args<'a>,
-}
-
-/// A call's `args`: the arguments object, or non-object arguments wrapped.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Args<'a> {
-    Object(&'a Value),
-    Raw { raw_arguments: &'a Value },
+    args: ObjectArguments<'a>,
 }
 
 #[derive(Serialize)]
@@ -328,12 +321,7 @@ fn model_parts(message: &Message) -> Vec<WirePart<'_>> {
             Part::ToolCall(call) => PartData::FunctionCall(FunctionCall {
                 id: wire_id(&call.id),
                 name: &call.name,
-                args: match &call.arguments {
-                    Value::Object(_) => Args::Object(&call.arguments),
-                    other => Args::Raw {
-                        raw_arguments: other,
-                    },
-                },
+                args: ObjectArguments::of(&call.arguments),
             }),
             _ => continue,
         };
