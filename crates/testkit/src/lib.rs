@@ -29,6 +29,7 @@
 
 mod answer;
 mod checks;
+mod count;
 mod error;
 mod hostile;
 mod record;
@@ -36,7 +37,8 @@ mod script;
 mod server;
 mod wire;
 
+pub use count::{last_message, request_tokens};
 pub use error::TestkitError;
 pub use record::{RecordedRequest, REDACTED};
-pub use script::{Fault, Protocol, Script, ToolCall, Turn, Usage};
+pub use script::{Fault, Protocol, Responder, Script, ToolCall, Turn, Usage, UsageMode};
 pub use server::{TestServer, TestServerBuilder};

@@ -301,10 +301,18 @@ pub struct Turn {
     /// Where `redirect` points (an absolute URL or a path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redirect_to: Option<String>,
+    /// The answer carries no usage at all (Chat: no usage chunk even when asked;
+    /// Anthropic, Responses, Gemini, Bedrock: the usage fields left out).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub no_usage: bool,
 }
 
 fn is_zero(value: &u64) -> bool {
     *value == 0
+}
+
+fn is_fixed(mode: &UsageMode) -> bool {
+    *mode == UsageMode::Fixed
 }
 
 fn is_false(value: &bool) -> bool {
@@ -429,18 +437,58 @@ impl Turn {
 
     /// The usage the server reports for this turn (the scripted one or the default).
     pub fn effective_usage(&self) -> Usage {
-        self.usage.unwrap_or_else(|| {
-            let output_chars = self.text.chars().count()
-                + self.reasoning.as_deref().map_or(0, |r| r.chars().count())
-                + self
-                    .tool_calls
-                    .iter()
-                    .map(|call| call.name.len() + call.arguments_text().chars().count())
-                    .sum::<usize>();
-            let output_tokens = (output_chars as u64).div_ceil(4).max(1);
-            Usage::new(Usage::DEFAULT_INPUT_TOKENS, output_tokens)
-        })
+        self.usage
+            .unwrap_or_else(|| Usage::new(Usage::DEFAULT_INPUT_TOKENS, self.output_tokens()))
     }
+
+    /// About one token per four characters of what the turn outputs (at least 1).
+    pub(crate) fn output_tokens(&self) -> u64 {
+        let output_chars = self.text.chars().count()
+            + self.reasoning.as_deref().map_or(0, |r| r.chars().count())
+            + self
+                .tool_calls
+                .iter()
+                .map(|call| call.name.len() + call.arguments_text().chars().count())
+                .sum::<usize>();
+        (output_chars as u64).div_ceil(4).max(1)
+    }
+}
+
+/// How the server reports usage for a turn whose script gives none, so one script can
+/// stand in for servers that report usage honestly, wrongly, or not at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum UsageMode {
+    /// [`Usage::DEFAULT_INPUT_TOKENS`] input tokens and about one output token per four
+    /// characters of output (the default; small, so no threshold is crossed by accident).
+    #[default]
+    Fixed,
+    /// Every request is reported as this many input tokens, whatever it holds: a server
+    /// (or proxy) that over- or under-reports.
+    Constant(u64),
+    /// The request's tokens as pith's tokenizer counts the wire body
+    /// ([`crate::request_tokens`]), scaled by `1 + bias_percent / 100`: an honest server
+    /// whose tokenizer counts differently (Claude's counts 10–30% more than o200k).
+    Counted {
+        /// Percent added to (or, negative, taken from) the count.
+        bias_percent: i32,
+    },
+    /// No usage at all in the answer, as some OpenAI-compatible servers do.
+    None,
+}
+
+/// A rule that answers every request whose last message contains a string with the same
+/// turn, without using a scripted turn: how a script answers requests whose place in the
+/// sequence is not known in advance, such as a client's compaction (summary) requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Responder {
+    /// Matched against the request's last message (Chat / Anthropic / Bedrock
+    /// `messages`, Responses `input`, Gemini `contents`), as its JSON text.
+    pub when_last_message_contains: String,
+    /// The answer. Its tool calls get ids `{prefix}rN` (N counts the calls every
+    /// responder answered, from 1) unless they set their own.
+    pub turn: Turn,
 }
 
 /// A whole script: the protocol and the turns answering requests 1, 2, 3… in order.
@@ -452,6 +500,12 @@ pub struct Script {
     /// One turn per incoming request, in order.
     #[serde(default)]
     pub turns: Vec<Turn>,
+    /// Rules checked before the next scripted turn is used, first match wins.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub responders: Vec<Responder>,
+    /// How usage is reported for turns that script none.
+    #[serde(default, skip_serializing_if = "is_fixed")]
+    pub usage_mode: UsageMode,
     /// Chat Completions: the one output-cap field the server accepts
     /// (`max_tokens` or `max_completion_tokens`). A request with the other one is
     /// rejected the way OpenAI rejects `max_tokens` for its reasoning models, and the cap
@@ -471,9 +525,33 @@ impl Script {
         Script {
             protocol,
             turns: turns.into_iter().collect(),
+            responders: Vec::new(),
+            usage_mode: UsageMode::Fixed,
             max_tokens_field: None,
             omit_call_ids: false,
         }
+    }
+
+    /// Answers every request whose last message contains `marker` with `turn` (see
+    /// [`Responder`]).
+    pub fn responding(mut self, marker: impl Into<String>, turn: Turn) -> Script {
+        self.responders.push(Responder {
+            when_last_message_contains: marker.into(),
+            turn,
+        });
+        self
+    }
+
+    /// Reports usage this way for turns that script none (see [`UsageMode`]).
+    pub fn with_usage_mode(mut self, mode: UsageMode) -> Script {
+        self.usage_mode = mode;
+        self
+    }
+
+    /// True when answering needs the whole request body: a responder matches on it, or
+    /// the usage is counted from it.
+    pub(crate) fn reads_bodies(&self) -> bool {
+        !self.responders.is_empty() || matches!(self.usage_mode, UsageMode::Counted { .. })
     }
 
     /// Gemini: send `functionCall` parts without their `id`.
@@ -566,6 +644,16 @@ impl Script {
     /// Checks what serde cannot: non-empty tool names and unique tool-call ids (explicit and
     /// generated together).
     pub fn validate(&self) -> Result<(), TestkitError> {
+        if let Some(empty) = self
+            .responders
+            .iter()
+            .position(|r| r.when_last_message_contains.is_empty())
+        {
+            return Err(TestkitError::InvalidScript(format!(
+                "responder {} has an empty when_last_message_contains: it would answer every request",
+                empty + 1
+            )));
+        }
         for (turn_index, turn) in self.turns.iter().enumerate() {
             if let Some(call) = turn.tool_calls.iter().find(|c| c.name.trim().is_empty()) {
                 return Err(TestkitError::InvalidScript(format!(

@@ -23,7 +23,7 @@ use tokio::sync::oneshot;
 use crate::answer::{self, Answer, AnswerBody, RequestFacts};
 use crate::error::TestkitError;
 use crate::record::{recorded_header_value, RecordedRequest, RequestLog, StoredRequest};
-use crate::script::{Protocol, Script};
+use crate::script::{Endpoint, Protocol, Script, Turn, Usage, UsageMode};
 use crate::wire::{ErrorKind, DEFAULT_MODEL};
 
 /// A running scripted provider server. Dropping it stops the server (open streams, hung
@@ -97,6 +97,7 @@ impl TestServerBuilder {
             tool_call_ids: self.script.tool_call_ids(),
             script: self.script,
             next_turn: AtomicUsize::new(0),
+            responder_calls: AtomicUsize::new(0),
             log: RequestLog::new(self.record_path.as_deref())?,
         });
         let (shutdown, shutdown_requested) = oneshot::channel();
@@ -248,6 +249,8 @@ struct ServerState {
     script: Script,
     tool_call_ids: Vec<Vec<String>>,
     next_turn: AtomicUsize,
+    /// Tool calls answered by responders so far (their generated ids count these).
+    responder_calls: AtomicUsize,
     log: RequestLog,
 }
 
@@ -312,13 +315,16 @@ async fn serve_request(
         })
         .collect();
     let facts = serde_json::from_slice::<WireFacts>(&bytes);
-    // Only scripts that check what comes back pay for reading the whole body.
-    let refused = match (&facts, state.script.checks_requests()) {
-        (Ok(_), true) => serde_json::from_slice::<Value>(&bytes)
-            .ok()
-            .and_then(|body| {
-                crate::checks::check(&state.script, &state.tool_call_ids, &body).err()
-            }),
+    // Only scripts that check what comes back, match responders or count usage pay for
+    // reading the whole body.
+    let whole = match &facts {
+        Ok(_) if state.script.checks_requests() || state.script.reads_bodies() => {
+            serde_json::from_slice::<Value>(&bytes).ok()
+        }
+        _ => None,
+    };
+    let refused = match (&whole, state.script.checks_requests()) {
+        (Some(body), true) => crate::checks::check(&state.script, &state.tool_call_ids, body).err(),
         _ => None,
     };
     state.log.append(StoredRequest::new(
@@ -337,6 +343,7 @@ async fn serve_request(
             &parts.method,
             (parts.uri.path(), parts.uri.query().unwrap_or_default()),
             facts,
+            whole.as_ref(),
         ),
     };
     Ok(respond(answer).await)
@@ -357,12 +364,13 @@ fn rejection(status: StatusCode, message: String) -> ErrorKind {
     }
 }
 
-/// Routes a recorded request: a rejection, or the next scripted turn.
+/// Routes a recorded request: a rejection, a responder's turn, or the next scripted turn.
 fn choose_answer(
     state: &ServerState,
     method: &Method,
     (path, query): (&str, &str),
     body: Result<WireFacts, serde_json::Error>,
+    whole: Option<&Value>,
 ) -> Answer {
     let protocol = state.protocol;
     let expected_path = protocol.endpoint_path();
@@ -410,6 +418,30 @@ fn choose_answer(
             return answer::error(protocol, &kind, None);
         }
     };
+    let responder = whole.and_then(|whole| {
+        let last = crate::count::last_message(whole)?.to_string();
+        state
+            .script
+            .responders
+            .iter()
+            .find(|r| last.contains(&r.when_last_message_contains))
+    });
+    if let Some(responder) = responder {
+        let prefix = protocol.tool_call_id_prefix();
+        let ids: Vec<String> = responder
+            .turn
+            .tool_calls
+            .iter()
+            .map(|call| {
+                let n = state.responder_calls.fetch_add(1, Ordering::SeqCst) + 1;
+                call.id.clone().unwrap_or_else(|| format!("{prefix}r{n}"))
+            })
+            .collect();
+        let number = state.script.turns.len() + 1;
+        let turn = with_usage_mode(&responder.turn, state.script.usage_mode, whole);
+        let facts = request_facts(state, endpoint, &body);
+        return answer::for_turn(protocol, &turn, number, &ids, &facts);
+    }
     let index = state.next_turn.fetch_add(1, Ordering::SeqCst);
     let (Some(turn), Some(tool_call_ids)) = (
         state.script.turns.get(index),
@@ -426,8 +458,36 @@ fn choose_answer(
         );
         return answer::error(protocol, &kind, None);
     };
-    let facts = RequestFacts {
-        model: match (endpoint.model, body.model) {
+    let turn = with_usage_mode(turn, state.script.usage_mode, whole);
+    let facts = request_facts(state, endpoint, &body);
+    answer::for_turn(protocol, &turn, index + 1, tool_call_ids, &facts)
+}
+
+/// `turn` with the usage the script's [`UsageMode`] reports for this request (a turn's
+/// own `usage` wins).
+fn with_usage_mode(turn: &Turn, mode: UsageMode, whole: Option<&Value>) -> Turn {
+    let mut turn = turn.clone();
+    if turn.usage.is_some() {
+        return turn;
+    }
+    let output = turn.output_tokens();
+    match mode {
+        UsageMode::Fixed => {}
+        UsageMode::Constant(input) => turn.usage = Some(Usage::new(input, output)),
+        UsageMode::Counted { bias_percent } => {
+            let counted = whole.map_or(0, crate::count::request_tokens);
+            let scaled = (counted as i128 * (100 + i128::from(bias_percent)) / 100).max(0);
+            turn.usage = Some(Usage::new(u64::try_from(scaled).unwrap_or(0), output));
+        }
+        UsageMode::None => turn.no_usage = true,
+    }
+    turn
+}
+
+/// What the request asked for, as far as rendering the answer is concerned.
+fn request_facts(state: &ServerState, endpoint: Endpoint, body: &WireFacts) -> RequestFacts {
+    RequestFacts {
+        model: match (endpoint.model, body.model.clone()) {
             (Some(model), _) | (None, Some(Value::String(model))) => model,
             _ => DEFAULT_MODEL.to_owned(),
         },
@@ -453,8 +513,7 @@ fn choose_answer(
             }
             _ => None,
         },
-    };
-    answer::for_turn(protocol, turn, index + 1, tool_call_ids, &facts)
+    }
 }
 
 /// The few fields of a request body the answer depends on; everything else is skipped

@@ -152,9 +152,8 @@ fn event(event_type: &str, mut payload: Value) -> SseEvent {
 
 /// The streamed answer, event by event.
 pub(crate) fn stream_events(plan: &TurnPlan<'_>) -> Vec<SseEvent> {
-    let mut events = vec![event(
-        "message_start",
-        json!({"message": {
+    let message = plan.usage_field(
+        json!({
             "id": message_id(plan),
             "type": "message",
             "role": "assistant",
@@ -163,8 +162,10 @@ pub(crate) fn stream_events(plan: &TurnPlan<'_>) -> Vec<SseEvent> {
             "stop_reason": null,
             "stop_sequence": null,
             "usage": usage(plan, 1)
-        }}),
-    )];
+        }),
+        "usage",
+    );
+    let mut events = vec![event("message_start", json!({ "message": message }))];
     for (index, block) in content_blocks(plan).iter().enumerate() {
         events.push(event(
             "content_block_start",
@@ -183,12 +184,15 @@ pub(crate) fn stream_events(plan: &TurnPlan<'_>) -> Vec<SseEvent> {
     }
     events.push(event(
         "message_delta",
-        json!({
-            "delta": {"stop_reason": stop_reason(plan), "stop_sequence": null},
-            // Cumulative usage, as the API sends today (older examples show only
-            // output_tokens here; message_start already carried the input side).
-            "usage": usage(plan, plan.turn.effective_usage().output_tokens)
-        }),
+        plan.usage_field(
+            json!({
+                "delta": {"stop_reason": stop_reason(plan), "stop_sequence": null},
+                // Cumulative usage, as the API sends today (older examples show only
+                // output_tokens here; message_start already carried the input side).
+                "usage": usage(plan, plan.turn.effective_usage().output_tokens)
+            }),
+            "usage",
+        ),
     ));
     events.push(event("message_stop", json!({})));
     events
@@ -207,16 +211,19 @@ pub(crate) fn json_body(plan: &TurnPlan<'_>) -> Value {
         .iter()
         .map(ContentBlock::completed)
         .collect();
-    json!({
-        "id": message_id(plan),
-        "type": "message",
-        "role": "assistant",
-        "model": plan.model,
-        "content": content,
-        "stop_reason": stop_reason(plan),
-        "stop_sequence": null,
-        "usage": usage(plan, plan.turn.effective_usage().output_tokens)
-    })
+    plan.usage_field(
+        json!({
+            "id": message_id(plan),
+            "type": "message",
+            "role": "assistant",
+            "model": plan.model,
+            "content": content,
+            "stop_reason": stop_reason(plan),
+            "stop_sequence": null,
+            "usage": usage(plan, plan.turn.effective_usage().output_tokens)
+        }),
+        "usage",
+    )
 }
 
 /// Status and Anthropic error body.

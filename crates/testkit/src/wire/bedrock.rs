@@ -149,7 +149,10 @@ pub(crate) fn stream_messages(plan: &TurnPlan<'_>) -> Vec<Message> {
     ));
     messages.push(event(
         "metadata",
-        &json!({"usage": usage(plan), "metrics": {"latencyMs": 42}}),
+        &plan.usage_field(
+            json!({"usage": usage(plan), "metrics": {"latencyMs": 42}}),
+            "usage",
+        ),
     ));
     messages
 }
@@ -184,12 +187,15 @@ pub(crate) fn json_body(plan: &TurnPlan<'_>) -> Value {
             }
         })
         .collect();
-    json!({
-        "output": {"message": {"role": "assistant", "content": content}},
-        "stopReason": stop_reason(plan),
-        "usage": usage(plan),
-        "metrics": {"latencyMs": 42}
-    })
+    plan.usage_field(
+        json!({
+            "output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": stop_reason(plan),
+            "usage": usage(plan),
+            "metrics": {"latencyMs": 42}
+        }),
+        "usage",
+    )
 }
 
 /// Status, Bedrock error body and its `x-amzn-ErrorType`.

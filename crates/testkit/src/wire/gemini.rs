@@ -127,7 +127,9 @@ pub(crate) fn stream_events(plan: &TurnPlan<'_>) -> Vec<SseEvent> {
         .map(|part| SseEvent::data(response(plan, vec![part], None).to_string()))
         .collect();
     let mut end = response(plan, vec![last], Some(finish_reason(plan)));
-    end["usageMetadata"] = usage(plan);
+    if !plan.turn.no_usage {
+        end["usageMetadata"] = usage(plan);
+    }
     events.push(SseEvent::data(end.to_string()));
     events
 }
@@ -135,7 +137,9 @@ pub(crate) fn stream_events(plan: &TurnPlan<'_>) -> Vec<SseEvent> {
 /// The non-streaming `generateContent` body.
 pub(crate) fn json_body(plan: &TurnPlan<'_>) -> Value {
     let mut body = response(plan, parts(plan, false), Some(finish_reason(plan)));
-    body["usageMetadata"] = usage(plan);
+    if !plan.turn.no_usage {
+        body["usageMetadata"] = usage(plan);
+    }
     body
 }
 

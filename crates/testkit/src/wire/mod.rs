@@ -58,6 +58,17 @@ pub(crate) fn encrypted_content(number: usize) -> String {
 }
 
 impl TurnPlan<'_> {
+    /// `value` without its `key` (`usage`, `usageMetadata`) when the turn reports no
+    /// usage; unchanged otherwise.
+    pub(crate) fn usage_field(&self, mut value: Value, key: &str) -> Value {
+        if self.turn.no_usage {
+            if let Value::Object(map) = &mut value {
+                map.remove(key);
+            }
+        }
+        value
+    }
+
     /// Tool calls paired with their resolved ids.
     pub(crate) fn calls(&self) -> impl Iterator<Item = (&ToolCall, &str)> {
         self.turn

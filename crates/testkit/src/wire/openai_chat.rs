@@ -98,7 +98,7 @@ pub(crate) fn stream_events(plan: &TurnPlan<'_>) -> Vec<SseEvent> {
         }
     }
     events.push(chunk(json!({}), json!(finish_reason(plan))));
-    if plan.include_usage {
+    if plan.include_usage && !plan.turn.no_usage {
         let usage_chunk = json!({
             "id": id,
             "object": "chat.completion.chunk",
@@ -149,20 +149,23 @@ pub(crate) fn json_body(plan: &TurnPlan<'_>) -> Value {
             })
             .collect();
     }
-    json!({
-        "id": completion_id(plan),
-        "object": "chat.completion",
-        "created": CREATED_AT,
-        "model": plan.model,
-        "system_fingerprint": "fp_testkit",
-        "choices": [{
-            "index": 0,
-            "message": message,
-            "logprobs": null,
-            "finish_reason": finish_reason(plan)
-        }],
-        "usage": usage(plan)
-    })
+    plan.usage_field(
+        json!({
+            "id": completion_id(plan),
+            "object": "chat.completion",
+            "created": CREATED_AT,
+            "model": plan.model,
+            "system_fingerprint": "fp_testkit",
+            "choices": [{
+                "index": 0,
+                "message": message,
+                "logprobs": null,
+                "finish_reason": finish_reason(plan)
+            }],
+            "usage": usage(plan)
+        }),
+        "usage",
+    )
 }
 
 /// Status and OpenAI error body for both OpenAI protocols (they share the error shape; only

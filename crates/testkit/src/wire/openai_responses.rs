@@ -142,7 +142,7 @@ fn usage(plan: &TurnPlan<'_>) -> Value {
 
 /// The `response` object with `status`, `output` and `usage`.
 fn response_object(plan: &TurnPlan<'_>, status: &str, output: Vec<Value>, usage: Value) -> Value {
-    let mut response = json!({
+    let response = json!({
         "id": format!("resp_testkit_{}", plan.number),
         "object": "response",
         "created_at": CREATED_AT,
@@ -166,6 +166,7 @@ fn response_object(plan: &TurnPlan<'_>, status: &str, output: Vec<Value>, usage:
         "usage": usage,
         "metadata": {}
     });
+    let mut response = plan.usage_field(response, "usage");
     if status == "completed" {
         response["completed_at"] = json!(CREATED_AT);
     }
