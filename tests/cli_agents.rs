@@ -372,6 +372,7 @@ fn a_child_compacts_its_own_context_and_the_parent_does_not() {
         Turn::text("Milk."),
     ]))
     .unwrap();
+    sandbox.believe_scripted_usage();
     let output = sandbox.run(
         &server,
         &["--model", MODEL, "--format", "stream-json", "notes?"],

@@ -33,6 +33,7 @@ fn a_bedrock_tool_loop_compacts_persists_and_replays() {
     let sandbox = Sandbox::new();
     std::fs::write(sandbox.workspace().join("notes.txt"), "remember the milk\n").unwrap();
     let server = TestServer::start(compacting_script().then(Turn::text("Second answer."))).unwrap();
+    sandbox.believe_scripted_usage();
     let first = sandbox.run(
         &server,
         &["--model", &model(), "--format", "json", "read the notes"],
@@ -145,17 +146,27 @@ fn bedrock_throttling_and_unavailability_are_retried_and_a_context_overflow_is_t
 
     let sandbox = Sandbox::new();
     let server = TestServer::start(Script::bedrock([
-        Turn::fault(Fault::ContextLength).with_usage(250_000, 0)
+        Turn::fault(Fault::ContextLength).with_usage(250_000, 0),
+        Turn::fault(Fault::ContextLength).with_usage(250_000, 0),
     ]))
     .unwrap();
     let output = sandbox.run(&server, &["--model", &model(), "go"]);
-    assert_eq!(output.status.code(), Some(1), "stderr: {}", stderr(&output));
+    assert_eq!(
+        output.status.code(),
+        Some(3),
+        "the context-length exit code; stderr: {}",
+        stderr(&output)
+    );
     assert!(
         stderr(&output).contains("context length exceeded"),
         "{}",
         stderr(&output)
     );
-    assert_eq!(server.request_count(), 1, "never retried");
+    assert_eq!(
+        server.request_count(),
+        2,
+        "sent once more after recalibrating, then not retried"
+    );
 }
 
 #[test]

@@ -48,6 +48,7 @@ fn a_gemini_tool_loop_compacts_persists_replays_and_resumes() {
     let sandbox = Sandbox::new();
     std::fs::write(sandbox.workspace().join("notes.txt"), "remember the milk\n").unwrap();
     let server = TestServer::start(script()).unwrap();
+    sandbox.believe_scripted_usage();
     let first = sandbox.run(
         &server,
         &[

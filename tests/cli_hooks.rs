@@ -402,6 +402,7 @@ fn pre_compact_blocks_an_automatic_compaction() {
         Turn::text("Done."),
     ]))
     .unwrap();
+    sandbox.believe_scripted_usage();
     let output = sandbox.run(
         &server,
         &["--model", MODEL, "--format", "stream-json", "go"],
@@ -439,6 +440,7 @@ fn pre_compact_instructions_and_post_compact_rules_shape_the_compaction() {
         .concat(),
     );
     let server = TestServer::start(compacting_script()).unwrap();
+    sandbox.believe_scripted_usage();
     let output = sandbox.run(
         &server,
         &["--model", MODEL, "--format", "stream-json", "go"],
@@ -615,8 +617,13 @@ fn every_tool_call_of_a_job_runs_and_records_both_hooks() {
         ]
         .concat(),
     );
+    // A different directory each time: the same call with the same result over and
+    // over would meet the doom-loop guard.
+    for i in 0..calls {
+        std::fs::create_dir_all(sandbox.workspace().join(format!("d{i}"))).unwrap();
+    }
     let turns = (0..calls)
-        .map(|_| Turn::tool_call("ls", json!({})))
+        .map(|i| Turn::tool_call("ls", json!({ "path": format!("d{i}") })))
         .chain([Turn::text("Listed.")]);
     let server = TestServer::start(Script::anthropic(turns)).unwrap();
     let output = sandbox.run(&server, &["--model", MODEL, "list"]);
@@ -736,6 +743,7 @@ fn post_compact_cat_agents_md_reinjects_the_rules_after_a_compaction() {
     .unwrap();
     config(&sandbox, &hook("PostCompact", None, "cat AGENTS.md", None));
     let server = TestServer::start(compacting_script()).unwrap();
+    sandbox.believe_scripted_usage();
     let output = sandbox.run(&server, &["--model", MODEL, "go"]);
     assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
     let after = &server.requests()[2].body["messages"];

@@ -41,6 +41,8 @@ fn a_resumed_session_compacts_with_the_ledger_of_its_whole_life() {
     ]))
     .unwrap();
 
+    sandbox.believe_scripted_usage();
+
     let first = sandbox.run(
         &server,
         &["--model", MODEL, "--format", "json", FIRST_INSTRUCTION],
@@ -169,6 +171,7 @@ fn ledger_percent_zero_turns_the_ledger_off() {
         Turn::text("Done."),
     ]))
     .unwrap();
+    sandbox.believe_scripted_usage();
     let output = sandbox.run(&server, &["--model", MODEL, "--format", "json", "go"]);
     assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
     let replacement = first_message_text(&server, 2);

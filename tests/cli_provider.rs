@@ -561,6 +561,7 @@ fn a_session_full_of_screenshots_is_compacted_with_placeholders() {
         Turn::text("They show a login form."),
     ]))
     .unwrap();
+    sandbox.believe_scripted_usage();
     let output = sandbox.run(
         &server,
         &[

@@ -26,6 +26,7 @@ fn a_compacting_job_prints_pre_and_post_text_and_records_the_pair_atomically() {
     let sandbox = Sandbox::new();
     std::fs::write(sandbox.workspace().join("notes.txt"), "remember the milk\n").unwrap();
     let server = TestServer::start(compacting_script()).unwrap();
+    sandbox.believe_scripted_usage();
     let output = sandbox.run(&server, &["--model", MODEL, "read the notes"]);
     assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
     assert_eq!(
@@ -83,6 +84,7 @@ fn replay_renders_the_job_and_a_continued_session_starts_from_the_compacted_hist
     let sandbox = Sandbox::new();
     std::fs::write(sandbox.workspace().join("notes.txt"), "remember the milk\n").unwrap();
     let server = TestServer::start(compacting_script().then(Turn::text("Second answer."))).unwrap();
+    sandbox.believe_scripted_usage();
     let first = sandbox.run(
         &server,
         &["--model", MODEL, "--format", "json", "read the notes"],
@@ -164,6 +166,7 @@ fn a_failing_resumed_stream_prints_the_partial_result_and_exits_1() {
         Turn::text("Half of the answer and then").with_fault(Fault::DropMidStream),
     ]))
     .unwrap();
+    sandbox.believe_scripted_usage();
     let output = sandbox.run(&server, &["--model", MODEL, "read the notes"]);
     assert_eq!(output.status.code(), Some(1), "stderr: {}", stderr(&output));
     let printed = stdout(&output);
@@ -184,6 +187,7 @@ fn stream_json_emits_one_event_per_line_ending_with_the_result() {
     let sandbox = Sandbox::new();
     std::fs::write(sandbox.workspace().join("notes.txt"), "x\n").unwrap();
     let server = TestServer::start(compacting_script()).unwrap();
+    sandbox.believe_scripted_usage();
     let output = sandbox.run(
         &server,
         &[
@@ -480,6 +484,7 @@ fn pith_log_writes_diagnostics_to_the_log_file_and_never_to_stdout() {
     let sandbox = Sandbox::new();
     std::fs::write(sandbox.workspace().join("notes.txt"), "x\n").unwrap();
     let server = TestServer::start(compacting_script()).unwrap();
+    sandbox.believe_scripted_usage();
     let output = sandbox
         .pith(Some(&server))
         .env("PITH_LOG", "debug")

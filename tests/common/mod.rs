@@ -79,6 +79,28 @@ impl Sandbox {
         command
     }
 
+    /// Makes `pith` believe every usage report, however far from its own count
+    /// (`[context] usage_ratio_min = 0`, `usage_ratio_max = 1e12`, appended to the user's
+    /// config). For tests that cross a threshold with scripted usage (180,000 input tokens
+    /// for a request of a few thousand) because their subject is what a compaction does,
+    /// not when the governor allows one; the governor's own tests keep the default band.
+    /// Call it after writing the user's config file.
+    pub fn believe_scripted_usage(&self) {
+        use std::io::Write;
+        let dir = self.root.path().join("config").join("pith");
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("config.toml"))
+            .unwrap();
+        writeln!(
+            file,
+            "\n[context]\nusage_ratio_min = 0.0\nusage_ratio_max = 1e12"
+        )
+        .unwrap();
+    }
+
     /// Runs `pith run` with `args` and returns its output.
     pub fn run(&self, server: &TestServer, args: &[&str]) -> Output {
         self.pith(Some(server))

@@ -29,6 +29,7 @@ use pith_core::{
 use pith_hooks::{Hooks, HooksConfig, PromptGate, SessionInfo, SessionSource};
 use pith_mcp::McpHub;
 use pith_providers::models::config::Config;
+use pith_providers::models::project::CutInstructions;
 use pith_providers::{AgentLoop, LoopError, ManualCompaction, TurnSummary};
 use pith_session::{
     Event, NewSession, Record, Session, SessionError, SessionStore, SessionSummary,
@@ -39,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::exit::ExitCode;
 use crate::overrides::{Overrides, SessionChoice};
-use crate::recording::{CompactionNote, Recording, TurnRecorder};
+use crate::recording::{CompactionNote, CompactionTotals, Recording, TurnRecorder};
 use crate::settings::Settings;
 use crate::subagents::depth::DepthLimit;
 use crate::subagents::{Agents, ChildLauncher, ChildSpec, SubagentLimits, TaskTool};
@@ -147,6 +148,8 @@ pub struct TurnOutcome {
     pub record_error: Option<String>,
     /// The child conversations the turn's `task` calls ran, in the order they ended.
     pub children: Vec<ChildRun>,
+    /// What compaction did and cost in the turn.
+    pub compaction: CompactionTotals,
 }
 
 impl TurnOutcome {
@@ -163,6 +166,14 @@ impl TurnOutcome {
     pub fn exit_code(&self) -> ExitCode {
         match (&self.error, &self.record_error) {
             (Some(TurnError::Loop(LoopError::Cancelled)), _) => ExitCode::Interrupted,
+            (Some(TurnError::Loop(LoopError::ContextTooLarge(_))), _)
+            | (
+                Some(TurnError::Loop(LoopError::Provider(
+                    pith_providers::ProviderError::ContextLengthExceeded { .. },
+                ))),
+                _,
+            ) => ExitCode::ContextTooLarge,
+            (Some(TurnError::Loop(LoopError::RepeatedCall { .. })), _) => ExitCode::RepeatedCall,
             (Some(_), _) | (None, Some(_)) => ExitCode::Failure,
             (None, None) => ExitCode::Ok,
         }
@@ -200,6 +211,10 @@ pub struct Conversation {
     delegation: Delegation,
     /// The child conversations run since the conversation opened (for `/context`).
     children: Vec<ChildRun>,
+    /// Instruction files the user was warned about (cut to their share of the window).
+    instructions_warned: std::collections::BTreeSet<String>,
+    /// What compaction did and cost since the conversation opened (`/context`).
+    compaction_totals: CompactionTotals,
 }
 
 /// What a conversation may delegate to subagents, and what it is when it is one.
@@ -344,6 +359,11 @@ impl Conversation {
             (&overrides, &delegation),
         )?;
         let mcp = crate::mcp::start(servers.servers, &frontend.env, &cwd);
+        let (_, cut) = settings.system_prompt(&cwd);
+        let instructions_warned = cut.iter().map(|c| c.name.clone()).collect();
+        if delegation.child.is_none() {
+            notices.extend(settings.instruction_warnings(&cut));
+        }
         // A child's prompt comes from its parent's model: no prompt hooks run for it.
         let session_start = delegation.child.is_none().then_some(source);
         Ok(Opened {
@@ -366,6 +386,8 @@ impl Conversation {
                 session_context: None,
                 delegation,
                 children: Vec::new(),
+                instructions_warned,
+                compaction_totals: CompactionTotals::default(),
             },
             notices,
             resumed: records,
@@ -409,6 +431,15 @@ impl Conversation {
                 }
             }
         };
+        let user = match self.fit_user_message(user, sink) {
+            Ok(user) => user,
+            Err(error) => {
+                return TurnOutcome {
+                    error: Some(error),
+                    ..TurnOutcome::default()
+                }
+            }
+        };
         if let Err(error) = self.session.append(Event::UserMessage {
             message: user.clone(),
         }) {
@@ -424,7 +455,17 @@ impl Conversation {
         self.prepare_mcp_tools(sink, cancel).await;
         // Edits to AGENTS.md or PITH.md apply from the next turn; an unchanged prompt
         // stays byte-identical for the prompt cache.
-        let prompt = self.system_prompt();
+        let (prompt, cut) = self.system_prompt();
+        if self.delegation.child.is_none() {
+            for file in cut {
+                if self.instructions_warned.insert(file.name.clone()) {
+                    let warning = self.settings.instruction_warnings(&[file]);
+                    for line in warning {
+                        sink.emit(LoopEvent::Notice(line));
+                    }
+                }
+            }
+        }
         if prompt != self.agent.system_prompt() {
             self.agent.set_system_prompt(prompt);
         }
@@ -458,7 +499,10 @@ impl Conversation {
             .map(|e| format!("cannot record the end of the turn: {e}"));
         let children = recorder.children().to_vec();
         self.children.extend(children.iter().cloned());
+        let compaction = recorder.compaction_totals();
+        self.compaction_totals += compaction;
         TurnOutcome {
+            compaction,
             text: recorder.final_text(),
             summary,
             compactions: recorder.compactions().to_vec(),
@@ -469,15 +513,51 @@ impl Conversation {
     }
 
     /// The system prompt as of now: the base instructions, or a child's agent prompt,
-    /// with the environment and the project's instruction files read afresh.
-    fn system_prompt(&self) -> String {
+    /// with the environment and the project's instruction files read afresh (within
+    /// their share of the window), and the files cut to fit.
+    fn system_prompt(&self) -> (String, Vec<CutInstructions>) {
         match &self.delegation.child {
-            Some(child) => pith_providers::models::project::agent_system_prompt_for(
-                &self.cwd,
-                &child.agent.prompt,
-                self.settings.concise_output,
-            ),
+            Some(child) => {
+                let counter = self.settings.counter();
+                let prompt = pith_providers::models::project::agent_system_prompt_for(
+                    &self.cwd,
+                    &child.agent.prompt,
+                    self.settings.concise_output,
+                    Some(self.settings.instruction_budget(&counter)),
+                );
+                (prompt, Vec::new())
+            }
             None => self.settings.system_prompt(&self.cwd),
+        }
+    }
+
+    /// The user's message within its share of the window (`[context]
+    /// user_message_percent`): a larger one is stored beside the transcript and sent as
+    /// its head and tail with the file to read (see [`crate::oversized`]); the user is
+    /// told in one line. `Err` when it cannot be stored: then nothing is sent.
+    fn fit_user_message(
+        &mut self,
+        user: Message,
+        sink: &mut dyn EventSink,
+    ) -> Result<Message, TurnError> {
+        let max_tokens = usize::try_from(
+            self.settings
+                .context
+                .user_message_tokens(self.settings.budget.input_budget),
+        )
+        .unwrap_or(usize::MAX);
+        let counter = Arc::clone(self.agent.counter());
+        let spill = self.toolset.env().capture.spill_dir().clone();
+        match crate::oversized::fit_user_message(user, max_tokens, counter.as_ref(), &spill) {
+            Ok((user, None)) => Ok(user),
+            Ok((user, Some(spilled))) => {
+                sink.emit(LoopEvent::Notice(spilled.notice(max_tokens)));
+                Ok(user)
+            }
+            Err(error) => Err(TurnError::Record(format!(
+                "your message is larger than its share of the context window ({} tokens) and could not be stored beside the transcript, so it was not sent: {error}",
+                pith_core::format::thousands(max_tokens as u64)
+            ))),
         }
     }
 
@@ -609,12 +689,16 @@ impl Conversation {
         cancel: &CancellationToken,
     ) -> Result<ManualCompaction, LoopError> {
         let mut recorder = TurnRecorder::new();
-        let mut recording = Recording {
-            recorder: &mut recorder,
-            session: &mut self.session,
-            frontend: sink,
+        let result = {
+            let mut recording = Recording {
+                recorder: &mut recorder,
+                session: &mut self.session,
+                frontend: sink,
+            };
+            self.agent.compact(focus, &mut recording, cancel).await
         };
-        self.agent.compact(focus, &mut recording, cancel).await
+        self.compaction_totals += recorder.compaction_totals();
+        result
     }
 
     /// Continues this conversation with another model (`/model provider/model`): the
@@ -790,6 +874,27 @@ impl Conversation {
         self.settings.loop_options.auto_compaction
     }
 
+    /// What compaction did and cost since the conversation opened (manual compactions
+    /// included): the `/context` rows.
+    pub fn compaction_totals(&self) -> CompactionTotals {
+        self.compaction_totals
+    }
+
+    /// The cost of `usage` in US dollars: the provider's own figure when it reported one,
+    /// else the model's prices; `None` when neither is known.
+    pub fn cost_of(&self, usage: &Usage) -> Option<f64> {
+        if usage.provider_cost_nanousd > 0 {
+            return Some(usage.provider_cost_nanousd as f64 / 1e9);
+        }
+        self.settings.model.pricing.map(|p| p.cost(usage))
+    }
+
+    /// The compaction governor's state: whether automatic compaction is paused and why,
+    /// this turn's automatic compactions (`/context`, the REPL's status line).
+    pub fn governor(&self) -> &pith_core::context::Governor {
+        self.agent.governor()
+    }
+
     /// The estimate of the next request as the history stands.
     pub fn estimate(&mut self) -> RequestEstimate {
         self.agent.estimate()
@@ -935,6 +1040,9 @@ fn build_agent(
         .with_approver(frontend.approver.clone()),
     );
     agent.set_hooks(hooks.clone());
+    agent.set_repeat_gate(Arc::new(crate::repeat_gate::AskToGoOn::new(
+        frontend.approver.clone(),
+    )));
     Ok((agent, tools, hooks))
 }
 

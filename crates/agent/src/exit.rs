@@ -1,5 +1,6 @@
 //! The process exit codes every pith command shares: 0 success, 1 agent, provider or I/O
-//! failure, 2 usage or configuration error (nothing ran), 130 interrupted.
+//! failure, 2 usage or configuration error (nothing ran), 3 the request cannot fit the
+//! context window, 6 stopped by the doom-loop guard, 130 interrupted.
 
 /// How a pith process ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -10,6 +11,13 @@ pub enum ExitCode {
     Failure,
     /// Bad options or configuration: nothing ran.
     Usage,
+    /// The request cannot fit the model's context window: pith could not make it fit (what
+    /// is never cut is larger than the input budget), or the provider refused it as too
+    /// long.
+    ContextTooLarge,
+    /// The doom-loop guard stopped the job: the model made the same call with the same
+    /// result `[doom_loop] stop_after` times in a row.
+    RepeatedCall,
     /// Interrupted (SIGINT, SIGTERM, Ctrl+C); the transcript is consistent.
     Interrupted,
 }
@@ -21,6 +29,8 @@ impl ExitCode {
             ExitCode::Ok => 0,
             ExitCode::Failure => 1,
             ExitCode::Usage => 2,
+            ExitCode::ContextTooLarge => 3,
+            ExitCode::RepeatedCall => 6,
             ExitCode::Interrupted => 130,
         }
     }
@@ -36,9 +46,11 @@ mod tests {
             ExitCode::Ok,
             ExitCode::Failure,
             ExitCode::Usage,
+            ExitCode::ContextTooLarge,
+            ExitCode::RepeatedCall,
             ExitCode::Interrupted,
         ]
         .map(ExitCode::code);
-        assert_eq!(codes, [0, 1, 2, 130]);
+        assert_eq!(codes, [0, 1, 2, 3, 6, 130]);
     }
 }

@@ -28,7 +28,9 @@ pub mod hooks;
 pub mod ledger;
 pub mod mcp;
 pub mod overrides;
+pub mod oversized;
 pub mod recording;
+pub mod repeat_gate;
 pub mod settings;
 pub mod subagents;
 pub mod trust;
@@ -42,5 +44,5 @@ pub use overrides::{Overrides, SessionChoice};
 pub use pith_providers::wire::ReasoningEffort;
 /// What a turn or `/compact` can end with, as the loop reports it.
 pub use pith_providers::{LoopError, ManualCompaction};
-pub use recording::CompactionNote;
+pub use recording::{CompactionNote, CompactionTotals};
 pub use settings::Settings;

@@ -45,6 +45,60 @@ impl CompactionNote {
     }
 }
 
+/// What compaction did and cost over a turn (or a session): attempts and how they ended,
+/// and the usage of the summary requests, failed ones included.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CompactionTotals {
+    /// Automatic LLM compactions started.
+    pub llm_attempts: u32,
+    /// Of them, applied.
+    pub applied: u32,
+    /// Failed (the request, the summary, the replacement or its write).
+    pub failed: u32,
+    /// Cancelled (Esc, or the turn).
+    pub cancelled: u32,
+    /// Micro-compactions applied.
+    pub micro: u32,
+    /// Summary requests sent (a compaction whose model called tools sends several).
+    pub summary_requests: u32,
+    /// Their usage.
+    pub usage: Usage,
+}
+
+impl std::ops::AddAssign for CompactionTotals {
+    fn add_assign(&mut self, other: Self) {
+        self.llm_attempts += other.llm_attempts;
+        self.applied += other.applied;
+        self.failed += other.failed;
+        self.cancelled += other.cancelled;
+        self.micro += other.micro;
+        self.summary_requests += other.summary_requests;
+        self.usage += other.usage;
+    }
+}
+
+impl CompactionTotals {
+    /// Counts one loop event.
+    pub fn observe(&mut self, event: &LoopEvent) {
+        match event {
+            LoopEvent::AutoCompaction(lifecycle) => match lifecycle {
+                pith_core::AutoCompaction::Started { .. } => self.llm_attempts += 1,
+                pith_core::AutoCompaction::Applied { .. } => self.applied += 1,
+                pith_core::AutoCompaction::Failed { .. } => self.failed += 1,
+                pith_core::AutoCompaction::Cancelled => self.cancelled += 1,
+            },
+            LoopEvent::MicroCompaction(_) => self.micro += 1,
+            LoopEvent::RequestFinished(report)
+                if report.purpose == pith_core::RequestPurpose::Compaction =>
+            {
+                self.summary_requests += 1;
+                self.usage += report.usage;
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Records one user turn; see the module docs.
 #[derive(Debug, Default)]
 pub struct TurnRecorder {
@@ -59,6 +113,8 @@ pub struct TurnRecorder {
     compactions: Vec<CompactionNote>,
     /// Child conversations of the turn's `task` calls (kept across boundaries).
     children: Vec<ChildRun>,
+    /// What the turn's compactions did and cost.
+    compaction: CompactionTotals,
 }
 
 impl TurnRecorder {
@@ -69,6 +125,7 @@ impl TurnRecorder {
 
     /// Follows one loop event: the turn's messages, text and usage.
     pub fn observe(&mut self, event: &LoopEvent) {
+        self.compaction.observe(event);
         match event {
             LoopEvent::TextDelta(delta) => {
                 if self.separator_pending && !delta.is_empty() {
@@ -104,6 +161,11 @@ impl TurnRecorder {
                 .push((self.memory.len(), format!("truncated: {reason}"))),
             _ => {}
         }
+    }
+
+    /// What the turn's compactions did and cost so far.
+    pub fn compaction_totals(&self) -> CompactionTotals {
+        self.compaction
     }
 
     /// Writes `rewrite` to `session`, after the checkpoint of the turn so far when there

@@ -13,18 +13,27 @@ use std::sync::Arc;
 
 use pith_core::context::ContextConfig;
 use pith_core::{
-    BpeCounter, ContextBudget, Encoding, ImageFormula, RequestEstimator, ToolRegistry,
+    BpeCounter, ContextBudget, Encoding, ImageFormula, RequestEstimator, TokenCounter, ToolRegistry,
 };
 use pith_providers::models::config::{
     apply_server_window_blocking, default_model_spec, resolve_model, Config, ConfigError,
     ProtocolKind, ResolvedModel, WindowSource,
 };
-use pith_providers::models::project::system_prompt_for;
+use pith_providers::models::project::{system_prompt_for, CutInstructions, InstructionBudget};
 use pith_providers::tool_loop::enforced_output_cap;
-use pith_providers::{AgentLoop, LedgerOptions, LoopOptions};
+use pith_providers::{AgentLoop, LedgerOptions, LoopOptions, RepeatedCallLimits};
 use pith_tools::{PermissionMode, SandboxConfig, SandboxMode, UserDirs};
 
 use crate::overrides::Overrides;
+
+/// The doom-loop guard's counts: `[doom_loop]`, else the defaults.
+fn repeated_call_limits(config: &Config) -> RepeatedCallLimits {
+    let defaults = RepeatedCallLimits::default();
+    RepeatedCallLimits {
+        note_after: config.doom_loop.note_after.unwrap_or(defaults.note_after),
+        stop_after: config.doom_loop.stop_after.unwrap_or(defaults.stop_after),
+    }
+}
 
 /// Everything a conversation runs with, resolved.
 #[derive(Debug, Clone)]
@@ -146,6 +155,9 @@ impl Settings {
             prune: context.prune(),
             output_cap: enforced_output_cap(output_cap),
             ledger: LedgerOptions::from_context(&context),
+            max_auto_compactions_per_turn: context.max_auto_compactions_per_turn,
+            usage_band: context.usage_band(),
+            repeated_calls: repeated_call_limits(config),
             ..LoopOptions::default()
         };
         if let Some(seconds) = config.limits.no_content_timeout_s {
@@ -170,9 +182,31 @@ impl Settings {
     }
 
     /// The system prompt for a session rooted at `cwd`, as of now (project instruction
-    /// files are read afresh).
-    pub fn system_prompt(&self, cwd: &Path) -> String {
-        system_prompt_for(cwd, self.concise_output)
+    /// files are read afresh, within their `[context] instructions_percent` share of the
+    /// input budget), and the files cut to fit it.
+    pub fn system_prompt(&self, cwd: &Path) -> (String, Vec<CutInstructions>) {
+        let counter = self.counter();
+        system_prompt_for(
+            cwd,
+            self.concise_output,
+            Some(self.instruction_budget(&counter)),
+        )
+    }
+
+    /// The share of the input budget the project's instruction files may take.
+    pub fn instruction_budget<'a>(&self, counter: &'a dyn TokenCounter) -> InstructionBudget<'a> {
+        InstructionBudget {
+            max_tokens: usize::try_from(self.context.instruction_tokens(self.budget.input_budget))
+                .unwrap_or(usize::MAX),
+            counter,
+        }
+    }
+
+    /// A warning for each instruction file cut to fit, for the user.
+    pub fn instruction_warnings(&self, cut: &[CutInstructions]) -> Vec<String> {
+        cut.iter()
+            .map(|c| c.warning(self.budget.input_budget, self.window))
+            .collect()
     }
 
     /// The token counter of this model: o200k for text, the provider's published
@@ -224,7 +258,7 @@ impl Settings {
             self.model.adapter()?,
             self.model.model.clone(),
             self.budget,
-            self.system_prompt(cwd),
+            self.system_prompt(cwd).0,
             tools,
             RequestEstimator::new(Arc::new(self.counter())),
             self.loop_options.clone(),

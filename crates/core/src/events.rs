@@ -10,6 +10,7 @@ use std::ops::AddAssign;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::context::GovernorNotice;
 use crate::hooks::HookRun;
 use crate::message::{Message, ToolCall, ToolResult};
 use crate::subagent::SubagentEvent;
@@ -196,6 +197,10 @@ pub enum LoopEvent {
     /// Something the user should know that is not assistant content (e.g. a request
     /// was trimmed to fit the context window).
     Notice(String),
+    /// The compaction governor changed course: automatic compaction paused (and until
+    /// when), the turn's ceiling reached, a usage report not believed. Front-ends show
+    /// [`GovernorNotice::text`]; its fields are what the next decisions keep to.
+    Governor(GovernorNotice),
     /// The answer just appended was cut off before the model finished it: by pith's
     /// output cap, a degenerate repetition, or the provider's own output limit. Tool calls
     /// that were not complete were not run; the model is told in the next request.

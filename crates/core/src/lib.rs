@@ -14,6 +14,7 @@ pub mod format;
 pub mod hooks;
 pub mod message;
 pub mod prompts;
+pub mod repeat;
 pub mod rewrite;
 pub mod subagent;
 pub mod summary;

@@ -247,6 +247,35 @@ pub fn fallback_summary(
     out
 }
 
+/// The head of `text` within `max_tokens`, ended at a line break when one is near;
+/// `None` when the whole text fits.
+pub fn head_tokens(counter: &dyn TokenCounter, text: &str, max_tokens: usize) -> Option<String> {
+    let total = counter.count(text);
+    if total <= max_tokens {
+        return None;
+    }
+    let mut end = floor_boundary(text, text.len() * max_tokens / total.max(1));
+    while end > 0 && counter.count(&text[..end]) > max_tokens {
+        end = floor_boundary(text, end * 9 / 10);
+    }
+    let head = &text[..end];
+    // Prefer ending at a line break in the last fifth of the head.
+    let head = match head.rfind('\n') {
+        Some(line) if line >= end * 4 / 5 => &head[..line],
+        _ => head,
+    };
+    Some(head.to_owned())
+}
+
+/// The largest char boundary of `text` not after `index`.
+fn floor_boundary(text: &str, index: usize) -> usize {
+    let mut cut = index.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    cut
+}
+
 /// `text` cut to about `max_tokens`: its head and tail around one `[N tokens omitted]`
 /// marker. Text that fits is returned whole.
 pub fn head_tail_tokens(counter: &dyn TokenCounter, text: &str, max_tokens: usize) -> String {
@@ -273,6 +302,23 @@ pub fn head_tail_tokens(counter: &dyn TokenCounter, text: &str, max_tokens: usiz
 mod tests {
     use super::*;
     use crate::prompts::TOOLS_DISABLED_DURING_COMPACTION;
+
+    #[test]
+    fn a_head_within_the_budget_ends_at_a_line_when_it_can() {
+        let counter = crate::tokens::BpeCounter::new(crate::tokens::Encoding::O200kBase);
+        let text: String = (0..400)
+            .map(|i| format!("line {i} of the summary\n"))
+            .collect();
+        assert_eq!(head_tokens(&counter, "short", 10), None);
+        let head = head_tokens(&counter, &text, 200).unwrap();
+        assert!(counter.count(&head) <= 200);
+        assert!(counter.count(&head) > 150, "{}", counter.count(&head));
+        assert!(text.starts_with(&head));
+        assert!(head.ends_with("of the summary"), "{head:?}");
+        let unicode = "é".repeat(5_000);
+        let head = head_tokens(&counter, &unicode, 100).unwrap();
+        assert!(counter.count(&head) <= 100 && !head.is_empty());
+    }
 
     #[test]
     fn both_prompts_carry_every_section_and_the_no_tools_rule() {

@@ -18,6 +18,7 @@ use std::sync::{Arc, LazyLock};
 
 use serde::{Deserialize, Serialize};
 
+use crate::context::calibration::{Calibration, Evidence};
 use crate::message::{Message, Part};
 use crate::tool::ToolDefinition;
 
@@ -414,10 +415,15 @@ pub struct RequestEstimate {
     pub tools: usize,
     /// Conversation messages, including their framing.
     pub messages: usize,
-    /// The estimate of the whole request: what thresholds are compared against.
+    /// The estimate of the whole request in the server's terms: what thresholds are
+    /// compared against. Anchored on a plausible usage report, else pith's count times
+    /// the conversation's calibration (see [`crate::context::calibration`]).
     pub total: usize,
     /// True when `total` was anchored on usage the provider reported.
     pub anchored_on_reported_usage: bool,
+    /// pith's own count of the request (system + tools + messages + framing), uncalibrated.
+    #[serde(default)]
+    pub counted: usize,
 }
 
 /// Estimates the whole request from scratch, without any cache.
@@ -440,6 +446,7 @@ pub fn estimate_request(
         messages: message_tokens,
         total: REQUEST_FRAMING_TOKENS + system_tokens + tools_tokens + message_tokens,
         anchored_on_reported_usage: false,
+        counted: REQUEST_FRAMING_TOKENS + system_tokens + tools_tokens + message_tokens,
     }
 }
 
@@ -491,7 +498,8 @@ impl ShapeKey {
     }
 }
 
-/// Usage the provider reported for a request, and how much history it covered.
+/// Usage the provider reported for a request (a plausible report), and how much history
+/// it covered.
 #[derive(Debug, Clone, Copy)]
 struct ReportedAnchor {
     tokens: usize,
@@ -499,6 +507,10 @@ struct ReportedAnchor {
 }
 
 /// The incremental per-request estimator used by the tool loop.
+///
+/// Usage is evidence, not truth: a report is weighed against pith's count of the request
+/// it covers ([`Calibration`]); a plausible one anchors the estimate and calibrates the
+/// count of what is added after it, an implausible one is ignored.
 ///
 /// Contract: the caller passes the *current* history on every call. Messages already seen
 /// at the same position with the same shape key are not counted again. A history that was
@@ -511,6 +523,7 @@ pub struct RequestEstimator {
     system: Option<(String, usize)>,
     tools: Option<(usize, usize)>,
     anchor: Option<ReportedAnchor>,
+    calibration: Calibration,
 }
 
 impl std::fmt::Debug for RequestEstimator {
@@ -518,6 +531,7 @@ impl std::fmt::Debug for RequestEstimator {
         f.debug_struct("RequestEstimator")
             .field("cached_messages", &self.cached.len())
             .field("anchor", &self.anchor)
+            .field("calibration", &self.calibration.factor())
             .finish()
     }
 }
@@ -531,7 +545,26 @@ impl RequestEstimator {
             system: None,
             tools: None,
             anchor: None,
+            calibration: Calibration::default(),
         }
+    }
+
+    /// The conversation's calibration (server tokens per counted token).
+    pub fn calibration(&self) -> Calibration {
+        self.calibration
+    }
+
+    /// The server refused a request pith counted at `counted` as longer than `window`:
+    /// counts from now on are scaled up accordingly (see
+    /// [`Calibration::learn_refusal`]), and no report is anchored on. Returns the factor.
+    pub fn learn_refusal(&mut self, counted: u64, window: u64) -> f64 {
+        self.anchor = None;
+        self.calibration.learn_refusal(counted, window)
+    }
+
+    /// Believes usage reports within `band` (default: 0.5× to 2× pith's count).
+    pub fn set_usage_band(&mut self, band: crate::context::calibration::Band) {
+        self.calibration = Calibration::within(band);
     }
 
     /// The counter this estimator uses.
@@ -547,18 +580,45 @@ impl RequestEstimator {
         self.anchor = None;
     }
 
-    /// Records the usage the provider reported for the request just answered.
+    /// Records the usage the provider reported for the request just answered, which
+    /// pith counted at `counted` tokens when it sent it.
     ///
     /// `covered_messages` is the length of the history whose tokens the report covers:
-    /// the messages sent plus the assistant reply appended after it. Reported input plus
-    /// output then stands for that whole prefix, system prompt and tools included.
-    pub fn record_usage(&mut self, input_tokens: u64, output_tokens: u64, covered_messages: usize) {
-        let tokens =
-            usize::try_from(input_tokens.saturating_add(output_tokens)).unwrap_or(usize::MAX);
-        self.anchor = Some(ReportedAnchor {
-            tokens,
+    /// the messages sent plus the assistant reply appended after it. A plausible report's
+    /// input plus output then stands for that whole prefix, system prompt and tools
+    /// included, and its ratio to `counted` becomes the calibration. An implausible one
+    /// drops any anchor: the estimate is pith's count times the calibration.
+    pub fn record_usage(
+        &mut self,
+        input_tokens: u64,
+        output_tokens: u64,
+        covered_messages: usize,
+        counted: u64,
+    ) -> Evidence {
+        let evidence = self.calibration.observe(input_tokens, counted);
+        self.anchor = evidence.is_plausible().then(|| ReportedAnchor {
+            tokens: usize::try_from(input_tokens.saturating_add(output_tokens))
+                .unwrap_or(usize::MAX),
             covered_messages,
         });
+        evidence
+    }
+
+    /// Weighs a report for a request that was not the history (a fitted request, a
+    /// summary request): it may calibrate, it never anchors.
+    pub fn observe_usage(&mut self, input_tokens: u64, counted: u64) -> Evidence {
+        self.calibration.observe(input_tokens, counted)
+    }
+
+    /// pith's count of a request that is not the history (a fitted request), without
+    /// touching the cache.
+    pub fn count_request(
+        &self,
+        system: &str,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+    ) -> usize {
+        estimate_request(self.counter.as_ref(), system, messages, tools).total
     }
 
     /// Drops the reported-usage anchor (e.g. after history was replaced).
@@ -616,6 +676,9 @@ impl RequestEstimator {
         let message_tokens: usize = self.cached.iter().map(|(_, t)| t).sum();
 
         let local_total = REQUEST_FRAMING_TOKENS + system_tokens + tools_tokens + message_tokens;
+        let scale = |counted: usize| {
+            usize::try_from(self.calibration.scale(counted as u64)).unwrap_or(usize::MAX)
+        };
         let anchored = self
             .anchor
             .filter(|a| a.covered_messages <= messages.len())
@@ -624,14 +687,15 @@ impl RequestEstimator {
                     .iter()
                     .map(|(_, t)| t)
                     .sum();
-                a.tokens + added
+                a.tokens.saturating_add(scale(added))
             });
         RequestEstimate {
             system: system_tokens,
             tools: tools_tokens,
             messages: message_tokens,
-            total: anchored.unwrap_or(local_total),
+            total: anchored.unwrap_or_else(|| scale(local_total)),
             anchored_on_reported_usage: anchored.is_some(),
+            counted: local_total,
         }
     }
 }
@@ -1129,21 +1193,59 @@ mod tests {
     }
 
     #[test]
-    fn reported_usage_anchors_the_prefix_and_adds_only_new_content() {
+    fn a_plausible_report_anchors_the_prefix_and_calibrates_what_is_added() {
         let counter = Arc::new(o200k());
         let mut estimator = RequestEstimator::new(counter.clone());
         let mut msgs = history(3);
-        estimator.estimate("sys", &msgs, &[]);
-        // The provider says the request + reply used 120_000 + 40 tokens.
-        estimator.record_usage(120_000, 40, msgs.len());
+        let sent = estimator.estimate("sys", &msgs, &[]);
+        assert_eq!(sent.total, sent.counted, "no report yet: the count itself");
+        // The server counts 25% more than o200k (and 40 output tokens).
+        let reported = sent.counted as u64 * 5 / 4;
+        let evidence = estimator.record_usage(reported, 40, msgs.len(), sent.counted as u64);
+        assert!(evidence.is_plausible());
         let added = Message::tool_result("c1", "src/lib.rs:1:fn main() {}", false);
         msgs.push(added.clone());
         let estimate = estimator.estimate("sys", &msgs, &[]);
         assert!(estimate.anchored_on_reported_usage);
+        let factor = estimator.calibration().factor();
+        let added_tokens = count_message(counter.as_ref(), &added) as f64;
         assert_eq!(
-            estimate.total,
-            120_040 + count_message(counter.as_ref(), &added)
+            estimate.total as u64,
+            reported + 40 + (added_tokens * factor).ceil() as u64
         );
+        assert_eq!(
+            estimate.counted,
+            sent.counted + count_message(counter.as_ref(), &added)
+        );
+    }
+
+    #[test]
+    fn an_implausible_report_is_not_anchored_on() {
+        let counter = Arc::new(o200k());
+        let mut estimator = RequestEstimator::new(counter);
+        let msgs = history(3);
+        let sent = estimator.estimate("sys", &msgs, &[]);
+        // A server that reports a fixed 100 input tokens, and one that reports 30,000.
+        for reported in [1, sent.counted as u64 * 3, 30_000] {
+            let evidence = estimator.record_usage(reported, 40, msgs.len(), sent.counted as u64);
+            assert!(!evidence.is_plausible(), "{reported}");
+            let estimate = estimator.estimate("sys", &msgs, &[]);
+            assert!(!estimate.anchored_on_reported_usage);
+            assert_eq!(estimate.total, estimate.counted);
+        }
+    }
+
+    #[test]
+    fn without_an_anchor_the_count_is_scaled_by_the_calibration() {
+        let counter = Arc::new(o200k());
+        let mut estimator = RequestEstimator::new(counter);
+        let msgs = history(3);
+        let sent = estimator.estimate("sys", &msgs, &[]);
+        // A fitted request told the calibration (×1.5) without anchoring.
+        estimator.observe_usage(3_000, 2_000);
+        let estimate = estimator.estimate("sys", &msgs, &[]);
+        assert!(!estimate.anchored_on_reported_usage);
+        assert_eq!(estimate.total, (sent.counted as f64 * 1.5).ceil() as usize);
     }
 
     #[test]
@@ -1151,8 +1253,8 @@ mod tests {
         let counter = Arc::new(o200k());
         let mut estimator = RequestEstimator::new(counter.clone());
         let msgs = history(3);
-        estimator.estimate("sys", &msgs, &[]);
-        estimator.record_usage(120_000, 40, msgs.len());
+        let sent = estimator.estimate("sys", &msgs, &[]);
+        estimator.record_usage(sent.counted as u64, 40, msgs.len(), sent.counted as u64);
         let replaced = vec![Message::user("summary")];
         let estimate = estimator.estimate("sys", &replaced, &[]);
         assert!(!estimate.anchored_on_reported_usage);

@@ -37,6 +37,16 @@ impl From<&CompactionNote> for CompactionReport {
     }
 }
 
+/// The `compaction` object of the result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactionCost {
+    /// Counts and usage.
+    #[serde(flatten)]
+    pub totals: pith_agent::CompactionTotals,
+    /// The summary requests' cost in US dollars, when prices are known.
+    pub cost: Option<f64>,
+}
+
 /// One model request in the result's `requests` list and in a stream-json `request`
 /// event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -108,6 +118,9 @@ pub struct RunReport {
     pub reasoning_cost: Option<f64>,
     /// Compactions applied during the job.
     pub compactions: Vec<CompactionReport>,
+    /// What compaction did and cost: attempts and how they ended, the summary requests'
+    /// usage (failed ones included) and its cost.
+    pub compaction: CompactionCost,
     /// Every model request of the job, in order (the subagents' are in their own
     /// transcripts).
     pub requests: Vec<RequestEntry>,
@@ -200,6 +213,15 @@ pub fn stream_event(event: &LoopEvent, include_partial: bool) -> Option<Value> {
             reason,
         } => json!({"type": "retry", "attempt": attempt, "delay_ms": delay_ms, "reason": reason}),
         LoopEvent::Notice(text) => json!({"type": "notice", "text": text}),
+        LoopEvent::Governor(notice) => {
+            let mut line = json!({"type": "governor", "text": notice.text()});
+            if let (Value::Object(line), Ok(Value::Object(fields))) =
+                (&mut line, serde_json::to_value(notice))
+            {
+                line.extend(fields);
+            }
+            line
+        }
         LoopEvent::OutputTruncated { reason } => json!({"type": "truncated", "reason": reason}),
         _ => return None,
     })
@@ -208,6 +230,7 @@ pub fn stream_event(event: &LoopEvent, include_partial: bool) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pith_core::context::{GovernorNotice, PauseReason};
     use pith_core::events::MicroCompaction;
     use pith_core::{
         HookEvent, HookOutcome, HookRun, Message, SubagentEvent, ToolCall, ToolResult,
@@ -315,6 +338,26 @@ mod tests {
             LoopEvent::AutoCompaction(AutoCompaction::Failed {
                 reason: "disk full".into(),
             }),
+            LoopEvent::Governor(GovernorNotice::Paused {
+                reason: PauseReason::FreedTooLittle { freed: 1_000 },
+                tokens: 26_000,
+                until_tokens: 28_790,
+            }),
+            LoopEvent::Governor(GovernorNotice::Paused {
+                reason: PauseReason::Failed {
+                    detail: "HTTP 500".into(),
+                },
+                tokens: 26_000,
+                until_tokens: 28_790,
+            }),
+            LoopEvent::Governor(GovernorNotice::CeilingReached {
+                attempts: 2,
+                until_tokens: 40_000,
+            }),
+            LoopEvent::Governor(GovernorNotice::UsageImplausible {
+                reported: 100,
+                counted: 3_000,
+            }),
             LoopEvent::Retrying {
                 attempt: 1,
                 delay_ms: 500,
@@ -373,6 +416,17 @@ mod tests {
                 tokens_after: 900,
                 ledger_tokens: 400,
             }],
+            compaction: CompactionCost {
+                totals: pith_agent::CompactionTotals {
+                    llm_attempts: 2,
+                    applied: 1,
+                    failed: 1,
+                    summary_requests: 2,
+                    usage: report.usage,
+                    ..Default::default()
+                },
+                cost: Some(0.004),
+            },
             requests: vec![RequestEntry::from(&report)],
             children: vec![child],
             error: None,

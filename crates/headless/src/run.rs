@@ -8,7 +8,7 @@ use pith_core::{AutoCompaction, EventSink, LoopEvent};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::report::{self, CompactionReport, RequestEntry, RunReport};
+use crate::report::{self, CompactionCost, CompactionReport, RequestEntry, RunReport};
 
 /// How the result is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,6 +70,11 @@ pub async fn run(
                 opened.resumed.is_some(),
             ),
         );
+        // What the user was warned of at start (an instruction file cut to fit the
+        // window, an unknown model's window) is also part of the stream.
+        for notice in &opened.notices {
+            emit(out, &serde_json::json!({"type": "notice", "text": notice}));
+        }
     }
     let (outcome, requests) = {
         let mut printer = Printer {
@@ -122,6 +127,10 @@ fn print_result(
             .iter()
             .map(CompactionReport::from)
             .collect(),
+        compaction: CompactionCost {
+            totals: outcome.compaction,
+            cost: cost(conversation, &outcome.compaction.usage),
+        },
         requests,
         children: outcome.children.clone(),
         error: outcome
@@ -213,6 +222,7 @@ impl EventSink for Printer<'_> {
         if !self.stream_json {
             let line = match &event {
                 LoopEvent::Notice(text) => text.clone(),
+                LoopEvent::Governor(notice) => notice.text(),
                 LoopEvent::Hook(run) => match hook_line(run) {
                     Some(line) => line,
                     None => return,

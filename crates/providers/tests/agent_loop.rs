@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mock_adapter::{MockAdapter, Reply};
+use pith_core::context::{GovernorNotice, PauseReason};
 use pith_core::prompts::TOOLS_DISABLED_DURING_COMPACTION;
 use pith_core::summary::{auto_prompt, manual_prompt};
 use pith_core::InMemory;
@@ -84,6 +85,13 @@ fn harness_with(adapter: MockAdapter, window: u64) -> Harness {
         },
         // Seed 002's exact prompts and replacements; tests/ledger.rs covers the ledger.
         ledger: LedgerOptions::off(),
+        // The replies' scripted usage stands for the conversation's size (180,000 tokens
+        // for a request of a few hundred): believe every report. tests/governor.rs keeps
+        // the default band.
+        usage_band: pith_core::context::calibration::Band {
+            min: 0.0,
+            max: 1e12,
+        },
         ..LoopOptions::default()
     };
     let agent = AgentLoop::new(
@@ -343,12 +351,15 @@ async fn cancelling_the_turn_stops_the_compactor_and_the_turn() {
 }
 
 #[tokio::test]
-async fn a_failed_summary_leaves_history_and_waits_for_a_new_tool_turn() {
+async fn a_failed_summary_leaves_history_and_pauses_until_the_context_has_grown() {
     let mut h = harness(
         vec![
             Reply::tool_call("c1", "read", json!({"path": "a.rs"}), 180_000, 40),
             Reply::text("   \n "), // empty summary
-            Reply::tool_call("c2", "read", json!({"path": "b.rs"}), 181_000, 40),
+            // 5,000 tokens of growth: less than the tenth of the budget the pause waits for.
+            Reply::tool_call("c2", "read", json!({"path": "b.rs"}), 185_000, 40),
+            // 19,500 of growth: attempted again.
+            Reply::tool_call("c3", "read", json!({"path": "c.rs"}), 199_500, 40),
             Reply::Error(ProviderError::Http {
                 status: 400,
                 message: "nope".into(),
@@ -379,19 +390,44 @@ async fn a_failed_summary_leaves_history_and_waits_for_a_new_tool_turn() {
         })
         .collect();
     assert!(reasons[0].contains("empty"), "{reasons:?}");
+    // Each failure paused automatic compaction until a tenth of the budget (19,000) more,
+    // and said so.
+    let pauses: Vec<(u64, u64)> = events
+        .iter()
+        .filter_map(|e| match e {
+            LoopEvent::Governor(GovernorNotice::Paused {
+                reason: PauseReason::Failed { .. },
+                tokens,
+                until_tokens,
+            }) => Some((*tokens, *until_tokens)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pauses.len(), 2, "{events:#?}");
+    assert_eq!(pauses[0].1, pauses[0].0 + 19_000);
     let requests = h.adapter.requests();
-    assert_eq!(requests.len(), 5);
-    // After the first failure the very next request is the parent, not a second attempt.
-    assert_ne!(
-        requests[2].messages.last().unwrap(),
-        &Message::user(auto_prompt())
+    assert_eq!(
+        requests.len(),
+        6,
+        "parent, summary, parent, parent, summary, parent"
     );
+    // After the first failure the next two requests are the parent's, not attempts.
+    for index in [2, 3] {
+        assert_ne!(
+            requests[index].messages.last().unwrap(),
+            &Message::user(auto_prompt())
+        );
+    }
     assert_eq!(
         &requests[2].messages[..],
         &requests[1].messages[..requests[1].messages.len() - 1]
     );
+    assert_eq!(
+        requests[4].messages.last().unwrap(),
+        &Message::user(auto_prompt())
+    );
     // History never shrank.
-    assert_eq!(h.agent.history().len(), 6);
+    assert_eq!(h.agent.history().len(), 8);
 }
 
 #[tokio::test]
@@ -440,11 +476,16 @@ async fn tool_calls_during_compaction_are_refused_and_nothing_runs() {
 }
 
 #[tokio::test]
-async fn a_context_length_error_is_typed_and_never_starts_a_compaction() {
+async fn a_context_length_error_is_typed_sent_once_more_and_never_starts_a_compaction() {
     let mut h = harness(
-        vec![Reply::Error(ProviderError::ContextLengthExceeded {
-            message: "prompt is too long".into(),
-        })],
+        vec![
+            Reply::Error(ProviderError::ContextLengthExceeded {
+                message: "prompt is too long".into(),
+            }),
+            Reply::Error(ProviderError::ContextLengthExceeded {
+                message: "prompt is too long".into(),
+            }),
+        ],
         200_000,
     );
     let (tx, mut rx) = unbounded_channel();
@@ -461,7 +502,11 @@ async fn a_context_length_error_is_typed_and_never_starts_a_compaction() {
         failure.error,
         LoopError::Provider(ProviderError::ContextLengthExceeded { .. })
     ));
-    assert_eq!(h.adapter.requests().len(), 1, "no retry, no compaction");
+    assert_eq!(
+        h.adapter.requests().len(),
+        2,
+        "sent once more after recalibrating; no compaction"
+    );
     assert!(compaction_events(&drain(&mut rx)).is_empty());
 }
 

@@ -22,7 +22,7 @@ for_each_protocol!(
     crossing_the_threshold_compacts_once_with_prefix_parity_and_the_turn_continues,
     cancelling_the_child_token_mid_summary_keeps_history_and_the_parent_finishes,
     cancelling_the_turn_mid_summary_stops_both_and_sends_nothing_more,
-    failed_and_empty_summaries_leave_history_unchanged_and_wait_for_a_new_tool_turn,
+    failed_and_empty_summaries_leave_history_unchanged_and_pause_until_the_context_grows,
     a_tool_call_during_compaction_is_refused_with_the_tool_error_and_never_runs,
     a_second_crossing_in_the_same_turn_compacts_again_and_keeps_the_user_message,
     a_history_already_over_the_threshold_is_compacted_before_the_first_request,
@@ -353,7 +353,7 @@ async fn cancelling_the_turn_mid_summary_stops_both_and_sends_nothing_more(proto
     );
 }
 
-async fn failed_and_empty_summaries_leave_history_unchanged_and_wait_for_a_new_tool_turn(
+async fn failed_and_empty_summaries_leave_history_unchanged_and_pause_until_the_context_grows(
     protocol: Protocol,
 ) {
     // Retries: 2, so one failed compaction is three HTTP 500 answers.
@@ -366,9 +366,14 @@ async fn failed_and_empty_summaries_leave_history_unchanged_and_wait_for_a_new_t
             Turn::fault(Fault::Http500),
             Turn::fault(Fault::Http500),
             Turn::fault(Fault::Http500),
+            // 1,000 tokens of growth: the pause (a tenth of the budget, 19,000) holds.
             Turn::text("Next file.")
                 .with_tool_call("read", json!({"path": "b.rs"}))
                 .with_usage(OVER_THRESHOLD + 1_000, 40),
+            // 19,500 of growth: attempted again.
+            Turn::text("And one more.")
+                .with_tool_call("read", json!({"path": "c.rs"}))
+                .with_usage(OVER_THRESHOLD + 19_500, 40),
             Turn::default(), // an empty summary
             Turn::text("Final."),
         ],
@@ -395,18 +400,35 @@ async fn failed_and_empty_summaries_leave_history_unchanged_and_wait_for_a_new_t
     let kinds: Vec<bool> = requests.iter().map(Wire::is_auto_compaction).collect();
     assert_eq!(
         kinds,
-        vec![false, true, true, true, false, true, false],
-        "after a failure the next request is the parent's; a new attempt only follows a new tool turn"
+        vec![false, true, true, true, false, false, true, false],
+        "after a failure the next requests are the parent's; a new attempt waits until the context has grown by a tenth of the budget"
     );
-    for (compaction, parent) in [(3, 4), (5, 6)] {
+    for (compaction, parent) in [(3, 4), (6, 7)] {
         assert_eq!(
             bytes(&Value::Array(comparable(&requests[parent]))),
             bytes(&Value::Array(without_prompt(&requests[compaction]))),
             "request {parent} must carry the unchanged history"
         );
     }
-    assert_eq!(h.agent.history().len(), 6, "history never shrank");
-    assert_eq!(visible_text(&run.events), "Let me look.Next file.Final.");
+    let paused = run
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                LoopEvent::Governor(pith_core::context::GovernorNotice::Paused { .. })
+            )
+        })
+        .count();
+    assert_eq!(
+        paused, 2,
+        "each failure pauses automatic compaction and says so"
+    );
+    assert_eq!(h.agent.history().len(), 8, "history never shrank");
+    assert_eq!(
+        visible_text(&run.events),
+        "Let me look.Next file.And one more.Final."
+    );
 }
 
 async fn a_tool_call_during_compaction_is_refused_with_the_tool_error_and_never_runs(
@@ -480,8 +502,10 @@ async fn a_second_crossing_in_the_same_turn_compacts_again_and_keeps_the_user_me
                 .with_tool_call("read", json!({"path": "a.rs"}))
                 .with_usage(OVER_THRESHOLD, 40),
             Turn::text(SUMMARY),
-            Turn::text("One more.")
-                .with_tool_call("read", json!({"path": "b.rs"}))
+            // The first report after the compaction verifies it: under the threshold.
+            Turn::text("One more.").with_tool_call("read", json!({"path": "b.rs"})),
+            Turn::text("And the last.")
+                .with_tool_call("read", json!({"path": "c.rs"}))
                 .with_usage(OVER_THRESHOLD, 40),
             Turn::text(second_summary),
             Turn::text("Done."),
@@ -495,25 +519,25 @@ async fn a_second_crossing_in_the_same_turn_compacts_again_and_keeps_the_user_me
     );
     let requests = h.requests();
     let kinds: Vec<bool> = requests.iter().map(Wire::is_auto_compaction).collect();
-    assert_eq!(kinds, vec![false, true, false, true, false]);
+    assert_eq!(kinds, vec![false, true, false, false, true, false]);
     // The second summary request starts from the first replacement.
     let first_replacement = compacted_user_text(SUMMARY, "fix the parser");
-    assert_eq!(requests[3].user_texts()[0], first_replacement);
+    assert_eq!(requests[4].user_texts()[0], first_replacement);
     assert_eq!(
-        comparable(&requests[3])[..1],
-        comparable(&requests[2])[..],
-        "the second compaction extends the request after the first"
+        comparable(&requests[4])[..comparable(&requests[3]).len()],
+        comparable(&requests[3])[..],
+        "the second compaction extends the request before it"
     );
     // The user's message survives both compactions verbatim, outside the summary.
     assert_eq!(
-        requests[4].user_texts(),
+        requests[5].user_texts(),
         vec![compacted_user_text(second_summary, "fix the parser")]
     );
     // Turn usage counts every request, the two summary requests included.
-    let expected_input = OVER_THRESHOLD * 2 + 3 * pith_testkit::Usage::DEFAULT_INPUT_TOKENS;
+    let expected_input = OVER_THRESHOLD * 2 + 4 * pith_testkit::Usage::DEFAULT_INPUT_TOKENS;
     assert_eq!(summary.usage.input_tokens, expected_input);
     assert_eq!(
-        summary.requests, 3,
+        summary.requests, 4,
         "compaction requests are not parent requests"
     );
 }

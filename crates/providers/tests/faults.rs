@@ -20,7 +20,7 @@ for_each_protocol!(
     a_rate_limit_is_retried_after_the_providers_retry_after,
     server_errors_and_overload_are_retried_with_backoff,
     persistent_http_faults_surface_as_typed_errors_after_the_retries,
-    a_context_length_error_is_typed_not_retried_and_never_starts_a_compaction,
+    a_context_length_error_is_typed_sent_once_more_and_never_starts_a_compaction,
     a_context_length_error_on_the_summary_request_fails_only_the_compaction,
     a_hanging_stream_hits_the_idle_timeout_and_is_retried,
     a_stream_that_keeps_hanging_surfaces_as_an_idle_timeout,
@@ -123,12 +123,13 @@ async fn persistent_http_faults_surface_as_typed_errors_after_the_retries(protoc
     }
 }
 
-async fn a_context_length_error_is_typed_not_retried_and_never_starts_a_compaction(
+async fn a_context_length_error_is_typed_sent_once_more_and_never_starts_a_compaction(
     protocol: Protocol,
 ) {
     let mut h = harness(
         protocol,
         vec![
+            Turn::fault(Fault::ContextLength).with_usage(250_000, 0),
             Turn::fault(Fault::ContextLength).with_usage(250_000, 0),
             Turn::text(SUMMARY),
         ],
@@ -149,11 +150,16 @@ async fn a_context_length_error_is_typed_not_retried_and_never_starts_a_compacti
     }
     assert_eq!(
         h.server.request_count(),
-        1,
-        "no retry and no compaction request"
+        2,
+        "sent once more after recalibrating, no compaction request"
     );
     assert!(compaction_events(&run.events).is_empty());
     assert!(retries(&run.events).is_empty());
+    assert!(
+        run.events.iter().any(|e| matches!(e,
+            pith_core::LoopEvent::Notice(n) if n.contains("refused a request") && n.contains("too long"))),
+        "the user is told why the request went again"
+    );
 }
 
 async fn a_context_length_error_on_the_summary_request_fails_only_the_compaction(

@@ -167,7 +167,9 @@ async fn the_first_instruction_survives_two_compactions_verbatim(protocol: Proto
                 .with_usage(OVER_THRESHOLD, 40),
             // A summary that forgot the instruction.
             Turn::text("## Goal\nWork on a.rs."),
-            Turn::text("Next.")
+            // The first report after the compaction verifies it: under the threshold.
+            Turn::text("Next.").with_tool_call("read", json!({"path": "b.rs"})),
+            Turn::text("Again.")
                 .with_tool_call("read", json!({"path": "b.rs"}))
                 .with_usage(OVER_THRESHOLD, 40),
             Turn::text("## Goal\nWork on b.rs."),

@@ -1,7 +1,9 @@
-//! The status line: model, context use against the input budget, and the distance to the
-//! automatic compaction threshold. Pure text; the thresholds come from [`ContextBudget`].
+//! The status line: model, context use against the input budget, the distance to the
+//! automatic compaction threshold, and whether automatic compaction is paused (and why).
+//! Pure text; the thresholds come from [`ContextBudget`].
 
 use pith_agent::Conversation;
+use pith_core::context::{GovernorNotice, PauseReason};
 use pith_core::format::thousands;
 use pith_core::ContextBudget;
 
@@ -16,6 +18,8 @@ pub struct Status {
     pub budget: ContextBudget,
     /// Whether automatic compaction is on.
     pub auto_compaction: bool,
+    /// Automatic compaction is paused: why, and the estimate it waits for.
+    pub paused: Option<(PauseReason, u64)>,
 }
 
 impl Status {
@@ -27,6 +31,23 @@ impl Status {
             used: 0,
             budget: conversation.budget(),
             auto_compaction: conversation.auto_compaction(),
+            paused: conversation
+                .governor()
+                .breaker
+                .as_ref()
+                .map(|b| (b.reason.clone(), b.until)),
+        }
+    }
+
+    /// Follows what the governor said during a turn.
+    pub fn note_governor(&mut self, notice: &GovernorNotice) {
+        if let GovernorNotice::Paused {
+            reason,
+            until_tokens,
+            ..
+        } = notice
+        {
+            self.paused = Some((reason.clone(), *until_tokens));
         }
     }
 
@@ -38,6 +59,12 @@ impl Status {
             .unwrap_or(100);
         let distance = if !self.auto_compaction {
             "auto-compact off".to_owned()
+        } else if let Some((reason, until)) = self.paused.as_ref().filter(|(_, u)| self.used < *u) {
+            format!(
+                "auto-compact paused ({}) until {}",
+                reason.label(),
+                thousands(*until)
+            )
         } else if budget.reaches_auto(self.used) {
             "auto-compact due".to_owned()
         } else {
@@ -67,6 +94,7 @@ mod tests {
             used: 19_000,
             budget,
             auto_compaction: true,
+            paused: None,
         };
         assert_eq!(
             status.text(),
@@ -78,6 +106,16 @@ mod tests {
             "{}",
             status.text()
         );
+        status.paused = Some((PauseReason::FreedTooLittle { freed: 900 }, 180_000));
+        assert!(
+            status
+                .text()
+                .ends_with("auto-compact paused (freed too little) until 180,000"),
+            "{}",
+            status.text()
+        );
+        status.used = 180_000;
+        assert!(status.text().ends_with("auto-compact due"));
         status.auto_compaction = false;
         assert!(status.text().ends_with("auto-compact off"));
     }

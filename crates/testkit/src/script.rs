@@ -192,8 +192,7 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Input tokens used when a turn gives no `usage`: small, so no threshold is crossed by
-    /// accident.
+    /// Input tokens reported by [`UsageMode::Fixed`] for a turn that gives no `usage`.
     pub const DEFAULT_INPUT_TOKENS: u64 = 100;
 
     /// Usage with the given input and output tokens and nothing cached.
@@ -311,8 +310,8 @@ fn is_zero(value: &u64) -> bool {
     *value == 0
 }
 
-fn is_fixed(mode: &UsageMode) -> bool {
-    *mode == UsageMode::Fixed
+fn is_honest(mode: &UsageMode) -> bool {
+    *mode == UsageMode::Honest
 }
 
 fn is_false(value: &bool) -> bool {
@@ -459,9 +458,13 @@ impl Turn {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum UsageMode {
-    /// [`Usage::DEFAULT_INPUT_TOKENS`] input tokens and about one output token per four
-    /// characters of output (the default; small, so no threshold is crossed by accident).
+    /// The request's tokens as pith's tokenizer counts the wire body
+    /// ([`crate::request_tokens`]) and about one output token per four characters of
+    /// output: an honest server (the default).
     #[default]
+    Honest,
+    /// [`Usage::DEFAULT_INPUT_TOKENS`] input tokens whatever the request holds, and about
+    /// one output token per four characters of output.
     Fixed,
     /// Every request is reported as this many input tokens, whatever it holds: a server
     /// (or proxy) that over- or under-reports.
@@ -504,7 +507,7 @@ pub struct Script {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub responders: Vec<Responder>,
     /// How usage is reported for turns that script none.
-    #[serde(default, skip_serializing_if = "is_fixed")]
+    #[serde(default, skip_serializing_if = "is_honest")]
     pub usage_mode: UsageMode,
     /// Chat Completions: the one output-cap field the server accepts
     /// (`max_tokens` or `max_completion_tokens`). A request with the other one is
@@ -526,7 +529,7 @@ impl Script {
             protocol,
             turns: turns.into_iter().collect(),
             responders: Vec::new(),
-            usage_mode: UsageMode::Fixed,
+            usage_mode: UsageMode::Honest,
             max_tokens_field: None,
             omit_call_ids: false,
         }
@@ -551,7 +554,11 @@ impl Script {
     /// True when answering needs the whole request body: a responder matches on it, or
     /// the usage is counted from it.
     pub(crate) fn reads_bodies(&self) -> bool {
-        !self.responders.is_empty() || matches!(self.usage_mode, UsageMode::Counted { .. })
+        !self.responders.is_empty()
+            || matches!(
+                self.usage_mode,
+                UsageMode::Counted { .. } | UsageMode::Honest
+            )
     }
 
     /// Gemini: send `functionCall` parts without their `id`.

@@ -473,6 +473,10 @@ fn with_usage_mode(turn: &Turn, mode: UsageMode, whole: Option<&Value>) -> Turn 
     let output = turn.output_tokens();
     match mode {
         UsageMode::Fixed => {}
+        UsageMode::Honest => {
+            let counted = whole.map_or(Usage::DEFAULT_INPUT_TOKENS, crate::count::request_tokens);
+            turn.usage = Some(Usage::new(counted, output));
+        }
         UsageMode::Constant(input) => turn.usage = Some(Usage::new(input, output)),
         UsageMode::Counted { bias_percent } => {
             let counted = whole.map_or(0, crate::count::request_tokens);

@@ -144,6 +144,25 @@ async fn no_usage_leaves_the_usage_out_of_json_and_streams() {
 }
 
 #[tokio::test]
+async fn by_default_the_server_is_honest_and_a_fixed_one_reports_100() {
+    for protocol in PROTOCOLS {
+        let server =
+            TestServer::start(Script::new(protocol, [Turn::text("ok"), Turn::text("ok")])).unwrap();
+        let sent = body(protocol, &"honest counting ".repeat(300));
+        let answer = ask(&server, &sent).await;
+        assert_eq!(
+            reported_input(protocol, &answer),
+            Some(request_tokens(&sent)),
+            "{protocol:?}"
+        );
+        let fixed = Script::new(protocol, [Turn::text("ok")]).with_usage_mode(UsageMode::Fixed);
+        let server = TestServer::start(fixed).unwrap();
+        let answer = ask(&server, &sent).await;
+        assert_eq!(reported_input(protocol, &answer), Some(100), "{protocol:?}");
+    }
+}
+
+#[tokio::test]
 async fn a_turn_that_scripts_its_usage_wins_over_the_mode() {
     let script = Script::anthropic([Turn::text("mine").with_usage(7, 1)])
         .with_usage_mode(UsageMode::Constant(30_000));
@@ -182,7 +201,12 @@ fn scripts_with_usage_modes_and_responders_round_trip_through_json() {
     .unwrap();
     assert_eq!(script.usage_mode, UsageMode::Counted { bias_percent: -30 });
     assert_eq!(Script::from_json(&script.to_json_pretty()).unwrap(), script);
-    for mode in [r#"{"constant": 30000}"#, r#""none""#, r#""fixed""#] {
+    for mode in [
+        r#"{"constant": 30000}"#,
+        r#""none""#,
+        r#""fixed""#,
+        r#""honest""#,
+    ] {
         let json = format!(r#"{{"protocol": "anthropic", "usage_mode": {mode}, "turns": []}}"#);
         assert!(Script::from_json(&json).is_ok(), "{mode}");
     }

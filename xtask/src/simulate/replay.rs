@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use pith_core::context::ledger::{render, restore_files, Ledger as SessionLedger, RestoreBudget};
 use pith_core::context::squash::{self, command_family, CommandFamily, SquashConfig};
-use pith_core::context::{collapse, decide, prune_old_tool_outputs, Action, Facts, PolicyMemory};
+use pith_core::context::{collapse, decide, prune_old_tool_outputs, Action, Facts, Governor};
 use pith_core::message::{Message, Part, Role};
 use pith_core::prompts::LEDGER_SUMMARY_WORDS;
 use pith_core::summary::{
@@ -449,7 +449,7 @@ impl<'a> Replay<'a> {
 
     /// The loop's per-request decision (`AgentLoop::prepare_turn_request`), step for step,
     /// on the simulated history: decide, act, decide again until there is nothing to do.
-    fn tiered_step(&mut self, policy: &Policy, memory: &mut PolicyMemory) {
+    fn tiered_step(&mut self, policy: &Policy, memory: &mut Governor) {
         let Policy::Tiered { prune, .. } = policy else {
             return;
         };
@@ -474,9 +474,10 @@ impl<'a> Replay<'a> {
                 }
                 (Action::Llm, _) => {
                     llm_allowed = false;
+                    memory.record_attempt_started(estimate, &self.budget);
                     self.llm_compaction();
                     let after = self.estimate();
-                    memory.record_attempt(estimate.saturating_sub(after), after, &self.budget);
+                    memory.record_applied(estimate.saturating_sub(after), after, &self.budget);
                 }
                 _ => return,
             }
@@ -555,7 +556,8 @@ pub fn replay_with(
     let mut replay = Replay::new(params, &session.system, budget, policy.carry());
     replay.record_views = record_views;
     replay.restore_files = policy.restore_files();
-    let mut memory = PolicyMemory::default();
+    // The loop's governor with its defaults (the ceiling included).
+    let mut memory = Governor::default();
     let mut keen_new_history = true;
     let mut shaped = false;
     for (index, message) in session.messages.iter().enumerate() {
@@ -568,7 +570,7 @@ pub fn replay_with(
                     replay.session_ledger.observe_user(&replay.last_user_text);
                 }
                 replay.push(message.clone());
-                memory.record_new_history();
+                memory.start_turn();
                 keen_new_history = true;
             }
             Role::Tool => {

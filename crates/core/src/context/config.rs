@@ -137,7 +137,29 @@ pub struct ContextConfig {
     /// Most tokens of the re-attached files together, as a percentage of the input
     /// budget (`restore_files_percent`).
     pub restore_files_percent: u8,
+    /// Most automatic LLM compactions in one user turn (`max_auto_compactions_per_turn`;
+    /// see [`crate::context::governor`]).
+    pub max_auto_compactions_per_turn: u32,
+    /// A user message larger than this percentage of the input budget is stored beside
+    /// the transcript; the model gets its head and tail and the file to read
+    /// (`user_message_percent`).
+    pub user_message_percent: u8,
+    /// The project's instruction files (AGENTS.md, PITH.md) together take at most this
+    /// percentage of the input budget in the system prompt; the rest is named, to read
+    /// (`instructions_percent`).
+    pub instructions_percent: u8,
+    /// The smallest reported/counted ratio of input tokens believed
+    /// (`usage_ratio_min`; see [`crate::context::calibration`]).
+    pub usage_ratio_min: f64,
+    /// The largest (`usage_ratio_max`).
+    pub usage_ratio_max: f64,
 }
+
+/// Default of [`ContextConfig::user_message_percent`].
+pub const DEFAULT_USER_MESSAGE_PERCENT: u8 = 25;
+
+/// Default of [`ContextConfig::instructions_percent`].
+pub const DEFAULT_INSTRUCTIONS_PERCENT: u8 = 20;
 
 /// Default of [`ContextConfig::mcp_defer_percent`].
 pub const DEFAULT_MCP_DEFER_PERCENT: u8 = 5;
@@ -156,6 +178,12 @@ impl Default for ContextConfig {
             ledger_user_messages_max_tokens: 8_000,
             restore_files: 3,
             restore_files_percent: 15,
+            max_auto_compactions_per_turn:
+                crate::context::governor::DEFAULT_MAX_AUTO_COMPACTIONS_PER_TURN,
+            user_message_percent: DEFAULT_USER_MESSAGE_PERCENT,
+            instructions_percent: DEFAULT_INSTRUCTIONS_PERCENT,
+            usage_ratio_min: crate::context::calibration::PLAUSIBLE_RATIO_MIN,
+            usage_ratio_max: crate::context::calibration::PLAUSIBLE_RATIO_MAX,
         }
     }
 }
@@ -177,6 +205,27 @@ impl ContextConfig {
             self.restore_files,
             self.restore_files_percent,
         )
+    }
+
+    /// Most tokens of one user message for an input budget of `input_budget`.
+    pub fn user_message_tokens(&self, input_budget: u64) -> u64 {
+        input_budget * u64::from(self.user_message_percent.clamp(1, 100)) / 100
+    }
+
+    /// Most tokens of the project's instruction files for an input budget of
+    /// `input_budget`.
+    pub fn instruction_tokens(&self, input_budget: u64) -> u64 {
+        input_budget * u64::from(self.instructions_percent.clamp(1, 100)) / 100
+    }
+
+    /// The band of believed usage reports (an inverted band is taken in order).
+    pub fn usage_band(&self) -> crate::context::calibration::Band {
+        let (min, max) = if self.usage_ratio_min <= self.usage_ratio_max {
+            (self.usage_ratio_min, self.usage_ratio_max)
+        } else {
+            (self.usage_ratio_max, self.usage_ratio_min)
+        };
+        crate::context::calibration::Band { min, max }
     }
 
     /// The prune thresholds of this section.
@@ -207,6 +256,11 @@ mod tests {
         assert_eq!(config.ledger_user_messages_max_tokens, 8_000);
         assert_eq!(config.restore_files, 3);
         assert_eq!(config.restore_files_percent, 15);
+        assert_eq!(config.max_auto_compactions_per_turn, 2);
+        assert_eq!(config.user_message_percent, 25);
+        assert_eq!(config.instructions_percent, 20);
+        assert_eq!(config.user_message_tokens(28_672), 7_168);
+        assert_eq!(config.instruction_tokens(28_672), 5_734);
         let ledger = config.ledger_budget(27_904);
         assert_eq!(
             (ledger.total_tokens, ledger.user_messages_tokens),

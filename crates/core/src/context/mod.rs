@@ -7,22 +7,31 @@
 //! - [`images`] — images leaving the history become their placeholder text.
 //! - [`policy`] — before each model request: nothing, micro-compaction (dedup + prune),
 //!   LLM compaction, or the overflow fallback.
+//! - [`governor`] — what the policy remembers: suppression, the breaker, the per-turn
+//!   ceiling, and the notices that tell the user.
+//! - [`calibration`] — reported usage weighed against pith's own count.
+//! - [`floor`] — what a compaction's replacement holds whatever the summary says.
 //! - [`config`] — the `[context]` section with every threshold's default.
 //!
 //! This module does no I/O: spilling raw output to disk is the caller's job (see
 //! [`squash::with_spill_marker`]).
 
+pub mod calibration;
 pub mod config;
 pub mod dedup;
+pub mod floor;
+pub mod governor;
 pub mod images;
 pub mod ledger;
 pub mod policy;
 pub mod prune;
 pub mod squash;
 
+pub use calibration::{Calibration, Evidence};
 pub use config::{ContextConfig, SquashConfig};
 pub use dedup::{collapse, DedupStats, DUPLICATE_PLACEHOLDER};
+pub use governor::{Governor, GovernorNotice, PauseReason};
 pub use images::{has_images, replace_images};
-pub use policy::{decide, Action, Facts, PolicyMemory};
+pub use policy::{decide, held_by_ceiling, Action, Facts};
 pub use prune::{prune_old_tool_outputs, PruneConfig, PRUNE_PLACEHOLDER};
 pub use squash::{apply as squash_output, SquashStats, Squashed};

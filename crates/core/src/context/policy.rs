@@ -2,11 +2,12 @@
 //! context.
 //!
 //! [`decide`] is the one decision. It is a pure function of three things:
-//! - [`Facts`], which the tool loop measures for each request: the estimate, what
-//!   micro-compaction would free, and whether an LLM compaction may run for it;
+//! - [`Facts`], which the tool loop measures for each request: the estimate (calibrated,
+//!   see [`super::calibration`]), what micro-compaction would free, and whether an LLM
+//!   compaction may run for it;
 //! - the [`ContextBudget`] (its thresholds are never recomputed here);
-//! - [`PolicyMemory`], what the policy remembers between requests: suppression until new
-//!   history, and the loop breaker.
+//! - the [`Governor`], what the policy remembers between requests: suppression until new
+//!   history, the breaker and the per-turn ceiling (see [`super::governor`]).
 //!
 //! The loop calls it before every request (turn requests and compaction requests alike)
 //! and carries out every [`Action`]:
@@ -15,27 +16,22 @@
 //! |---|---|
 //! | [`Action::None`] | send the request as it is (history untouched, prompt cache kept) |
 //! | [`Action::Micro`] | `dedup::collapse` then `prune::prune_old_tool_outputs` on the history, persist the result as a micro-compaction record, install it, then decide again for the same request (micro no longer allowed for it) |
-//! | [`Action::Llm`] | the automatic LLM summary compaction (seed 002): private request, `auto_prompt`, replacement persisted then installed only after a valid summary; then decide again (LLM no longer allowed for this request) |
+//! | [`Action::Llm`] | first the floor: what the replacement would hold whatever the summary says. When the replacement cannot fall to [`super::governor::MIN_USEFUL_FREED_PERCENT`]% below the threshold even with fewer re-attached files and a smaller ledger, no request is made: the breaker arms and the loop decides again. Otherwise the automatic LLM summary compaction (seed 002): private request, replacement persisted then installed only after a usable summary; then decide again (LLM no longer allowed for this request) |
 //! | [`Action::OverflowFallback`] | the request cannot fit and nothing else may make it fit now: fit the request itself (cap the largest tool results to head + tail, then drop the oldest messages behind one note, then cap the largest texts). The history is not rewritten; only what is sent is |
 //!
 //! Dedup and prune rewrite history that was already sent, which invalidates the
 //! provider's prompt cache; that is why they run only when this policy says so, never
 //! silently on every turn, and only when they free at least `micro_minimum` tokens.
 //!
-//! Suppression (seed 002 "Trigger points"): after an LLM compaction attempt — applied,
-//! failed, cancelled or not persisted — automatic attempts wait until new history arrives
-//! (a completed tool turn, or a new user message). An overflow is never ignored: it yields
-//! [`Action::OverflowFallback`] while attempts wait.
-//!
-//! Loop breaker: an applied compaction that freed less than [`MIN_USEFUL_FREED_PERCENT`]% of the
-//! input budget arms the breaker with the estimate it left. Until the estimate has grown
-//! by that same 10% beyond it, new history alone does not start another LLM attempt
-//! (micro-compaction and the overflow path still act). Without it, a conversation whose
-//! summary alone sits above the threshold would be compacted after every tool turn.
+//! An overflow is never ignored: while automatic attempts wait (suppression, the breaker,
+//! the ceiling) it yields [`Action::OverflowFallback`], so no request is sent larger than
+//! the input budget and none costs an LLM call it cannot repay.
 
 use serde::Serialize;
 
 use crate::budget::ContextBudget;
+
+use super::governor::Governor;
 
 /// What the loop should do before the next model request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -50,13 +46,11 @@ pub enum Action {
     OverflowFallback,
 }
 
-/// Percent of the input budget a compaction must free not to trip the loop breaker.
-pub const MIN_USEFUL_FREED_PERCENT: u64 = 10;
-
 /// What the loop measured for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Facts {
-    /// Estimated input tokens of the request as it stands.
+    /// Estimated input tokens of the request as it stands, in the server's terms (pith's
+    /// count times the conversation's calibration, or anchored on a plausible report).
     pub estimate: u64,
     /// Tokens dedup + prune would free now, measured with a dry run on the history. The
     /// loop reports 0 without a dry run when micro-compaction is off, was already applied
@@ -72,75 +66,28 @@ pub struct Facts {
     pub llm_allowed: bool,
 }
 
-/// What the policy remembers between requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct PolicyMemory {
-    /// True when new history (a completed tool turn or a user message) arrived since the
-    /// last LLM compaction attempt. True at the start of a conversation.
-    pub new_history_since_attempt: bool,
-    /// The loop breaker: `Some(estimate)` right after an attempt that freed too little;
-    /// automatic attempts wait until the estimate grows by
-    /// [`MIN_USEFUL_FREED_PERCENT`]% of the input budget beyond it.
-    pub breaker: Option<u64>,
+/// True when the governor would let an LLM compaction start at `estimate`: new history
+/// since the last attempt, the breaker not holding, the turn's ceiling not reached.
+fn llm_permitted(facts: &Facts, budget: &ContextBudget, governor: &Governor) -> bool {
+    facts.llm_allowed
+        && governor.new_history_since_attempt
+        && !governor.breaker_holds(facts.estimate)
+        && !governor.ceiling_reached(facts.estimate, budget)
 }
 
-impl Default for PolicyMemory {
-    fn default() -> Self {
-        Self {
-            new_history_since_attempt: true,
-            breaker: None,
-        }
-    }
-}
-
-impl PolicyMemory {
-    /// Records that new history arrived (a completed tool turn, a user message).
-    pub fn record_new_history(&mut self) {
-        self.new_history_since_attempt = true;
-    }
-
-    /// Records an LLM compaction attempt that did not apply (cancelled, failed, not
-    /// persisted): automatic attempts wait for new history (seed 002), the breaker stays
-    /// as it was.
-    pub fn record_unapplied_attempt(&mut self) {
-        self.new_history_since_attempt = false;
-    }
-
-    /// Records an applied LLM compaction that freed `freed` tokens and left an estimate
-    /// of `estimate_after`. Returns true when it freed too little (the breaker is armed
-    /// and the caller reports it).
-    pub fn record_attempt(
-        &mut self,
-        freed: u64,
-        estimate_after: u64,
-        budget: &ContextBudget,
-    ) -> bool {
-        self.new_history_since_attempt = false;
-        let too_little = freed_too_little(freed, budget);
-        self.breaker = too_little.then_some(estimate_after);
-        too_little
-    }
-
-    /// True while the breaker holds automatic attempts back at `estimate`.
-    fn breaker_holds(&self, estimate: u64, budget: &ContextBudget) -> bool {
-        self.breaker
-            .is_some_and(|armed| estimate < armed.saturating_add(useful_tokens(budget)))
-    }
-}
-
-/// Tokens a compaction must free to be useful: 10% of the input budget.
-fn useful_tokens(budget: &ContextBudget) -> u64 {
-    budget.input_budget * MIN_USEFUL_FREED_PERCENT / 100
-}
-
-/// True when `freed` tokens are less than 10% of the input budget.
-pub fn freed_too_little(freed: u64, budget: &ContextBudget) -> bool {
-    freed.saturating_mul(100) < budget.input_budget.saturating_mul(MIN_USEFUL_FREED_PERCENT)
+/// True when only the turn's ceiling kept an LLM compaction from starting: the loop tells
+/// the user once a turn.
+pub fn held_by_ceiling(facts: &Facts, budget: &ContextBudget, governor: &Governor) -> bool {
+    budget.reaches_auto(facts.estimate)
+        && facts.llm_allowed
+        && governor.new_history_since_attempt
+        && !governor.breaker_holds(facts.estimate)
+        && governor.ceiling_reached(facts.estimate, budget)
 }
 
 /// Decides what to do before one request. See the module docs for what the loop does
 /// with each [`Action`].
-pub fn decide(facts: &Facts, budget: &ContextBudget, memory: &PolicyMemory) -> Action {
+pub fn decide(facts: &Facts, budget: &ContextBudget, governor: &Governor) -> Action {
     let estimate = facts.estimate;
     if !budget.reaches_micro(estimate) {
         return Action::None;
@@ -153,25 +100,26 @@ pub fn decide(facts: &Facts, budget: &ContextBudget, memory: &PolicyMemory) -> A
     } else {
         Action::None
     };
+    let llm = llm_permitted(facts, budget, governor);
     if budget.overflows(estimate) {
         if micro_worth_it && !budget.overflows(after_micro) {
             return Action::Micro;
         }
-        if facts.llm_allowed && memory.new_history_since_attempt {
+        if llm {
             return Action::Llm;
         }
         return Action::OverflowFallback;
     }
-    if !memory.new_history_since_attempt {
+    if !governor.new_history_since_attempt {
         return Action::None;
     }
-    if !budget.reaches_auto(estimate) || memory.breaker_holds(estimate, budget) {
+    if !budget.reaches_auto(estimate) || governor.breaker_holds(estimate) {
         return micro_or_none;
     }
     if micro_worth_it && !budget.reaches_auto(after_micro) {
         return Action::Micro;
     }
-    if facts.llm_allowed {
+    if llm {
         return Action::Llm;
     }
     micro_or_none
@@ -180,6 +128,7 @@ pub fn decide(facts: &Facts, budget: &ContextBudget, memory: &PolicyMemory) -> A
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::governor::PauseReason;
 
     fn budget() -> ContextBudget {
         // input 190_000, auto 171_000, micro 142_500
@@ -195,22 +144,20 @@ mod tests {
         }
     }
 
-    fn fresh() -> PolicyMemory {
-        PolicyMemory::default()
+    fn fresh() -> Governor {
+        Governor::default()
     }
 
     #[test]
     fn the_decision_table() {
         let b = budget();
-        let waiting = PolicyMemory {
-            new_history_since_attempt: false,
-            breaker: None,
-        };
+        let mut waiting = fresh();
+        waiting.record_skipped();
         let no_llm = |estimate, reclaimable| Facts {
             llm_allowed: false,
             ..facts(estimate, reclaimable)
         };
-        // (facts, memory, expected, why)
+        // (facts, governor, expected, why)
         let table = [
             (facts(142_499, 50_000), fresh(), Action::None, "below micro"),
             (
@@ -246,7 +193,7 @@ mod tests {
             ),
             (
                 facts(175_000, 0),
-                waiting,
+                waiting.clone(),
                 Action::None,
                 "suppressed until new history",
             ),
@@ -275,8 +222,8 @@ mod tests {
                 "overflow with new history",
             ),
         ];
-        for (facts, memory, expected, why) in table {
-            assert_eq!(decide(&facts, &b, &memory), expected, "{why}: {facts:?}");
+        for (facts, governor, expected, why) in table {
+            assert_eq!(decide(&facts, &b, &governor), expected, "{why}: {facts:?}");
         }
     }
 
@@ -288,49 +235,58 @@ mod tests {
     }
 
     #[test]
-    fn the_loop_breaker_waits_for_ten_percent_of_growth_after_a_useless_compaction() {
+    fn while_the_breaker_holds_only_micro_and_fitting_act_even_over_the_budget() {
         let b = budget();
-        let mut memory = fresh();
-        assert!(
-            memory.record_attempt(5_000, 172_000, &b),
-            "5k of 190k is under 10%"
-        );
-        assert_eq!(memory.breaker, Some(172_000));
-        memory.record_new_history();
+        let mut governor = fresh();
+        governor.pause(PauseReason::FreedTooLittle { freed: 5_000 }, 172_000, &b);
+        governor.record_new_history();
         assert_eq!(
-            decide(&facts(175_000, 0), &b, &memory),
+            decide(&facts(175_000, 0), &b, &governor),
             Action::None,
             "new history alone does not restart a useless compaction"
         );
         assert_eq!(
-            decide(&facts(180_000, 25_000), &b, &memory),
+            decide(&facts(180_000, 25_000), &b, &governor),
             Action::Micro,
             "micro still acts while the breaker holds"
         );
         assert_eq!(
-            decide(&facts(191_000, 0), &b, &memory),
-            Action::Llm,
-            "an overflow with new history is compacted"
+            decide(&facts(190_500, 0), &b, &governor),
+            Action::OverflowFallback,
+            "an overflow is fitted, not compacted, while the breaker holds"
         );
         // 172_000 + 19_000 = 191_000 is the growth that re-opens automatic attempts.
-        let grown = budget();
-        assert!(memory.breaker_holds(190_999, &grown));
-        assert!(!memory.breaker_holds(191_000, &grown));
-        assert!(
-            !memory.record_attempt(19_000, 150_000, &b),
-            "19k of 190k is 10%"
+        assert_eq!(decide(&facts(191_000, 0), &b, &governor), Action::Llm);
+    }
+
+    #[test]
+    fn past_the_ceiling_an_overflow_is_fitted_and_the_loop_is_told() {
+        let b = budget();
+        let mut governor = Governor::new(2);
+        governor.record_attempt_started(175_000, &b);
+        governor.record_new_history();
+        assert_eq!(decide(&facts(175_000, 0), &b, &governor), Action::Llm);
+        governor.record_attempt_started(175_000, &b);
+        governor.record_new_history();
+        assert_eq!(decide(&facts(175_000, 0), &b, &governor), Action::None);
+        assert!(held_by_ceiling(&facts(175_000, 0), &b, &governor));
+        assert_eq!(
+            decide(&facts(195_000, 0), &b, &governor),
+            Action::OverflowFallback
         );
-        assert_eq!(memory.breaker, None, "a useful attempt disarms the breaker");
+        assert!(!held_by_ceiling(&facts(100_000, 0), &b, &governor));
+        governor.start_turn();
+        assert_eq!(decide(&facts(175_000, 0), &b, &governor), Action::Llm);
     }
 
     #[test]
     fn an_attempt_that_did_not_apply_waits_for_new_history_without_arming_the_breaker() {
         let b = budget();
-        let mut memory = fresh();
-        memory.record_unapplied_attempt();
-        assert_eq!(decide(&facts(175_000, 0), &b, &memory), Action::None);
-        assert_eq!(memory.breaker, None);
-        memory.record_new_history();
-        assert_eq!(decide(&facts(175_000, 0), &b, &memory), Action::Llm);
+        let mut governor = fresh();
+        governor.record_skipped();
+        assert_eq!(decide(&facts(175_000, 0), &b, &governor), Action::None);
+        assert_eq!(governor.breaker, None);
+        governor.record_new_history();
+        assert_eq!(decide(&facts(175_000, 0), &b, &governor), Action::Llm);
     }
 }

@@ -120,6 +120,19 @@ pub struct ProviderConfig {
     pub profile: Option<String>,
 }
 
+/// The `[doom_loop]` table: the guard against a model that makes the same tool call with
+/// the same result over and over (see `pith_core::repeat`). Every key is optional.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DoomLoopConfig {
+    /// Calls in a row after which the result carries a note to the model (default 3; 0:
+    /// never).
+    pub note_after: Option<u32>,
+    /// Calls in a row after which the REPL asks whether to go on and `pith run` stops
+    /// (default 6; 0: never).
+    pub stop_after: Option<u32>,
+}
+
 /// The `[limits]` table: how much pith accepts from a server and writes per record. Every
 /// key is optional; see `WireLimits` for the defaults.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -196,6 +209,9 @@ pub struct Config {
     /// The `[limits]` section.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// The `[doom_loop]` section.
+    #[serde(default)]
+    pub doom_loop: DoomLoopConfig,
     /// The `bash` sandbox: `read-only`, `workspace-write` or `off` (default: follows the
     /// approval mode). See docs/sandbox.md.
     pub sandbox: Option<String>,

@@ -1,48 +1,44 @@
 //! The [`AgentLoop`] value: one conversation's state as the loop holds it, and its
-//! read-only accessors. Turns are in `turn`, the per-request decision in `decision`, the
-//! summary compactions in `compaction`, the session ledger and re-attached files in
-//! `carry`.
+//! read-only accessors. Its context (history, budget, estimate, governor, ledger) is one
+//! [`ContextState`] (`context_state`); turns are in `turn`, the per-request decision in
+//! `decision`, the summary compactions in `compaction`, the session ledger and re-attached
+//! files in `carry`.
 
 use std::sync::Arc;
 
-use pith_core::context::ledger::{FileProbe, Ledger};
-use pith_core::context::PolicyMemory;
 use pith_core::{
     ContextBudget, EventSink, LoopEvent, LoopHooks, Message, NoHooks, RequestEstimate,
     RequestEstimator, TokenCounter, ToolDefinition, ToolRegistry,
 };
 
+use crate::tool_loop::context_state::ContextState;
 use crate::tool_loop::guard::GuardLimits;
 use crate::tool_loop::options::LoopOptions;
 use crate::wire::adapter::{ModelRequest, ProviderAdapter};
 
 /// One conversation driven through one provider.
 ///
-/// It owns the system prompt, the system-free history (the seed's "compaction history":
-/// it includes the raw tool activity of the active turn), the tool registry, the budget,
-/// the request estimator and the compaction policy's memory. History changes only at
-/// well-defined points: a new user message, a completed assistant message, completed tool
-/// results, and a rewrite (compaction) that its [`pith_core::TurnSink`] persisted first.
+/// It owns the system prompt, the tool registry and its [`ContextState`]: the
+/// system-free history (the seed's "compaction history": it includes the raw tool
+/// activity of the active turn), the budget, the request estimator and the governor.
+/// History changes only at well-defined points: a new user message, a completed assistant
+/// message, completed tool results, and a rewrite (compaction) that its
+/// [`pith_core::TurnSink`] persisted first.
 pub struct AgentLoop {
     pub(super) adapter: Arc<dyn ProviderAdapter>,
     pub(super) model: String,
-    pub(super) budget: ContextBudget,
     pub(super) system_prompt: String,
     pub(super) tools: ToolRegistry,
-    /// Shared with the request in flight (copy on write: pushing clones only while a
-    /// request still holds it, which it never does between requests).
-    pub(super) history: Arc<Vec<Message>>,
-    pub(super) estimator: RequestEstimator,
+    pub(super) context: ContextState,
     pub(super) options: LoopOptions,
-    pub(super) memory: PolicyMemory,
-    /// The session ledger, observed as the history grows (see `carry`).
-    pub(super) ledger: Ledger,
-    /// The disk as the ledger sees it, when the loop has a workspace.
-    pub(super) files: Option<Arc<dyn FileProbe>>,
     /// Called at the loop's hook points (tool calls, compactions, the end of an answer).
     pub(super) hooks: Arc<dyn LoopHooks>,
     /// Model requests sent so far (the id of the next one is this plus one).
     pub(super) requests_sent: u64,
+    /// The doom-loop guard's count of identical calls in a row.
+    pub(super) repeats: pith_core::repeat::RepeatTracker,
+    /// Asked when the model repeats itself `stop_after` times.
+    pub(super) repeat_gate: Arc<dyn pith_core::repeat::RepeatGate>,
 }
 
 impl std::fmt::Debug for AgentLoop {
@@ -50,8 +46,8 @@ impl std::fmt::Debug for AgentLoop {
         f.debug_struct("AgentLoop")
             .field("protocol", &self.adapter.protocol_name())
             .field("model", &self.model)
-            .field("budget", &self.budget)
-            .field("history_len", &self.history.len())
+            .field("budget", &self.context.budget)
+            .field("history_len", &self.context.history.len())
             .finish()
     }
 }
@@ -67,20 +63,20 @@ impl AgentLoop {
         estimator: RequestEstimator,
         options: LoopOptions,
     ) -> Self {
+        let mut estimator = estimator;
+        estimator.set_usage_band(options.usage_band);
+        let context = ContextState::new(budget, estimator, options.max_auto_compactions_per_turn);
         Self {
             adapter,
             model: model.into(),
-            budget,
             system_prompt: system_prompt.into(),
             tools,
-            history: Arc::new(Vec::new()),
-            estimator,
+            context,
             options,
-            memory: PolicyMemory::default(),
-            ledger: Ledger::default(),
-            files: None,
             hooks: Arc::new(NoHooks),
             requests_sent: 0,
+            repeats: Default::default(),
+            repeat_gate: Arc::new(pith_core::repeat::StopRepeating),
         }
     }
 
@@ -90,17 +86,21 @@ impl AgentLoop {
         self.hooks = hooks;
     }
 
+    /// Sets who is asked whether to go on when the model repeats the same call
+    /// (default: nobody, so the turn stops; see [`pith_core::repeat`]).
+    pub fn set_repeat_gate(&mut self, gate: Arc<dyn pith_core::repeat::RepeatGate>) {
+        self.repeat_gate = gate;
+    }
+
     /// The conversation so far, without the system prompt.
     pub fn history(&self) -> &[Message] {
-        &self.history
+        &self.context.history
     }
 
     /// Replaces the conversation (resuming a session, `/clear`, switching models). System
     /// messages are dropped: the loop adds its own system prompt to every request.
     pub fn set_history(&mut self, history: Vec<Message>) {
-        self.history = Arc::new(pith_core::summary::strip_system(&history));
-        self.estimator.clear_usage();
-        self.memory = PolicyMemory::default();
+        self.context.replace_history(history);
     }
 
     /// The system prompt sent with every request.
@@ -116,7 +116,13 @@ impl AgentLoop {
 
     /// The budget thresholds in force.
     pub fn budget(&self) -> ContextBudget {
-        self.budget
+        self.context.budget
+    }
+
+    /// The governor's state: the breaker, this turn's automatic compactions (for
+    /// `/context` and the REPL's status line).
+    pub fn governor(&self) -> &pith_core::context::Governor {
+        &self.context.governor
     }
 
     /// The model id requests are sent to.
@@ -142,14 +148,13 @@ impl AgentLoop {
 
     /// The token counter of the estimate (for breakdowns such as `/context`).
     pub fn counter(&self) -> &Arc<dyn TokenCounter> {
-        self.estimator.counter()
+        self.context.estimator.counter()
     }
 
     /// Estimates the next request as it stands (system prompt + history + tools).
     pub fn estimate(&mut self) -> RequestEstimate {
         let tools = self.tools.definitions();
-        self.estimator
-            .estimate(&self.system_prompt, &self.history, &tools)
+        self.context.estimate(&self.system_prompt, &tools)
     }
 
     /// A request of `messages` with this loop's model, system prompt and options.
@@ -174,17 +179,18 @@ impl AgentLoop {
     /// summarised; without images it is the history itself, byte for byte (prompt-cache
     /// parity with the parent request).
     pub(super) fn history_for_summary(&self) -> Vec<Message> {
-        if pith_core::context::has_images(&self.history) {
-            pith_core::context::replace_images(&self.history, self.estimator.counter().as_ref())
+        let history = &self.context.history;
+        if pith_core::context::has_images(history) {
+            pith_core::context::replace_images(history, self.counter().as_ref())
         } else {
-            self.history.to_vec()
+            history.to_vec()
         }
     }
 
     /// The bounds every answer of this loop is held to.
     pub(super) fn guard(&self) -> GuardLimits<'_> {
         GuardLimits {
-            counter: self.estimator.counter().as_ref(),
+            counter: self.context.estimator.counter().as_ref(),
             output_cap: self.options.output_cap,
             repeated_line_limit: self.options.repeated_line_limit,
             no_content: self.options.timeouts.no_content,
@@ -193,14 +199,7 @@ impl AgentLoop {
 
     /// Appends a message to the history and reports it.
     pub(super) fn push(&mut self, message: Message, events: &mut dyn EventSink) {
-        self.observe_appended(&message);
         events.emit(LoopEvent::MessageAppended(message.clone()));
-        Arc::make_mut(&mut self.history).push(message);
-    }
-
-    /// Installs a persisted rewrite: the new history, a fresh estimator anchor.
-    pub(super) fn install(&mut self, replacement: Vec<Message>) {
-        self.history = Arc::new(replacement);
-        self.estimator.clear_usage();
+        self.context.push(message);
     }
 }

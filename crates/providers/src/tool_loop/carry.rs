@@ -7,90 +7,103 @@
 
 use std::sync::Arc;
 
+use pith_core::context::floor::ReplacementPlan;
 use pith_core::context::ledger::{
     render, restore_files, FileProbe, Ledger, LedgerBudget, RenderedLedger, RestoreBudget,
 };
 use pith_core::summary::RestoredFile;
-use pith_core::Message;
 
 use crate::tool_loop::agent::AgentLoop;
 
 impl AgentLoop {
     /// The session ledger as it stands.
     pub fn ledger(&self) -> &Ledger {
-        &self.ledger
+        &self.context.ledger
     }
 
     /// Replaces the ledger (a resumed session's, rebuilt from its transcript; an empty
     /// one after `/clear`).
     pub fn set_ledger(&mut self, ledger: Ledger) {
-        self.ledger = ledger;
+        self.context.ledger = ledger;
     }
 
     /// Gives the loop a view of the disk: fingerprints for "changed since last seen",
     /// and the content of the files re-attached after a compaction.
     pub fn set_file_probe(&mut self, probe: Arc<dyn FileProbe>) {
-        self.files = Some(probe);
+        self.context.files = Some(probe);
     }
 
     /// The ledger's token budget (0 when the ledger is off).
     pub fn ledger_budget_tokens(&self) -> usize {
-        self.ledger_budget().total_tokens
+        self.ledger_budget(self.options.ledger.ledger_percent)
+            .total_tokens
     }
 
-    fn ledger_budget(&self) -> LedgerBudget {
-        let options = self.options.ledger;
+    fn ledger_budget(&self, percent: u8) -> LedgerBudget {
         LedgerBudget::for_input_budget(
-            self.budget.input_budget,
-            options.ledger_percent,
-            options.user_messages_max_tokens,
+            self.context.budget.input_budget,
+            percent,
+            self.options.ledger.user_messages_max_tokens,
         )
+    }
+
+    /// How much ledger and how many re-attached files a compaction carries by default
+    /// (the `[context]` settings); a compaction that would not fit shrinks it.
+    pub(super) fn default_plan(&self) -> ReplacementPlan {
+        let options = self.options.ledger;
+        ReplacementPlan {
+            ledger_percent: options.ledger_percent,
+            restore_files: if options.ledger_percent == 0 {
+                0
+            } else {
+                options.restore_files
+            },
+            restore_files_percent: options.restore_files_percent,
+        }
     }
 
     /// The ledger rendered within its budget; `None` when it is off or empty.
     /// `exclude_latest_user` leaves the latest user message out (the replacement quotes
     /// it after the ledger).
     pub fn render_ledger(&self, exclude_latest_user: bool) -> Option<RenderedLedger> {
-        if self.options.ledger.ledger_percent == 0 {
+        self.render_ledger_for(&self.default_plan(), exclude_latest_user)
+    }
+
+    /// The ledger as `plan` carries it.
+    pub(super) fn render_ledger_for(
+        &self,
+        plan: &ReplacementPlan,
+        exclude_latest_user: bool,
+    ) -> Option<RenderedLedger> {
+        if plan.ledger_percent == 0 {
             return None;
         }
         render(
-            &self.ledger,
-            self.ledger_budget(),
+            &self.context.ledger,
+            self.ledger_budget(plan.ledger_percent),
             exclude_latest_user,
-            self.estimator.counter().as_ref(),
-            self.files.as_deref(),
+            self.counter().as_ref(),
+            self.context.files.as_deref(),
         )
     }
 
-    /// Records a message the user sent in the ledger.
-    pub(super) fn observe_user(&mut self, text: &str) {
-        self.ledger.observe_user(text);
-    }
-
-    /// Records an appended assistant or tool message in the ledger.
-    pub(super) fn observe_appended(&mut self, message: &Message) {
-        self.ledger.observe_message(message, self.files.as_deref());
-    }
-
-    /// The files to re-attach after a compaction: the most recently edited or read ones
-    /// that can be read as text now, as `read` shows them, within the restore budget.
-    pub(super) fn restore_files(&self) -> Vec<RestoredFile> {
-        let options = self.options.ledger;
-        let Some(probe) = self.files.as_deref() else {
+    /// The files `plan` re-attaches after a compaction: the most recently edited or read
+    /// ones that can be read as text now, as `read` shows them, within its budget.
+    pub(super) fn restore_files_for(&self, plan: &ReplacementPlan) -> Vec<RestoredFile> {
+        let Some(probe) = self.context.files.as_deref() else {
             return Vec::new();
         };
-        if options.restore_files == 0 || options.ledger_percent == 0 {
+        if plan.restore_files == 0 {
             return Vec::new();
         }
         restore_files(
-            &self.ledger,
+            &self.context.ledger,
             probe,
-            self.estimator.counter().as_ref(),
+            self.counter().as_ref(),
             RestoreBudget::for_input_budget(
-                self.budget.input_budget,
-                options.restore_files,
-                options.restore_files_percent,
+                self.context.budget.input_budget,
+                plan.restore_files,
+                plan.restore_files_percent,
             ),
         )
     }
@@ -98,11 +111,11 @@ impl AgentLoop {
     /// After a replacement that re-attached `restored` was installed: the model has now
     /// seen those files as they are on disk.
     pub(super) fn mark_restored_seen(&mut self, restored: &[String]) {
-        let Some(probe) = self.files.clone() else {
+        let Some(probe) = self.context.files.clone() else {
             return;
         };
         for path in restored {
-            self.ledger.mark_seen(path, probe.fingerprint(path));
+            self.context.ledger.mark_seen(path, probe.fingerprint(path));
         }
     }
 }

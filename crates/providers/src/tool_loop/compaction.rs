@@ -16,6 +16,13 @@
 //! run once the summary exists and before the replacement is persisted, so what they
 //! print is part of the recorded replacement.
 //!
+//! Bounded: the automatic compaction runs only with a plan whose floor can help (see
+//! `decision`), and the summary is held to its allowance
+//! ([`pith_core::context::floor::summary_allowance`]): pith stops reading a summary at four
+//! times the allowance, keeps one that was cut off (the ledger carries the facts), and
+//! cuts a longer one to the allowance. A replacement that is not smaller than what it
+//! replaces is not applied. Every way an attempt can end tells the governor.
+//!
 //! Transactional: the replacement is handed to the [`TurnSink`] to persist, and installed
 //! only when that succeeded. On cancellation, failure or a failed write, the history is
 //! unchanged.
@@ -23,13 +30,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use pith_core::context::floor::summary_allowance;
 use pith_core::context::ledger::RenderedLedger;
+use pith_core::context::PauseReason;
 use pith_core::events::compaction_token;
 use pith_core::hooks::{context_block, CompactGate, CompactionFacts};
 use pith_core::prompts::FALLBACK_SUMMARY_WITH_LEDGER;
 use pith_core::summary::{
-    auto_prompt_with, fallback_summary, manual_prompt_with, replacement_text, validate_summary,
-    with_hook_instructions, ReplacementParts,
+    auto_prompt_with, fallback_summary, head_tokens, manual_prompt_with, replacement_text,
+    validate_summary, with_hook_instructions, ReplacementParts, RestoredFile,
 };
 use pith_core::{
     AutoCompaction, Carried, Compaction, CompactionTrigger, Discard, EventSink, HistoryRewrite,
@@ -39,7 +48,9 @@ use pith_core::{
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
+use crate::tool_loop::decision::CompactionPlan;
 use crate::tool_loop::execute::execute_calls;
+use crate::tool_loop::guard::{GuardLimits, Truncation};
 use crate::tool_loop::options::{LoopError, ManualCompaction, TurnSummary};
 use crate::tool_loop::report::{emit_hooks, request_report};
 use crate::tool_loop::request::{send_with_retries, Visibility};
@@ -50,11 +61,23 @@ use crate::wire::error::ProviderError;
 /// 8,000 and a tenth of the input budget.
 const FALLBACK_SUMMARY_MAX_TOKENS: u64 = 8_000;
 
+/// pith stops reading a summary at this many times its allowance (at least
+/// [`MIN_SUMMARY_READ_TOKENS`]), unless the model reasons first.
+const SUMMARY_READ_FACTOR: u64 = 4;
+
+/// The least output pith reads of a summary before it stops.
+const MIN_SUMMARY_READ_TOKENS: u64 = 2_000;
+
 /// How a summary request ended.
 #[derive(Debug, Clone, PartialEq)]
 enum SummaryOutcome {
-    /// A valid (non-empty, trimmed) summary.
-    Summary { summary: String, usage: Usage },
+    /// A valid (non-empty, trimmed) summary; `cut_off` when the answer was cut before
+    /// the model finished it (pith keeps what arrived).
+    Summary {
+        summary: String,
+        usage: Usage,
+        cut_off: bool,
+    },
     /// The model kept calling tools past the allowed rounds.
     ToolRoundsExhausted { usage: Usage },
     /// The compaction's token was cancelled.
@@ -75,10 +98,11 @@ impl SummaryOutcome {
 }
 
 impl AgentLoop {
-    /// The automatic compaction, run privately inside a turn. `Err` only when the turn
-    /// itself was cancelled; every other outcome lets the turn go on.
+    /// The automatic compaction of `plan`, run privately inside a turn. `Err` only when
+    /// the turn itself was cancelled; every other outcome lets the turn go on.
     pub(super) async fn auto_compact(
         &mut self,
+        plan: CompactionPlan,
         tokens_before: u64,
         last_user_text: &str,
         sink: &mut dyn TurnSink,
@@ -93,7 +117,7 @@ impl AgentLoop {
         let instructions = match gate.value {
             CompactGate::Proceed { instructions } => instructions,
             CompactGate::Block { reason } => {
-                self.memory.record_unapplied_attempt();
+                self.context.governor.record_skipped();
                 if cancel.is_cancelled() {
                     return Err(LoopError::Cancelled);
                 }
@@ -105,23 +129,46 @@ impl AgentLoop {
         };
         let started = Instant::now();
         let child = compaction_token(cancel);
+        let budget = self.context.budget;
+        self.context
+            .governor
+            .record_attempt_started(tokens_before, &budget);
         sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Started {
             cancel: child.clone(),
             tokens_before,
         }));
         let tools = self.tools.definitions();
-        let ledger = self.render_ledger(true);
+        let CompactionPlan {
+            plan,
+            ledger,
+            restored,
+            floor,
+        } = plan;
+        tracing::debug!(?plan, floor = %floor.describe(), "automatic compaction");
         let mut messages = self.history_for_summary();
         messages.push(Message::user(with_hook_instructions(
             auto_prompt_with(ledger.as_ref().map(|l| l.summary_request_text.as_str())),
             instructions.as_deref(),
         )));
         let messages = self.fit_if_needed(messages, &tools);
+        let (_, counted) = self
+            .context
+            .estimate_other(&self.system_prompt, &messages, &tools);
         let request = self.request(Arc::new(messages), tools.clone());
+        let allowance = summary_allowance(self.context.budget.input_budget, ledger.is_some());
         let mut reports = Vec::new();
         let outcome = self
-            .summary_request(request, Visibility::Private, &child, &mut reports)
+            .summary_request(
+                request,
+                Visibility::Private,
+                &child,
+                &mut reports,
+                allowance,
+            )
             .await;
+        if let Some(reported) = reports.last().filter(|r| r.usage_reported) {
+            self.context.observe_summary_usage(reported.usage, counted);
+        }
         self.emit_requests(reports, sink);
         let usage = outcome.usage();
         turn.usage += usage;
@@ -135,7 +182,7 @@ impl AgentLoop {
                 self.fallback_summary(ledger.is_some())
             }
             SummaryOutcome::Cancelled { .. } => {
-                self.memory.record_unapplied_attempt();
+                self.context.governor.record_skipped();
                 // Every Started gets its terminal event, also when the whole turn was
                 // cancelled (the child token is cancelled with it): front-ends drop the
                 // child's cancel handle and their "Compacting…" state on it.
@@ -147,28 +194,44 @@ impl AgentLoop {
                 };
             }
             SummaryOutcome::Failed { reason, .. } => {
-                self.memory.record_unapplied_attempt();
                 if cancel.is_cancelled() {
+                    self.context.governor.record_skipped();
                     sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Cancelled));
                     return Err(LoopError::Cancelled);
                 }
-                sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Failed { reason }));
+                self.fail_compaction(reason, tokens_before, sink);
                 return Ok(());
             }
         };
 
-        let (replacement, carried) = self.replacement(&summary, ledger, Some(last_user_text));
+        let summary = self.within_allowance(summary, allowance);
+        let (replacement, carried) =
+            self.replacement(&summary, ledger, restored, Some(last_user_text));
         let (replacement, tokens_after) = self
             .after_summary(
-                CompactionTrigger::Auto,
+                AfterSummary {
+                    trigger: CompactionTrigger::Auto,
+                    summary: &summary,
+                    tokens_before,
+                    tools: &tools,
+                },
                 replacement,
-                &summary,
-                tokens_before,
-                &tools,
                 sink,
                 cancel,
             )
             .await;
+        if tokens_after >= tokens_before {
+            self.fail_compaction(
+                format!(
+                    "the replacement ({} tokens) is not smaller than the history it would replace ({} tokens); not applied",
+                    pith_core::format::thousands(tokens_after),
+                    pith_core::format::thousands(tokens_before)
+                ),
+                tokens_before,
+                sink,
+            );
+            return Ok(());
+        }
         let compaction = Compaction {
             trigger: CompactionTrigger::Auto,
             replacement,
@@ -181,21 +244,20 @@ impl AgentLoop {
         let rewrite = HistoryRewrite::Compaction(compaction);
         if let Err(error) = sink.persist(&rewrite) {
             tracing::warn!(%error, "automatic compaction not persisted; history unchanged");
-            self.memory.record_unapplied_attempt();
-            sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Failed {
-                reason: error.to_string(),
-            }));
+            self.fail_compaction(error.to_string(), tokens_before, sink);
             return Ok(());
         }
         let HistoryRewrite::Compaction(compaction) = rewrite else {
             return Ok(());
         };
-        self.install(compaction.replacement.clone());
+        self.context.install(compaction.replacement.clone());
         self.mark_restored_seen(&compaction.carried.restored_files);
         let freed = tokens_before.saturating_sub(tokens_after);
-        let useless = self
-            .memory
-            .record_attempt(freed, tokens_after, &self.budget);
+        let budget = self.context.budget;
+        let paused = self
+            .context
+            .governor
+            .record_applied(freed, tokens_after, &budget);
         sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Applied {
             replacement: compaction.replacement,
             summary: compaction.summary,
@@ -205,12 +267,36 @@ impl AgentLoop {
             ledger_tokens: compaction.carried.ledger_tokens,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         }));
-        if useless {
-            sink.emit(LoopEvent::Notice(format!(
-                "automatic compaction freed only {freed} tokens; the next attempt waits until the context has grown by a tenth of its budget"
-            )));
-        }
+        self.tell(paused.into_iter().collect(), sink);
         Ok(())
+    }
+
+    /// An automatic compaction that did not apply: the front-end learns why, and the
+    /// breaker arms at `estimate`.
+    fn fail_compaction(&mut self, reason: String, estimate: u64, sink: &mut dyn TurnSink) {
+        let budget = self.context.budget;
+        let notice = self.context.governor.pause(
+            PauseReason::Failed {
+                detail: reason.clone(),
+            },
+            estimate,
+            &budget,
+        );
+        sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Failed { reason }));
+        sink.emit(LoopEvent::Governor(notice));
+    }
+
+    /// `summary` cut to its allowance (its head, and a note of what was left out).
+    fn within_allowance(&self, summary: String, allowance: u64) -> String {
+        let counter = self.counter();
+        let max = usize::try_from(allowance).unwrap_or(usize::MAX);
+        match head_tokens(counter.as_ref(), &summary, max) {
+            Some(head) => format!(
+                "{head}\n[pith: the summary was cut here, at its allowance of {} tokens]",
+                pith_core::format::thousands(allowance)
+            ),
+            None => summary,
+        }
     }
 
     /// Manual compaction (`/compact [focus]`): the normal system prompt, history and tools
@@ -223,7 +309,7 @@ impl AgentLoop {
         sink: &mut dyn TurnSink,
         cancel: &CancellationToken,
     ) -> Result<ManualCompaction, LoopError> {
-        if self.history.is_empty() {
+        if self.context.history.is_empty() {
             return Err(LoopError::Compaction(
                 "there is no conversation to compact yet".to_owned(),
             ));
@@ -248,7 +334,9 @@ impl AgentLoop {
             return Err(LoopError::Cancelled);
         }
         let tools = self.tools.definitions();
-        let ledger = self.render_ledger(false);
+        let plan = self.default_plan();
+        let ledger = self.render_ledger_for(&plan, false);
+        let allowance = summary_allowance(self.context.budget.input_budget, ledger.is_some());
         let mut messages = self.history_for_summary();
         messages.push(Message::user(with_hook_instructions(
             manual_prompt_with(
@@ -266,6 +354,7 @@ impl AgentLoop {
                 Visibility::Visible(&mut *sink),
                 cancel,
                 &mut reports,
+                allowance,
             )
             .await;
         self.emit_requests(reports, sink);
@@ -282,14 +371,18 @@ impl AgentLoop {
             SummaryOutcome::Cancelled { .. } => return Err(LoopError::Cancelled),
             SummaryOutcome::Failed { reason, .. } => return Err(LoopError::Compaction(reason)),
         };
-        let (replacement, carried) = self.replacement(&summary, ledger, None);
+        let summary = self.within_allowance(summary, allowance);
+        let restored = self.restore_files_for(&plan);
+        let (replacement, carried) = self.replacement(&summary, ledger, restored, None);
         let (replacement, tokens_after) = self
             .after_summary(
-                CompactionTrigger::Manual,
+                AfterSummary {
+                    trigger: CompactionTrigger::Manual,
+                    summary: &summary,
+                    tokens_before,
+                    tools: &tools,
+                },
                 replacement,
-                &summary,
-                tokens_before,
-                &tools,
                 sink,
                 cancel,
             )
@@ -303,9 +396,9 @@ impl AgentLoop {
             usage: Some(usage),
             carried: carried.clone(),
         }))?;
-        self.install(replacement.clone());
+        self.context.install(replacement.clone());
         self.mark_restored_seen(&carried.restored_files);
-        self.memory = Default::default();
+        self.context.governor.reset();
         Ok(ManualCompaction {
             summary,
             replacement,
@@ -323,9 +416,9 @@ impl AgentLoop {
         &self,
         summary: &str,
         ledger: Option<RenderedLedger>,
+        restored: Vec<RestoredFile>,
         last_user_message: Option<&str>,
     ) -> (Vec<Message>, Carried) {
-        let restored = self.restore_files();
         let text = replacement_text(ReplacementParts {
             summary,
             ledger: ledger.as_ref().map(|l| l.text.as_str()),
@@ -341,23 +434,25 @@ impl AgentLoop {
     }
 
     /// The replacement with what the `PostCompact` (and `SessionStart` `compact`) hooks
-    /// add appended as its last part, and its estimated size.
-    #[allow(clippy::too_many_arguments)]
+    /// add appended as its last part, and its estimated size (in the server's terms).
     async fn after_summary(
         &mut self,
-        trigger: CompactionTrigger,
+        facts: AfterSummary<'_>,
         mut replacement: Vec<Message>,
-        summary: &str,
-        tokens_before: u64,
-        tools: &[pith_core::ToolDefinition],
         sink: &mut dyn EventSink,
         cancel: &CancellationToken,
     ) -> (Vec<Message>, u64) {
-        let estimate = |agent: &mut Self, messages: &[Message]| {
+        let AfterSummary {
+            trigger,
+            summary,
+            tokens_before,
+            tools,
+        } = facts;
+        let estimate = |agent: &Self, messages: &[Message]| {
             agent
-                .estimator
-                .estimate(&agent.system_prompt, messages, tools)
-                .total as u64
+                .context
+                .estimate_other(&agent.system_prompt, messages, tools)
+                .0
         };
         let tokens_after = estimate(self, &replacement);
         let hooks = Arc::clone(&self.hooks);
@@ -389,10 +484,10 @@ impl AgentLoop {
         if with_ledger {
             return FALLBACK_SUMMARY_WITH_LEDGER.to_owned();
         }
-        let max = FALLBACK_SUMMARY_MAX_TOKENS.min(self.budget.input_budget / 10);
+        let max = FALLBACK_SUMMARY_MAX_TOKENS.min(self.context.budget.input_budget / 10);
         fallback_summary(
-            &self.history,
-            self.estimator.counter().as_ref(),
+            &self.context.history,
+            self.counter().as_ref(),
             usize::try_from(max).unwrap_or(usize::MAX),
         )
     }
@@ -405,7 +500,9 @@ impl AgentLoop {
         mut visibility: Visibility<'_>,
         cancel: &CancellationToken,
         reports: &mut Vec<RequestReport>,
+        allowance: u64,
     ) -> SummaryOutcome {
+        let guard = self.summary_guard(allowance);
         let mut usage = Usage::default();
         let denying = self.tools.denying();
         let mut rounds = 0;
@@ -420,7 +517,7 @@ impl AgentLoop {
                 &request,
                 &self.options.retry,
                 &self.options.timeouts,
-                self.guard(),
+                guard,
                 sent_visibility,
                 cancel,
             )
@@ -444,10 +541,25 @@ impl AgentLoop {
                 }
             };
             usage += response.usage;
-            if let Some(truncation) = &response.truncated {
-                return SummaryOutcome::Failed {
-                    reason: format!("the summary was cut off: {truncation}"),
-                    usage,
+            let truncation = response
+                .truncated
+                .clone()
+                .or_else(|| Truncation::from_stop_reason(response.stop_reason.as_deref()));
+            // A summary cut off is kept for what it says (the ledger carries the facts);
+            // tool calls that were not complete are not run.
+            if let Some(truncation) = truncation {
+                return match validate_summary(&response.text) {
+                    Ok(summary) => SummaryOutcome::Summary {
+                        summary: format!(
+                            "{summary}\n[pith: the summary was cut off here: {truncation}]"
+                        ),
+                        usage,
+                        cut_off: true,
+                    },
+                    Err(_) => SummaryOutcome::Failed {
+                        reason: format!("the summary was cut off before any text: {truncation}"),
+                        usage,
+                    },
                 };
             }
             if response.tool_calls.is_empty() {
@@ -455,6 +567,7 @@ impl AgentLoop {
                     Ok(summary) => SummaryOutcome::Summary {
                         summary: summary.to_owned(),
                         usage,
+                        cut_off: false,
                     },
                     Err(error) => SummaryOutcome::Failed {
                         reason: error.to_string(),
@@ -501,4 +614,28 @@ impl AgentLoop {
             }
         }
     }
+
+    /// The bounds a summary answer is held to: the loop's, with pith's own cap lowered to
+    /// [`SUMMARY_READ_FACTOR`] times the allowance unless the model reasons first (its
+    /// thinking counts against the same cap).
+    fn summary_guard(&self, allowance: u64) -> GuardLimits<'_> {
+        let mut guard = self.guard();
+        let reasons = self
+            .options
+            .reasoning
+            .is_some_and(|effort| effort != crate::wire::ReasoningEffort::Off);
+        if !reasons {
+            let cap = (allowance * SUMMARY_READ_FACTOR).max(MIN_SUMMARY_READ_TOKENS);
+            guard.output_cap = guard.output_cap.min(cap);
+        }
+        guard
+    }
+}
+
+/// What [`AgentLoop::after_summary`] needs to know about the compaction.
+struct AfterSummary<'a> {
+    trigger: CompactionTrigger,
+    summary: &'a str,
+    tokens_before: u64,
+    tools: &'a [pith_core::ToolDefinition],
 }

@@ -3,19 +3,32 @@
 //! This is the only place the loop looks at the budget. A turn's request goes through
 //! [`AgentLoop::prepare_turn_request`], which may micro-compact, compact through the LLM,
 //! or fit the request, deciding again after each step until the answer is "send" or
-//! "fit". A compaction's own request goes through [`AgentLoop::fit_if_needed`]: the same
-//! decision with LLM compaction and micro-compaction ruled out, so only an overflow acts.
+//! "fit". Before an LLM compaction it computes the floor (what the replacement holds
+//! whatever the summary says; see [`pith_core::context::floor`]): when no plan of the
+//! replacement can help, no request is made and the breaker arms. A compaction's own
+//! request goes through [`AgentLoop::fit_if_needed`]: the same decision with LLM
+//! compaction and micro-compaction ruled out, so only an overflow acts.
+//!
+//! Every estimate here is in the server's terms (calibrated); the overflow fitter counts
+//! with pith's tokenizer, so it fits to the input budget divided by the calibration.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use pith_core::context::{collapse, decide, prune_old_tool_outputs, Action, Facts};
+use pith_core::context::floor::{summary_allowance, Floor, ReplacementPlan};
+use pith_core::context::ledger::RenderedLedger;
+use pith_core::context::{
+    collapse, decide, held_by_ceiling, prune_old_tool_outputs, Action, Facts, GovernorNotice,
+    PauseReason,
+};
 use pith_core::events::MicroCompaction;
+use pith_core::summary::{replacement_text, ReplacementParts, RestoredFile};
 use pith_core::tokens::count_message;
-use pith_core::{HistoryRewrite, LoopEvent, Message, ToolDefinition, TurnSink};
+use pith_core::{EventSink, HistoryRewrite, LoopEvent, Message, ToolDefinition, TurnSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
+use crate::tool_loop::context_state::Sent;
 use crate::tool_loop::options::{LoopError, TurnSummary};
 use crate::tool_loop::overflow::{fit_to_budget_with, Fitted};
 use crate::wire::adapter::ModelRequest;
@@ -24,9 +37,8 @@ use crate::wire::adapter::ModelRequest;
 pub(super) struct Prepared {
     /// The request.
     pub request: ModelRequest,
-    /// True when it was fitted to the budget: it differs from the history, so the usage
-    /// the provider reports for it must not anchor the history's estimate.
-    pub fitted: bool,
+    /// What the usage reported for it is weighed against.
+    pub sent: Sent,
 }
 
 /// Dedup + prune of the history, not yet applied.
@@ -35,6 +47,19 @@ struct MicroCandidate {
     reclaimable: u64,
     /// When measuring it began (the step's duration counts from here).
     started: Instant,
+}
+
+/// An LLM compaction that can help: the replacement's plan, its parts as rendered for it,
+/// and its floor.
+pub(super) struct CompactionPlan {
+    /// How much ledger and how many files it carries.
+    pub plan: ReplacementPlan,
+    /// The ledger as it carries it.
+    pub ledger: Option<RenderedLedger>,
+    /// The files it re-attaches.
+    pub restored: Vec<RestoredFile>,
+    /// What it holds whatever the summary says.
+    pub floor: Floor,
 }
 
 impl AgentLoop {
@@ -50,13 +75,12 @@ impl AgentLoop {
         let mut llm_allowed = self.options.auto_compaction;
         loop {
             let tools = self.tools.definitions();
-            let estimate = self
-                .estimator
-                .estimate(&self.system_prompt, &self.history, &tools)
-                .total as u64;
+            let estimated = self.context.estimate(&self.system_prompt, &tools);
+            let estimate = estimated.total as u64;
+            let budget = self.context.budget;
             let candidate = (micro_allowed
-                && self.memory.new_history_since_attempt
-                && self.budget.reaches_micro(estimate))
+                && self.context.governor.new_history_since_attempt
+                && budget.reaches_micro(estimate))
             .then(|| self.micro_candidate());
             let facts = Facts {
                 estimate,
@@ -64,9 +88,14 @@ impl AgentLoop {
                 micro_minimum: self.options.prune.minimum,
                 llm_allowed,
             };
-            let action = decide(&facts, &self.budget, &self.memory);
+            let action = decide(&facts, &budget, &self.context.governor);
             if action != Action::None {
-                tracing::debug!(?facts, memory = ?self.memory, budget = ?self.budget, ?action, "compaction decision");
+                tracing::debug!(?facts, governor = ?self.context.governor, ?budget, ?action, "compaction decision");
+            }
+            if action != Action::Llm && held_by_ceiling(&facts, &budget, &self.context.governor) {
+                if let Some(notice) = self.context.governor.ceiling_notice(&budget) {
+                    sink.emit(LoopEvent::Governor(notice));
+                }
             }
             match (action, candidate) {
                 (Action::Micro, Some(candidate)) => {
@@ -75,22 +104,52 @@ impl AgentLoop {
                 }
                 (Action::Llm, _) => {
                     llm_allowed = false;
-                    self.auto_compact(estimate, last_user_text, sink, cancel, summary)
-                        .await?;
+                    match self.plan_compaction(last_user_text, &tools) {
+                        Ok(plan) => {
+                            self.auto_compact(
+                                plan,
+                                estimate,
+                                last_user_text,
+                                sink,
+                                cancel,
+                                summary,
+                            )
+                            .await?;
+                        }
+                        Err(floor) => {
+                            let notice = self.context.governor.pause(
+                                PauseReason::CannotHelp {
+                                    floor: floor.total(),
+                                },
+                                estimate,
+                                &budget,
+                            );
+                            tracing::debug!(floor = %floor.describe(), "no compaction can help");
+                            sink.emit(LoopEvent::Governor(notice));
+                        }
+                    }
                 }
                 (Action::OverflowFallback, _) => {
-                    let fitted = self.fit(&self.history, &tools);
+                    let history = Arc::clone(&self.context.history);
+                    let fitted = self.fit(&history, &tools, last_user_text)?;
                     sink.emit(LoopEvent::Notice(fitted.notice()));
+                    let counted = fitted.tokens_after;
                     return Ok(Prepared {
                         request: self.request(Arc::new(fitted.messages), tools),
-                        fitted: true,
+                        sent: Sent {
+                            counted,
+                            fitted: true,
+                        },
                     });
                 }
                 // `Micro` is only decided with a measured candidate; without one, send.
                 (Action::None | Action::Micro, _) => {
                     return Ok(Prepared {
-                        request: self.request(Arc::clone(&self.history), tools),
-                        fitted: false,
+                        request: self.request(Arc::clone(&self.context.history), tools),
+                        sent: Sent {
+                            counted: estimated.counted as u64,
+                            fitted: false,
+                        },
                     })
                 }
             }
@@ -104,52 +163,149 @@ impl AgentLoop {
         messages: Vec<Message>,
         tools: &[ToolDefinition],
     ) -> Vec<Message> {
-        let estimate = self
-            .estimator
-            .estimate(&self.system_prompt, &messages, tools)
-            .total as u64;
+        let (estimate, _) = self
+            .context
+            .estimate_other(&self.system_prompt, &messages, tools);
         let facts = Facts {
             estimate,
             micro_reclaimable: 0,
             micro_minimum: self.options.prune.minimum,
             llm_allowed: false,
         };
-        match decide(&facts, &self.budget, &self.memory) {
-            Action::OverflowFallback => {
-                let fitted = self.fit(&messages, tools);
-                tracing::debug!(notice = %fitted.notice(), "compaction request fitted");
-                fitted.messages
-            }
+        match decide(&facts, &self.context.budget, &self.context.governor) {
+            Action::OverflowFallback => match self.fit(&messages, tools, "") {
+                Ok(fitted) => {
+                    tracing::debug!(notice = %fitted.notice(), "compaction request fitted");
+                    fitted.messages
+                }
+                // The summary request itself cannot fit: send it as it is and let the
+                // provider's refusal fail this attempt (the turn goes on).
+                Err(error) => {
+                    tracing::debug!(%error, "compaction request cannot fit");
+                    messages
+                }
+            },
             Action::None | Action::Micro | Action::Llm => messages,
         }
     }
 
-    /// The fitted request; the session ledger stands in for any dropped messages (the
-    /// latest user message stays in the request, so the ledger leaves it out).
-    fn fit(&self, messages: &[Message], tools: &[ToolDefinition]) -> Fitted {
+    /// The fitted request, within the input budget in the server's terms; the session
+    /// ledger stands in for any dropped messages (the latest user message stays in the
+    /// request, so the ledger leaves it out). `Err` when even the fitted request is too
+    /// large: what is never cut does not fit.
+    fn fit(
+        &self,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+        last_user_text: &str,
+    ) -> Result<Fitted, LoopError> {
         let ledger = self.render_ledger(true);
-        fit_to_budget_with(
-            self.estimator.counter().as_ref(),
+        let calibration = self.context.estimator.calibration();
+        let budget = calibration.unscale(self.context.budget.input_budget);
+        let fitted = fit_to_budget_with(
+            self.counter().as_ref(),
             &self.system_prompt,
             messages,
             tools,
-            self.budget.input_budget,
+            budget,
             ledger.as_ref().map(|l| l.text.as_str()),
-        )
+        );
+        if fitted.tokens_after <= budget {
+            return Ok(fitted);
+        }
+        let counter = self.counter();
+        let scale = |tokens: usize| calibration.scale(tokens as u64);
+        let system =
+            pith_core::tokens::estimate_request(counter.as_ref(), &self.system_prompt, &[], &[]);
+        let message = Message::user(last_user_text);
+        Err(LoopError::ContextTooLarge(format!(
+            "system prompt {}, tools {}, latest message {}, against an input budget of {} tokens",
+            pith_core::format::thousands(scale(system.system)),
+            pith_core::format::thousands(scale(pith_core::tokens::count_tools(
+                counter.as_ref(),
+                tools
+            ))),
+            pith_core::format::thousands(scale(count_message(counter.as_ref(), &message))),
+            pith_core::format::thousands(self.context.budget.input_budget),
+        )))
+    }
+
+    /// The first plan of the replacement (the default, then smaller ones) whose floor
+    /// leaves a compaction able to help; `Err` with the smallest plan's floor when none
+    /// does.
+    fn plan_compaction(
+        &self,
+        last_user_text: &str,
+        tools: &[ToolDefinition],
+    ) -> Result<CompactionPlan, Floor> {
+        let mut last = Floor::default();
+        for plan in self.default_plan().fallbacks() {
+            let candidate = self.floor_of(plan, last_user_text, tools);
+            if candidate.floor.can_help(&self.context.budget) {
+                return Ok(candidate);
+            }
+            last = candidate.floor;
+        }
+        Err(last)
+    }
+
+    /// The replacement of `plan` rendered without a summary, and its floor.
+    fn floor_of(
+        &self,
+        plan: ReplacementPlan,
+        last_user_text: &str,
+        tools: &[ToolDefinition],
+    ) -> CompactionPlan {
+        let counter = self.counter();
+        let counter = counter.as_ref();
+        let calibration = self.context.estimator.calibration();
+        let scale = |tokens: usize| calibration.scale(tokens as u64);
+        let ledger = self.render_ledger_for(&plan, true);
+        let restored = self.restore_files_for(&plan);
+        let empty = Message::user(replacement_text(ReplacementParts {
+            summary: "",
+            ledger: ledger.as_ref().map(|l| l.text.as_str()),
+            restored_files: &restored,
+            last_user_message: Some(last_user_text),
+        }));
+        let whole =
+            pith_core::tokens::estimate_request(counter, &self.system_prompt, &[empty], tools);
+        let ledger_tokens = ledger.as_ref().map_or(0, |l| l.tokens);
+        let restored_tokens: usize = restored.iter().map(|f| counter.count(&f.content)).sum();
+        let message_tokens = counter.count(last_user_text);
+        let framing = whole
+            .messages
+            .saturating_sub(ledger_tokens + restored_tokens + message_tokens)
+            + pith_core::tokens::REQUEST_FRAMING_TOKENS;
+        let floor = Floor {
+            system: scale(whole.system),
+            tools: scale(whole.tools),
+            message: scale(message_tokens),
+            ledger: scale(ledger_tokens),
+            restored: scale(restored_tokens),
+            summary: summary_allowance(self.context.budget.input_budget, ledger.is_some()),
+            framing: scale(framing),
+        };
+        CompactionPlan {
+            plan,
+            ledger,
+            restored,
+            floor,
+        }
     }
 
     /// Dedup + prune of the current history, without applying it.
     fn micro_candidate(&self) -> MicroCandidate {
         let started = Instant::now();
         let tools = &self.tools;
-        let (deduplicated, _) = collapse(&self.history, |name| tools.is_read_only(name));
-        let counter = self.estimator.counter();
+        let history = &self.context.history;
+        let (deduplicated, _) = collapse(history, |name| tools.is_read_only(name));
+        let counter = self.counter();
         let (pruned, _) =
             prune_old_tool_outputs(&deduplicated, counter.as_ref(), &self.options.prune);
         // Dedup and prune keep the message count and change only some contents: tokenize
         // just the messages that changed, not the whole history twice.
-        let reclaimable: usize = self
-            .history
+        let reclaimable: usize = history
             .iter()
             .zip(&pruned)
             .filter(|(old, new)| old != new)
@@ -160,7 +316,11 @@ impl AgentLoop {
             .sum();
         MicroCandidate {
             replacement: pruned,
-            reclaimable: reclaimable as u64,
+            reclaimable: self
+                .context
+                .estimator
+                .calibration()
+                .scale(reclaimable as u64),
             started,
         }
     }
@@ -174,10 +334,9 @@ impl AgentLoop {
         tools: &[ToolDefinition],
         sink: &mut dyn TurnSink,
     ) {
-        let tokens_after = self
-            .estimator
-            .estimate(&self.system_prompt, &candidate.replacement, tools)
-            .total as u64;
+        let (tokens_after, _) =
+            self.context
+                .estimate_other(&self.system_prompt, &candidate.replacement, tools);
         let step = MicroCompaction {
             replacement: candidate.replacement,
             tokens_reclaimed: tokens_before
@@ -198,7 +357,14 @@ impl AgentLoop {
         let HistoryRewrite::Micro(step) = rewrite else {
             return;
         };
-        self.install(step.replacement.clone());
+        self.context.install(step.replacement.clone());
         sink.emit(LoopEvent::MicroCompaction(step));
+    }
+
+    /// Emits what the governor has to say.
+    pub(super) fn tell(&self, notices: Vec<GovernorNotice>, sink: &mut dyn EventSink) {
+        for notice in notices {
+            sink.emit(LoopEvent::Governor(notice));
+        }
     }
 }

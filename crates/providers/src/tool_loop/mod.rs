@@ -22,6 +22,7 @@
 mod agent;
 mod carry;
 mod compaction;
+mod context_state;
 mod decision;
 mod execute;
 pub mod guard;
@@ -34,6 +35,6 @@ mod turn;
 
 pub use agent::AgentLoop;
 pub use options::{
-    enforced_output_cap, LedgerOptions, LoopError, LoopOptions, ManualCompaction, TurnFailure,
-    TurnSummary, DEFAULT_OUTPUT_CAP_TOKENS,
+    enforced_output_cap, LedgerOptions, LoopError, LoopOptions, ManualCompaction,
+    RepeatedCallLimits, TurnFailure, TurnSummary, DEFAULT_OUTPUT_CAP_TOKENS,
 };

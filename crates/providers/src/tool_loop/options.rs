@@ -41,6 +41,33 @@ pub struct LoopOptions {
     pub repeated_line_limit: usize,
     /// The session ledger every compaction carries, and the files it re-attaches.
     pub ledger: LedgerOptions,
+    /// Most automatic LLM compactions in one user turn (`[context]
+    /// max_auto_compactions_per_turn`); past it the overflow path fits requests.
+    pub max_auto_compactions_per_turn: u32,
+    /// The doom-loop guard: the same call with the same result over and over.
+    pub repeated_calls: RepeatedCallLimits,
+    /// Which usage reports are believed (`[context] usage_ratio_min` / `max`).
+    pub usage_band: pith_core::context::calibration::Band,
+}
+
+/// The doom-loop guard's counts (`[doom_loop]`): the same tool call with the same
+/// arguments and the same result this many times in a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RepeatedCallLimits {
+    /// The result gets a note telling the model so (0: never).
+    pub note_after: u32,
+    /// The turn asks the front-end whether to go on, and stops unless it says yes (0:
+    /// never).
+    pub stop_after: u32,
+}
+
+impl Default for RepeatedCallLimits {
+    fn default() -> Self {
+        Self {
+            note_after: 3,
+            stop_after: 6,
+        }
+    }
 }
 
 /// The session ledger's budgets (the `[context]` keys of the same names).
@@ -111,6 +138,10 @@ impl Default for LoopOptions {
             output_cap: enforced_output_cap(DEFAULT_OUTPUT_CAP_TOKENS),
             repeated_line_limit: 50,
             ledger: LedgerOptions::default(),
+            max_auto_compactions_per_turn:
+                pith_core::context::governor::DEFAULT_MAX_AUTO_COMPACTIONS_PER_TURN,
+            repeated_calls: RepeatedCallLimits::default(),
+            usage_band: Default::default(),
         }
     }
 }
@@ -134,6 +165,20 @@ pub enum LoopError {
     /// unchanged.
     #[error(transparent)]
     Persist(#[from] PersistError),
+    /// Nothing could make the request fit the window: what is never cut (the system
+    /// prompt, the tool definitions, the latest message) is larger than the input budget.
+    /// No request was sent.
+    #[error("the request cannot fit the context window: {0}")]
+    ContextTooLarge(String),
+    /// The doom-loop guard stopped the turn: the model made the same call with the same
+    /// result `times` times in a row, and nobody said to go on.
+    #[error("stopped: the model called {tool} {times} times in a row with the same arguments and got the same result (the doom-loop guard, [doom_loop] stop_after)")]
+    RepeatedCall {
+        /// The tool.
+        tool: String,
+        /// Calls in a row.
+        times: u32,
+    },
 }
 
 /// The result of a completed turn.

@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use pith_core::hooks::context_block;
 use pith_core::prompts::truncation_notice;
-use pith_core::{HookEvent, LoopEvent, Message, Part, RequestPurpose, Role, TurnSink};
+use pith_core::{
+    HookEvent, LoopEvent, Message, Part, RequestPurpose, Role, ToolCall, ToolResult, TurnSink,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
@@ -31,15 +33,15 @@ impl AgentLoop {
     ) -> Result<TurnSummary, TurnFailure> {
         let mut summary = TurnSummary::default();
         let last_user_text = user_message.text_content();
-        self.observe_user(&last_user_text);
-        Arc::make_mut(&mut self.history).push(user_message);
-        // Beyond the seed: a new user message is new history, so a conversation that
-        // already crosses the threshold when the user speaks is compacted before the
-        // first request, with the new message retained.
-        self.memory.record_new_history();
+        // Beyond the seed: a new user message is new history (and a fresh ceiling), so a
+        // conversation that already crosses the threshold when the user speaks is
+        // compacted before the first request, with the new message retained.
+        self.context.push_user(user_message);
         let fail = |error, summary| Err(TurnFailure { error, summary });
         // A Stop hook continued this turn at least once (hooks are told, to avoid loops).
         let mut stop_continued = false;
+        // The last request was refused as too long and is being sent again, fitted.
+        let mut refused = false;
         loop {
             if cancel.is_cancelled() {
                 return fail(LoopError::Cancelled, summary);
@@ -74,6 +76,20 @@ impl AgentLoop {
             self.emit_requests([report], sink);
             let response = match sent {
                 Ok(response) => response,
+                // A refusal as too long is evidence that pith undercounts: recalibrate, and
+                // send the request once more (the decision fits or compacts it first).
+                Err(failure)
+                    if !refused
+                        && failure.partial.text.is_empty()
+                        && matches!(failure.error, ProviderError::ContextLengthExceeded { .. }) =>
+                {
+                    refused = true;
+                    let notice = self
+                        .context
+                        .learn_refusal(prepared.sent.counted, &failure.error.to_string());
+                    sink.emit(LoopEvent::Notice(notice));
+                    continue;
+                }
                 Err(failure) => {
                     // Keep what the user already saw, never an orphan tool call.
                     if !failure.partial.text.is_empty() {
@@ -86,6 +102,7 @@ impl AgentLoop {
                     return fail(error, summary);
                 }
             };
+            refused = false;
             summary.usage += response.usage;
             if response.usage_reported {
                 sink.emit(LoopEvent::Usage(response.usage));
@@ -126,15 +143,19 @@ impl AgentLoop {
             }
             // Told after the tool results of the cut answer, or at once when it has none.
             let notice = truncation.map(|t| Message::user(truncation_notice(&t.to_string())));
-            // A fitted request is not the history: its reported size must not stand for
-            // the history's.
-            if response.usage_reported && !prepared.fitted {
-                self.estimator.record_usage(
-                    response.usage.input_tokens,
-                    response.usage.output_tokens,
-                    self.history.len(),
-                );
-            }
+            // Usage is evidence: weighed against pith's count of what was sent (a fitted
+            // request is not the history, so it calibrates but never anchors), and the
+            // first report after a compaction verifies it.
+            let tools = self.tools.definitions();
+            let covered = self.context.history.len();
+            let notices = self.context.observe_usage(
+                prepared.sent,
+                response.usage_reported.then_some(response.usage),
+                covered,
+                &self.system_prompt,
+                &tools,
+            );
+            self.tell(notices, sink);
             if calls.is_empty() {
                 if let Some(notice) = notice {
                     self.push(notice, sink);
@@ -155,7 +176,11 @@ impl AgentLoop {
             let results =
                 execute_calls_with_images(&self.tools, hooks.as_ref(), &calls, sink, cancel).await;
             summary.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
-            for (result, images) in results {
+            let mut repeated = None;
+            for (call, (mut result, images)) in calls.iter().zip(results) {
+                if let Some(times) = self.note_repeats(call, &mut result) {
+                    repeated = Some((call.name.clone(), times));
+                }
                 // An image a tool returned follows its result in the same message.
                 let mut parts = vec![Part::ToolResult(result)];
                 parts.extend(images.into_iter().map(Part::Image));
@@ -170,9 +195,18 @@ impl AgentLoop {
             if let Some(notice) = notice {
                 self.push(notice, sink);
             }
-            self.memory.record_new_history();
+            self.context.governor.record_new_history();
             if cancel.is_cancelled() {
                 return fail(LoopError::Cancelled, summary);
+            }
+            if let Some((tool, times)) = repeated {
+                if !self.repeat_gate.go_on(&tool, times, cancel).await {
+                    if cancel.is_cancelled() {
+                        return fail(LoopError::Cancelled, summary);
+                    }
+                    return fail(LoopError::RepeatedCall { tool, times }, summary);
+                }
+                self.repeats.reset();
             }
         }
     }
@@ -193,11 +227,24 @@ impl AgentLoop {
             Some(message) if !cancel.is_cancelled() => {
                 let text = context_block(HookEvent::Stop, &message);
                 self.push(Message::user(text.trim_start()), sink);
-                self.memory.record_new_history();
+                self.context.governor.record_new_history();
                 *continued = true;
                 true
             }
             _ => false,
         }
+    }
+
+    /// The doom-loop guard for one finished call: counts it, appends the note from
+    /// `note_after` on, and returns the count when it reached `stop_after`.
+    fn note_repeats(&mut self, call: &ToolCall, result: &mut ToolResult) -> Option<u32> {
+        let limits = self.options.repeated_calls;
+        let times = self.repeats.observe(call, result);
+        if limits.note_after > 0 && times >= limits.note_after {
+            result
+                .content
+                .push_str(&pith_core::repeat::repeated_call_note(&call.name, times));
+        }
+        (limits.stop_after > 0 && times >= limits.stop_after).then_some(times)
     }
 }

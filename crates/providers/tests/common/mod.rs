@@ -119,6 +119,10 @@ impl Tool for ReadTool {
 ///
 /// The session ledger is off, so these tests check seed 002's exact prompts and
 /// replacements; `tests/ledger.rs` checks what the ledger adds.
+///
+/// These suites drive compaction with scripted usage ([`OVER_THRESHOLD`] for a request of
+/// a few hundred tokens), so they believe every report: [`believing_every_report`]. The
+/// governor's own suite (`tests/governor.rs`) keeps the default band.
 pub fn fast_options() -> LoopOptions {
     LoopOptions {
         retry: RetryPolicy {
@@ -132,7 +136,17 @@ pub fn fast_options() -> LoopOptions {
             ..Timeouts::default()
         },
         ledger: LedgerOptions::off(),
+        usage_band: believing_every_report(),
         ..LoopOptions::default()
+    }
+}
+
+/// A usage band that believes any report (`[context] usage_ratio_min = 0`,
+/// `usage_ratio_max` huge): scripted usage stands for the conversation's size.
+pub fn believing_every_report() -> pith_core::context::calibration::Band {
+    pith_core::context::calibration::Band {
+        min: 0.0,
+        max: 1e12,
     }
 }
 
@@ -183,9 +197,10 @@ pub fn harness_with(
     window: u64,
     options: LoopOptions,
 ) -> Harness {
-    let server = Arc::new(
-        TestServer::start(Script::new(protocol, turns)).expect("the testkit server starts"),
-    );
+    // A fixed 100 input tokens for turns that script none: these suites' usage
+    // arithmetic counts on it.
+    let script = Script::new(protocol, turns).with_usage_mode(pith_testkit::UsageMode::Fixed);
+    let server = Arc::new(TestServer::start(script).expect("the testkit server starts"));
     let tool = Arc::new(ReadTool {
         runs: AtomicUsize::new(0),
     });

@@ -134,6 +134,10 @@ fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, st
             )
         }
         LoopEvent::Notice(text) => screen.message(Tone::Dim, &text),
+        LoopEvent::Governor(notice) => {
+            status.note_governor(&notice);
+            screen.message(Tone::Info, &notice.text());
+        }
         LoopEvent::OutputTruncated { reason } => screen.message(
             Tone::Error,
             &format!("The answer was cut off: {reason}; incomplete tool calls were not run."),
@@ -168,6 +172,9 @@ fn on_child_event(child: &pith_core::SubagentEvent, busy: &mut BusyState, screen
     let agent = &child.agent;
     match child.event.as_ref() {
         LoopEvent::Notice(text) => screen.message(Tone::Dim, &format!("[{agent}] {text}")),
+        LoopEvent::Governor(notice) => {
+            screen.message(Tone::Info, &format!("[{agent}] {}", notice.text()))
+        }
         LoopEvent::AutoCompaction(lifecycle) => {
             if let Some(notice) = busy.on_auto_compaction(lifecycle) {
                 screen.message(Tone::Info, &format!("[{agent}] {}", notice.text()));
@@ -262,6 +269,7 @@ mod tests {
             used: 0,
             budget: pith_core::ContextBudget::for_window(20_000),
             auto_compaction: true,
+            paused: None,
         };
         let events = vec![
             LoopEvent::TextDelta("Before".into()),

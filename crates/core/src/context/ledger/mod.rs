@@ -189,6 +189,11 @@ impl Ledger {
             return;
         }
         let order = self.tick();
+        // A message too large for the window was stored beside the transcript: its file
+        // is a spill like a tool output's.
+        if let Some(path) = spill_path(text) {
+            self.add_spill(path, "a user message".to_owned(), order);
+        }
         if let Some(entry) = self.users.iter_mut().find(|u| u.text == text) {
             entry.count += 1;
             entry.order = order;
@@ -309,16 +314,21 @@ impl Ledger {
                 Some(command) => format!("{tool} `{}`", first_line(command)),
                 None => tool.clone(),
             };
-            self.spills.retain(|s| s.path != path);
-            if self.spills.len() >= MAX_SPILLS {
-                self.spills.remove(0);
-            }
-            self.spills.push(SpillEntry {
-                path,
-                origin,
-                order,
-            });
+            self.add_spill(path, origin, order);
         }
+    }
+
+    /// Records a spill file (the newest [`MAX_SPILLS`] are kept).
+    fn add_spill(&mut self, path: String, origin: String, order: u64) {
+        self.spills.retain(|s| s.path != path);
+        if self.spills.len() >= MAX_SPILLS {
+            self.spills.remove(0);
+        }
+        self.spills.push(SpillEntry {
+            path,
+            origin,
+            order,
+        });
     }
 
     /// File facts of a `read`, `write` or `edit` call that carried no effects (older

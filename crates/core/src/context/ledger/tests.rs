@@ -629,3 +629,14 @@ fn only_files_that_could_be_shown_are_checked_on_disk() {
     );
     assert!(probed >= 20, "the shown files are still checked: {probed}");
 }
+
+#[test]
+fn a_user_message_stored_beside_the_transcript_is_listed_with_the_spills() {
+    let mut ledger = Ledger::default();
+    ledger.observe_user(
+        "Find the failure.\n[pith: about 50,000 tokens of this message are left out here]\nend\n[full output: $PITH_SPILL_DIR/4.txt]",
+    );
+    assert_eq!(ledger.spills().len(), 1);
+    assert_eq!(ledger.spills()[0].path, "$PITH_SPILL_DIR/4.txt");
+    assert_eq!(ledger.spills()[0].origin, "a user message");
+}

@@ -1,0 +1,159 @@
+//! [`ContextState`]: everything the loop knows about its context, in one place — the
+//! history, the budget, the request estimator with its calibration, the governor's memory,
+//! the session ledger and the view of the disk it uses.
+//!
+//! Three things change it, each through one method:
+//! - the history grows ([`ContextState::push`], [`ContextState::push_user`]);
+//! - a persisted rewrite is installed ([`ContextState::install`]);
+//! - a server reports usage for a request ([`ContextState::observe_usage`]), which
+//!   calibrates the estimate, verifies the last compaction, and may pause automatic
+//!   compaction.
+//!
+//! Deciding what to do before a request (`decision`) reads it through
+//! [`ContextState::estimate`] and the governor.
+
+use std::sync::Arc;
+
+use pith_core::context::calibration::Evidence;
+use pith_core::context::ledger::{FileProbe, Ledger};
+use pith_core::context::{Governor, GovernorNotice};
+use pith_core::{ContextBudget, Message, RequestEstimate, RequestEstimator, ToolDefinition, Usage};
+
+/// What the loop knows about one request it sent, to weigh the usage reported for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Sent {
+    /// pith's count of the request as sent.
+    pub counted: u64,
+    /// True when the request was fitted to the budget: it is not the history, so a report
+    /// for it may calibrate but never anchor.
+    pub fitted: bool,
+}
+
+/// The loop's context; see the module docs.
+pub(super) struct ContextState {
+    pub budget: ContextBudget,
+    /// Shared with the request in flight (copy on write: pushing clones only while a
+    /// request still holds it, which it never does between requests).
+    pub history: Arc<Vec<Message>>,
+    pub estimator: RequestEstimator,
+    pub governor: Governor,
+    /// The session ledger, observed as the history grows (see `carry`).
+    pub ledger: Ledger,
+    /// The disk as the ledger sees it, when the loop has a workspace.
+    pub files: Option<Arc<dyn FileProbe>>,
+}
+
+impl ContextState {
+    /// An empty history for `budget`, with at most `max_per_turn` automatic compactions
+    /// per user turn.
+    pub fn new(budget: ContextBudget, estimator: RequestEstimator, max_per_turn: u32) -> Self {
+        Self {
+            budget,
+            history: Arc::new(Vec::new()),
+            estimator,
+            governor: Governor::new(max_per_turn),
+            ledger: Ledger::default(),
+            files: None,
+        }
+    }
+
+    /// The estimate of a request of the history with `system` and `tools`.
+    pub fn estimate(&mut self, system: &str, tools: &[ToolDefinition]) -> RequestEstimate {
+        self.estimator.estimate(system, &self.history, tools)
+    }
+
+    /// The estimate of a request of `messages` (not the history) in the server's terms,
+    /// and pith's count of it.
+    pub fn estimate_other(
+        &self,
+        system: &str,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+    ) -> (u64, u64) {
+        let counted = self.estimator.count_request(system, messages, tools) as u64;
+        (self.estimator.calibration().scale(counted), counted)
+    }
+
+    /// A user message starts a turn: the ledger records it, the governor starts a fresh
+    /// ceiling and counts it as new history.
+    pub fn push_user(&mut self, message: Message) {
+        self.ledger.observe_user(&message.text_content());
+        self.governor.start_turn();
+        Arc::make_mut(&mut self.history).push(message);
+    }
+
+    /// Appends an assistant or tool message (the ledger observes it).
+    pub fn push(&mut self, message: Message) {
+        self.ledger.observe_message(&message, self.files.as_deref());
+        Arc::make_mut(&mut self.history).push(message);
+    }
+
+    /// Installs a persisted rewrite: the new history, no anchor on the old one.
+    pub fn install(&mut self, replacement: Vec<Message>) {
+        self.history = Arc::new(replacement);
+        self.estimator.clear_usage();
+    }
+
+    /// Replaces the whole conversation (resume, `/clear`, a switched model): the governor
+    /// starts afresh, the calibration is kept.
+    pub fn replace_history(&mut self, history: Vec<Message>) {
+        self.history = Arc::new(pith_core::summary::strip_system(&history));
+        self.estimator.clear_usage();
+        self.governor.reset();
+    }
+
+    /// Takes what the server reported (`usage`, when it reported any) for a turn request
+    /// described by `sent`, answered into a history of `covered` messages. Returns what the
+    /// user must be told: an implausible report (once a session), a compaction that did not
+    /// help (the first report after it is still over the threshold).
+    pub fn observe_usage(
+        &mut self,
+        sent: Sent,
+        usage: Option<Usage>,
+        covered: usize,
+        system: &str,
+        tools: &[ToolDefinition],
+    ) -> Vec<GovernorNotice> {
+        let mut notices = Vec::new();
+        let Some(usage) = usage else {
+            // Nothing to verify with: the next report is not about the compacted request.
+            self.governor.verifying = false;
+            return notices;
+        };
+        let evidence = if sent.fitted {
+            self.estimator
+                .observe_usage(usage.input_tokens, sent.counted)
+        } else {
+            self.estimator.record_usage(
+                usage.input_tokens,
+                usage.output_tokens,
+                covered,
+                sent.counted,
+            )
+        };
+        if let Evidence::Implausible { reported, counted } = evidence {
+            notices.extend(self.governor.implausible_notice(reported, counted));
+        }
+        let estimate = self.estimate(system, tools).total as u64;
+        let budget = self.budget;
+        notices.extend(self.governor.verify(usage.input_tokens, estimate, &budget));
+        notices
+    }
+
+    /// The server refused a request pith counted at `counted` as too long: the estimate
+    /// is scaled up to what the refusal implies. Returns the notice for the user.
+    pub fn learn_refusal(&mut self, counted: u64, message: &str) -> String {
+        let window = self.budget.window;
+        let factor = self.estimator.learn_refusal(counted, window);
+        format!(
+            "the server refused a request pith counted at {} tokens as too long for its {}-token window ({message}): pith now takes the server's tokens as {factor:.2}× its own count and sends the request again, fitted",
+            pith_core::format::thousands(counted),
+            pith_core::format::thousands(window)
+        )
+    }
+
+    /// Takes the usage of a summary request pith counted at `counted`: calibration only.
+    pub fn observe_summary_usage(&mut self, usage: Usage, counted: u64) {
+        self.estimator.observe_usage(usage.input_tokens, counted);
+    }
+}
