@@ -210,3 +210,4 @@ pub fn run_measuring_peak_rss(mut command: Command) -> (Output, u64) {
     };
     (output, peak)
 }
+pub mod stress;

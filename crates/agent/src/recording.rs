@@ -24,8 +24,11 @@ use pith_session::{items_from_messages, Event, Session, TranscriptItem};
 pub struct CompactionNote {
     /// What triggered it (`micro` compactions are reported with their own flag).
     pub trigger: CompactionTrigger,
-    /// True for a micro-compaction (dedup + prune).
+    /// True for a micro-compaction (dedup + prune) or an overflow fit.
     pub micro: bool,
+    /// True for an overflow fit (a rule-based rewrite because nothing else could make
+    /// the request fit).
+    pub overflow: bool,
     /// Estimated tokens before.
     pub tokens_before: u64,
     /// Estimated tokens after.
@@ -38,6 +41,7 @@ impl CompactionNote {
     /// `auto`, `micro` or `manual`, as reports name it.
     pub fn kind(&self) -> &'static str {
         match (self.micro, self.trigger) {
+            (true, _) if self.overflow => "overflow",
             (true, _) => "micro",
             (false, CompactionTrigger::Auto) => "auto",
             (false, CompactionTrigger::Manual) => "manual",
@@ -59,6 +63,8 @@ pub struct CompactionTotals {
     pub cancelled: u32,
     /// Micro-compactions applied.
     pub micro: u32,
+    /// Overflow fits recorded (requests that could not fit otherwise, trimmed).
+    pub overflow_fits: u32,
     /// Summary requests sent (a compaction whose model called tools sends several).
     pub summary_requests: u32,
     /// Their usage.
@@ -72,6 +78,7 @@ impl std::ops::AddAssign for CompactionTotals {
         self.failed += other.failed;
         self.cancelled += other.cancelled;
         self.micro += other.micro;
+        self.overflow_fits += other.overflow_fits;
         self.summary_requests += other.summary_requests;
         self.usage += other.usage;
     }
@@ -87,7 +94,10 @@ impl CompactionTotals {
                 pith_core::AutoCompaction::Failed { .. } => self.failed += 1,
                 pith_core::AutoCompaction::Cancelled => self.cancelled += 1,
             },
-            LoopEvent::MicroCompaction(_) => self.micro += 1,
+            LoopEvent::MicroCompaction(step) => match step.reason {
+                pith_core::events::MicroReason::Prune => self.micro += 1,
+                pith_core::events::MicroReason::Overflow => self.overflow_fits += 1,
+            },
             LoopEvent::RequestFinished(report)
                 if report.purpose == pith_core::RequestPurpose::Compaction =>
             {
@@ -181,6 +191,7 @@ impl TurnRecorder {
                 CompactionNote {
                     trigger: compaction.trigger,
                     micro: false,
+                    overflow: false,
                     tokens_before: compaction.tokens_before,
                     tokens_after: compaction.tokens_after,
                     ledger_tokens: compaction.carried.ledger_tokens,
@@ -192,6 +203,7 @@ impl TurnRecorder {
                 CompactionNote {
                     trigger: CompactionTrigger::Auto,
                     micro: true,
+                    overflow: step.reason == pith_core::events::MicroReason::Overflow,
                     tokens_before: step.tokens_before,
                     tokens_after: step.tokens_after,
                     ledger_tokens: 0,
@@ -455,6 +467,7 @@ mod tests {
         recorder
             .persist(
                 &HistoryRewrite::Micro(MicroCompaction {
+                    reason: pith_core::events::MicroReason::Prune,
                     replacement: pruned.clone(),
                     tokens_reclaimed: 5,
                     tokens_before: 10,

@@ -98,9 +98,26 @@ pub enum AutoCompaction {
     },
 }
 
-/// A rule-based micro-compaction (dedup + prune, no LLM) applied by the loop.
+/// Why a rule-based rewrite (no LLM) replaced the history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MicroReason {
+    /// Micro-compaction: dedup + prune of old tool outputs.
+    #[default]
+    Prune,
+    /// Overflow fitting: the request could not fit and no compaction could run, so the
+    /// largest tool results were capped and the oldest messages dropped behind the
+    /// session ledger (see `tool_loop/overflow`). Persisted like any rewrite, so the
+    /// transcript holds what the model was sent.
+    Overflow,
+}
+
+/// A rule-based rewrite of the history (no LLM) applied by the loop: a micro-compaction
+/// (dedup + prune) or an overflow fit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MicroCompaction {
+    /// Why.
+    pub reason: MicroReason,
     /// The history after the step, system messages excluded.
     pub replacement: Vec<Message>,
     /// Estimated tokens reclaimed.

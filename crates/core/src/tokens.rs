@@ -595,7 +595,7 @@ impl RequestEstimator {
         covered_messages: usize,
         counted: u64,
     ) -> Evidence {
-        let evidence = self.calibration.observe(input_tokens, counted);
+        let evidence = self.calibration.observe_history(input_tokens, counted);
         self.anchor = evidence.is_plausible().then(|| ReportedAnchor {
             tokens: usize::try_from(input_tokens.saturating_add(output_tokens))
                 .unwrap_or(usize::MAX),
@@ -624,6 +624,13 @@ impl RequestEstimator {
     /// Drops the reported-usage anchor (e.g. after history was replaced).
     pub fn clear_usage(&mut self) {
         self.anchor = None;
+    }
+
+    /// The history was rewritten: drops the anchor, and the next report must follow the
+    /// rewrite (see [`Calibration::mark_rewrite`]).
+    pub fn rewritten(&mut self) {
+        self.anchor = None;
+        self.calibration.mark_rewrite();
     }
 
     /// Estimates a request of `system` + `messages` + `tools`.

@@ -1,6 +1,7 @@
 //! The machine-readable result and stream events of a headless job (docs/headless.md).
 
 use pith_agent::CompactionNote;
+use pith_core::events::MicroReason;
 use pith_core::{AutoCompaction, ChildRun, LoopEvent, RequestPurpose, RequestReport, Role, Usage};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -198,7 +199,11 @@ pub fn stream_event(event: &LoopEvent, include_partial: bool) -> Option<Value> {
                    "duration_ms": duration_ms})
         }
         LoopEvent::MicroCompaction(step) => {
-            json!({"type": "compaction", "trigger": "micro", "tokens_before": step.tokens_before,
+            let trigger = match step.reason {
+                MicroReason::Prune => "micro",
+                MicroReason::Overflow => "overflow",
+            };
+            json!({"type": "compaction", "trigger": trigger, "tokens_before": step.tokens_before,
                    "tokens_after": step.tokens_after, "duration_ms": step.duration_ms})
         }
         LoopEvent::AutoCompaction(AutoCompaction::Cancelled) => {
@@ -231,7 +236,7 @@ pub fn stream_event(event: &LoopEvent, include_partial: bool) -> Option<Value> {
 mod tests {
     use super::*;
     use pith_core::context::{GovernorNotice, PauseReason};
-    use pith_core::events::MicroCompaction;
+    use pith_core::events::{MicroCompaction, MicroReason};
     use pith_core::{
         HookEvent, HookOutcome, HookRun, Message, SubagentEvent, ToolCall, ToolResult,
     };
@@ -328,10 +333,19 @@ mod tests {
                 duration_ms: 1500,
             }),
             LoopEvent::MicroCompaction(MicroCompaction {
+                reason: MicroReason::Prune,
                 replacement: Vec::new(),
                 tokens_reclaimed: 5,
                 tokens_before: 10,
                 tokens_after: 5,
+                duration_ms: 0,
+            }),
+            LoopEvent::MicroCompaction(MicroCompaction {
+                reason: MicroReason::Overflow,
+                replacement: Vec::new(),
+                tokens_reclaimed: 9_000,
+                tokens_before: 30_000,
+                tokens_after: 21_000,
                 duration_ms: 0,
             }),
             LoopEvent::AutoCompaction(AutoCompaction::Cancelled),
@@ -353,6 +367,11 @@ mod tests {
             LoopEvent::Governor(GovernorNotice::CeilingReached {
                 attempts: 2,
                 until_tokens: 40_000,
+            }),
+            LoopEvent::Governor(GovernorNotice::UsageUnresponsive {
+                reported: 30_000,
+                counted_before: 16_000,
+                counted_after: 6_000,
             }),
             LoopEvent::Governor(GovernorNotice::UsageImplausible {
                 reported: 100,

@@ -1035,12 +1035,11 @@ async fn a_compaction_whose_model_keeps_calling_tools_is_applied_with_pith_s_own
 }
 
 #[tokio::test]
-async fn the_usage_of_a_fitted_request_never_anchors_the_history_estimate() {
+async fn an_overflow_fit_is_persisted_and_the_next_request_builds_on_it() {
     let huge = (0..20_000)
         .map(|i| format!("log line {i}"))
         .collect::<Vec<_>>()
         .join("\n");
-    // The fitted request reports a small size; the history is far larger.
     let mut h = harness(
         vec![
             Reply::tool_call("c1", "read", json!({"path": "a.rs"}), 3_000, 10),
@@ -1062,25 +1061,43 @@ async fn the_usage_of_a_fitted_request_never_anchors_the_history_estimate() {
         Message::tool_result("c", huge, false),
     ]);
     let (tx, _rx) = unbounded_channel();
+    let mut sink = InMemory::new(tx.clone());
     h.agent
         .run_turn(
             Message::user("what failed?"),
-            &mut InMemory::new(tx.clone()),
+            &mut sink,
             &CancellationToken::new(),
         )
         .await
         .unwrap();
+    // The fit was persisted before it was installed: the transcript holds what was sent.
+    let fits: Vec<&pith_core::events::MicroCompaction> = sink
+        .persisted
+        .iter()
+        .filter_map(|r| match r {
+            pith_core::HistoryRewrite::Micro(step)
+                if step.reason == pith_core::events::MicroReason::Overflow =>
+            {
+                Some(step)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fits.len(), 1, "one fit; the next request fits as it is");
+    let requests = h.adapter.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].messages[..], fits[0].replacement[..]);
+    // The second request extends the first: a stable prefix for the prompt cache.
+    assert_eq!(
+        requests[1].messages[..requests[0].messages.len()],
+        requests[0].messages[..]
+    );
     let estimate = h.agent.estimate();
     assert!(
-        !estimate.anchored_on_reported_usage,
-        "a fitted request's usage describes the fitted request, not the history"
-    );
-    assert!(
-        estimate.total > 50_000,
-        "the history is still estimated whole: {}",
+        estimate.total as u64 <= h.agent.budget().input_budget,
+        "the history is the fitted one: {}",
         estimate.total
     );
-    assert_eq!(h.adapter.requests().len(), 2, "both requests were fitted");
 }
 
 #[tokio::test]

@@ -325,6 +325,8 @@ async fn the_wrong_cap_field_is_refused_as_openai_does() {
 
 /// Overflow fitting in a thinking tool loop: the oldest history goes, the signed answer of
 /// the active turn goes back whole (the testkit refuses a cut or missing thinking block).
+/// The first request of the turn fits; the tool result of the thinking turn pushes the
+/// second one over the budget, so the fit happens inside the active tool loop.
 #[tokio::test]
 async fn overflow_fitting_keeps_the_active_thinking_tool_loop_whole() {
     for protocol in [
@@ -332,40 +334,49 @@ async fn overflow_fitting_keeps_the_active_thinking_tool_loop_whole() {
         Protocol::OpenAiResponses,
         Protocol::Bedrock,
     ] {
+        // The read tool echoes its path: a long one makes a large result.
+        let long_path = format!("a.rs{}", " detail".repeat(2_500));
         let mut h = harness_with(
             protocol,
             vec![
-                Turn::text("Noted."),
-                Turn::tool_call("read", json!({"path": "a.rs"})).with_reasoning("Read a.rs."),
+                Turn::tool_call("read", json!({ "path": long_path })).with_reasoning("Read a.rs."),
                 Turn::text("Finished.").with_reasoning("All good."),
             ],
             20_000,
             LoopOptions {
                 auto_compaction: false,
+                // The scripted 100 input tokens are not believed: pith counts.
+                usage_band: Default::default(),
                 ..thinking_options()
             },
         );
-        let huge = "background detail ".repeat(15_000);
-        h.turn(&huge)
-            .await
-            .outcome
-            .expect("the first turn is fitted");
+        let old = "background detail ".repeat(6_000);
+        h.agent.set_history(vec![
+            pith_core::Message::user(old.clone()),
+            pith_core::Message::assistant("Noted."),
+        ]);
         let run = h.turn("now fix a.rs").await;
         run.outcome.expect("the fitted requests were accepted");
-        assert!(
-            run.events.iter().any(|e| matches!(e, LoopEvent::Notice(_))),
-            "{protocol:?}: the requests were fitted: {:?}",
-            run.events
-        );
+        let fits = run
+            .events
+            .iter()
+            .filter(|e| matches!(e, LoopEvent::Notice(n) if n.contains("too large")))
+            .count();
+        assert_eq!(fits, 1, "{protocol:?}: the second request was fitted");
         let requests = h.server.requests();
-        let last = requests.last().unwrap().body.to_string();
         assert!(
-            !last.contains(&huge[..2_000]),
-            "{protocol:?}: the old history went"
+            requests[0].body.to_string().contains(&old[..2_000]),
+            "{protocol:?}: the first request fit as it was"
         );
+        let last_request = requests.last().unwrap();
+        assert!(
+            pith_testkit::request_tokens(&last_request.body) <= 15_904,
+            "{protocol:?}: the fitted request is within the input budget"
+        );
+        let last = last_request.body.to_string();
         let kept = match protocol {
-            Protocol::Anthropic | Protocol::Bedrock => "testkit-signature-2",
-            _ => "testkit-encrypted-2",
+            Protocol::Anthropic | Protocol::Bedrock => "testkit-signature-1",
+            _ => "testkit-encrypted-1",
         };
         assert!(last.contains(kept), "{protocol:?}: {last}");
         assert!(

@@ -119,9 +119,13 @@ pub enum Event {
         )]
         restored_files: Vec<String>,
     },
-    /// A rule-based micro-compaction (dedup + prune) replaced the history.
+    /// A rule-based rewrite replaced the history: a micro-compaction (dedup + prune) or,
+    /// with `reason: overflow`, an overflow fit.
     #[serde(rename = "micro_compaction_applied")]
     MicroCompactionApplied {
+        /// Why (absent: `prune`).
+        #[serde(rename = "reason", default, skip_serializing_if = "is_prune")]
+        reason: pith_core::events::MicroReason,
         /// The full replacement history, system messages excluded.
         #[serde(rename = "messages")]
         messages: Vec<Message>,
@@ -234,12 +238,17 @@ impl Event {
     /// removed, as for [`Event::compaction`]).
     pub fn micro_compaction(step: &pith_core::events::MicroCompaction) -> Self {
         Event::MicroCompactionApplied {
+            reason: step.reason,
             messages: without_system(&step.replacement),
             tokens_reclaimed: step.tokens_reclaimed,
             tokens_before: step.tokens_before,
             tokens_after: step.tokens_after,
         }
     }
+}
+
+fn is_prune(reason: &pith_core::events::MicroReason) -> bool {
+    *reason == pith_core::events::MicroReason::Prune
 }
 
 fn without_system(messages: &[Message]) -> Vec<Message> {
@@ -454,6 +463,7 @@ mod tests {
         assert_eq!(value["tokens_after"], 10);
         assert_eq!(value["usage"], serde_json::Value::Null);
         let micro = Event::MicroCompactionApplied {
+            reason: Default::default(),
             messages: vec![],
             tokens_reclaimed: 5,
             tokens_before: 20,
@@ -547,6 +557,7 @@ mod tests {
         assert!(matches!(&event, Event::CompactionApplied { messages, .. }
             if messages == &vec![Message::user("summary")]));
         let micro = Event::micro_compaction(&pith_core::events::MicroCompaction {
+            reason: pith_core::events::MicroReason::Prune,
             replacement,
             tokens_reclaimed: 3,
             tokens_before: 9,

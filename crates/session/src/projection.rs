@@ -44,6 +44,10 @@ pub fn project_model_owned(records: Vec<Record>) -> Vec<Message> {
     history
 }
 
+fn is_prune(reason: &pith_core::events::MicroReason) -> bool {
+    *reason == pith_core::events::MicroReason::Prune
+}
+
 /// Index of the last record that replaces the whole history.
 fn last_replacement(records: &[Record]) -> Option<usize> {
     records.iter().rposition(|r| {
@@ -155,12 +159,15 @@ pub enum UiEntry {
         )]
         restored_files: Vec<String>,
     },
-    /// A micro-compaction marker.
+    /// A micro-compaction (or overflow fit) marker.
     #[serde(rename = "micro_compaction")]
     MicroCompaction {
         /// Record sequence number.
         #[serde(rename = "seq")]
         seq: u64,
+        /// `prune`, or `overflow` for an overflow fit (absent: `prune`).
+        #[serde(rename = "reason", default, skip_serializing_if = "is_prune")]
+        reason: pith_core::events::MicroReason,
         /// Record time.
         #[serde(rename = "ts")]
         ts: String,
@@ -268,6 +275,7 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
                 run: run.clone(),
             }),
             Event::MicroCompactionApplied {
+                reason,
                 tokens_reclaimed,
                 tokens_before,
                 tokens_after,
@@ -275,6 +283,7 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
             } => UiEntry::MicroCompaction {
                 seq,
                 ts,
+                reason: *reason,
                 tokens_reclaimed: *tokens_reclaimed,
                 tokens_before: *tokens_before,
                 tokens_after: *tokens_after,
@@ -417,6 +426,7 @@ mod tests {
             record(
                 3,
                 Event::MicroCompactionApplied {
+                    reason: Default::default(),
                     messages: pruned.clone(),
                     tokens_reclaimed: 10,
                     tokens_before: 30,

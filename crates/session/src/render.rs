@@ -137,15 +137,22 @@ fn ui_text_at(
                 }
             }
             UiEntry::MicroCompaction {
+                reason,
                 tokens_reclaimed,
                 tokens_before,
                 tokens_after,
                 ..
             } => {
+                let what = match reason {
+                    pith_core::events::MicroReason::Prune => "old tool output pruned",
+                    pith_core::events::MicroReason::Overflow => {
+                        "fitted to the window (oldest messages dropped behind the ledger, largest outputs cut)"
+                    }
+                };
                 writeln!(out)?;
                 writeln!(
                     out,
-                    "== old tool output pruned: {} tokens reclaimed ({} -> {}) ==",
+                    "== {what}: {} tokens reclaimed ({} -> {}) ==",
                     thousands(*tokens_reclaimed),
                     thousands(*tokens_before),
                     thousands(*tokens_after)

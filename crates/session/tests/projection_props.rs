@@ -100,6 +100,7 @@ fn event() -> impl Strategy<Value = Event> {
             }),
         prop::collection::vec(message(), 0..3).prop_map(|messages| {
             Event::MicroCompactionApplied {
+                reason: Default::default(),
                 messages,
                 tokens_reclaimed: 1,
                 tokens_before: 2,

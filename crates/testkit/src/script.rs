@@ -492,6 +492,9 @@ pub struct Responder {
     /// The answer. Its tool calls get ids `{prefix}rN` (N counts the calls every
     /// responder answered, from 1) unless they set their own.
     pub turn: Turn,
+    /// Answers at most this many requests (unset: every matching one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<u32>,
 }
 
 /// A whole script: the protocol and the turns answering requests 1, 2, 3… in order.
@@ -541,6 +544,18 @@ impl Script {
         self.responders.push(Responder {
             when_last_message_contains: marker.into(),
             turn,
+            times: None,
+        });
+        self
+    }
+
+    /// Answers the first `times` requests whose last message contains `marker` with
+    /// `turn` (see [`Responder`]).
+    pub fn responding_times(mut self, marker: impl Into<String>, turn: Turn, times: u32) -> Script {
+        self.responders.push(Responder {
+            when_last_message_contains: marker.into(),
+            turn,
+            times: Some(times),
         });
         self
     }

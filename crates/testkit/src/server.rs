@@ -92,12 +92,19 @@ impl TestServerBuilder {
             .build()
             .map_err(io_error("start the server runtime".to_owned()))?;
 
+        let responder_uses = self
+            .script
+            .responders
+            .iter()
+            .map(|_| AtomicUsize::new(0))
+            .collect();
         let state = Arc::new(ServerState {
             protocol: self.script.protocol,
             tool_call_ids: self.script.tool_call_ids(),
             script: self.script,
             next_turn: AtomicUsize::new(0),
             responder_calls: AtomicUsize::new(0),
+            responder_uses,
             log: RequestLog::new(self.record_path.as_deref())?,
         });
         let (shutdown, shutdown_requested) = oneshot::channel();
@@ -251,6 +258,8 @@ struct ServerState {
     next_turn: AtomicUsize,
     /// Tool calls answered by responders so far (their generated ids count these).
     responder_calls: AtomicUsize,
+    /// Requests each responder matched so far.
+    responder_uses: Vec<AtomicUsize>,
     log: RequestLog,
 }
 
@@ -424,7 +433,13 @@ fn choose_answer(
             .script
             .responders
             .iter()
-            .find(|r| last.contains(&r.when_last_message_contains))
+            .zip(&state.responder_uses)
+            .find(|(r, uses)| {
+                last.contains(&r.when_last_message_contains)
+                    && r.times
+                        .is_none_or(|times| uses.fetch_add(1, Ordering::SeqCst) < times as usize)
+            })
+            .map(|(r, _)| r)
     });
     if let Some(responder) = responder {
         let prefix = protocol.tool_call_id_prefix();

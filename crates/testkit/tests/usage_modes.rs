@@ -189,6 +189,20 @@ async fn a_responder_answers_matching_requests_without_using_a_scripted_turn() {
     }
 }
 
+#[tokio::test]
+async fn a_responder_with_times_answers_only_that_many_requests() {
+    let script = Script::anthropic([Turn::text("scripted")]).responding_times(
+        "AFTER",
+        Turn::text("refused"),
+        2,
+    );
+    let server = TestServer::start(script).unwrap();
+    for expected in ["refused", "refused", "scripted"] {
+        let answer = ask(&server, &body(Protocol::Anthropic, "AFTER the compaction")).await;
+        assert_eq!(answer_text(Protocol::Anthropic, &answer), expected);
+    }
+}
+
 #[test]
 fn scripts_with_usage_modes_and_responders_round_trip_through_json() {
     let script = Script::from_json(

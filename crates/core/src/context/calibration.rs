@@ -14,11 +14,26 @@
 //! - a report outside the band is not anchored on; the decision uses pith's own count
 //!   times the factor last learned (1 until a plausible report arrives).
 //!
+//! A report can also be in the band and still say nothing about the request: a server (or
+//! proxy) that reports the same figure whatever it is sent. pith notices the experiment a
+//! rewrite runs for free: when a compaction, a prune or a fit cut its count of the
+//! request by [`UNRESPONSIVE_DROP_PERCENT`]% or more and the server's next report is
+//! within [`UNRESPONSIVE_TOLERANCE_PERCENT`]% of the one before, the server's usage does
+//! not follow what it is sent ([`Evidence::Unresponsive`]): for the rest of the
+//! conversation no report is anchored on, and the factor goes back to 1.
+//!
 //! A wider band is for servers known to report more than the request holds (a gateway
 //! that adds its own hidden context): their reports are anchored on, but a ratio outside
 //! the default band never becomes the calibration factor.
 
 use serde::Serialize;
+
+/// A rewrite that cut pith's count of the request by at least this much is an
+/// experiment the server's next report must follow.
+pub const UNRESPONSIVE_DROP_PERCENT: u64 = 30;
+
+/// A report within this much of the one before such a rewrite did not follow it.
+pub const UNRESPONSIVE_TOLERANCE_PERCENT: u64 = 2;
 
 /// The smallest reported/counted ratio taken as evidence.
 pub const PLAUSIBLE_RATIO_MIN: f64 = 0.5;
@@ -39,6 +54,16 @@ pub enum Evidence {
         reported: u64,
         /// pith's count of the request it sent.
         counted: u64,
+    },
+    /// The server reported the same figure after a rewrite cut the request: its usage
+    /// does not follow the request, and is not believed again in this conversation.
+    Unresponsive {
+        /// What it reported, before and after.
+        reported: u64,
+        /// pith's count of the request before the rewrite.
+        counted_before: u64,
+        /// pith's count after it.
+        counted_after: u64,
     },
 }
 
@@ -89,6 +114,13 @@ impl Default for Band {
 pub struct Calibration {
     factor: f64,
     band: Band,
+    /// The last (reported, counted) of a request of the history.
+    last: Option<(u64, u64)>,
+    /// That pair as it was when the history was last rewritten: the next report must
+    /// follow the rewrite.
+    before_rewrite: Option<(u64, u64)>,
+    /// The server's usage did not follow a rewrite: no report is believed any more.
+    deaf: bool,
 }
 
 impl Default for Calibration {
@@ -100,7 +132,52 @@ impl Default for Calibration {
 impl Calibration {
     /// A calibration that believes reports within `band`.
     pub fn within(band: Band) -> Self {
-        Self { factor: 1.0, band }
+        Self {
+            factor: 1.0,
+            band,
+            last: None,
+            before_rewrite: None,
+            deaf: false,
+        }
+    }
+
+    /// True once the server's usage did not follow a rewrite ([`Evidence::Unresponsive`]).
+    pub fn is_deaf(&self) -> bool {
+        self.deaf
+    }
+
+    /// The history was rewritten (a compaction, a prune, a fit): the next report of a
+    /// request of the history must follow it.
+    pub fn mark_rewrite(&mut self) {
+        if !self.deaf {
+            self.before_rewrite = self.last;
+        }
+    }
+
+    /// Takes a report for a request of the history (see [`Calibration::observe`]), and
+    /// checks it against the rewrite before it: a server that reports the same figure for a
+    /// request cut by a third is not believed again.
+    pub fn observe_history(&mut self, reported: u64, counted: u64) -> Evidence {
+        if self.deaf {
+            return Evidence::Implausible { reported, counted };
+        }
+        if let Some((before, counted_before)) = self.before_rewrite.take() {
+            let unmoved = reported.abs_diff(before).saturating_mul(100)
+                <= before.saturating_mul(UNRESPONSIVE_TOLERANCE_PERCENT);
+            let cut = counted.saturating_mul(100)
+                <= counted_before.saturating_mul(100 - UNRESPONSIVE_DROP_PERCENT);
+            if unmoved && cut && before > 0 {
+                self.deaf = true;
+                self.factor = 1.0;
+                return Evidence::Unresponsive {
+                    reported,
+                    counted_before,
+                    counted_after: counted,
+                };
+            }
+        }
+        self.last = Some((reported, counted));
+        self.observe(reported, counted)
     }
 
     /// The band of believed reports.
@@ -112,6 +189,9 @@ impl Calibration {
     /// `counted`: a plausible one (within the band) is evidence, and when its ratio is
     /// within the default band it becomes the factor; an implausible one changes nothing.
     pub fn observe(&mut self, reported: u64, counted: u64) -> Evidence {
+        if self.deaf {
+            return Evidence::Implausible { reported, counted };
+        }
         let evidence = Evidence::judge_within(reported, counted, self.band);
         if let Evidence::Plausible { ratio } = evidence {
             if (PLAUSIBLE_RATIO_MIN..=PLAUSIBLE_RATIO_MAX).contains(&ratio) {
@@ -189,6 +269,38 @@ mod tests {
             1.3,
             "an implausible report is ignored"
         );
+    }
+
+    #[test]
+    fn a_server_whose_report_does_not_follow_a_rewrite_is_not_believed_again() {
+        let mut calibration = Calibration::default();
+        assert!(calibration.observe_history(30_000, 16_000).is_plausible());
+        assert_eq!(calibration.factor(), 1.875);
+        calibration.mark_rewrite();
+        assert_eq!(
+            calibration.observe_history(30_000, 6_000),
+            Evidence::Unresponsive {
+                reported: 30_000,
+                counted_before: 16_000,
+                counted_after: 6_000
+            }
+        );
+        assert!(calibration.is_deaf());
+        assert_eq!(calibration.factor(), 1.0);
+        assert!(!calibration.observe_history(12_000, 12_000).is_plausible());
+        assert!(!calibration.observe(12_000, 12_000).is_plausible());
+    }
+
+    #[test]
+    fn a_report_that_follows_the_rewrite_is_evidence_as_usual() {
+        let mut calibration = Calibration::default();
+        calibration.observe_history(20_000, 16_000);
+        calibration.mark_rewrite();
+        assert!(calibration.observe_history(7_500, 6_000).is_plausible());
+        // A rewrite that cut little proves nothing either way.
+        calibration.mark_rewrite();
+        assert!(calibration.observe_history(7_500, 5_800).is_plausible());
+        assert!(!calibration.is_deaf());
     }
 
     #[test]

@@ -139,6 +139,16 @@ pub enum GovernorNotice {
         /// The estimate at which the ceiling counts afresh.
         until_tokens: u64,
     },
+    /// The server reported the same input tokens after a rewrite cut the request: its
+    /// usage is not believed again in this conversation.
+    UsageUnresponsive {
+        /// What it reported, before and after.
+        reported: u64,
+        /// pith's count of the request before the rewrite.
+        counted_before: u64,
+        /// pith's count after it.
+        counted_after: u64,
+    },
     /// A usage report outside the plausible band was not anchored on (told once per
     /// session).
     UsageImplausible {
@@ -169,6 +179,16 @@ impl GovernorNotice {
             } => format!(
                 "automatic compaction ran {attempts} times in this turn without the context growing by half its budget in between, its limit (max_auto_compactions_per_turn): until your next message or until the context reaches {} tokens, a request that would not fit is trimmed to fit instead",
                 thousands(*until_tokens)
+            ),
+            Self::UsageUnresponsive {
+                reported,
+                counted_before,
+                counted_after,
+            } => format!(
+                "the server reported {} input tokens again after pith cut the request from {} to {} tokens: its usage does not follow what it is sent, so pith decides on its own count for the rest of this conversation",
+                thousands(*reported),
+                thousands(*counted_before),
+                thousands(*counted_after)
             ),
             Self::UsageImplausible { reported, counted } => format!(
                 "the server reported {} input tokens for a request pith counts at {} ({:.2}×, outside the band pith believes, [context] usage_ratio_min and usage_ratio_max): such reports are not anchored on, and the decisions use pith's own count",

@@ -88,10 +88,11 @@ impl ContextState {
         Arc::make_mut(&mut self.history).push(message);
     }
 
-    /// Installs a persisted rewrite: the new history, no anchor on the old one.
+    /// Installs a persisted rewrite: the new history, no anchor on the old one, and the
+    /// next report must follow it.
     pub fn install(&mut self, replacement: Vec<Message>) {
         self.history = Arc::new(replacement);
-        self.estimator.clear_usage();
+        self.estimator.rewritten();
     }
 
     /// Replaces the whole conversation (resume, `/clear`, a switched model): the governor
@@ -131,8 +132,26 @@ impl ContextState {
                 sent.counted,
             )
         };
-        if let Evidence::Implausible { reported, counted } = evidence {
-            notices.extend(self.governor.implausible_notice(reported, counted));
+        match evidence {
+            Evidence::Implausible { reported, counted } => {
+                notices.extend(self.governor.implausible_notice(reported, counted));
+            }
+            Evidence::Unresponsive {
+                reported,
+                counted_before,
+                counted_after,
+            } => notices.push(GovernorNotice::UsageUnresponsive {
+                reported,
+                counted_before,
+                counted_after,
+            }),
+            Evidence::Plausible { .. } => {}
+        }
+        // A server whose usage does not follow the request cannot tell whether a
+        // compaction helped.
+        if self.estimator.calibration().is_deaf() {
+            self.governor.verifying = false;
+            return notices;
         }
         let estimate = self.estimate(system, tools).total as u64;
         let budget = self.budget;

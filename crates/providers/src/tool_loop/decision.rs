@@ -21,7 +21,7 @@ use pith_core::context::{
     collapse, decide, held_by_ceiling, prune_old_tool_outputs, Action, Facts, GovernorNotice,
     PauseReason,
 };
-use pith_core::events::MicroCompaction;
+use pith_core::events::{MicroCompaction, MicroReason};
 use pith_core::summary::{replacement_text, ReplacementParts, RestoredFile};
 use pith_core::tokens::count_message;
 use pith_core::{EventSink, HistoryRewrite, LoopEvent, Message, ToolDefinition, TurnSink};
@@ -133,14 +133,7 @@ impl AgentLoop {
                     let history = Arc::clone(&self.context.history);
                     let fitted = self.fit(&history, &tools, last_user_text)?;
                     sink.emit(LoopEvent::Notice(fitted.notice()));
-                    let counted = fitted.tokens_after;
-                    return Ok(Prepared {
-                        request: self.request(Arc::new(fitted.messages), tools),
-                        sent: Sent {
-                            counted,
-                            fitted: true,
-                        },
-                    });
+                    return Ok(self.install_fitted(fitted, estimate, tools, sink));
                 }
                 // `Micro` is only decided with a measured candidate; without one, send.
                 (Action::None | Action::Micro, _) => {
@@ -294,6 +287,52 @@ impl AgentLoop {
         }
     }
 
+    /// The fitted history, persisted and installed like any rewrite, so that the
+    /// transcript holds what the model is sent and later requests build on it (a stable
+    /// prefix for the prompt cache); the request is the new history. When it cannot be
+    /// persisted, the fitted messages are sent without being installed, and the user is
+    /// told.
+    fn install_fitted(
+        &mut self,
+        fitted: Fitted,
+        tokens_before: u64,
+        tools: Vec<ToolDefinition>,
+        sink: &mut dyn TurnSink,
+    ) -> Prepared {
+        let counted = fitted.tokens_after;
+        let calibration = self.context.estimator.calibration();
+        let step = MicroCompaction {
+            reason: MicroReason::Overflow,
+            tokens_after: calibration.scale(counted),
+            tokens_reclaimed: tokens_before.saturating_sub(calibration.scale(counted)),
+            tokens_before,
+            replacement: fitted.messages,
+            duration_ms: 0,
+        };
+        if let Err(error) = sink.persist(&HistoryRewrite::Micro(step.clone())) {
+            tracing::warn!(%error, "overflow fit not persisted; sent without installing it");
+            sink.emit(LoopEvent::Notice(format!(
+                "the fitted request could not be recorded: {error}"
+            )));
+            return Prepared {
+                request: self.request(Arc::new(step.replacement), tools),
+                sent: Sent {
+                    counted,
+                    fitted: true,
+                },
+            };
+        }
+        self.context.install(step.replacement.clone());
+        sink.emit(LoopEvent::MicroCompaction(step));
+        Prepared {
+            request: self.request(Arc::clone(&self.context.history), tools),
+            sent: Sent {
+                counted,
+                fitted: false,
+            },
+        }
+    }
+
     /// Dedup + prune of the current history, without applying it.
     fn micro_candidate(&self) -> MicroCandidate {
         let started = Instant::now();
@@ -338,6 +377,7 @@ impl AgentLoop {
             self.context
                 .estimate_other(&self.system_prompt, &candidate.replacement, tools);
         let step = MicroCompaction {
+            reason: MicroReason::Prune,
             replacement: candidate.replacement,
             tokens_reclaimed: tokens_before
                 .saturating_sub(tokens_after)

@@ -123,6 +123,12 @@ fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, st
                 screen.message(Tone::Info, &notice.text());
             }
         }
+        // The fit's notice came just before: nothing more to say.
+        LoopEvent::MicroCompaction(step)
+            if step.reason == pith_core::events::MicroReason::Overflow =>
+        {
+            status.used = step.tokens_after;
+        }
         LoopEvent::MicroCompaction(step) => {
             status.used = step.tokens_after;
             screen.message(

@@ -84,6 +84,7 @@ fn main() -> ExitCode {
                 ])
                 .map(|seqs| seqs.last().copied().unwrap_or(seq)),
             _ => session.append(Event::MicroCompactionApplied {
+                reason: Default::default(),
                 messages: vec![Message::user(format!("pruned at {seq}"))],
                 tokens_reclaimed: seq,
                 tokens_before: seq * 2,
