@@ -22,6 +22,9 @@ pub struct CorpusSession {
     pub system: String,
     /// The conversation without the system prompt, in order.
     pub messages: Vec<Message>,
+    /// The 0-based line of the session file each message came from (the system prompt,
+    /// blank and malformed lines make it differ from the message's index).
+    pub file_lines: Vec<usize>,
     /// The bash command of every tool call, by call id.
     pub commands: HashMap<String, String>,
     /// The recorded exit code of every tool result, by call id.
@@ -40,11 +43,15 @@ pub fn parse_session(jsonl: &str) -> CorpusSession {
         name: String::new(),
         system: String::new(),
         messages: Vec::new(),
+        file_lines: Vec::new(),
         commands: HashMap::new(),
         exit_codes: HashMap::new(),
         malformed_lines: 0,
     };
-    for line in jsonl.lines().filter(|l| !l.trim().is_empty()) {
+    for (number, line) in jsonl.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
         let Ok(value) = serde_json::from_str::<Value>(line) else {
             session.malformed_lines += 1;
             continue;
@@ -102,6 +109,7 @@ pub fn parse_session(jsonl: &str) -> CorpusSession {
             }
             _ => session.malformed_lines += 1,
         }
+        session.file_lines.resize(session.messages.len(), number);
     }
     session
 }

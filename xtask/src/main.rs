@@ -72,6 +72,11 @@ enum Task {
         /// corpus) and print it; the report is not written.
         #[arg(long, conflicts_with_all = ["loop_only", "startup_only"])]
         squash_only: bool,
+        /// Only run the compaction stress suite and print its table (LLM compactions and
+        /// wasted ones per 100 tool turns, the largest request per scenario); the report is
+        /// not written.
+        #[arg(long, conflicts_with_all = ["loop_only", "startup_only", "squash_only"])]
+        governor_only: bool,
     },
     /// SIGKILL a session writer at random instants and check every transcript.
     Crash {
@@ -167,7 +172,11 @@ fn main() -> Result<()> {
             loop_only,
             startup_only,
             squash_only,
+            governor_only,
         } => {
+            if governor_only {
+                return bench::run_governor_only();
+            }
             if rerun_in_release()? {
                 return Ok(());
             }

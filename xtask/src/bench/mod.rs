@@ -7,6 +7,8 @@
 //! - [`criterion`] — runs and reads the crates' criterion benches (estimate, squash,
 //!   session store, bash sandbox);
 //! - [`sandbox`] — the bash sandbox's cost per command;
+//! - [`governor`] — the compaction stress suite's figures (compactions per 100 tool
+//!   turns, wasted ones, the largest request) for servers that misbehave;
 //! - [`report`] — the markdown.
 //!
 //! Every figure is min / median / max over runs of the same build in the same
@@ -14,6 +16,7 @@
 
 pub mod agent;
 pub mod criterion;
+pub mod governor;
 pub mod report;
 pub mod sandbox;
 pub mod squash;
@@ -63,6 +66,8 @@ pub struct Measurements {
     pub first_request_ms: stats::Spread,
     /// The same with two stdio MCP servers (the tests' Python server twice), ms.
     pub first_request_mcp_ms: stats::Spread,
+    /// The compaction stress suite's rows.
+    pub governor: Vec<governor::StressRow>,
     /// Simulator rows.
     pub simulation: Vec<PolicyRow>,
     /// Sessions simulated.
@@ -238,6 +243,9 @@ pub fn run(options: &BenchOptions) -> Result<()> {
     let first_request_mcp_ms =
         agent::run_startup_with(&binary, runs, Some(&agent::two_fixture_mcp_servers(&root)))?;
 
+    eprintln!("bench: the compaction stress suite");
+    let governor = governor::measure(&root)?;
+
     eprintln!("bench: simulator");
     let simulation = simulate::simulate(
         &sessions,
@@ -263,6 +271,7 @@ pub fn run(options: &BenchOptions) -> Result<()> {
         first_request_mcp_ms,
         simulated_sessions: sessions.len(),
         simulation,
+        governor,
     };
     let header = report::Header::collect(&root, options.quick);
     let previous = std::fs::read_to_string(&options.output).unwrap_or_default();
@@ -270,6 +279,14 @@ pub fn run(options: &BenchOptions) -> Result<()> {
     std::fs::write(&options.output, text)
         .with_context(|| format!("writing {}", options.output.display()))?;
     eprintln!("bench: wrote {}", options.output.display());
+    Ok(())
+}
+
+/// `cargo xtask bench --governor-only`: the stress suite's table, printed.
+pub fn run_governor_only() -> Result<()> {
+    let (root, _) = workspace_dirs()?;
+    let rows = governor::measure(&root)?;
+    println!("{}", governor::table(&rows));
     Ok(())
 }
 

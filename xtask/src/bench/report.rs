@@ -409,6 +409,13 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
         m.first_request_mcp_ms.show(1)
     );
 
+    // The governor.
+    let _ = writeln!(
+        w,
+        "\n## The compaction governor under misbehaving servers\n\nThe stress suite (`tests/cli_compaction_stress.rs`): the real `pith` binary against pith-testkit, a 32,000-token window, a model that always calls a tool. Wasted: summary requests of attempts that did not apply, or that the next report showed did not help. The largest request is counted on the wire with pith's tokenizer, times the server's bias where it has one (input budget: 0.87 of the window).\n"
+    );
+    let _ = writeln!(w, "{}", super::governor::table(&m.governor));
+
     // Simulator.
     let _ = writeln!(
         w,
@@ -484,6 +491,15 @@ mod tests {
             first_request_mcp_ms: spread(250.0),
             simulation: Vec::new(),
             simulated_sessions: 2,
+            governor: vec![crate::bench::governor::StressRow {
+                scenario: "over-reporting".into(),
+                tool_turns: 30,
+                compaction_attempts: 2,
+                wasted_attempts: 0,
+                attempts_per_100_tool_turns: 6.7,
+                wasted_per_100_tool_turns: 0.0,
+                largest_request_share_of_window: 0.85,
+            }],
         }
     }
 
@@ -510,6 +526,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("\n## Bash sandbox\n"), "{text}");
+        assert!(
+            text.contains("| over-reporting | 30 | 2 | 6.7 | 0.0 | 0.85 |"),
+            "{text}"
+        );
         assert!(
             text.contains(
                 "| loop overhead < 2 ms per tool turn | 3.000 ms over 100 turns | **not met** |"

@@ -368,11 +368,17 @@ fn dump(dir: &Path, session: &CorpusSession, views: &[CompactionView]) -> Result
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     for (n, view) in views.iter().enumerate() {
         let path = dir.join(format!("{}.{}.txt", session.name, n + 1));
+        // The header names the session file's line, not the message's index.
+        let line = session
+            .file_lines
+            .get(view.after_message)
+            .copied()
+            .unwrap_or(view.after_message);
         let text = format!(
             "# session {} compaction {} after message {}\n{}",
             session.name,
             n + 1,
-            view.after_message,
+            line,
             view_text(&view.messages)
         );
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -478,6 +484,30 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("<session_ledger>"));
+        // The header names the session file's last line before the compaction: a tool
+        // result (or the user's message), and the line after it is the assistant answer
+        // the compaction was made for.
+        let header = text.lines().next().unwrap();
+        let k: usize = header.rsplit(' ').next().unwrap().parse().unwrap();
+        let file = std::fs::read_to_string(sample().join(format!("{stem}.jsonl"))).unwrap();
+        let lines: Vec<&str> = file.lines().collect();
+        let role = |line: &str| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["role"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_ne!(role(lines[k]), "assistant", "{header}: {}", lines[k]);
+        assert_eq!(role(lines[k + 1]), "assistant", "{header}");
+    }
+
+    #[test]
+    fn a_message_knows_its_line_in_the_session_file() {
+        let session = crate::corpus::parse_session(
+            "{\"role\":\"system\",\"content\":\"s\"}\n\n{\"role\":\"user\",\"content\":\"u\"}\nnot json\n{\"role\":\"assistant\",\"content\":\"a\"}\n",
+        );
+        assert_eq!(session.messages.len(), 2);
+        assert_eq!(session.file_lines, vec![2, 4]);
     }
 
     #[test]
