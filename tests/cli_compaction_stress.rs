@@ -312,6 +312,7 @@ fn the_repl_over_an_over_reporting_server_stays_bounded() {
     let mut scenario = Scenario::new(Protocol::OpenAiChat);
     scenario.usage = UsageMode::Constant(30_000);
     scenario.front_end = FrontEnd::Repl;
+    scenario.then = vec!["/context".to_owned()];
     let outcome = scenario.run();
     assert_eq!(
         outcome.output.status.code(),
@@ -322,11 +323,18 @@ fn the_repl_over_an_over_reporting_server_stays_bounded() {
     assert_eq!(outcome.tool_turns(), 30, "{}", outcome.describe());
     assert!(outcome.compaction_attempts() <= 3, "{}", outcome.describe());
     outcome.assert_within_budget();
+    let out = common::stdout(&outcome.output);
     assert!(
-        common::stdout(&outcome.output).contains("outside the band pith believes"),
-        "the REPL names the implausible report: {}",
-        common::stdout(&outcome.output)
+        out.contains("outside the band pith believes"),
+        "the REPL names the implausible report: {out}"
     );
+    // /context reports what compaction did and cost, and that the server is not believed.
+    let attempts = outcome.compaction_attempts();
+    assert!(
+        out.contains(&format!("Compactions: {attempts} automatic (")),
+        "{out}"
+    );
+    assert!(out.contains("usage reports are not believed"), "{out}");
     outcome.assert_transcript_is_what_was_sent();
     report("over-reporting, REPL", &outcome);
 }
@@ -356,6 +364,30 @@ fn the_repl_stores_a_huge_pasted_message_and_sends_its_head_and_tail() {
     );
     outcome.assert_within_budget();
     outcome.assert_transcript_is_what_was_sent();
+}
+
+#[test]
+fn the_repl_with_nobody_to_ask_stops_a_doom_loop_and_takes_the_next_prompt() {
+    let mut scenario = Scenario::new(Protocol::OpenAiChat);
+    scenario.reads = Reads::SameFile;
+    scenario.tool_turns = 10;
+    scenario.front_end = FrontEnd::Repl;
+    scenario.then = vec!["/context".to_owned()];
+    let outcome = scenario.run();
+    assert_eq!(
+        outcome.output.status.code(),
+        Some(0),
+        "{}",
+        outcome.describe()
+    );
+    let out = common::stdout(&outcome.output);
+    assert!(
+        out.contains("the model wants to go on") && out.contains("no terminal to ask: refused"),
+        "{out}"
+    );
+    assert!(out.contains("doom-loop guard"), "{out}");
+    assert!(out.contains("Context:"), "the REPL went on: {out}");
+    assert_eq!(outcome.requests.len(), 6, "{}", outcome.describe());
 }
 
 #[test]

@@ -44,6 +44,8 @@ fn on_a_full_disk_the_turn_finishes_without_its_compaction_and_replay_shows_what
     ]))
     .unwrap();
 
+    // The compaction is driven by scripted usage (180,000 input tokens for a small request).
+    sandbox.believe_scripted_usage();
     let root = sandbox.root.path();
     let pith = env!("CARGO_BIN_EXE_pith");
     // Job 1 writes the session on the disk; it is copied onto a tmpfs with room for the

@@ -43,6 +43,16 @@ impl Pane {
         let project = root.path().join("project");
         std::fs::create_dir_all(&project).unwrap();
         std::fs::write(project.join("notes.txt"), "api notes\n").unwrap();
+        // These scenarios cross the threshold with scripted usage (16,000 input tokens for
+        // a request of a few thousand): pith is told to believe every report. What the
+        // governor does with reports it does not believe is tests/cli_compaction_stress.rs.
+        let config = root.path().join("config").join("pith");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(
+            config.join("config.toml"),
+            "[context]\nusage_ratio_min = 0.0\nusage_ratio_max = 1e12\n",
+        )
+        .unwrap();
         let socket = format!("pith-e2e-{}-{name}", std::process::id());
         let mut command = format!(
             "cd {} && env PITH_HOME={} XDG_CONFIG_HOME={} HOME={} ANTHROPIC_BASE_URL={} \
@@ -552,4 +562,59 @@ fn a_running_subagent_is_one_live_card_and_ctrl_c_stops_it_with_the_turn() {
         interrupted, 2,
         "the parent's turn and the child's are interrupted"
     );
+}
+
+#[test]
+#[ignore = "needs tmux"]
+fn the_doom_loop_guard_asks_at_the_sixth_same_call_and_yes_lets_the_model_go_on() {
+    require_tmux!();
+    let same = || Turn::text("").with_tool_call("read", json!({"path": "notes.txt"}));
+    let server = TestServer::start(Script::anthropic(
+        (0..8).map(|_| same()).chain([Turn::text("LOOP-DONE")]),
+    ))
+    .unwrap();
+    let pane = Pane::start("doom", &server, &[]);
+    pane.wait_for_prompt();
+    pane.type_line("read the notes again and again");
+    let screen = pane.wait_for_text("the model wants to go on");
+    assert!(
+        screen.contains("called read 6 times in a row") && screen.contains("repeated calls"),
+        "{screen}"
+    );
+    pane.keys(&["y"]);
+    pane.wait_for_text("LOOP-DONE");
+    pane.exit();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 9, "all eight calls ran, then the answer");
+    // The model read the note from the third identical result on.
+    let third = requests[3].body["messages"].to_string();
+    assert!(
+        third.contains("these same arguments 3 times in a row"),
+        "{third}"
+    );
+    assert!(!requests[2].body["messages"]
+        .to_string()
+        .contains("times in a row"));
+}
+
+#[test]
+#[ignore = "needs tmux"]
+fn the_status_line_says_automatic_compaction_is_paused_and_why() {
+    require_tmux!();
+    let server = TestServer::start(Script::anthropic([
+        turn_over_threshold(),
+        Turn::default(), // an empty summary: the compaction fails
+        Turn::text("PAUSED-DONE"),
+    ]))
+    .unwrap();
+    let pane = Pane::start("paused", &server, &[]);
+    pane.wait_for_prompt();
+    pane.type_line("look at the notes");
+    pane.wait_for_text("PAUSED-DONE");
+    let screen = pane.wait_for_text("auto-compact paused (failed) until");
+    assert!(
+        screen.contains("automatic compaction paused: the last compaction failed"),
+        "the notice came first:\n{screen}"
+    );
+    pane.exit();
 }

@@ -84,6 +84,8 @@ pub struct Scenario {
     pub front_end: FrontEnd,
     /// More arguments.
     pub args: Vec<String>,
+    /// REPL lines typed after the prompt's turn (before `/exit`).
+    pub then: Vec<String>,
 }
 
 impl Scenario {
@@ -103,6 +105,7 @@ impl Scenario {
             responders: Vec::new(),
             front_end: FrontEnd::Run,
             args: Vec::new(),
+            then: Vec::new(),
         }
     }
 
@@ -198,10 +201,11 @@ impl Scenario {
             command.args(["--approval", "read-only"]);
         }
         command.args(&self.args);
+        let then: String = self.then.iter().map(|line| format!("{line}\n")).collect();
         let input = match (&self.prompt, self.front_end) {
-            (Prompt::Arg(text), FrontEnd::Repl) => Some(format!("{text}\n/exit\n")),
+            (Prompt::Arg(text), FrontEnd::Repl) => Some(format!("{text}\n{then}/exit\n")),
             (Prompt::Stdin(text), FrontEnd::Repl) => {
-                Some(format!("{}\n/exit\n", text.replace('\n', " ")))
+                Some(format!("{}\n{then}/exit\n", text.replace('\n', " ")))
             }
             (Prompt::Arg(text), _) => {
                 command.arg(text);

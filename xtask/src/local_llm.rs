@@ -184,8 +184,19 @@ pub fn ensure_installed(cache: &Cache) -> Result<()> {
                     "install",
                     "--disable-pip-version-check",
                     "-q",
+                    // A wheel pip built earlier (for another machine, with other flags)
+                    // must not be reused.
+                    "--no-cache-dir",
                     LLAMA_CPP_PYTHON,
                 ])
+                // A portable build without AMX: `.cache/` may be restored on another
+                // machine, and ggml's AMX kernels die with a general protection fault
+                // (`ldtilecfg`) on a VM whose CPU reports AMX but whose kernel does not
+                // grant it (seen here on the first chat completion).
+                .env(
+                    "CMAKE_ARGS",
+                    "-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF",
+                )
                 .env(
                     "CMAKE_BUILD_PARALLEL_LEVEL",
                     std::thread::available_parallelism()

@@ -889,6 +889,11 @@ impl Conversation {
         self.settings.model.pricing.map(|p| p.cost(usage))
     }
 
+    /// The conversation's calibration of pith's count against the server's reports.
+    pub fn calibration(&self) -> pith_core::context::Calibration {
+        self.agent.calibration()
+    }
+
     /// The compaction governor's state: whether automatic compaction is paused and why,
     /// this turn's automatic compactions (`/context`, the REPL's status line).
     pub fn governor(&self) -> &pith_core::context::Governor {

@@ -6,6 +6,8 @@
 //! provider's formula, `count_image`; returned reasoning, `count_reasoning`). Nothing here
 //! computes a threshold.
 
+use pith_agent::CompactionTotals;
+use pith_core::context::PauseReason;
 use pith_core::format::thousands;
 use pith_core::tokens::{count_image, count_message, count_reasoning};
 use pith_core::{ContextBudget, Message, Part, RequestEstimate, Role, TokenCounter};
@@ -14,7 +16,7 @@ use pith_core::{ContextBudget, Message, Part, RequestEstimate, Role, TokenCounte
 pub const BAR_CELLS: usize = 30;
 
 /// The figures `/context` shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ContextFigures {
     /// Thresholds.
     pub budget: ContextBudget,
@@ -40,6 +42,25 @@ pub struct ContextFigures {
     /// The subagents run in this conversation: what each used in its own context (not
     /// part of the next request; only their reports are).
     pub children: Vec<pith_core::ChildRun>,
+    /// What compaction did and cost in this conversation, and that usage's cost in US
+    /// dollars when prices are known.
+    pub compaction: Option<(CompactionTotals, Option<f64>)>,
+    /// The governor's state: paused (why, until), this turn's attempts and ceiling, and
+    /// whether the server's usage is believed (and at what factor).
+    pub governor: Option<GovernorView>,
+}
+
+/// What `/context` says about the compaction governor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GovernorView {
+    /// Paused: why, and the estimate automatic compaction waits for.
+    pub paused: Option<(PauseReason, u64)>,
+    /// Automatic compactions in the current turn, and the ceiling.
+    pub attempts_this_turn: (u32, u32),
+    /// Server tokens per counted token.
+    pub factor: f64,
+    /// The server's usage did not follow a rewrite: not believed.
+    pub deaf: bool,
 }
 
 impl ContextFigures {
@@ -82,7 +103,21 @@ impl ContextFigures {
             images,
             reasoning,
             children: Vec::new(),
+            compaction: None,
+            governor: None,
         }
+    }
+
+    /// Shows what compaction did and cost so far (`cost`: US dollars, when known).
+    pub fn with_compactions(mut self, totals: CompactionTotals, cost: Option<f64>) -> Self {
+        self.compaction = Some((totals, cost));
+        self
+    }
+
+    /// Shows the governor's state.
+    pub fn with_governor(mut self, governor: GovernorView) -> Self {
+        self.governor = Some(governor);
+        self
     }
 
     /// Lists the subagents run so far, each with the tokens it used in its own context.
@@ -168,6 +203,12 @@ impl ContextFigures {
                 ));
             }
         }
+        if let Some((totals, cost)) = &self.compaction {
+            lines.push(compaction_line(totals, *cost));
+        }
+        if let Some(governor) = &self.governor {
+            lines.extend(governor_lines(governor));
+        }
         if self.estimate.anchored_on_reported_usage {
             lines.push(
                 "The total is anchored on the usage the provider reported; the rows are local counts."
@@ -184,6 +225,49 @@ impl ContextFigures {
             thousands(value)
         )
     }
+}
+
+/// `Compactions: …` — what compaction did and cost.
+fn compaction_line(totals: &CompactionTotals, cost: Option<f64>) -> String {
+    let cost = cost.map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.4}"));
+    format!(
+        "Compactions: {} automatic ({} applied, {} failed, {} cancelled), {} micro, {} fitted to the window; {} summary requests, {} tokens in / {} out, {cost}.",
+        totals.llm_attempts,
+        totals.applied,
+        totals.failed,
+        totals.cancelled,
+        totals.micro,
+        totals.overflow_fits,
+        totals.summary_requests,
+        thousands(totals.usage.input_tokens),
+        thousands(totals.usage.output_tokens),
+    )
+}
+
+/// The governor's lines: paused or not, this turn's ceiling, the server's usage.
+fn governor_lines(governor: &GovernorView) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some((reason, until)) = &governor.paused {
+        lines.push(format!(
+            "Automatic compaction is paused ({}) until the context reaches {} tokens: {}.",
+            reason.label(),
+            thousands(*until),
+            reason.describe()
+        ));
+    }
+    let (attempts, ceiling) = governor.attempts_this_turn;
+    lines.push(format!(
+        "This turn: {attempts} of at most {ceiling} automatic compactions (max_auto_compactions_per_turn)."
+    ));
+    lines.push(if governor.deaf {
+        "The server's usage reports are not believed (they did not follow a compaction): the figures are pith's own count.".to_owned()
+    } else {
+        format!(
+            "The server's tokens are taken as {:.2}× pith's count (from its usage reports within 0.5×–2×).",
+            governor.factor
+        )
+    });
+    lines
 }
 
 /// A bar of [`BAR_CELLS`] cells, `value / scale` of it filled (any non-zero value shows at
@@ -340,5 +424,54 @@ mod tests {
             .find(|line| line.trim_start().starts_with("images"))
             .expect("an images row");
         assert!(row.ends_with("1,598"), "{row}");
+    }
+
+    #[test]
+    fn the_compactions_their_cost_and_the_governor_are_shown() {
+        let counter = BpeCounter::new(Encoding::O200kBase);
+        let budget = ContextBudget::for_window(32_000);
+        let figures = ContextFigures::new(budget, RequestEstimate::default(), &[], &counter)
+            .with_compactions(
+                CompactionTotals {
+                    llm_attempts: 3,
+                    applied: 2,
+                    failed: 1,
+                    overflow_fits: 1,
+                    summary_requests: 3,
+                    usage: pith_core::Usage {
+                        input_tokens: 61_000,
+                        output_tokens: 2_400,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
+                Some(0.2191),
+            )
+            .with_governor(GovernorView {
+                paused: Some((PauseReason::FreedTooLittle { freed: 900 }, 24_500)),
+                attempts_this_turn: (1, 2),
+                factor: 1.18,
+                deaf: false,
+            });
+        let report = figures.lines().join("\n");
+        assert!(
+            report.contains("Compactions: 3 automatic (2 applied, 1 failed, 0 cancelled), 0 micro, 1 fitted to the window; 3 summary requests, 61,000 tokens in / 2,400 out, $0.2191."),
+            "{report}"
+        );
+        assert!(
+            report.contains("Automatic compaction is paused (freed too little) until the context reaches 24,500 tokens"),
+            "{report}"
+        );
+        assert!(report.contains("This turn: 1 of at most 2 automatic compactions"));
+        assert!(report.contains("taken as 1.18× pith's count"), "{report}");
+        let deaf = figures.with_governor(GovernorView {
+            paused: None,
+            attempts_this_turn: (0, 2),
+            factor: 1.0,
+            deaf: true,
+        });
+        let report = deaf.lines().join("\n");
+        assert!(report.contains("are not believed"), "{report}");
+        assert!(!report.contains("is paused"));
     }
 }

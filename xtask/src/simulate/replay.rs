@@ -462,6 +462,7 @@ impl<'a> Replay<'a> {
             .then(|| self.micro_candidate(policy));
             let facts = Facts {
                 estimate,
+                content: estimate,
                 micro_reclaimable: micro.as_ref().map_or(0, |(_, reclaimed)| *reclaimed),
                 micro_minimum: prune.minimum,
                 llm_allowed,

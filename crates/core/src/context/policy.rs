@@ -52,6 +52,9 @@ pub struct Facts {
     /// Estimated input tokens of the request as it stands, in the server's terms (pith's
     /// count times the conversation's calibration, or anchored on a plausible report).
     pub estimate: u64,
+    /// pith's own count of the request times the calibration, never anchored on a report:
+    /// how much the conversation holds as pith sees it.
+    pub content: u64,
     /// Tokens dedup + prune would free now, measured with a dry run on the history. The
     /// loop reports 0 without a dry run when micro-compaction is off, was already applied
     /// for this request, there is no new history, or the estimate is below the micro
@@ -66,13 +69,23 @@ pub struct Facts {
     pub llm_allowed: bool,
 }
 
-/// True when the governor would let an LLM compaction start at `estimate`: new history
-/// since the last attempt, the breaker not holding, the turn's ceiling not reached.
+impl Facts {
+    /// How far the conversation has grown, for the governor's gates (the breaker, the
+    /// ceiling): the smaller of the estimate and pith's own count, so that a report that
+    /// jumps (a server whose figure comes into the band as the request grows) never looks
+    /// like growth.
+    pub fn progress(&self) -> u64 {
+        self.estimate.min(self.content)
+    }
+}
+
+/// True when the governor would let an LLM compaction start: new history since the last
+/// attempt, the breaker not holding, the turn's ceiling not reached.
 fn llm_permitted(facts: &Facts, budget: &ContextBudget, governor: &Governor) -> bool {
     facts.llm_allowed
         && governor.new_history_since_attempt
-        && !governor.breaker_holds(facts.estimate)
-        && !governor.ceiling_reached(facts.estimate, budget)
+        && !governor.breaker_holds(facts.progress())
+        && !governor.ceiling_reached(facts.progress(), budget)
 }
 
 /// True when only the turn's ceiling kept an LLM compaction from starting: the loop tells
@@ -81,8 +94,8 @@ pub fn held_by_ceiling(facts: &Facts, budget: &ContextBudget, governor: &Governo
     budget.reaches_auto(facts.estimate)
         && facts.llm_allowed
         && governor.new_history_since_attempt
-        && !governor.breaker_holds(facts.estimate)
-        && governor.ceiling_reached(facts.estimate, budget)
+        && !governor.breaker_holds(facts.progress())
+        && governor.ceiling_reached(facts.progress(), budget)
 }
 
 /// Decides what to do before one request. See the module docs for what the loop does
@@ -113,7 +126,7 @@ pub fn decide(facts: &Facts, budget: &ContextBudget, governor: &Governor) -> Act
     if !governor.new_history_since_attempt {
         return Action::None;
     }
-    if !budget.reaches_auto(estimate) || governor.breaker_holds(estimate) {
+    if !budget.reaches_auto(estimate) || governor.breaker_holds(facts.progress()) {
         return micro_or_none;
     }
     if micro_worth_it && !budget.reaches_auto(after_micro) {
@@ -138,6 +151,7 @@ mod tests {
     fn facts(estimate: u64, reclaimable: u64) -> Facts {
         Facts {
             estimate,
+            content: estimate,
             micro_reclaimable: reclaimable,
             micro_minimum: 20_000,
             llm_allowed: true,
@@ -277,6 +291,26 @@ mod tests {
         assert!(!held_by_ceiling(&facts(100_000, 0), &b, &governor));
         governor.start_turn();
         assert_eq!(decide(&facts(175_000, 0), &b, &governor), Action::Llm);
+    }
+
+    #[test]
+    fn a_report_that_jumps_is_not_growth_for_the_breaker() {
+        let b = budget();
+        let mut governor = fresh();
+        governor.pause(PauseReason::FreedTooLittle { freed: 5_000 }, 20_000, &b);
+        governor.record_new_history();
+        // The server now reports 180,000 for a conversation pith counts at 21,000.
+        let jumped = Facts {
+            content: 21_000,
+            ..facts(180_000, 0)
+        };
+        assert_eq!(jumped.progress(), 21_000);
+        assert_eq!(decide(&jumped, &b, &governor), Action::None);
+        let grown = Facts {
+            content: 39_000,
+            ..facts(180_000, 0)
+        };
+        assert_eq!(decide(&grown, &b, &governor), Action::Llm);
     }
 
     #[test]

@@ -119,6 +119,12 @@ impl AgentLoop {
         self.context.budget
     }
 
+    /// The conversation's calibration: server tokens per counted token, and whether the
+    /// server's usage is believed at all (for `/context`).
+    pub fn calibration(&self) -> pith_core::context::Calibration {
+        self.context.estimator.calibration()
+    }
+
     /// The governor's state: the breaker, this turn's automatic compactions (for
     /// `/context` and the REPL's status line).
     pub fn governor(&self) -> &pith_core::context::Governor {

@@ -103,7 +103,7 @@ impl AgentLoop {
     pub(super) async fn auto_compact(
         &mut self,
         plan: CompactionPlan,
-        tokens_before: u64,
+        (tokens_before, progress): (u64, u64),
         last_user_text: &str,
         sink: &mut dyn TurnSink,
         cancel: &CancellationToken,
@@ -132,7 +132,7 @@ impl AgentLoop {
         let budget = self.context.budget;
         self.context
             .governor
-            .record_attempt_started(tokens_before, &budget);
+            .record_attempt_started(progress, &budget);
         sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Started {
             cancel: child.clone(),
             tokens_before,
@@ -199,7 +199,7 @@ impl AgentLoop {
                     sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Cancelled));
                     return Err(LoopError::Cancelled);
                 }
-                self.fail_compaction(reason, tokens_before, sink);
+                self.fail_compaction(reason, progress, sink);
                 return Ok(());
             }
         };
@@ -227,7 +227,7 @@ impl AgentLoop {
                     pith_core::format::thousands(tokens_after),
                     pith_core::format::thousands(tokens_before)
                 ),
-                tokens_before,
+                progress,
                 sink,
             );
             return Ok(());
@@ -244,7 +244,7 @@ impl AgentLoop {
         let rewrite = HistoryRewrite::Compaction(compaction);
         if let Err(error) = sink.persist(&rewrite) {
             tracing::warn!(%error, "automatic compaction not persisted; history unchanged");
-            self.fail_compaction(error.to_string(), tokens_before, sink);
+            self.fail_compaction(error.to_string(), progress, sink);
             return Ok(());
         }
         let HistoryRewrite::Compaction(compaction) = rewrite else {
@@ -272,14 +272,14 @@ impl AgentLoop {
     }
 
     /// An automatic compaction that did not apply: the front-end learns why, and the
-    /// breaker arms at `estimate`.
-    fn fail_compaction(&mut self, reason: String, estimate: u64, sink: &mut dyn TurnSink) {
+    /// breaker arms at `progress` (see [`pith_core::context::Facts::progress`]).
+    fn fail_compaction(&mut self, reason: String, progress: u64, sink: &mut dyn TurnSink) {
         let budget = self.context.budget;
         let notice = self.context.governor.pause(
             PauseReason::Failed {
                 detail: reason.clone(),
             },
-            estimate,
+            progress,
             &budget,
         );
         sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Failed { reason }));

@@ -62,6 +62,15 @@ impl ContextState {
         self.estimator.estimate(system, &self.history, tools)
     }
 
+    /// How far the conversation has grown, for the governor's gates: the smaller of the
+    /// estimate and pith's own count times the calibration (see
+    /// [`pith_core::context::Facts::progress`]).
+    pub fn progress(&mut self, system: &str, tools: &[ToolDefinition]) -> u64 {
+        let estimate = self.estimate(system, tools);
+        let content = self.estimator.calibration().scale(estimate.counted as u64);
+        (estimate.total as u64).min(content)
+    }
+
     /// The estimate of a request of `messages` (not the history) in the server's terms,
     /// and pith's count of it.
     pub fn estimate_other(
@@ -153,9 +162,9 @@ impl ContextState {
             self.governor.verifying = false;
             return notices;
         }
-        let estimate = self.estimate(system, tools).total as u64;
+        let progress = self.progress(system, tools);
         let budget = self.budget;
-        notices.extend(self.governor.verify(usage.input_tokens, estimate, &budget));
+        notices.extend(self.governor.verify(usage.input_tokens, progress, &budget));
         notices
     }
 

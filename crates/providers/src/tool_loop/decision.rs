@@ -82,8 +82,14 @@ impl AgentLoop {
                 && self.context.governor.new_history_since_attempt
                 && budget.reaches_micro(estimate))
             .then(|| self.micro_candidate());
+            let content = self
+                .context
+                .estimator
+                .calibration()
+                .scale(estimated.counted as u64);
             let facts = Facts {
                 estimate,
+                content,
                 micro_reclaimable: candidate.as_ref().map_or(0, |c| c.reclaimable),
                 micro_minimum: self.options.prune.minimum,
                 llm_allowed,
@@ -108,7 +114,7 @@ impl AgentLoop {
                         Ok(plan) => {
                             self.auto_compact(
                                 plan,
-                                estimate,
+                                (estimate, facts.progress()),
                                 last_user_text,
                                 sink,
                                 cancel,
@@ -121,7 +127,7 @@ impl AgentLoop {
                                 PauseReason::CannotHelp {
                                     floor: floor.total(),
                                 },
-                                estimate,
+                                facts.progress(),
                                 &budget,
                             );
                             tracing::debug!(floor = %floor.describe(), "no compaction can help");
@@ -161,6 +167,7 @@ impl AgentLoop {
             .estimate_other(&self.system_prompt, &messages, tools);
         let facts = Facts {
             estimate,
+            content: estimate,
             micro_reclaimable: 0,
             micro_minimum: self.options.prune.minimum,
             llm_allowed: false,

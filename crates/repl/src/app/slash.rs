@@ -38,6 +38,22 @@ impl App {
             self.conversation.ledger_budget_tokens(),
         )
         .with_children(self.conversation.children());
+        let totals = self.conversation.compaction_totals();
+        let cost = self.conversation.cost_of(&totals.usage);
+        let governor = self.conversation.governor();
+        let calibration = self.conversation.calibration();
+        let figures = figures.with_compactions(totals, cost).with_governor(
+            crate::context_view::GovernorView {
+                paused: governor
+                    .breaker
+                    .as_ref()
+                    .filter(|b| (estimate.total as u64) < b.until)
+                    .map(|b| (b.reason.clone(), b.until)),
+                attempts_this_turn: (governor.attempts_this_turn, governor.max_per_turn),
+                factor: calibration.factor(),
+                deaf: calibration.is_deaf(),
+            },
+        );
         self.screen.block(&figures.lines().join("\n"));
     }
 
