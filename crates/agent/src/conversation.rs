@@ -24,7 +24,7 @@ use pith_core::context::ledger::{Ledger, RenderedLedger};
 use pith_core::hooks::context_block;
 use pith_core::{
     ChildRun, ContextBudget, EventSink, HookEvent, HookRun, LoopEvent, Message, Part,
-    RequestEstimate, TokenCounter, ToolRegistry, Usage,
+    RequestEstimate, SpendMeter, TokenCounter, ToolRegistry, Usage,
 };
 use pith_hooks::{Hooks, HooksConfig, PromptGate, SessionInfo, SessionSource};
 use pith_mcp::McpHub;
@@ -37,6 +37,7 @@ use pith_tools::{Approver, PermissionMode, ToolsConfig, Toolset};
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
+use crate::ceilings::TurnDeadline;
 use crate::exit::ExitCode;
 use crate::overrides::{Overrides, SessionChoice};
 use crate::recording::{CompactionNote, Recording, TurnRecorder};
@@ -159,8 +160,21 @@ impl TurnOutcome {
         total
     }
 
+    /// The ceiling that stopped the turn, if one did.
+    pub fn ceiling(&self) -> Option<&pith_core::CeilingReached> {
+        match &self.error {
+            Some(TurnError::Loop(error)) => crate::ceilings::reached(error),
+            _ => None,
+        }
+    }
+
     /// The exit code of a process whose job was this turn.
     pub fn exit_code(&self) -> ExitCode {
+        match self.ceiling() {
+            Some(pith_core::CeilingReached::Cost { .. }) => return ExitCode::CostCeiling,
+            Some(pith_core::CeilingReached::Duration { .. }) => return ExitCode::TimeCeiling,
+            None => {}
+        }
         match (&self.error, &self.record_error) {
             (Some(TurnError::Loop(LoopError::Cancelled)), _) => ExitCode::Interrupted,
             (Some(_), _) | (None, Some(_)) => ExitCode::Failure,
@@ -200,6 +214,8 @@ pub struct Conversation {
     delegation: Delegation,
     /// The child conversations run since the conversation opened (for `/context`).
     children: Vec<ChildRun>,
+    /// What the conversation (and its subagents) spent, against its ceilings.
+    meter: Arc<SpendMeter>,
 }
 
 /// What a conversation may delegate to subagents, and what it is when it is one.
@@ -302,6 +318,11 @@ impl Conversation {
         let settings = Settings::resolve(&overrides, recorded, &config, frontend.env.as_ref())
             .map_err(ConversationError::usage)?;
         notices.extend(settings.notices.iter().cloned());
+        // A subagent spends from its parent's account.
+        let meter = match &delegation.child {
+            Some(child) => Arc::clone(&child.meter),
+            None => Arc::new(SpendMeter::new(settings.ceilings)),
+        };
         let (mut session, history, records, unused) = match resumed {
             Some(resumed) => {
                 notices.extend(resumed.warnings.iter().map(|w| format!("warning: {w}")));
@@ -341,7 +362,7 @@ impl Conversation {
             history,
             ledger,
             &hooks_config,
-            (&overrides, &delegation),
+            (&overrides, &delegation, &meter),
         )?;
         let mcp = crate::mcp::start(servers.servers, &frontend.env, &cwd);
         // A child's prompt comes from its parent's model: no prompt hooks run for it.
@@ -366,6 +387,7 @@ impl Conversation {
                 session_context: None,
                 delegation,
                 children: Vec::new(),
+                meter,
             },
             notices,
             resumed: records,
@@ -389,13 +411,36 @@ impl Conversation {
         crate::attachments::user_message(text, &self.cwd, self.settings.image_limits())
     }
 
-    /// [`Conversation::run_turn`] with a prepared user message (text and images).
+    /// [`Conversation::run_turn`] with a prepared user message (text and images). The
+    /// turn runs under the time ceiling, if there is one (see [`crate::ceilings`]).
     pub async fn run_message(
         &mut self,
         user: Message,
         sink: &mut dyn EventSink,
         cancel: &CancellationToken,
     ) -> TurnOutcome {
+        let deadline = TurnDeadline::start(&self.meter, cancel, self.delegation.child.is_some());
+        let mut outcome = self.run_message_until(user, sink, cancel, &deadline).await;
+        outcome.error = outcome.error.map(|error| match error {
+            TurnError::Loop(error) => TurnError::Loop(crate::ceilings::explain(
+                error,
+                cancel,
+                &deadline,
+                &self.meter,
+            )),
+            other => other,
+        });
+        outcome
+    }
+
+    async fn run_message_until(
+        &mut self,
+        user: Message,
+        sink: &mut dyn EventSink,
+        user_cancel: &CancellationToken,
+        deadline: &TurnDeadline,
+    ) -> TurnOutcome {
+        let cancel = deadline.token();
         let user = if self.delegation.child.is_some() {
             user
         } else {
@@ -445,7 +490,15 @@ impl Conversation {
         }
         let (summary, error) = match result {
             Ok(summary) => (summary, None),
-            Err(failure) => (failure.summary, Some(failure.error)),
+            Err(failure) => (
+                failure.summary,
+                Some(crate::ceilings::explain(
+                    failure.error,
+                    user_cancel,
+                    deadline,
+                    &self.meter,
+                )),
+            ),
         };
         let interrupted = matches!(error, Some(LoopError::Cancelled));
         let record_error = recorder
@@ -637,7 +690,7 @@ impl Conversation {
             history,
             self.agent.ledger().clone(),
             &self.hooks_config,
-            (&overrides, &self.delegation),
+            (&overrides, &self.delegation, &self.meter),
         )?;
         let notices = settings.notices.clone();
         self.overrides = overrides;
@@ -661,7 +714,7 @@ impl Conversation {
             Vec::new(),
             crate::ledger::fresh(&self.cwd),
             &self.hooks_config,
-            (&self.overrides, &self.delegation),
+            (&self.overrides, &self.delegation, &self.meter),
         )?;
         self.replace_session(session, built, true);
         self.session_start = Some(SessionSource::New);
@@ -703,7 +756,7 @@ impl Conversation {
             resumed.history,
             crate::ledger::rebuild(&self.cwd, &resumed.records),
             &self.hooks_config,
-            (&overrides, &self.delegation),
+            (&overrides, &self.delegation, &self.meter),
         )?;
         let mut notices = settings.notices.clone();
         notices.extend(resumed.warnings.iter().map(|w| format!("warning: {w}")));
@@ -822,6 +875,11 @@ impl Conversation {
         &self.children
     }
 
+    /// What the conversation and its subagents spent so far, against its ceilings.
+    pub fn spend(&self) -> &Arc<SpendMeter> {
+        &self.meter
+    }
+
     /// The agents `task` offers (a child at the depth limit has no `task` tool).
     pub fn agents(&self) -> &Agents {
         &self.delegation.agents
@@ -868,7 +926,7 @@ fn build_agent(
     history: Vec<Message>,
     ledger: Ledger,
     hooks_config: &Arc<HooksConfig>,
-    (overrides, delegation): (&Overrides, &Delegation),
+    (overrides, delegation, meter): (&Overrides, &Delegation, &Arc<SpendMeter>),
 ) -> Result<(AgentLoop, Toolset, Arc<Hooks>), ConversationError> {
     session.set_max_record_bytes(settings.max_record_bytes);
     let spill_dir = session.spill_dir().map_err(ConversationError::failure)?;
@@ -907,6 +965,7 @@ fn build_agent(
             limits: delegation.limits,
             depth: depth + 1,
             parent_session: session.id().to_owned(),
+            meter: Arc::clone(meter),
             slots: Arc::new(tokio::sync::Semaphore::new(delegation.limits.max_parallel)),
             questions: Arc::default(),
         };
@@ -921,6 +980,9 @@ fn build_agent(
         .map_err(ConversationError::usage)?;
     agent.set_history(history);
     agent.set_ledger(ledger);
+    let guard = crate::ceilings::spend_guard(meter, settings, Arc::clone(agent.counter()))
+        .map_err(ConversationError::usage)?;
+    agent.set_spend_guard(guard);
     agent.set_file_probe(tools.disk_probe());
     let hooks = Arc::new(
         Hooks::new(

@@ -11,6 +11,7 @@
 //! - [`recording`]: the loop's events and history rewrites become session records; a
 //!   rewrite is written before the loop applies it.
 //! - [`ExitCode`] ([`exit`]): the process exit codes every command shares.
+//! - [`ceilings`]: the job's cost and time ceilings around a turn.
 //! - [`diagnostics`]: `PITH_LOG` / `RUST_LOG` tracing into `$PITH_HOME/logs/pith.log`.
 //! - [`mcp`]: which MCP servers a conversation gets (config files, trusted `.mcp.json`)
 //!   and `pith mcp list`; [`hooks`]: which hooks it runs (config files, trusted
@@ -21,6 +22,7 @@
 //! Dependencies point down: front-ends → agent → {providers, session, mcp → tools} → core.
 
 pub mod attachments;
+pub mod ceilings;
 pub mod conversation;
 pub mod diagnostics;
 pub mod exit;

@@ -151,10 +151,7 @@ fn print_result(
 /// What the job cost: the provider's own figure when it reported one, else the catalog's
 /// or configured prices applied to the usage.
 fn cost(conversation: &Conversation, usage: &pith_core::Usage) -> Option<f64> {
-    if usage.provider_cost_nanousd > 0 {
-        return Some(usage.provider_cost_nanousd as f64 / 1e9);
-    }
-    conversation.settings().model.pricing.map(|p| p.cost(usage))
+    pith_core::usage_cost(usage, conversation.settings().model.pricing.as_ref())
 }
 
 /// The cost of the turn and its subagents: a child that ran the parent's model is priced

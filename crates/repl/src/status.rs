@@ -1,12 +1,13 @@
-//! The status line: model, context use against the input budget, and the distance to the
-//! automatic compaction threshold. Pure text; the thresholds come from [`ContextBudget`].
+//! The status line: model, context use against the input budget, the distance to the
+//! automatic compaction threshold, and — under a cost ceiling — the spend against it.
+//! Pure text; the thresholds come from [`ContextBudget`].
 
 use pith_agent::Conversation;
 use pith_core::format::thousands;
 use pith_core::ContextBudget;
 
 /// What the status line shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Status {
     /// `provider/model`.
     pub model: String,
@@ -16,6 +17,8 @@ pub struct Status {
     pub budget: ContextBudget,
     /// Whether automatic compaction is on.
     pub auto_compaction: bool,
+    /// Dollars spent and the cost ceiling (`--max-cost`), when there is one.
+    pub spend: Option<(f64, f64)>,
 }
 
 impl Status {
@@ -27,6 +30,11 @@ impl Status {
             used: 0,
             budget: conversation.budget(),
             auto_compaction: conversation.auto_compaction(),
+            spend: conversation
+                .spend()
+                .ceilings()
+                .max_cost
+                .map(|max| (conversation.spend().spent(), max)),
         }
     }
 
@@ -46,8 +54,12 @@ impl Status {
                 thousands(budget.room_to_auto(self.used))
             )
         };
+        let spend = match self.spend {
+            Some((spent, max)) => format!(" · ${spent:.2} / ${max:.2}"),
+            None => String::new(),
+        };
         format!(
-            "{} · {} / {} tokens ({percent}%) · {distance}",
+            "{} · {} / {} tokens ({percent}%) · {distance}{spend}",
             self.model,
             thousands(self.used),
             thousands(budget.input_budget)
@@ -67,6 +79,7 @@ mod tests {
             used: 19_000,
             budget,
             auto_compaction: true,
+            spend: None,
         };
         assert_eq!(
             status.text(),
@@ -80,5 +93,11 @@ mod tests {
         );
         status.auto_compaction = false;
         assert!(status.text().ends_with("auto-compact off"));
+        status.spend = Some((0.4213, 5.0));
+        assert!(
+            status.text().ends_with("auto-compact off · $0.42 / $5.00"),
+            "{}",
+            status.text()
+        );
     }
 }

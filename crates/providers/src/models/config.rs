@@ -120,9 +120,9 @@ pub struct ProviderConfig {
     pub profile: Option<String>,
 }
 
-/// The `[limits]` table: how much pith accepts from a server and writes per record. Every
-/// key is optional; see `WireLimits` for the defaults.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+/// The `[limits]` table: how much pith accepts from a server and writes per record, and
+/// the job's ceilings. Every key is optional; see `WireLimits` for the defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
     /// Largest single server-sent event, bytes.
@@ -139,6 +139,11 @@ pub struct LimitsConfig {
     pub max_record_bytes: Option<usize>,
     /// Longest a stream may go on sending no content (only keep-alives), seconds.
     pub no_content_timeout_s: Option<u64>,
+    /// Most US dollars a job (a conversation, its compactions and subagents) may spend
+    /// (`--max-cost`).
+    pub max_cost: Option<f64>,
+    /// Longest a `pith run` job (a REPL turn) may take, seconds (`--max-duration`).
+    pub max_duration_s: Option<u64>,
 }
 
 impl LimitsConfig {

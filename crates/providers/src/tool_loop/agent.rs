@@ -14,6 +14,7 @@ use pith_core::{
 
 use crate::tool_loop::guard::GuardLimits;
 use crate::tool_loop::options::LoopOptions;
+use crate::tool_loop::spend::SpendGuard;
 use crate::wire::adapter::{ModelRequest, ProviderAdapter};
 
 /// One conversation driven through one provider.
@@ -43,6 +44,8 @@ pub struct AgentLoop {
     pub(super) hooks: Arc<dyn LoopHooks>,
     /// Model requests sent so far (the id of the next one is this plus one).
     pub(super) requests_sent: u64,
+    /// The job's ceilings, checked before every request (see `spend`).
+    pub(super) spend: Option<Arc<SpendGuard>>,
 }
 
 impl std::fmt::Debug for AgentLoop {
@@ -81,7 +84,13 @@ impl AgentLoop {
             files: None,
             hooks: Arc::new(NoHooks),
             requests_sent: 0,
+            spend: None,
         }
+    }
+
+    /// Holds every request of this loop to the job's ceilings (default: none).
+    pub fn set_spend_guard(&mut self, guard: Option<Arc<SpendGuard>>) {
+        self.spend = guard;
     }
 
     /// Sets the hooks the loop calls before and after tool calls and compactions and
@@ -188,6 +197,7 @@ impl AgentLoop {
             output_cap: self.options.output_cap,
             repeated_line_limit: self.options.repeated_line_limit,
             no_content: self.options.timeouts.no_content,
+            spend: self.spend.as_deref(),
         }
     }
 

@@ -262,6 +262,7 @@ mod tests {
             used: 0,
             budget: pith_core::ContextBudget::for_window(20_000),
             auto_compaction: true,
+            spend: None,
         };
         let events = vec![
             LoopEvent::TextDelta("Before".into()),
