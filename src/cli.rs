@@ -260,6 +260,11 @@ pub struct RunArgs {
     /// With --format stream-json, also emit text and reasoning deltas as they arrive.
     #[arg(long)]
     pub include_partial: bool,
+    /// A JSON Schema (draft 2020-12) the final answer must match: the result carries it
+    /// as `structured_output`; an answer that still does not match after one correction
+    /// ends the job with exit code 4.
+    #[arg(long, value_name = "FILE")]
+    pub output_schema: Option<PathBuf>,
 }
 
 /// `pith mcp …`.

@@ -43,6 +43,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             FormatArg::StreamJson => OutputFormat::StreamJson,
         },
         include_partial: args.include_partial,
+        output_schema: args.output_schema,
     };
     let overrides = Overrides {
         model: args.model,

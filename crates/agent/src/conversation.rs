@@ -39,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ceilings::TurnDeadline;
 use crate::exit::ExitCode;
+use crate::output_schema::{OutputSchema, SchemaMismatch};
 use crate::overrides::{Overrides, SessionChoice};
 use crate::recording::{CompactionNote, Recording, TurnRecorder};
 use crate::settings::Settings;
@@ -131,6 +132,10 @@ pub enum TurnError {
     /// hook's run.
     #[error("a UserPromptSubmit hook blocked the prompt: {0}")]
     Blocked(String),
+    /// The final answer did not match `--output-schema`, even after the one correction
+    /// pith asked for.
+    #[error("the final answer does not match the output schema, even after one correction: {0}")]
+    SchemaNotMet(SchemaMismatch),
 }
 
 /// What a turn did.
@@ -148,6 +153,9 @@ pub struct TurnOutcome {
     pub record_error: Option<String>,
     /// The child conversations the turn's `task` calls ran, in the order they ended.
     pub children: Vec<ChildRun>,
+    /// The final answer as JSON, when the conversation has an output schema and the
+    /// answer validated against it.
+    pub structured_output: Option<serde_json::Value>,
 }
 
 impl TurnOutcome {
@@ -168,6 +176,21 @@ impl TurnOutcome {
         }
     }
 
+    /// Adds what a follow-up turn of the same job did (the output schema's correction).
+    fn absorb(&mut self, next: TurnOutcome) {
+        if !self.text.is_empty() && !next.text.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(&next.text);
+        self.summary.usage += next.summary.usage;
+        self.summary.requests += next.summary.requests;
+        self.summary.tool_calls += next.summary.tool_calls;
+        self.compactions.extend(next.compactions);
+        self.children.extend(next.children);
+        self.error = next.error;
+        self.record_error = next.record_error.or(self.record_error.take());
+    }
+
     /// The exit code of a process whose job was this turn.
     pub fn exit_code(&self) -> ExitCode {
         match self.ceiling() {
@@ -177,6 +200,7 @@ impl TurnOutcome {
         }
         match (&self.error, &self.record_error) {
             (Some(TurnError::Loop(LoopError::Cancelled)), _) => ExitCode::Interrupted,
+            (Some(TurnError::SchemaNotMet(_)), _) => ExitCode::SchemaNotMet,
             (Some(_), _) | (None, Some(_)) => ExitCode::Failure,
             (None, None) => ExitCode::Ok,
         }
@@ -216,6 +240,8 @@ pub struct Conversation {
     children: Vec<ChildRun>,
     /// What the conversation (and its subagents) spent, against its ceilings.
     meter: Arc<SpendMeter>,
+    /// The schema the final answer must match (`--output-schema`).
+    output_schema: Option<Arc<OutputSchema>>,
 }
 
 /// What a conversation may delegate to subagents, and what it is when it is one.
@@ -388,6 +414,7 @@ impl Conversation {
                 delegation,
                 children: Vec::new(),
                 meter,
+                output_schema: None,
             },
             notices,
             resumed: records,
@@ -420,7 +447,15 @@ impl Conversation {
         cancel: &CancellationToken,
     ) -> TurnOutcome {
         let deadline = TurnDeadline::start(&self.meter, cancel, self.delegation.child.is_some());
+        let schema = self.output_schema.clone();
+        self.agent.options_mut().output = schema.as_ref().map(|s| s.request(false));
         let mut outcome = self.run_message_until(user, sink, cancel, &deadline).await;
+        if let Some(schema) = schema {
+            if outcome.error.is_none() && outcome.record_error.is_none() {
+                self.check_output(&schema, &mut outcome, sink, cancel, &deadline)
+                    .await;
+            }
+        }
         outcome.error = outcome.error.map(|error| match error {
             TurnError::Loop(error) => TurnError::Loop(crate::ceilings::explain(
                 error,
@@ -433,6 +468,62 @@ impl Conversation {
         outcome
     }
 
+    /// Sets the schema the final answer of every turn must match (`--output-schema`;
+    /// see [`crate::output_schema`]): its instructions follow each prompt, each request
+    /// asks for it natively where the protocol can, and an answer that does not validate
+    /// gets one correction.
+    pub fn set_output_schema(&mut self, schema: Option<OutputSchema>) {
+        self.output_schema = schema.map(Arc::new);
+    }
+
+    /// Validates the turn's final answer against `schema`; when it does not match, asks
+    /// the model once to correct it (a recorded follow-up turn whose request forces the
+    /// answer where the protocol can) and validates again.
+    async fn check_output(
+        &mut self,
+        schema: &OutputSchema,
+        outcome: &mut TurnOutcome,
+        sink: &mut dyn EventSink,
+        user_cancel: &CancellationToken,
+        deadline: &TurnDeadline,
+    ) {
+        let mismatch = match schema.validate(&self.last_answer()) {
+            Ok(value) => {
+                outcome.structured_output = Some(value);
+                return;
+            }
+            Err(mismatch) => mismatch,
+        };
+        sink.emit(LoopEvent::Notice(format!(
+            "the answer does not match the output schema ({mismatch}); asking the model once to correct it"
+        )));
+        self.agent.options_mut().output = Some(schema.request(true));
+        let correction = Message::user(schema.correction(&mismatch));
+        let next = self
+            .run_recorded(correction, sink, user_cancel, deadline)
+            .await;
+        self.agent.options_mut().output = Some(schema.request(false));
+        let failed = next.error.is_some() || next.record_error.is_some();
+        outcome.absorb(next);
+        if failed {
+            return;
+        }
+        match schema.validate(&self.last_answer()) {
+            Ok(value) => outcome.structured_output = Some(value),
+            Err(mismatch) => outcome.error = Some(TurnError::SchemaNotMet(mismatch)),
+        }
+    }
+
+    /// The text of the last assistant message: the turn's final answer.
+    fn last_answer(&self) -> String {
+        self.agent
+            .history()
+            .last()
+            .filter(|m| m.role == pith_core::Role::Assistant)
+            .map(Message::text_content)
+            .unwrap_or_default()
+    }
+
     async fn run_message_until(
         &mut self,
         user: Message,
@@ -441,7 +532,7 @@ impl Conversation {
         deadline: &TurnDeadline,
     ) -> TurnOutcome {
         let cancel = deadline.token();
-        let user = if self.delegation.child.is_some() {
+        let mut user = if self.delegation.child.is_some() {
             user
         } else {
             match self.before_prompt(user, sink, cancel).await {
@@ -454,6 +545,21 @@ impl Conversation {
                 }
             }
         };
+        if let Some(schema) = &self.output_schema {
+            append_text(&mut user, &schema.instructions());
+        }
+        self.run_recorded(user, sink, user_cancel, deadline).await
+    }
+
+    /// Records `user`, runs the loop's turn for it and records the end of the turn.
+    async fn run_recorded(
+        &mut self,
+        user: Message,
+        sink: &mut dyn EventSink,
+        user_cancel: &CancellationToken,
+        deadline: &TurnDeadline,
+    ) -> TurnOutcome {
+        let cancel = deadline.token();
         if let Err(error) = self.session.append(Event::UserMessage {
             message: user.clone(),
         }) {
@@ -518,6 +624,7 @@ impl Conversation {
             error: error.map(TurnError::Loop),
             record_error,
             children,
+            structured_output: None,
         }
     }
 
@@ -570,16 +677,7 @@ impl Conversation {
             added.push_str(&context_block(HookEvent::UserPromptSubmit, &context));
         }
         let mut user = user;
-        if !added.is_empty() {
-            // After the message's text (its images stay where they are).
-            match user.parts.iter_mut().find_map(|part| match part {
-                Part::Text { text } => Some(text),
-                _ => None,
-            }) {
-                Some(text) => text.push_str(&added),
-                None => user.parts.insert(0, Part::Text { text: added }),
-            }
-        }
+        append_text(&mut user, &added);
         Ok(user)
     }
 
@@ -891,6 +989,25 @@ impl Conversation {
             .child
             .as_ref()
             .map(|c| c.agent.name.as_str())
+    }
+}
+
+/// Appends `added` to the message's text (its images stay where they are).
+fn append_text(message: &mut Message, added: &str) {
+    if added.is_empty() {
+        return;
+    }
+    match message.parts.iter_mut().find_map(|part| match part {
+        Part::Text { text } => Some(text),
+        _ => None,
+    }) {
+        Some(text) => text.push_str(added),
+        None => message.parts.insert(
+            0,
+            Part::Text {
+                text: added.to_owned(),
+            },
+        ),
     }
 }
 

@@ -17,6 +17,8 @@
 //!   and `pith mcp list`; [`hooks`]: which hooks it runs (config files, trusted
 //!   `.pith/config.toml`); [`trust`]: the user's trust in a project's own files.
 //! - [`attachments`]: `@path/to/shot.png` in a user message attaches the image.
+//! - [`output_schema`]: `--output-schema`, the JSON Schema a job's final answer must
+//!   match.
 //! - [`subagents`]: the `task` tool, agents, and the child conversations they run.
 //!
 //! Dependencies point down: front-ends → agent → {providers, session, mcp → tools} → core.
@@ -29,6 +31,7 @@ pub mod exit;
 pub mod hooks;
 pub mod ledger;
 pub mod mcp;
+pub mod output_schema;
 pub mod overrides;
 pub mod recording;
 pub mod settings;
@@ -39,6 +42,7 @@ pub use conversation::{
     Conversation, ConversationError, Env, Frontend, Opened, TurnError, TurnOutcome,
 };
 pub use exit::ExitCode;
+pub use output_schema::{OutputSchema, SchemaMismatch};
 pub use overrides::{Overrides, SessionChoice};
 /// `--reasoning`'s value.
 pub use pith_providers::wire::ReasoningEffort;

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use pith_agent::{Conversation, ExitCode, Frontend, Overrides, TurnOutcome};
+use pith_agent::{Conversation, ExitCode, Frontend, OutputSchema, Overrides, TurnOutcome};
 use pith_core::{AutoCompaction, EventSink, LoopEvent};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -31,6 +31,8 @@ pub struct Job {
     pub format: OutputFormat,
     /// stream-json also carries text and reasoning deltas.
     pub include_partial: bool,
+    /// `--output-schema`: the JSON Schema the final answer must match.
+    pub output_schema: Option<std::path::PathBuf>,
 }
 
 /// Runs the job and returns the process exit code. `cancel` is cancelled on SIGINT /
@@ -48,6 +50,14 @@ pub async fn run(
         let _ = writeln!(err, "pith: the prompt is empty");
         return ExitCode::Usage;
     }
+    let schema = match job.output_schema.as_deref().map(OutputSchema::load) {
+        Some(Err(error)) => {
+            let _ = writeln!(err, "pith: {error}");
+            return ExitCode::Usage;
+        }
+        Some(Ok(schema)) => Some(schema),
+        None => None,
+    };
     let opened = match Conversation::open(overrides, frontend) {
         Ok(opened) => opened,
         Err(error) => {
@@ -59,6 +69,7 @@ pub async fn run(
         let _ = writeln!(err, "pith: {notice}");
     }
     let mut conversation = opened.value;
+    conversation.set_output_schema(schema);
     let stream_json = job.format == OutputFormat::StreamJson;
     if stream_json {
         emit(
@@ -124,6 +135,7 @@ fn print_result(
             .collect(),
         requests,
         children: outcome.children.clone(),
+        structured_output: outcome.structured_output.clone(),
         error: outcome
             .error
             .as_ref()
@@ -131,6 +143,10 @@ fn print_result(
             .or_else(|| outcome.record_error.clone()),
     };
     match job.format {
+        // With a schema met, the answer is its JSON, for `| jq`.
+        OutputFormat::Text if result.structured_output.is_some() => {
+            emit(out, &result.structured_output);
+        }
         OutputFormat::Text if result.text.is_empty() => {}
         OutputFormat::Text if result.text.ends_with('\n') => {
             let _ = out.write_all(result.text.as_bytes());

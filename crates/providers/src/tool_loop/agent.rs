@@ -175,6 +175,7 @@ impl AgentLoop {
             max_output_tokens: self.options.max_output_tokens,
             temperature: self.options.temperature,
             reasoning: self.options.reasoning,
+            output: self.options.output.clone(),
         }
     }
 

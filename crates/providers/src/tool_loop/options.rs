@@ -6,7 +6,7 @@ use thiserror::Error;
 
 use crate::tool_loop::request::Timeouts;
 use crate::tool_loop::retry::RetryPolicy;
-use crate::wire::{ProviderError, ReasoningEffort};
+use crate::wire::{ProviderError, ReasoningEffort, StructuredOutput};
 
 /// Knobs of the loop, with the defaults a user of pith gets.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +41,9 @@ pub struct LoopOptions {
     pub repeated_line_limit: usize,
     /// The session ledger every compaction carries, and the files it re-attaches.
     pub ledger: LedgerOptions,
+    /// The schema the final answer must match, sent with every request
+    /// (`--output-schema`; set by the conversation, forced for its correction request).
+    pub output: Option<StructuredOutput>,
 }
 
 /// The session ledger's budgets (the `[context]` keys of the same names).
@@ -111,6 +114,7 @@ impl Default for LoopOptions {
             output_cap: enforced_output_cap(DEFAULT_OUTPUT_CAP_TOKENS),
             repeated_line_limit: 50,
             ledger: LedgerOptions::default(),
+            output: None,
         }
     }
 }

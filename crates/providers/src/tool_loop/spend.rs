@@ -152,6 +152,7 @@ mod tests {
             max_output_tokens: Some(1_000),
             temperature: None,
             reasoning: None,
+            output: None,
         }
     }
 
