@@ -45,6 +45,7 @@ use crate::recording::{CompactionNote, Recording, TurnRecorder};
 use crate::settings::Settings;
 use crate::subagents::depth::DepthLimit;
 use crate::subagents::{Agents, ChildLauncher, ChildSpec, SubagentLimits, TaskTool};
+use crate::telemetry::{Telemetry, TracedModel, TurnFacts, TurnTrace};
 
 /// Looks up environment variables (keys, base URLs, config locations). Tests pass their
 /// own; the binary passes the process environment.
@@ -191,6 +192,23 @@ impl TurnOutcome {
         self.record_error = next.record_error.or(self.record_error.take());
     }
 
+    /// A short class of why the turn stopped early (`""` when it did not), as telemetry
+    /// reports it.
+    pub fn error_kind(&self) -> &'static str {
+        match (self.ceiling(), &self.error) {
+            (Some(pith_core::CeilingReached::Cost { .. }), _) => "cost_ceiling",
+            (Some(pith_core::CeilingReached::Duration { .. }), _) => "time_ceiling",
+            (None, Some(TurnError::Loop(LoopError::Cancelled))) => "interrupted",
+            (None, Some(TurnError::Loop(LoopError::MaxRequests(_)))) => "max_turns",
+            (None, Some(TurnError::Loop(_))) => "provider_error",
+            (None, Some(TurnError::Record(_))) => "record",
+            (None, Some(TurnError::Blocked(_))) => "blocked",
+            (None, Some(TurnError::SchemaNotMet(_))) => "output_schema",
+            (None, None) if self.record_error.is_some() => "record",
+            (None, None) => "",
+        }
+    }
+
     /// The exit code of a process whose job was this turn.
     pub fn exit_code(&self) -> ExitCode {
         match self.ceiling() {
@@ -242,6 +260,8 @@ pub struct Conversation {
     meter: Arc<SpendMeter>,
     /// The schema the final answer must match (`--output-schema`).
     output_schema: Option<Arc<OutputSchema>>,
+    /// OpenTelemetry export, when configured (a top-level conversation only).
+    telemetry: Option<Arc<Telemetry>>,
 }
 
 /// What a conversation may delegate to subagents, and what it is when it is one.
@@ -390,6 +410,10 @@ impl Conversation {
             &hooks_config,
             (&overrides, &delegation, &meter),
         )?;
+        let telemetry = match &delegation.child {
+            Some(_) => None,
+            None => start_telemetry(&config, &frontend.env, session.id(), &mut notices)?,
+        };
         let mcp = crate::mcp::start(servers.servers, &frontend.env, &cwd);
         // A child's prompt comes from its parent's model: no prompt hooks run for it.
         let session_start = delegation.child.is_none().then_some(source);
@@ -415,6 +439,7 @@ impl Conversation {
                 children: Vec::new(),
                 meter,
                 output_schema: None,
+                telemetry,
             },
             notices,
             resumed: records,
@@ -441,6 +466,57 @@ impl Conversation {
     /// [`Conversation::run_turn`] with a prepared user message (text and images). The
     /// turn runs under the time ceiling, if there is one (see [`crate::ceilings`]).
     pub async fn run_message(
+        &mut self,
+        user: Message,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> TurnOutcome {
+        let Some(telemetry) = self.telemetry.clone() else {
+            return self.run_message_untraced(user, sink, cancel).await;
+        };
+        let prompt = user.text_content();
+        let mut trace = TurnTrace::start(
+            &telemetry,
+            sink,
+            "turn",
+            self.traced_model(),
+            self.session.id(),
+            Some(&prompt),
+        );
+        let outcome = self.run_message_untraced(user, &mut trace, cancel).await;
+        let answer = match &outcome.structured_output {
+            Some(value) => value.to_string(),
+            None => outcome.text.clone(),
+        };
+        let error = outcome
+            .error
+            .as_ref()
+            .map(ToString::to_string)
+            .or_else(|| outcome.record_error.clone());
+        let usage = outcome.total_usage();
+        trace.finish(TurnFacts {
+            requests: outcome.summary.requests,
+            tool_calls: outcome.summary.tool_calls,
+            usage,
+            cost: pith_core::usage_cost(&usage, self.settings.model.pricing.as_ref()),
+            exit_code: outcome.exit_code().code(),
+            answer: Some(&answer),
+            error: error.as_deref(),
+            error_type: outcome.error_kind(),
+        });
+        outcome
+    }
+
+    /// The model as telemetry names it.
+    fn traced_model(&self) -> TracedModel {
+        TracedModel {
+            spec: self.settings.model.spec(),
+            id: self.settings.model.model.clone(),
+            pricing: self.settings.model.pricing,
+        }
+    }
+
+    async fn run_message_untraced(
         &mut self,
         user: Message,
         sink: &mut dyn EventSink,
@@ -759,6 +835,28 @@ impl Conversation {
         sink: &mut dyn EventSink,
         cancel: &CancellationToken,
     ) -> Result<ManualCompaction, LoopError> {
+        let Some(telemetry) = self.telemetry.clone() else {
+            return self.compact_untraced(focus, sink, cancel).await;
+        };
+        let mut trace = TurnTrace::start(
+            &telemetry,
+            sink,
+            "compaction manual",
+            self.traced_model(),
+            self.session.id(),
+            focus,
+        );
+        let result = self.compact_untraced(focus, &mut trace, cancel).await;
+        trace.finish_manual_compaction(&result);
+        result
+    }
+
+    async fn compact_untraced(
+        &mut self,
+        focus: Option<&str>,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<ManualCompaction, LoopError> {
         let mut recorder = TurnRecorder::new();
         let mut recording = Recording {
             recorder: &mut recorder,
@@ -886,6 +984,9 @@ impl Conversation {
     /// Closes the conversation; a session this process created and never used is
     /// removed, so session lists do not fill up with empty ones.
     pub fn close(self) {
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.shutdown();
+        }
         retire(self.session, self.unused);
     }
 
@@ -1008,6 +1109,39 @@ fn append_text(message: &mut Message, added: &str) {
                 text: added.to_owned(),
             },
         ),
+    }
+}
+
+/// Telemetry, when `[telemetry]` or the `OTEL_*` variables configure it. A telemetry that
+/// cannot start is a notice, never a failure of the conversation.
+fn start_telemetry(
+    config: &Config,
+    env: &Env,
+    session_id: &str,
+    notices: &mut Vec<String>,
+) -> Result<Option<Arc<Telemetry>>, ConversationError> {
+    if config.project_telemetry_ignored {
+        notices.push(
+            "the project's [telemetry] is ignored: telemetry is configured in your own config.toml or the OTEL_* variables"
+                .into(),
+        );
+    }
+    let resolved = crate::telemetry::resolve(&config.telemetry, env.as_ref())
+        .map_err(ConversationError::usage)?;
+    notices.extend(resolved.notices);
+    let Some(settings) = resolved.settings else {
+        return Ok(None);
+    };
+    let secrets = pith_providers::models::config::secret_variables(config)
+        .iter()
+        .filter_map(|name| env(name))
+        .collect();
+    match Telemetry::start(&settings, session_id, secrets) {
+        Ok(telemetry) => Ok(Some(Arc::new(telemetry))),
+        Err(error) => {
+            notices.push(format!("telemetry is off: {error}"));
+            Ok(None)
+        }
     }
 }
 

@@ -20,6 +20,7 @@
 //! - [`output_schema`]: `--output-schema`, the JSON Schema a job's final answer must
 //!   match.
 //! - [`subagents`]: the `task` tool, agents, and the child conversations they run.
+//! - [`telemetry`]: OpenTelemetry traces and metrics of a conversation (off by default).
 //!
 //! Dependencies point down: front-ends → agent → {providers, session, mcp → tools} → core.
 
@@ -36,6 +37,7 @@ pub mod overrides;
 pub mod recording;
 pub mod settings;
 pub mod subagents;
+pub mod telemetry;
 pub mod trust;
 
 pub use conversation::{

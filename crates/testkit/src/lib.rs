@@ -23,7 +23,8 @@
 //! ```
 //!
 //! The script format, faults and the `pith-testkit` binary are documented in
-//! `docs/testkit.md`.
+//! `docs/testkit.md`. [`OtlpReceiver`] ([`otlp`]) receives what pith exports over
+//! OpenTelemetry's OTLP/HTTP.
 
 #![warn(missing_docs)]
 
@@ -31,12 +32,14 @@ mod answer;
 mod checks;
 mod error;
 mod hostile;
+pub mod otlp;
 mod record;
 mod script;
 mod server;
 mod wire;
 
 pub use error::TestkitError;
+pub use otlp::{OtlpReceiver, ReceivedMetric, ReceivedSpan};
 pub use record::{RecordedRequest, REDACTED};
 pub use script::{Fault, Protocol, Script, ToolCall, Turn, Usage};
 pub use server::{TestServer, TestServerBuilder};
