@@ -52,6 +52,10 @@ pub struct ReplArgs {
     /// Continue this session (id, unique id prefix, or transcript path).
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
+    /// Most US dollars this REPL may spend (default: `[limits] max_cost`); the status
+    /// line shows the spend against it.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
 }
 
 /// `--reasoning`'s value.
@@ -218,6 +222,15 @@ pub struct RunArgs {
     /// Stop after this many model requests.
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
+    /// Most US dollars the job may spend (its compactions and subagents included): the
+    /// request that would cross it is not sent and the job ends with exit code 5
+    /// (default: `[limits] max_cost`). Needs the model's prices.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Longest the job may run, in seconds: at the ceiling it is stopped and ends with
+    /// exit code 124 (default: `[limits] max_duration_s`).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_duration: Option<u64>,
     /// Override the model's context window (tokens).
     #[arg(long, value_name = "TOKENS")]
     pub context_window: Option<u64>,
@@ -247,6 +260,11 @@ pub struct RunArgs {
     /// With --format stream-json, also emit text and reasoning deltas as they arrive.
     #[arg(long)]
     pub include_partial: bool,
+    /// A JSON Schema (draft 2020-12) the final answer must match: the result carries it
+    /// as `structured_output`; an answer that still does not match after one correction
+    /// ends the job with exit code 4.
+    #[arg(long, value_name = "FILE")]
+    pub output_schema: Option<PathBuf>,
 }
 
 /// `pith mcp …`.

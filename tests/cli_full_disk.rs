@@ -132,6 +132,7 @@ cp "$full"/sessions/*/*/transcript.jsonl {root}/transcript.jsonl
         max_output_tokens: None,
         temperature: None,
         reasoning: None,
+        output: None,
     });
     assert_eq!(replayed["messages"], sent["messages"]);
 }

@@ -618,3 +618,35 @@ fn the_status_line_says_automatic_compaction_is_paused_and_why() {
     );
     pane.exit();
 }
+
+#[test]
+#[ignore = "needs tmux"]
+fn the_status_line_shows_the_spend_against_the_cost_ceiling_and_a_request_past_it_is_refused() {
+    require_tmux!();
+    // $3/M input: the first answer's 12,000 tokens (under the 20k window's thresholds)
+    // cost $0.04 of the $0.06 ceiling; the next request carries them again (plus the
+    // 2,048-token output reservation) and would cross it.
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("FIRST-ANSWER").with_usage(12_000, 40),
+        Turn::text("NEVER-SENT"),
+    ]))
+    .unwrap();
+    let pane = Pane::start("cost", &server, &["--max-cost", "0.06"]);
+    let screen = pane.wait_for_prompt();
+    assert!(screen.contains("$0.00 / $0.06"), "{screen}");
+    pane.type_line("first");
+    pane.wait_for_text("FIRST-ANSWER");
+    let screen = pane.wait_for_text("$0.04 / $0.06");
+    assert!(!screen.contains("NEVER-SENT"), "{screen}");
+    pane.wait_for_prompt();
+    pane.type_line("second");
+    let screen = pane.wait_for_text("cost ceiling");
+    assert!(!screen.contains("NEVER-SENT"), "{screen}");
+    pane.wait_for_prompt();
+    pane.exit();
+    assert_eq!(
+        server.request_count(),
+        1,
+        "the request past the ceiling was not sent"
+    );
+}

@@ -27,6 +27,8 @@ pub fn run(args: ReplArgs) -> Result<()> {
         }),
         no_auto_compact: args.no_auto_compact,
         max_turns: None,
+        max_cost: args.max_cost,
+        max_duration: None,
         sandbox: args.sandbox,
         allow_network: args.allow_network,
         reasoning: args.reasoning,

@@ -43,6 +43,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             FormatArg::StreamJson => OutputFormat::StreamJson,
         },
         include_partial: args.include_partial,
+        output_schema: args.output_schema,
     };
     let overrides = Overrides {
         model: args.model,
@@ -54,6 +55,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         }),
         no_auto_compact: args.no_auto_compact,
         max_turns: args.max_turns,
+        max_cost: args.max_cost,
+        max_duration: args.max_duration.map(std::time::Duration::from_secs),
         sandbox: args.sandbox,
         allow_network: args.allow_network,
         reasoning: args.reasoning,

@@ -211,3 +211,59 @@ pub fn run_measuring_peak_rss(mut command: Command) -> (Output, u64) {
     (output, peak)
 }
 pub mod stress;
+
+/// A catalog model of each protocol (each has prices, a window and an output cap).
+pub fn model_of(protocol: Protocol) -> &'static str {
+    match protocol {
+        Protocol::Anthropic => "anthropic/claude-sonnet-4-5",
+        Protocol::OpenAiChat => "openai-chat/gpt-4o",
+        Protocol::OpenAiResponses => "openai/gpt-4o",
+        Protocol::Gemini => "gemini/gemini-2.5-flash",
+        Protocol::Bedrock => "bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0",
+    }
+}
+
+/// Writes the user's config file of `sandbox`.
+pub fn write_user_config(sandbox: &Sandbox, text: &str) {
+    let dir = sandbox.root.path().join("config").join("pith");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.toml"), text).unwrap();
+}
+
+/// The stream-json lines of `output`.
+pub fn json_lines(output: &Output) -> Vec<Value> {
+    stdout(output)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+        .collect()
+}
+
+/// Generates `mod $scenario { openai_chat, openai_responses, anthropic, gemini, bedrock }`,
+/// each a `#[test]` running `$scenario(protocol)` against the real binary.
+#[macro_export]
+macro_rules! every_protocol {
+    ($($scenario:ident),+ $(,)?) => {$(
+        mod $scenario {
+            #[test]
+            fn openai_chat() {
+                super::$scenario(pith_testkit::Protocol::OpenAiChat)
+            }
+            #[test]
+            fn openai_responses() {
+                super::$scenario(pith_testkit::Protocol::OpenAiResponses)
+            }
+            #[test]
+            fn anthropic() {
+                super::$scenario(pith_testkit::Protocol::Anthropic)
+            }
+            #[test]
+            fn gemini() {
+                super::$scenario(pith_testkit::Protocol::Gemini)
+            }
+            #[test]
+            fn bedrock() {
+                super::$scenario(pith_testkit::Protocol::Bedrock)
+            }
+        }
+    )+};
+}

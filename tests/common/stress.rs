@@ -541,6 +541,7 @@ fn encode(protocol: Protocol, sent: &Value, history: Vec<pith_core::Message>) ->
         max_output_tokens: None,
         temperature: None,
         reasoning: None,
+        output: None,
     };
     match protocol {
         Protocol::Anthropic => pith_providers::wire::anthropic::request_body(&request),

@@ -24,7 +24,7 @@ use pith_core::context::ledger::{Ledger, RenderedLedger};
 use pith_core::hooks::context_block;
 use pith_core::{
     ChildRun, ContextBudget, EventSink, HookEvent, HookRun, LoopEvent, Message, Part,
-    RequestEstimate, TokenCounter, ToolRegistry, Usage,
+    RequestEstimate, SpendMeter, TokenCounter, ToolRegistry, Usage,
 };
 use pith_hooks::{Hooks, HooksConfig, PromptGate, SessionInfo, SessionSource};
 use pith_mcp::McpHub;
@@ -38,12 +38,15 @@ use pith_tools::{Approver, PermissionMode, ToolsConfig, Toolset};
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
+use crate::ceilings::TurnDeadline;
 use crate::exit::ExitCode;
+use crate::output_schema::{OutputSchema, SchemaMismatch};
 use crate::overrides::{Overrides, SessionChoice};
 use crate::recording::{CompactionNote, CompactionTotals, Recording, TurnRecorder};
 use crate::settings::Settings;
 use crate::subagents::depth::DepthLimit;
 use crate::subagents::{Agents, ChildLauncher, ChildSpec, SubagentLimits, TaskTool};
+use crate::telemetry::{Telemetry, TracedModel, TurnFacts, TurnTrace};
 
 /// Looks up environment variables (keys, base URLs, config locations). Tests pass their
 /// own; the binary passes the process environment.
@@ -131,6 +134,10 @@ pub enum TurnError {
     /// hook's run.
     #[error("a UserPromptSubmit hook blocked the prompt: {0}")]
     Blocked(String),
+    /// The final answer did not match `--output-schema`, even after the one correction
+    /// pith asked for.
+    #[error("the final answer does not match the output schema, even after one correction: {0}")]
+    SchemaNotMet(SchemaMismatch),
 }
 
 /// What a turn did.
@@ -150,6 +157,9 @@ pub struct TurnOutcome {
     pub children: Vec<ChildRun>,
     /// What compaction did and cost in the turn.
     pub compaction: CompactionTotals,
+    /// The final answer as JSON, when the conversation has an output schema and the
+    /// answer validated against it.
+    pub structured_output: Option<serde_json::Value>,
 }
 
 impl TurnOutcome {
@@ -162,8 +172,56 @@ impl TurnOutcome {
         total
     }
 
+    /// The ceiling that stopped the turn, if one did.
+    pub fn ceiling(&self) -> Option<&pith_core::CeilingReached> {
+        match &self.error {
+            Some(TurnError::Loop(error)) => crate::ceilings::reached(error),
+            _ => None,
+        }
+    }
+
+    /// Adds what a follow-up turn of the same job did (the output schema's correction).
+    fn absorb(&mut self, next: TurnOutcome) {
+        if !self.text.is_empty() && !next.text.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(&next.text);
+        self.summary.usage += next.summary.usage;
+        self.summary.requests += next.summary.requests;
+        self.summary.tool_calls += next.summary.tool_calls;
+        self.compactions.extend(next.compactions);
+        self.compaction += next.compaction;
+        self.children.extend(next.children);
+        self.error = next.error;
+        self.record_error = next.record_error.or(self.record_error.take());
+    }
+
+    /// A short class of why the turn stopped early (`""` when it did not), as telemetry
+    /// reports it.
+    pub fn error_kind(&self) -> &'static str {
+        match (self.ceiling(), &self.error) {
+            (Some(pith_core::CeilingReached::Cost { .. }), _) => "cost_ceiling",
+            (Some(pith_core::CeilingReached::Duration { .. }), _) => "time_ceiling",
+            (None, Some(TurnError::Loop(LoopError::Cancelled))) => "interrupted",
+            (None, Some(TurnError::Loop(LoopError::MaxRequests(_)))) => "max_turns",
+            (None, Some(TurnError::Loop(LoopError::ContextTooLarge(_)))) => "context_too_large",
+            (None, Some(TurnError::Loop(LoopError::RepeatedCall { .. }))) => "doom_loop",
+            (None, Some(TurnError::Loop(_))) => "provider_error",
+            (None, Some(TurnError::Record(_))) => "record",
+            (None, Some(TurnError::Blocked(_))) => "blocked",
+            (None, Some(TurnError::SchemaNotMet(_))) => "output_schema",
+            (None, None) if self.record_error.is_some() => "record",
+            (None, None) => "",
+        }
+    }
+
     /// The exit code of a process whose job was this turn.
     pub fn exit_code(&self) -> ExitCode {
+        match self.ceiling() {
+            Some(pith_core::CeilingReached::Cost { .. }) => return ExitCode::CostCeiling,
+            Some(pith_core::CeilingReached::Duration { .. }) => return ExitCode::TimeCeiling,
+            None => {}
+        }
         match (&self.error, &self.record_error) {
             (Some(TurnError::Loop(LoopError::Cancelled)), _) => ExitCode::Interrupted,
             (Some(TurnError::Loop(LoopError::ContextTooLarge(_))), _)
@@ -174,6 +232,7 @@ impl TurnOutcome {
                 _,
             ) => ExitCode::ContextTooLarge,
             (Some(TurnError::Loop(LoopError::RepeatedCall { .. })), _) => ExitCode::RepeatedCall,
+            (Some(TurnError::SchemaNotMet(_)), _) => ExitCode::SchemaNotMet,
             (Some(_), _) | (None, Some(_)) => ExitCode::Failure,
             (None, None) => ExitCode::Ok,
         }
@@ -215,6 +274,12 @@ pub struct Conversation {
     instructions_warned: std::collections::BTreeSet<String>,
     /// What compaction did and cost since the conversation opened (`/context`).
     compaction_totals: CompactionTotals,
+    /// What the conversation (and its subagents) spent, against its ceilings.
+    meter: Arc<SpendMeter>,
+    /// The schema the final answer must match (`--output-schema`).
+    output_schema: Option<Arc<OutputSchema>>,
+    /// OpenTelemetry export, when configured (a top-level conversation only).
+    telemetry: Option<Arc<Telemetry>>,
 }
 
 /// What a conversation may delegate to subagents, and what it is when it is one.
@@ -317,6 +382,11 @@ impl Conversation {
         let settings = Settings::resolve(&overrides, recorded, &config, frontend.env.as_ref())
             .map_err(ConversationError::usage)?;
         notices.extend(settings.notices.iter().cloned());
+        // A subagent spends from its parent's account.
+        let meter = match &delegation.child {
+            Some(child) => Arc::clone(&child.meter),
+            None => Arc::new(SpendMeter::new(settings.ceilings)),
+        };
         let (mut session, history, records, unused) = match resumed {
             Some(resumed) => {
                 notices.extend(resumed.warnings.iter().map(|w| format!("warning: {w}")));
@@ -356,8 +426,12 @@ impl Conversation {
             history,
             ledger,
             &hooks_config,
-            (&overrides, &delegation),
+            (&overrides, &delegation, &meter),
         )?;
+        let telemetry = match &delegation.child {
+            Some(_) => None,
+            None => start_telemetry(&config, &frontend.env, session.id(), &mut notices)?,
+        };
         let mcp = crate::mcp::start(servers.servers, &frontend.env, &cwd);
         let (_, cut) = settings.system_prompt(&cwd);
         let instructions_warned = cut.iter().map(|c| c.name.clone()).collect();
@@ -388,6 +462,9 @@ impl Conversation {
                 children: Vec::new(),
                 instructions_warned,
                 compaction_totals: CompactionTotals::default(),
+                meter,
+                output_schema: None,
+                telemetry,
             },
             notices,
             resumed: records,
@@ -411,14 +488,152 @@ impl Conversation {
         crate::attachments::user_message(text, &self.cwd, self.settings.image_limits())
     }
 
-    /// [`Conversation::run_turn`] with a prepared user message (text and images).
+    /// [`Conversation::run_turn`] with a prepared user message (text and images). The
+    /// turn runs under the time ceiling, if there is one (see [`crate::ceilings`]).
     pub async fn run_message(
         &mut self,
         user: Message,
         sink: &mut dyn EventSink,
         cancel: &CancellationToken,
     ) -> TurnOutcome {
-        let user = if self.delegation.child.is_some() {
+        let Some(telemetry) = self.telemetry.clone() else {
+            return self.run_message_untraced(user, sink, cancel).await;
+        };
+        let prompt = user.text_content();
+        let mut trace = TurnTrace::start(
+            &telemetry,
+            sink,
+            "turn",
+            self.traced_model(),
+            self.session.id(),
+            Some(&prompt),
+        );
+        let outcome = self.run_message_untraced(user, &mut trace, cancel).await;
+        let answer = match &outcome.structured_output {
+            Some(value) => value.to_string(),
+            None => outcome.text.clone(),
+        };
+        let error = outcome
+            .error
+            .as_ref()
+            .map(ToString::to_string)
+            .or_else(|| outcome.record_error.clone());
+        let usage = outcome.total_usage();
+        trace.finish(TurnFacts {
+            requests: outcome.summary.requests,
+            tool_calls: outcome.summary.tool_calls,
+            usage,
+            cost: pith_core::usage_cost(&usage, self.settings.model.pricing.as_ref()),
+            exit_code: outcome.exit_code().code(),
+            answer: Some(&answer),
+            error: error.as_deref(),
+            error_type: outcome.error_kind(),
+        });
+        outcome
+    }
+
+    /// The model as telemetry names it.
+    fn traced_model(&self) -> TracedModel {
+        TracedModel {
+            spec: self.settings.model.spec(),
+            id: self.settings.model.model.clone(),
+            pricing: self.settings.model.pricing,
+        }
+    }
+
+    async fn run_message_untraced(
+        &mut self,
+        user: Message,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> TurnOutcome {
+        let deadline = TurnDeadline::start(&self.meter, cancel, self.delegation.child.is_some());
+        let schema = self.output_schema.clone();
+        self.agent.options_mut().output = schema.as_ref().map(|s| s.request(false));
+        let mut outcome = self.run_message_until(user, sink, cancel, &deadline).await;
+        if let Some(schema) = schema {
+            if outcome.error.is_none() && outcome.record_error.is_none() {
+                self.check_output(&schema, &mut outcome, sink, cancel, &deadline)
+                    .await;
+            }
+        }
+        outcome.error = outcome.error.map(|error| match error {
+            TurnError::Loop(error) => TurnError::Loop(crate::ceilings::explain(
+                error,
+                cancel,
+                &deadline,
+                &self.meter,
+            )),
+            other => other,
+        });
+        outcome
+    }
+
+    /// Sets the schema the final answer of every turn must match (`--output-schema`;
+    /// see [`crate::output_schema`]): its instructions follow each prompt, each request
+    /// asks for it natively where the protocol can, and an answer that does not validate
+    /// gets one correction.
+    pub fn set_output_schema(&mut self, schema: Option<OutputSchema>) {
+        self.output_schema = schema.map(Arc::new);
+    }
+
+    /// Validates the turn's final answer against `schema`; when it does not match, asks
+    /// the model once to correct it (a recorded follow-up turn whose request forces the
+    /// answer where the protocol can) and validates again.
+    async fn check_output(
+        &mut self,
+        schema: &OutputSchema,
+        outcome: &mut TurnOutcome,
+        sink: &mut dyn EventSink,
+        user_cancel: &CancellationToken,
+        deadline: &TurnDeadline,
+    ) {
+        let mismatch = match schema.validate(&self.last_answer()) {
+            Ok(value) => {
+                outcome.structured_output = Some(value);
+                return;
+            }
+            Err(mismatch) => mismatch,
+        };
+        sink.emit(LoopEvent::Notice(format!(
+            "the answer does not match the output schema ({mismatch}); asking the model once to correct it"
+        )));
+        self.agent.options_mut().output = Some(schema.request(true));
+        let correction = Message::user(schema.correction(&mismatch));
+        let next = self
+            .run_recorded(correction, sink, user_cancel, deadline)
+            .await;
+        self.agent.options_mut().output = Some(schema.request(false));
+        let failed = next.error.is_some() || next.record_error.is_some();
+        outcome.absorb(next);
+        if failed {
+            return;
+        }
+        match schema.validate(&self.last_answer()) {
+            Ok(value) => outcome.structured_output = Some(value),
+            Err(mismatch) => outcome.error = Some(TurnError::SchemaNotMet(mismatch)),
+        }
+    }
+
+    /// The text of the last assistant message: the turn's final answer.
+    fn last_answer(&self) -> String {
+        self.agent
+            .history()
+            .last()
+            .filter(|m| m.role == pith_core::Role::Assistant)
+            .map(Message::text_content)
+            .unwrap_or_default()
+    }
+
+    async fn run_message_until(
+        &mut self,
+        user: Message,
+        sink: &mut dyn EventSink,
+        user_cancel: &CancellationToken,
+        deadline: &TurnDeadline,
+    ) -> TurnOutcome {
+        let cancel = deadline.token();
+        let mut user = if self.delegation.child.is_some() {
             user
         } else {
             match self.before_prompt(user, sink, cancel).await {
@@ -431,6 +646,21 @@ impl Conversation {
                 }
             }
         };
+        if let Some(schema) = &self.output_schema {
+            append_text(&mut user, &schema.instructions());
+        }
+        self.run_recorded(user, sink, user_cancel, deadline).await
+    }
+
+    /// Records `user`, runs the loop's turn for it and records the end of the turn.
+    async fn run_recorded(
+        &mut self,
+        user: Message,
+        sink: &mut dyn EventSink,
+        user_cancel: &CancellationToken,
+        deadline: &TurnDeadline,
+    ) -> TurnOutcome {
+        let cancel = deadline.token();
         let user = match self.fit_user_message(user, sink) {
             Ok(user) => user,
             Err(error) => {
@@ -486,7 +716,15 @@ impl Conversation {
         }
         let (summary, error) = match result {
             Ok(summary) => (summary, None),
-            Err(failure) => (failure.summary, Some(failure.error)),
+            Err(failure) => (
+                failure.summary,
+                Some(crate::ceilings::explain(
+                    failure.error,
+                    user_cancel,
+                    deadline,
+                    &self.meter,
+                )),
+            ),
         };
         let interrupted = matches!(error, Some(LoopError::Cancelled));
         let record_error = recorder
@@ -509,6 +747,7 @@ impl Conversation {
             error: error.map(TurnError::Loop),
             record_error,
             children,
+            structured_output: None,
         }
     }
 
@@ -597,16 +836,7 @@ impl Conversation {
             added.push_str(&context_block(HookEvent::UserPromptSubmit, &context));
         }
         let mut user = user;
-        if !added.is_empty() {
-            // After the message's text (its images stay where they are).
-            match user.parts.iter_mut().find_map(|part| match part {
-                Part::Text { text } => Some(text),
-                _ => None,
-            }) {
-                Some(text) => text.push_str(&added),
-                None => user.parts.insert(0, Part::Text { text: added }),
-            }
-        }
+        append_text(&mut user, &added);
         Ok(user)
     }
 
@@ -688,6 +918,28 @@ impl Conversation {
         sink: &mut dyn EventSink,
         cancel: &CancellationToken,
     ) -> Result<ManualCompaction, LoopError> {
+        let Some(telemetry) = self.telemetry.clone() else {
+            return self.compact_untraced(focus, sink, cancel).await;
+        };
+        let mut trace = TurnTrace::start(
+            &telemetry,
+            sink,
+            "compaction manual",
+            self.traced_model(),
+            self.session.id(),
+            focus,
+        );
+        let result = self.compact_untraced(focus, &mut trace, cancel).await;
+        trace.finish_manual_compaction(&result);
+        result
+    }
+
+    async fn compact_untraced(
+        &mut self,
+        focus: Option<&str>,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<ManualCompaction, LoopError> {
         let mut recorder = TurnRecorder::new();
         let result = {
             let mut recording = Recording {
@@ -721,7 +973,7 @@ impl Conversation {
             history,
             self.agent.ledger().clone(),
             &self.hooks_config,
-            (&overrides, &self.delegation),
+            (&overrides, &self.delegation, &self.meter),
         )?;
         let notices = settings.notices.clone();
         self.overrides = overrides;
@@ -745,7 +997,7 @@ impl Conversation {
             Vec::new(),
             crate::ledger::fresh(&self.cwd),
             &self.hooks_config,
-            (&self.overrides, &self.delegation),
+            (&self.overrides, &self.delegation, &self.meter),
         )?;
         self.replace_session(session, built, true);
         self.session_start = Some(SessionSource::New);
@@ -787,7 +1039,7 @@ impl Conversation {
             resumed.history,
             crate::ledger::rebuild(&self.cwd, &resumed.records),
             &self.hooks_config,
-            (&overrides, &self.delegation),
+            (&overrides, &self.delegation, &self.meter),
         )?;
         let mut notices = settings.notices.clone();
         notices.extend(resumed.warnings.iter().map(|w| format!("warning: {w}")));
@@ -819,6 +1071,9 @@ impl Conversation {
     /// Closes the conversation; a session this process created and never used is
     /// removed, so session lists do not fill up with empty ones.
     pub fn close(self) {
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.shutdown();
+        }
         retire(self.session, self.unused);
     }
 
@@ -932,6 +1187,11 @@ impl Conversation {
         &self.children
     }
 
+    /// What the conversation and its subagents spent so far, against its ceilings.
+    pub fn spend(&self) -> &Arc<SpendMeter> {
+        &self.meter
+    }
+
     /// The agents `task` offers (a child at the depth limit has no `task` tool).
     pub fn agents(&self) -> &Agents {
         &self.delegation.agents
@@ -943,6 +1203,58 @@ impl Conversation {
             .child
             .as_ref()
             .map(|c| c.agent.name.as_str())
+    }
+}
+
+/// Appends `added` to the message's text (its images stay where they are).
+fn append_text(message: &mut Message, added: &str) {
+    if added.is_empty() {
+        return;
+    }
+    match message.parts.iter_mut().find_map(|part| match part {
+        Part::Text { text } => Some(text),
+        _ => None,
+    }) {
+        Some(text) => text.push_str(added),
+        None => message.parts.insert(
+            0,
+            Part::Text {
+                text: added.to_owned(),
+            },
+        ),
+    }
+}
+
+/// Telemetry, when `[telemetry]` or the `OTEL_*` variables configure it. A telemetry that
+/// cannot start is a notice, never a failure of the conversation.
+fn start_telemetry(
+    config: &Config,
+    env: &Env,
+    session_id: &str,
+    notices: &mut Vec<String>,
+) -> Result<Option<Arc<Telemetry>>, ConversationError> {
+    if config.project_telemetry_ignored {
+        notices.push(
+            "the project's [telemetry] is ignored: telemetry is configured in your own config.toml or the OTEL_* variables"
+                .into(),
+        );
+    }
+    let resolved = crate::telemetry::resolve(&config.telemetry, env.as_ref())
+        .map_err(ConversationError::usage)?;
+    notices.extend(resolved.notices);
+    let Some(settings) = resolved.settings else {
+        return Ok(None);
+    };
+    let secrets = pith_providers::models::config::secret_variables(config)
+        .iter()
+        .filter_map(|name| env(name))
+        .collect();
+    match Telemetry::start(&settings, session_id, secrets) {
+        Ok(telemetry) => Ok(Some(Arc::new(telemetry))),
+        Err(error) => {
+            notices.push(format!("telemetry is off: {error}"));
+            Ok(None)
+        }
     }
 }
 
@@ -978,7 +1290,7 @@ fn build_agent(
     history: Vec<Message>,
     ledger: Ledger,
     hooks_config: &Arc<HooksConfig>,
-    (overrides, delegation): (&Overrides, &Delegation),
+    (overrides, delegation, meter): (&Overrides, &Delegation, &Arc<SpendMeter>),
 ) -> Result<(AgentLoop, Toolset, Arc<Hooks>), ConversationError> {
     session.set_max_record_bytes(settings.max_record_bytes);
     let spill_dir = session.spill_dir().map_err(ConversationError::failure)?;
@@ -1017,6 +1329,7 @@ fn build_agent(
             limits: delegation.limits,
             depth: depth + 1,
             parent_session: session.id().to_owned(),
+            meter: Arc::clone(meter),
             slots: Arc::new(tokio::sync::Semaphore::new(delegation.limits.max_parallel)),
             questions: Arc::default(),
         };
@@ -1031,6 +1344,9 @@ fn build_agent(
         .map_err(ConversationError::usage)?;
     agent.set_history(history);
     agent.set_ledger(ledger);
+    let guard = crate::ceilings::spend_guard(meter, settings, Arc::clone(agent.counter()))
+        .map_err(ConversationError::usage)?;
+    agent.set_spend_guard(guard);
     agent.set_file_probe(tools.disk_probe());
     let hooks = Arc::new(
         Hooks::new(

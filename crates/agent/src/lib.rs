@@ -11,34 +11,42 @@
 //! - [`recording`]: the loop's events and history rewrites become session records; a
 //!   rewrite is written before the loop applies it.
 //! - [`ExitCode`] ([`exit`]): the process exit codes every command shares.
+//! - [`ceilings`]: the job's cost and time ceilings around a turn.
 //! - [`diagnostics`]: `PITH_LOG` / `RUST_LOG` tracing into `$PITH_HOME/logs/pith.log`.
 //! - [`mcp`]: which MCP servers a conversation gets (config files, trusted `.mcp.json`)
 //!   and `pith mcp list`; [`hooks`]: which hooks it runs (config files, trusted
 //!   `.pith/config.toml`); [`trust`]: the user's trust in a project's own files.
 //! - [`attachments`]: `@path/to/shot.png` in a user message attaches the image.
+//! - [`output_schema`]: `--output-schema`, the JSON Schema a job's final answer must
+//!   match.
 //! - [`subagents`]: the `task` tool, agents, and the child conversations they run.
+//! - [`telemetry`]: OpenTelemetry traces and metrics of a conversation (off by default).
 //!
 //! Dependencies point down: front-ends → agent → {providers, session, mcp → tools} → core.
 
 pub mod attachments;
+pub mod ceilings;
 pub mod conversation;
 pub mod diagnostics;
 pub mod exit;
 pub mod hooks;
 pub mod ledger;
 pub mod mcp;
+pub mod output_schema;
 pub mod overrides;
 pub mod oversized;
 pub mod recording;
 pub mod repeat_gate;
 pub mod settings;
 pub mod subagents;
+pub mod telemetry;
 pub mod trust;
 
 pub use conversation::{
     Conversation, ConversationError, Env, Frontend, Opened, TurnError, TurnOutcome,
 };
 pub use exit::ExitCode;
+pub use output_schema::{OutputSchema, SchemaMismatch};
 pub use overrides::{Overrides, SessionChoice};
 /// `--reasoning`'s value.
 pub use pith_providers::wire::ReasoningEffort;

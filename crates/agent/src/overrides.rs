@@ -33,6 +33,12 @@ pub struct Overrides {
     pub no_auto_compact: bool,
     /// `--max-turns`: most model requests per user turn.
     pub max_turns: Option<u32>,
+    /// `--max-cost USD`: most dollars the conversation may spend; `None` takes
+    /// `[limits] max_cost`.
+    pub max_cost: Option<f64>,
+    /// `--max-duration SECONDS`: longest a turn (a `pith run` job) may take; `None` takes
+    /// `[limits] max_duration_s`.
+    pub max_duration: Option<std::time::Duration>,
     /// `--sandbox MODE`; `None` takes the configuration's `sandbox`, else the approval
     /// mode's default.
     pub sandbox: Option<SandboxMode>,

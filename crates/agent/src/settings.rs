@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use pith_core::context::ContextConfig;
 use pith_core::{
-    BpeCounter, ContextBudget, Encoding, ImageFormula, RequestEstimator, TokenCounter, ToolRegistry,
+    BpeCounter, Ceilings, ContextBudget, Encoding, ImageFormula, RequestEstimator, TokenCounter,
+    ToolRegistry,
 };
 use pith_providers::models::config::{
     apply_server_window_blocking, default_model_spec, resolve_model, Config, ConfigError,
@@ -58,6 +59,8 @@ pub struct Settings {
     pub concise_output: bool,
     /// Largest transcript record written (`[limits] max_record_bytes`).
     pub max_record_bytes: usize,
+    /// The ceilings on dollars and wall time (`--max-cost`, `--max-duration`, `[limits]`).
+    pub ceilings: Ceilings,
     /// Warnings for the user (an unknown model's window, …).
     pub notices: Vec<String>,
 }
@@ -160,6 +163,7 @@ impl Settings {
             repeated_calls: repeated_call_limits(config),
             ..LoopOptions::default()
         };
+        let ceilings = ceilings(overrides, config, &model)?;
         if let Some(seconds) = config.limits.no_content_timeout_s {
             loop_options.timeouts.no_content = std::time::Duration::from_secs(seconds.max(1));
         }
@@ -177,6 +181,7 @@ impl Settings {
                 .limits
                 .max_record_bytes
                 .unwrap_or(pith_session::externalize::DEFAULT_MAX_RECORD_BYTES),
+            ceilings,
             notices,
         })
     }
@@ -264,6 +269,47 @@ impl Settings {
             self.loop_options.clone(),
         ))
     }
+}
+
+/// The ceilings: the flags over `[limits]`. A cost ceiling must be a positive amount,
+/// and needs the model's prices (else pith could not tell what a request costs: an
+/// error now rather than a ceiling that never applies); a time ceiling must be positive.
+fn ceilings(
+    overrides: &Overrides,
+    config: &Config,
+    model: &ResolvedModel,
+) -> Result<Ceilings, ConfigError> {
+    let max_cost = overrides.max_cost.or(config.limits.max_cost);
+    if let Some(dollars) = max_cost {
+        if !(dollars.is_finite() && dollars > 0.0) {
+            return Err(ConfigError::Invalid {
+                path: "max_cost".into(),
+                message: format!(
+                    "the cost ceiling must be a positive number of dollars, not {dollars}"
+                ),
+            });
+        }
+        if model.pricing.is_none() {
+            return Err(ConfigError::Model(format!(
+                "--max-cost needs the prices of `{spec}`, and pith knows none: set [models.\"{spec}\"] pricing = {{ input = …, cached_input = …, output = … }} (dollars per million tokens) in config.toml",
+                spec = model.spec()
+            )));
+        }
+    }
+    let max_duration = overrides.max_duration.or(config
+        .limits
+        .max_duration_s
+        .map(std::time::Duration::from_secs));
+    if max_duration.is_some_and(|d| d.is_zero()) {
+        return Err(ConfigError::Invalid {
+            path: "max_duration_s".into(),
+            message: "the time ceiling must be at least one second".into(),
+        });
+    }
+    Ok(Ceilings {
+        max_cost,
+        max_duration,
+    })
 }
 
 #[cfg(test)]
@@ -358,6 +404,62 @@ mod tests {
         assert_eq!(
             settings.loop_options.reasoning, None,
             "--reasoning off wins"
+        );
+    }
+
+    #[test]
+    fn ceilings_come_from_the_flags_then_limits_and_a_cost_ceiling_needs_prices() {
+        let lookup = env(&[("ANTHROPIC_API_KEY", "k")]);
+        let mut config = Config::default();
+        config.limits.max_cost = Some(2.0);
+        config.limits.max_duration_s = Some(600);
+        let overrides = Overrides {
+            model: Some("anthropic/claude-sonnet-4-5".into()),
+            ..Overrides::default()
+        };
+        let settings = Settings::resolve(&overrides, None, &config, &lookup).unwrap();
+        assert_eq!(settings.ceilings.max_cost, Some(2.0));
+        assert_eq!(
+            settings.ceilings.max_duration,
+            Some(std::time::Duration::from_secs(600))
+        );
+        let flagged = Overrides {
+            max_cost: Some(0.5),
+            max_duration: Some(std::time::Duration::from_secs(30)),
+            ..overrides.clone()
+        };
+        let settings = Settings::resolve(&flagged, None, &config, &lookup).unwrap();
+        assert_eq!(settings.ceilings.max_cost, Some(0.5));
+        assert_eq!(
+            settings.ceilings.max_duration,
+            Some(std::time::Duration::from_secs(30))
+        );
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let bad = Overrides {
+                max_cost: Some(bad),
+                ..overrides.clone()
+            };
+            assert!(Settings::resolve(&bad, None, &config, &lookup).is_err());
+        }
+        config.limits.max_duration_s = Some(0);
+        assert!(Settings::resolve(&overrides, None, &config, &lookup).is_err());
+        // A model without prices: a cost ceiling is an error at start, not a no-op.
+        let lookup = env(&[
+            ("OPENROUTER_API_KEY", "k"),
+            ("OPENROUTER_BASE_URL", "http://127.0.0.1:9/v1"),
+        ]);
+        let unpriced = Overrides {
+            model: Some("openrouter/some/new-model".into()),
+            context_window: Some(64_000),
+            max_cost: Some(1.0),
+            ..Overrides::default()
+        };
+        let error = Settings::resolve(&unpriced, None, &Config::default(), &lookup)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("--max-cost") && error.contains("pricing"),
+            "{error}"
         );
     }
 

@@ -8,6 +8,7 @@
 
 pub mod budget;
 pub mod context;
+pub mod cost;
 pub mod effect;
 pub mod events;
 pub mod format;
@@ -23,6 +24,7 @@ pub mod tokens;
 pub mod tool;
 
 pub use budget::ContextBudget;
+pub use cost::{usage_cost, CeilingReached, Ceilings, Pricing, SpendMeter};
 pub use effect::{FileAction, FileEffect};
 pub use events::{
     AutoCompaction, Discard, EventSink, LoopEvent, RequestPurpose, RequestReport, Usage,

@@ -127,6 +127,9 @@ pub struct RunReport {
     pub requests: Vec<RequestEntry>,
     /// The subagents the job's `task` calls ran, each with its session and usage.
     pub children: Vec<ChildRun>,
+    /// The final answer as JSON, when `--output-schema` was given and the answer matched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<Value>,
     /// The error that ended the job, if any.
     pub error: Option<String>,
 }
@@ -448,6 +451,7 @@ mod tests {
             },
             requests: vec![RequestEntry::from(&report)],
             children: vec![child],
+            structured_output: Some(json!({"verdict": "pass"})),
             error: None,
         };
         let mut result = serde_json::to_value(&result).unwrap();

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use pith_agent::{Conversation, ExitCode, Frontend, Overrides, TurnOutcome};
+use pith_agent::{Conversation, ExitCode, Frontend, OutputSchema, Overrides, TurnOutcome};
 use pith_core::{AutoCompaction, EventSink, LoopEvent};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -31,6 +31,8 @@ pub struct Job {
     pub format: OutputFormat,
     /// stream-json also carries text and reasoning deltas.
     pub include_partial: bool,
+    /// `--output-schema`: the JSON Schema the final answer must match.
+    pub output_schema: Option<std::path::PathBuf>,
 }
 
 /// Runs the job and returns the process exit code. `cancel` is cancelled on SIGINT /
@@ -48,6 +50,14 @@ pub async fn run(
         let _ = writeln!(err, "pith: the prompt is empty");
         return ExitCode::Usage;
     }
+    let schema = match job.output_schema.as_deref().map(OutputSchema::load) {
+        Some(Err(error)) => {
+            let _ = writeln!(err, "pith: {error}");
+            return ExitCode::Usage;
+        }
+        Some(Ok(schema)) => Some(schema),
+        None => None,
+    };
     let opened = match Conversation::open(overrides, frontend) {
         Ok(opened) => opened,
         Err(error) => {
@@ -59,6 +69,7 @@ pub async fn run(
         let _ = writeln!(err, "pith: {notice}");
     }
     let mut conversation = opened.value;
+    conversation.set_output_schema(schema);
     let stream_json = job.format == OutputFormat::StreamJson;
     if stream_json {
         emit(
@@ -133,6 +144,7 @@ fn print_result(
         },
         requests,
         children: outcome.children.clone(),
+        structured_output: outcome.structured_output.clone(),
         error: outcome
             .error
             .as_ref()
@@ -140,6 +152,10 @@ fn print_result(
             .or_else(|| outcome.record_error.clone()),
     };
     match job.format {
+        // With a schema met, the answer is its JSON, for `| jq`.
+        OutputFormat::Text if result.structured_output.is_some() => {
+            emit(out, &result.structured_output);
+        }
         OutputFormat::Text if result.text.is_empty() => {}
         OutputFormat::Text if result.text.ends_with('\n') => {
             let _ = out.write_all(result.text.as_bytes());
@@ -160,10 +176,7 @@ fn print_result(
 /// What the job cost: the provider's own figure when it reported one, else the catalog's
 /// or configured prices applied to the usage.
 fn cost(conversation: &Conversation, usage: &pith_core::Usage) -> Option<f64> {
-    if usage.provider_cost_nanousd > 0 {
-        return Some(usage.provider_cost_nanousd as f64 / 1e9);
-    }
-    conversation.settings().model.pricing.map(|p| p.cost(usage))
+    pith_core::usage_cost(usage, conversation.settings().model.pricing.as_ref())
 }
 
 /// The cost of the turn and its subagents: a child that ran the parent's model is priced

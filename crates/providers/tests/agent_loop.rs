@@ -50,10 +50,13 @@ impl Tool for ReadTool {
         _ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         self.runs.fetch_add(1, Ordering::SeqCst);
-        Ok(ToolOutput::ok(format!(
-            "contents of {}",
-            arguments["path"].as_str().unwrap_or("?")
-        )))
+        let path = arguments["path"].as_str().unwrap_or("?");
+        // `words/N` stands for a file of N words (about N tokens): real growth of the
+        // conversation, which the governor measures from content, not from reports.
+        if let Some(words) = path.strip_prefix("words/").and_then(|n| n.parse().ok()) {
+            return Ok(ToolOutput::ok("word ".repeat(words)));
+        }
+        Ok(ToolOutput::ok(format!("contents of {path}")))
     }
 }
 
@@ -358,8 +361,9 @@ async fn a_failed_summary_leaves_history_and_pauses_until_the_context_has_grown(
             Reply::text("   \n "), // empty summary
             // 5,000 tokens of growth: less than the tenth of the budget the pause waits for.
             Reply::tool_call("c2", "read", json!({"path": "b.rs"}), 185_000, 40),
-            // 19,500 of growth: attempted again.
-            Reply::tool_call("c3", "read", json!({"path": "c.rs"}), 199_500, 40),
+            // About 21,000 tokens of real growth (the result of `words/21000`): attempted
+            // again. Reports alone do not lift the pause; the content must grow.
+            Reply::tool_call("c3", "read", json!({"path": "words/21000"}), 199_500, 40),
             Reply::Error(ProviderError::Http {
                 status: 400,
                 message: "nope".into(),

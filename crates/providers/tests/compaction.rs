@@ -370,9 +370,10 @@ async fn failed_and_empty_summaries_leave_history_unchanged_and_pause_until_the_
             Turn::text("Next file.")
                 .with_tool_call("read", json!({"path": "b.rs"}))
                 .with_usage(OVER_THRESHOLD + 1_000, 40),
-            // 19,500 of growth: attempted again.
+            // About 21,000 tokens of real growth (the result of `words/21000`): attempted
+            // again. Reports alone do not lift the pause; the content must grow.
             Turn::text("And one more.")
-                .with_tool_call("read", json!({"path": "c.rs"}))
+                .with_tool_call("read", json!({"path": "words/21000"}))
                 .with_usage(OVER_THRESHOLD + 19_500, 40),
             Turn::default(), // an empty summary
             Turn::text("Final."),

@@ -70,6 +70,7 @@ fn request() -> ModelRequest {
         max_output_tokens: Some(2048),
         temperature: None,
         reasoning: Some(ReasoningEffort::High),
+        output: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! The status line: model, context use against the input budget, the distance to the
-//! automatic compaction threshold, and whether automatic compaction is paused (and why).
-//! Pure text; the thresholds come from [`ContextBudget`].
+//! automatic compaction threshold, whether automatic compaction is paused (and why), and —
+//! under a cost ceiling — the spend against it. Pure text; the thresholds come from
+//! [`ContextBudget`].
 
 use pith_agent::Conversation;
 use pith_core::context::{GovernorNotice, PauseReason};
@@ -8,7 +9,7 @@ use pith_core::format::thousands;
 use pith_core::ContextBudget;
 
 /// What the status line shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Status {
     /// `provider/model`.
     pub model: String,
@@ -20,6 +21,8 @@ pub struct Status {
     pub auto_compaction: bool,
     /// Automatic compaction is paused: why, and the estimate it waits for.
     pub paused: Option<(PauseReason, u64)>,
+    /// Dollars spent and the cost ceiling (`--max-cost`), when there is one.
+    pub spend: Option<(f64, f64)>,
 }
 
 impl Status {
@@ -36,6 +39,11 @@ impl Status {
                 .breaker
                 .as_ref()
                 .map(|b| (b.reason.clone(), b.until)),
+            spend: conversation
+                .spend()
+                .ceilings()
+                .max_cost
+                .map(|max| (conversation.spend().spent(), max)),
         }
     }
 
@@ -51,7 +59,7 @@ impl Status {
         }
     }
 
-    /// `model · used / input budget tokens (N%) · M to auto-compact`.
+    /// `model · used / input budget tokens (N%) · M to auto-compact[ · $spent / $max]`.
     pub fn text(&self) -> String {
         let budget = &self.budget;
         let percent = (self.used * 100)
@@ -73,8 +81,12 @@ impl Status {
                 thousands(budget.room_to_auto(self.used))
             )
         };
+        let spend = match self.spend {
+            Some((spent, max)) => format!(" · ${spent:.2} / ${max:.2}"),
+            None => String::new(),
+        };
         format!(
-            "{} · {} / {} tokens ({percent}%) · {distance}",
+            "{} · {} / {} tokens ({percent}%) · {distance}{spend}",
             self.model,
             thousands(self.used),
             thousands(budget.input_budget)
@@ -95,6 +107,7 @@ mod tests {
             budget,
             auto_compaction: true,
             paused: None,
+            spend: None,
         };
         assert_eq!(
             status.text(),
@@ -118,5 +131,11 @@ mod tests {
         assert!(status.text().ends_with("auto-compact due"));
         status.auto_compaction = false;
         assert!(status.text().ends_with("auto-compact off"));
+        status.spend = Some((0.4213, 5.0));
+        assert!(
+            status.text().ends_with("auto-compact off · $0.42 / $5.00"),
+            "{}",
+            status.text()
+        );
     }
 }

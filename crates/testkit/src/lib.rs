@@ -23,7 +23,8 @@
 //! ```
 //!
 //! The script format, faults and the `pith-testkit` binary are documented in
-//! `docs/testkit.md`.
+//! `docs/testkit.md`. [`OtlpReceiver`] ([`otlp`]) receives what pith exports over
+//! OpenTelemetry's OTLP/HTTP.
 
 #![warn(missing_docs)]
 
@@ -32,6 +33,7 @@ mod checks;
 mod count;
 mod error;
 mod hostile;
+pub mod otlp;
 mod record;
 mod script;
 mod server;
@@ -39,6 +41,7 @@ mod wire;
 
 pub use count::{last_message, request_tokens};
 pub use error::TestkitError;
+pub use otlp::{OtlpReceiver, ReceivedMetric, ReceivedSpan};
 pub use record::{RecordedRequest, REDACTED};
 pub use script::{Fault, Protocol, Responder, Script, ToolCall, Turn, Usage, UsageMode};
 pub use server::{TestServer, TestServerBuilder};

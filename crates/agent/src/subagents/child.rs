@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use pith_core::{
-    ChildRun, EventSink, LoopEvent, Progress, Role, SubagentEvent, ToolContext, ToolError,
+    ChildRun, EventSink, LoopEvent, Progress, Role, SpendMeter, SubagentEvent, ToolContext,
+    ToolError,
 };
 use pith_tools::capture::Capture;
 use pith_tools::{Approval, Approver, PermissionPolicy, PermissionRequest};
@@ -81,6 +82,8 @@ pub struct ChildSpec {
     pub depth: u32,
     /// The session of the conversation whose `task` call starts it.
     pub parent_session: String,
+    /// The account it spends from: its parent's (the job's ceilings cover subagents).
+    pub meter: Arc<SpendMeter>,
 }
 
 /// What the parent needs to start its children; see the module docs.
@@ -104,6 +107,8 @@ pub struct ChildLauncher {
     pub depth: u32,
     /// The parent's session id (the children's `session_started` names it).
     pub parent_session: String,
+    /// The parent's spend meter, which its children charge too.
+    pub meter: Arc<SpendMeter>,
     /// Free slots for running children.
     pub slots: Arc<Semaphore>,
     /// One question to the user at a time, across children.
@@ -179,6 +184,7 @@ impl ChildLauncher {
             agent: agent.clone(),
             depth: self.depth,
             parent_session: self.parent_session.clone(),
+            meter: Arc::clone(&self.meter),
         };
         let opened = Conversation::open_child(overrides, frontend, spec).map_err(|error| {
             ToolError::Failed(format!("cannot start the `{}` agent: {error}", agent.name))

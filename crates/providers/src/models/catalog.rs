@@ -5,36 +5,8 @@
 //! configured default window (`default_context_window`, 128,000 unless configured),
 //! because a wrong window is how compaction ends up never firing.
 
-use serde::{Deserialize, Serialize};
-
-/// Prices in US dollars per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Pricing {
-    /// Uncached input.
-    pub input: f64,
-    /// Input read from the prompt cache.
-    pub cached_input: f64,
-    /// Output.
-    pub output: f64,
-}
-
-impl Pricing {
-    /// Cost in dollars of `usage` at these prices.
-    pub fn cost(&self, usage: &pith_core::Usage) -> f64 {
-        let cached = usage.cached_input_tokens.min(usage.input_tokens);
-        let uncached = usage.input_tokens - cached;
-        (uncached as f64 * self.input
-            + cached as f64 * self.cached_input
-            + usage.output_tokens as f64 * self.output)
-            / 1_000_000.0
-    }
-
-    /// The part of [`Pricing::cost`] spent on reasoning: reasoning tokens are output
-    /// tokens, at the output price.
-    pub fn reasoning_cost(&self, usage: &pith_core::Usage) -> f64 {
-        usage.reasoning_tokens.min(usage.output_tokens) as f64 * self.output / 1_000_000.0
-    }
-}
+/// Prices in US dollars per million tokens (the cost rule lives in pith-core).
+pub use pith_core::Pricing;
 
 /// One catalog entry.
 #[derive(Debug, Clone, Copy, PartialEq)]

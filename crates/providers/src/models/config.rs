@@ -133,9 +133,9 @@ pub struct DoomLoopConfig {
     pub stop_after: Option<u32>,
 }
 
-/// The `[limits]` table: how much pith accepts from a server and writes per record. Every
-/// key is optional; see `WireLimits` for the defaults.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+/// The `[limits]` table: how much pith accepts from a server and writes per record, and
+/// the job's ceilings. Every key is optional; see `WireLimits` for the defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
     /// Largest single server-sent event, bytes.
@@ -152,6 +152,11 @@ pub struct LimitsConfig {
     pub max_record_bytes: Option<usize>,
     /// Longest a stream may go on sending no content (only keep-alives), seconds.
     pub no_content_timeout_s: Option<u64>,
+    /// Most US dollars a job (a conversation, its compactions and subagents) may spend
+    /// (`--max-cost`).
+    pub max_cost: Option<f64>,
+    /// Longest a `pith run` job (a REPL turn) may take, seconds (`--max-duration`).
+    pub max_duration_s: Option<u64>,
 }
 
 impl LimitsConfig {
@@ -250,6 +255,14 @@ pub struct Config {
     /// only once the user trusts the project (pith-agent `trust.rs`).
     #[serde(skip)]
     pub project_hooks: toml::Table,
+    /// The `[telemetry]` table of the user's config file, kept raw: parsed by pith-agent
+    /// (see docs/configuration.md). A project's own is never used: it could send the
+    /// session to any address.
+    #[serde(default)]
+    pub telemetry: toml::Table,
+    /// The project's `.pith/config.toml` had a `[telemetry]` table, which was ignored.
+    #[serde(skip)]
+    pub project_telemetry_ignored: bool,
 }
 
 impl Config {
@@ -306,6 +319,7 @@ impl Config {
         let project_path = project.join(".pith").join("config.toml");
         let mut last_path = PathBuf::new();
         let mut project_hooks = toml::Table::new();
+        let mut project_telemetry_ignored = false;
         for path in paths {
             match std::fs::read_to_string(&path) {
                 Ok(text) => {
@@ -315,6 +329,7 @@ impl Config {
                             message: err.to_string(),
                         })?;
                     if path == project_path {
+                        project_telemetry_ignored = table.remove("telemetry").is_some();
                         match table.remove("hooks") {
                             Some(toml::Value::Table(hooks)) => project_hooks = hooks,
                             Some(_) => {
@@ -341,6 +356,7 @@ impl Config {
                     message: err.to_string(),
                 })?;
         config.project_hooks = project_hooks;
+        config.project_telemetry_ignored = project_telemetry_ignored;
         Ok(config)
     }
 }
@@ -459,6 +475,28 @@ fn lookup_key(env: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Option<Stri
             .find(|(primary, _)| *primary == env)
             .and_then(|(_, fallback)| set(fallback))
     })
+}
+
+/// The environment variables that hold credentials: every provider's key variable (and
+/// its fallback), the configured ones, and AWS's secrets. Nothing pith exports may carry
+/// their values.
+pub fn secret_variables(config: &Config) -> Vec<String> {
+    let mut names: Vec<String> = BUILT_INS
+        .iter()
+        .filter_map(|b| b.api_key_env)
+        .chain(KEY_FALLBACKS.iter().map(|(_, fallback)| *fallback))
+        .chain(["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"])
+        .map(str::to_owned)
+        .chain(
+            config
+                .providers
+                .values()
+                .filter_map(|p| p.api_key_env.clone()),
+        )
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Names of the built-in providers.

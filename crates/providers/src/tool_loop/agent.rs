@@ -14,6 +14,7 @@ use pith_core::{
 use crate::tool_loop::context_state::ContextState;
 use crate::tool_loop::guard::GuardLimits;
 use crate::tool_loop::options::LoopOptions;
+use crate::tool_loop::spend::SpendGuard;
 use crate::wire::adapter::{ModelRequest, ProviderAdapter};
 
 /// One conversation driven through one provider.
@@ -39,6 +40,8 @@ pub struct AgentLoop {
     pub(super) repeats: pith_core::repeat::RepeatTracker,
     /// Asked when the model repeats itself `stop_after` times.
     pub(super) repeat_gate: Arc<dyn pith_core::repeat::RepeatGate>,
+    /// The job's ceilings, checked before every request (see `spend`).
+    pub(super) spend: Option<Arc<SpendGuard>>,
 }
 
 impl std::fmt::Debug for AgentLoop {
@@ -77,7 +80,13 @@ impl AgentLoop {
             requests_sent: 0,
             repeats: Default::default(),
             repeat_gate: Arc::new(pith_core::repeat::StopRepeating),
+            spend: None,
         }
+    }
+
+    /// Holds every request of this loop to the job's ceilings (default: none).
+    pub fn set_spend_guard(&mut self, guard: Option<Arc<SpendGuard>>) {
+        self.spend = guard;
     }
 
     /// Sets the hooks the loop calls before and after tool calls and compactions and
@@ -177,6 +186,7 @@ impl AgentLoop {
             max_output_tokens: self.options.max_output_tokens,
             temperature: self.options.temperature,
             reasoning: self.options.reasoning,
+            output: self.options.output.clone(),
         }
     }
 
@@ -200,6 +210,7 @@ impl AgentLoop {
             output_cap: self.options.output_cap,
             repeated_line_limit: self.options.repeated_line_limit,
             no_content: self.options.timeouts.no_content,
+            spend: self.spend.as_deref(),
         }
     }
 

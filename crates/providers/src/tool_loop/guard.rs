@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use pith_core::format::thousands;
 use pith_core::TokenCounter;
 
+use crate::tool_loop::spend::SpendGuard;
 use crate::wire::adapter::StreamChunk;
 use crate::wire::error::ProviderError;
 
@@ -81,6 +82,8 @@ pub struct GuardLimits<'a> {
     pub repeated_line_limit: usize,
     /// Longest stretch without content before the request fails.
     pub no_content: Duration,
+    /// The job's ceilings, consulted before every attempt (`None`: no ceilings).
+    pub spend: Option<&'a SpendGuard>,
 }
 
 /// Longest line or sentence compared for repetition; a longer one never repeats.
@@ -209,6 +212,7 @@ mod tests {
             output_cap: cap,
             repeated_line_limit: 50,
             no_content: Duration::from_secs(600),
+            spend: None,
         })
     }
 
@@ -276,6 +280,7 @@ mod tests {
             output_cap: 1_000,
             repeated_line_limit: 50,
             no_content: Duration::from_millis(20),
+            spend: None,
         });
         assert!(guard.observe(&StreamChunk::Progress).unwrap().is_none());
         std::thread::sleep(Duration::from_millis(40));

@@ -8,6 +8,8 @@
 //! the model asks for (`execute`), and repeats until the model answers without tool calls.
 //! [`AgentLoop::compact`] is the manual `/compact` (`compaction`, which also holds the
 //! private automatic summary request). `overflow` fits a request that cannot fit.
+//! `spend` holds every request to the job's ceilings (`--max-cost`, `--max-duration`)
+//! before it is sent.
 //!
 //! Hooks plug in through one [`pith_core::LoopHooks`] value (`AgentLoop::set_hooks`): the
 //! loop calls it before and after each tool call (`execute`), around each summary
@@ -31,6 +33,7 @@ pub mod overflow;
 mod report;
 pub mod request;
 pub mod retry;
+pub mod spend;
 mod turn;
 
 pub use agent::AgentLoop;

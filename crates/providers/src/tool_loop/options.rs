@@ -6,7 +6,7 @@ use thiserror::Error;
 
 use crate::tool_loop::request::Timeouts;
 use crate::tool_loop::retry::RetryPolicy;
-use crate::wire::{ProviderError, ReasoningEffort};
+use crate::wire::{ProviderError, ReasoningEffort, StructuredOutput};
 
 /// Knobs of the loop, with the defaults a user of pith gets.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +48,9 @@ pub struct LoopOptions {
     pub repeated_calls: RepeatedCallLimits,
     /// Which usage reports are believed (`[context] usage_ratio_min` / `max`).
     pub usage_band: pith_core::context::calibration::Band,
+    /// The schema the final answer must match, sent with every request
+    /// (`--output-schema`; set by the conversation, forced for its correction request).
+    pub output: Option<StructuredOutput>,
 }
 
 /// The doom-loop guard's counts (`[doom_loop]`): the same tool call with the same
@@ -142,6 +145,7 @@ impl Default for LoopOptions {
                 pith_core::context::governor::DEFAULT_MAX_AUTO_COMPACTIONS_PER_TURN,
             repeated_calls: RepeatedCallLimits::default(),
             usage_band: Default::default(),
+            output: None,
         }
     }
 }

@@ -7,6 +7,10 @@
 //! Tool calls collected before the break were not shown (they show when they run), so
 //! they do not block a retry; a private request (the automatic compaction summary)
 //! forwards nothing and is always retryable.
+//!
+//! Before each attempt the job's ceilings are asked (`spend`): a request that would
+//! cross one fails with [`ProviderError::Ceiling`] without being sent; after it, what it
+//! cost is charged.
 
 use std::time::Duration;
 
@@ -184,6 +188,23 @@ pub async fn send_with_retries(
 ) -> Result<Response, RequestFailure> {
     let mut attempt = 1;
     loop {
+        // The job's ceilings: a request that would cross one is never sent.
+        let admitted = match guard
+            .spend
+            .map(|spend| spend.admit(request, guard.output_cap))
+        {
+            Some(Err(reached)) => {
+                return Err(RequestFailure {
+                    error: ProviderError::Ceiling(reached),
+                    partial: Response {
+                        attempts: attempt - 1,
+                        ..Response::default()
+                    },
+                })
+            }
+            Some(Ok(admitted)) => Some(admitted),
+            None => None,
+        };
         visibility.emit(LoopEvent::RequestStarted { attempt });
         let mut response = Response::default();
         let outcome = attempt_once(
@@ -197,6 +218,11 @@ pub async fn send_with_retries(
         )
         .await;
         response.attempts = attempt;
+        if let (Some(spend), Some(admitted)) = (guard.spend, admitted) {
+            let answered = !response.is_empty() || response.shown || response.usage_reported;
+            let usage = response.usage_reported.then_some(&response.usage);
+            spend.charge(request, admitted, usage, answered);
+        }
         match outcome {
             Ok(()) => return Ok(response),
             Err(error) => {

@@ -22,6 +22,7 @@ use pith_core::{Message, Reasoning, ToolCall, ToolDefinition, Usage};
 use crate::wire::error::ProviderError;
 use crate::wire::limits::WireLimits;
 use crate::wire::reasoning::ReasoningEffort;
+use crate::wire::structured::StructuredOutput;
 
 /// One model request in generic form.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +45,9 @@ pub struct ModelRequest {
     /// How hard the model may think (`--reasoning`); `None`: the provider's default, and
     /// no Anthropic thinking.
     pub reasoning: Option<ReasoningEffort>,
+    /// The schema the final answer must match (`--output-schema`), asked for natively
+    /// where the protocol can (see [`crate::wire::structured`]).
+    pub output: Option<StructuredOutput>,
 }
 
 /// One piece of a streamed response.
@@ -305,6 +309,7 @@ pub(crate) mod tests {
                 max_output_tokens: None,
                 temperature: None,
                 reasoning: None,
+                output: None,
             });
             requests.push(ModelRequest {
                 model: "m".into(),
@@ -325,6 +330,7 @@ pub(crate) mod tests {
                 max_output_tokens: Some(1024),
                 temperature: Some(0.7),
                 reasoning: None,
+                output: None,
             });
         }
         requests

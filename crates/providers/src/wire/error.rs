@@ -90,6 +90,10 @@ pub enum ProviderError {
     /// The turn (or compaction) was cancelled.
     #[error("cancelled")]
     Cancelled,
+    /// The request was not sent: it would cross one of the job's ceilings
+    /// (`--max-cost`, `--max-duration`). Never retried.
+    #[error(transparent)]
+    Ceiling(#[from] pith_core::CeilingReached),
 }
 
 impl ProviderError {
@@ -116,6 +120,7 @@ impl ProviderError {
             | Self::LimitExceeded(_)
             | Self::Redirect { .. }
             | Self::NoContentTimeout(_)
+            | Self::Ceiling(_)
             | Self::Cancelled => false,
         }
     }

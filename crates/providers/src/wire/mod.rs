@@ -25,8 +25,10 @@ pub mod openai_chat;
 pub mod openai_responses;
 pub mod reasoning;
 pub mod sse;
+pub mod structured;
 pub(crate) mod turns;
 
 pub use adapter::{ChunkStream, ModelRequest, ProviderAdapter, StreamChunk};
 pub use error::ProviderError;
 pub use reasoning::ReasoningEffort;
+pub use structured::{StructuredOutput, STRUCTURED_OUTPUT_NAME};

@@ -80,6 +80,7 @@ mod tests {
             max_output_tokens: None,
             temperature: None,
             reasoning: None,
+            output: None,
         }
     }
 

@@ -86,7 +86,8 @@ macro_rules! for_each_protocol {
     )+};
 }
 
-/// A read-only `read` tool that counts its runs and echoes the path it read.
+/// A read-only `read` tool that counts its runs and echoes the path it read (`words/N`
+/// reads as N words).
 pub struct ReadTool {
     /// How many times it ran.
     pub runs: AtomicUsize,
@@ -108,10 +109,13 @@ impl Tool for ReadTool {
     }
     async fn run(&self, arguments: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         self.runs.fetch_add(1, Ordering::SeqCst);
-        Ok(ToolOutput::ok(format!(
-            "contents of {}",
-            arguments["path"].as_str().unwrap_or("?")
-        )))
+        let path = arguments["path"].as_str().unwrap_or("?");
+        // `words/N` stands for a file of N words (about N tokens): real growth of the
+        // conversation, which the governor measures from content, not from reports.
+        if let Some(words) = path.strip_prefix("words/").and_then(|n| n.parse().ok()) {
+            return Ok(ToolOutput::ok("word ".repeat(words)));
+        }
+        Ok(ToolOutput::ok(format!("contents of {path}")))
     }
 }
 

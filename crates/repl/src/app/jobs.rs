@@ -276,6 +276,7 @@ mod tests {
             budget: pith_core::ContextBudget::for_window(20_000),
             auto_compaction: true,
             paused: None,
+            spend: None,
         };
         let events = vec![
             LoopEvent::TextDelta("Before".into()),

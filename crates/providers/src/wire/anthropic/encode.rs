@@ -15,6 +15,10 @@
 //!
 //! Images: in a user message as `image` blocks; an image a tool returned goes inside
 //! that `tool_result`'s content, after its text.
+//!
+//! `--output-schema`: the correction request adds the `structured_output` tool (the schema
+//! as its `input_schema`) and forces it (`tool_choice`), without thinking; the adapter
+//! reads that call back as the answer's text (see `wire::structured`).
 
 use crate::wire::arguments::ObjectArguments;
 use std::borrow::Cow;
@@ -25,6 +29,7 @@ use serde_json::Value;
 
 use super::DEFAULT_MAX_TOKENS;
 use crate::wire::adapter::ModelRequest;
+use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
 use crate::wire::turns::{alternate, Alternating, Side, CONVERSATION_CONTINUES};
 
 #[derive(Serialize)]
@@ -41,6 +46,9 @@ pub struct Body<'a> {
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<Thinking>,
+    /// The forced structured answer: `{"type": "tool", "name": "structured_output"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
 }
 
 /// `thinking: {"type": "enabled", "budget_tokens": N}`.
@@ -161,10 +169,12 @@ impl Block<'_> {
 }
 
 pub fn body(request: &ModelRequest) -> Body<'_> {
+    let forced = request.output.as_ref().filter(|o| o.force);
+    // The API refuses thinking with a forced tool.
     let thinking = request
         .reasoning
         .map(|r| r.anthropic_budget())
-        .filter(|budget| *budget > 0);
+        .filter(|budget| *budget > 0 && forced.is_none());
     let Alternating {
         system: system_text,
         turns,
@@ -220,7 +230,16 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
                 input_schema: &t.parameters,
                 cache_control: (i + 1 == count).then_some(EPHEMERAL),
             })
+            // After the cache point: the cached prefix stays the one other requests use.
+            .chain(forced.map(|o| WireTool {
+                name: STRUCTURED_OUTPUT_NAME,
+                description: STRUCTURED_OUTPUT_TOOL_DESCRIPTION,
+                input_schema: o.tool_schema.as_ref(),
+                cache_control: None,
+            }))
             .collect(),
+        tool_choice: forced
+            .map(|_| serde_json::json!({"type": "tool", "name": STRUCTURED_OUTPUT_NAME})),
         temperature: request
             .temperature
             .filter(|_| thinking.is_none())

@@ -71,19 +71,19 @@ impl ProviderAdapter for Anthropic {
             .post_events(&self.url, &headers, encode_body(request))
             .await?;
         let mut parser = Parser::default();
-        Ok(decode_stream(
-            events,
-            *self.transport.limits(),
-            move |event| match event {
-                Some(event) => parser.event(&event.data).map(|chunks| Decoded {
-                    chunks,
-                    done: parser.done,
-                }),
-                None => Err(ProviderError::Stream(
-                    "the stream ended before message_stop".to_owned(),
-                )),
-            },
-        ))
+        let stream = decode_stream(events, *self.transport.limits(), move |event| match event {
+            Some(event) => parser.event(&event.data).map(|chunks| Decoded {
+                chunks,
+                done: parser.done,
+            }),
+            None => Err(ProviderError::Stream(
+                "the stream ended before message_stop".to_owned(),
+            )),
+        });
+        Ok(match request.output.as_ref().filter(|o| o.force) {
+            Some(output) => crate::wire::structured::forced_call_as_text(stream, output),
+            None => stream,
+        })
     }
 }
 
@@ -357,6 +357,7 @@ mod tests {
             max_output_tokens: None,
             temperature: None,
             reasoning: None,
+            output: None,
         };
         let body = request_body(&request);
         assert_eq!(body["max_tokens"], json!(DEFAULT_MAX_TOKENS));

@@ -19,6 +19,10 @@
 //!
 //! Images: `image` blocks (`format` + base64 `source.bytes`); an image a tool returned goes
 //! inside that `toolResult`'s content, after its text.
+//!
+//! `--output-schema`: the correction request adds the `structured_output` tool (the schema
+//! as its input schema) and forces it (`toolConfig.toolChoice`), without thinking; the
+//! adapter reads that call back as the answer's text (see `wire::structured`).
 
 use crate::wire::arguments::ObjectArguments;
 use std::borrow::Cow;
@@ -29,6 +33,7 @@ use serde_json::Value;
 
 use super::DEFAULT_MAX_TOKENS;
 use crate::wire::adapter::ModelRequest;
+use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
 use crate::wire::turns::{alternate, Alternating, Side, CONVERSATION_CONTINUES};
 
 /// The request body of `ConverseStream` (the model id travels in the URL).
@@ -83,8 +88,12 @@ enum SystemBlock<'a> {
 }
 
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct ToolConfig<'a> {
     tools: Vec<WireTool<'a>>,
+    /// The forced structured answer: `{"tool": {"name": "structured_output"}}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
 }
 
 #[derive(Serialize)]
@@ -191,9 +200,11 @@ fn image_block(image: &pith_core::Image) -> ImageBlock<'_> {
 
 /// The typed body of `request`.
 pub fn body(request: &ModelRequest) -> Body<'_> {
+    let forced = request.output.as_ref().filter(|o| o.force);
+    // Claude refuses thinking with a forced tool.
     let thinking = request
         .reasoning
-        .filter(|_| is_anthropic(&request.model))
+        .filter(|_| is_anthropic(&request.model) && forced.is_none())
         .map(|r| r.anthropic_budget())
         .filter(|budget| *budget > 0);
     let caching = supports_cache_points(&request.model);
@@ -246,6 +257,16 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
     if caching && !tools.is_empty() {
         tools.push(WireTool::CachePoint(CACHE_POINT));
     }
+    // After the cache point: the cached prefix stays the one other requests use.
+    if let Some(output) = forced {
+        tools.push(WireTool::ToolSpec(ToolSpec {
+            name: STRUCTURED_OUTPUT_NAME,
+            description: STRUCTURED_OUTPUT_TOOL_DESCRIPTION,
+            input_schema: InputSchema {
+                json: output.tool_schema.as_ref(),
+            },
+        }));
+    }
     let mut max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     if let Some(budget) = thinking {
         if max_tokens <= budget {
@@ -262,7 +283,11 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
                 .filter(|_| thinking.is_none())
                 .map(f64::from),
         },
-        tool_config: (!tools.is_empty()).then_some(ToolConfig { tools }),
+        tool_config: (!tools.is_empty()).then_some(ToolConfig {
+            tools,
+            tool_choice: forced
+                .map(|_| serde_json::json!({"tool": {"name": STRUCTURED_OUTPUT_NAME}})),
+        }),
         additional_model_request_fields: thinking.map(|budget_tokens| AdditionalFields {
             thinking: Thinking {
                 kind: "enabled",

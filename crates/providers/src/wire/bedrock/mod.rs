@@ -156,7 +156,7 @@ impl ProviderAdapter for Bedrock {
             .post_messages(&url, &headers, body, classify)
             .await?;
         let mut parser = decode::Parser::default();
-        Ok(decode_stream(
+        let stream = decode_stream(
             messages,
             *self.transport.limits(),
             move |message| match message {
@@ -166,7 +166,11 @@ impl ProviderAdapter for Bedrock {
                 }),
                 None => parser.end().map(|chunks| Decoded { chunks, done: true }),
             },
-        ))
+        );
+        Ok(match request.output.as_ref().filter(|o| o.force) {
+            Some(output) => crate::wire::structured::forced_call_as_text(stream, output),
+            None => stream,
+        })
     }
 }
 
@@ -223,6 +227,7 @@ mod tests {
             max_output_tokens: None,
             temperature: Some(0.5),
             reasoning: None,
+            output: None,
         }
     }
 
@@ -301,6 +306,7 @@ mod tests {
             max_output_tokens: Some(100),
             temperature: None,
             reasoning: None,
+            output: None,
         };
         let body = request_body(&request);
         assert!(body.get("system").is_none());

@@ -26,6 +26,11 @@
 //! Reasoning setting: `generationConfig.thinkingConfig` with `includeThoughts` and, for
 //! Gemini 3 models, a `thinkingLevel` (`low` below a 10,000-token budget, else `high`),
 //! for earlier ones a `thinkingBudget` (the setting's Anthropic budget).
+//!
+//! `--output-schema`: the correction request carries `responseMimeType:
+//! application/json` and the schema as `responseJsonSchema`, with function calling off
+//! (`toolConfig.functionCallingConfig.mode: NONE`); other requests carry nothing (see
+//! `wire::structured`).
 
 use crate::wire::arguments::ObjectArguments;
 use std::borrow::Cow;
@@ -55,7 +60,10 @@ pub struct Body<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tools<'a>>,
     #[serde(skip_serializing_if = "GenerationConfig::is_empty")]
-    generation_config: GenerationConfig,
+    generation_config: GenerationConfig<'a>,
+    /// Function calling off, for the forced structured answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_config: Option<Value>,
 }
 
 #[derive(Serialize)]
@@ -85,20 +93,27 @@ struct FunctionDeclaration<'a> {
 
 #[derive(Serialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct GenerationConfig {
+struct GenerationConfig<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     max_output_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     thinking_config: Option<ThinkingConfig>,
+    /// `application/json` for the forced structured answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_mime_type: Option<&'static str>,
+    /// The `--output-schema` schema, for the forced structured answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_json_schema: Option<&'a Value>,
 }
 
-impl GenerationConfig {
+impl GenerationConfig<'_> {
     fn is_empty(&self) -> bool {
         self.max_output_tokens.is_none()
             && self.temperature.is_none()
             && self.thinking_config.is_none()
+            && self.response_json_schema.is_none()
     }
 }
 
@@ -245,6 +260,9 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
                 .filter(|schema| schema.as_object().is_some_and(|o| !o.is_empty())),
         })
         .collect();
+    // Gemini 2.5 refuses a response schema beside function declarations in use: the
+    // schema goes only with the forced answer, function calling off.
+    let forced = request.output.as_ref().filter(|o| o.force);
     Body {
         contents,
         system_instruction: (!system_text.is_empty()).then_some(SystemInstruction {
@@ -261,7 +279,12 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
             max_output_tokens: request.max_output_tokens,
             temperature: request.temperature.map(f64::from),
             thinking_config: thinking_config(&request.model, request.reasoning),
+            response_mime_type: forced.map(|_| "application/json"),
+            response_json_schema: forced.map(|o| o.schema.as_ref()),
         },
+        tool_config: forced
+            .filter(|_| !request.tools.is_empty())
+            .map(|_| serde_json::json!({"functionCallingConfig": {"mode": "NONE"}})),
     }
 }
 

@@ -35,6 +35,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         max_output_tokens: None,
         temperature: None,
         reasoning: None,
+        output: None,
     }
 }
 

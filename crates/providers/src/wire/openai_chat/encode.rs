@@ -9,6 +9,10 @@
 //! it). Images: `image_url` parts with a base64 data URL in a user message; a `tool`
 //! message can carry only text, so the images tools returned follow the run of tool
 //! messages in one user message that names the calls they came from.
+//!
+//! `--output-schema`: `response_format` `json_schema` on every request of the job (an
+//! object schema; strict when it is in OpenAI's strict subset), and `tool_choice: "none"`
+//! on the correction request (see `wire::structured`).
 
 use std::borrow::Cow;
 
@@ -33,6 +37,12 @@ pub struct Body<'a> {
     max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
+    /// `--output-schema`: `{"type": "json_schema", "json_schema": {…}}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<Value>,
+    /// `"none"` for the forced structured answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
 }
 
 /// Which request field carries the output cap.
@@ -178,6 +188,16 @@ pub(super) fn body(request: &ModelRequest, max_tokens_field: MaxTokensField) -> 
         max_tokens,
         max_completion_tokens,
         temperature: request.temperature.map(f64::from),
+        response_format: request
+            .output
+            .as_ref()
+            .filter(|o| o.object_root())
+            .map(|o| serde_json::json!({"type": "json_schema", "json_schema": o.openai_schema()})),
+        tool_choice: request
+            .output
+            .as_ref()
+            .filter(|o| o.force && !request.tools.is_empty())
+            .map(|_| "none"),
     }
 }
 

@@ -280,6 +280,7 @@ mod tests {
             max_output_tokens: None,
             temperature: None,
             reasoning: None,
+            output: None,
         };
         let body = request_body(&request);
         assert_eq!(body["stream"], json!(true));

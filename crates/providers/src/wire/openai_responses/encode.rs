@@ -14,6 +14,10 @@
 //! Images: `input_image` parts with a base64 data URL, in the user message or inside the
 //! `function_call_output` of the tool that returned them (its output becomes a list of
 //! `input_text` and `input_image`).
+//!
+//! `--output-schema`: `text.format` `json_schema` on every request of the job (an object
+//! schema; strict when it is in OpenAI's strict subset), and `tool_choice: "none"` on the
+//! correction request (see `wire::structured`).
 
 use std::borrow::Cow;
 
@@ -42,6 +46,12 @@ pub struct Body<'a> {
     reasoning: Option<ReasoningConfig>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     include: Vec<&'static str>,
+    /// `--output-schema`: `{"format": {"type": "json_schema", …}}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<Value>,
+    /// `"none"` for the forced structured answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
 }
 
 /// `reasoning: {"effort": …, "summary": "auto"}`.
@@ -258,6 +268,20 @@ pub(super) fn body(request: &ModelRequest, reasoning_model: bool) -> Body<'_> {
         } else {
             Vec::new()
         },
+        text: request
+            .output
+            .as_ref()
+            .filter(|o| o.object_root())
+            .map(|o| {
+                let mut format = o.openai_schema();
+                format["type"] = Value::from("json_schema");
+                serde_json::json!({ "format": format })
+            }),
+        tool_choice: request
+            .output
+            .as_ref()
+            .filter(|o| o.force && !request.tools.is_empty())
+            .map(|_| "none"),
     }
 }
 

@@ -285,6 +285,7 @@ mod tests {
             max_output_tokens: Some(100),
             temperature: None,
             reasoning: None,
+            output: None,
         };
         let body = request_body(&request);
         assert_eq!(body["instructions"], json!("sys"));
