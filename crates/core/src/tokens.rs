@@ -18,6 +18,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+mod bound;
+
+pub use self::bound::{upper_bound_estimate, UPPER_BOUND_HEADROOM_PERCENT};
 pub use crate::bpe::BpeCounter;
 use crate::message::{Message, Part};
 use crate::tool::ToolDefinition;
@@ -219,6 +222,10 @@ pub struct RequestEstimate {
     pub total: usize,
     /// True when `total` was anchored on usage the provider reported.
     pub anchored_on_reported_usage: bool,
+    /// True when every figure is an upper bound (texts counted as their bytes, before the
+    /// exact counter was ready), not a count. See [`upper_bound_estimate`].
+    #[serde(default)]
+    pub upper_bound: bool,
 }
 
 /// Estimates the whole request from scratch, without any cache.
@@ -241,6 +248,7 @@ pub fn estimate_request(
         messages: message_tokens,
         total: REQUEST_FRAMING_TOKENS + system_tokens + tools_tokens + message_tokens,
         anchored_on_reported_usage: false,
+        upper_bound: false,
     }
 }
 
@@ -312,6 +320,9 @@ pub struct RequestEstimator {
     system: Option<(String, usize)>,
     tools: Option<(usize, usize)>,
     anchor: Option<ReportedAnchor>,
+    /// Set by [`RequestEstimator::with_upper_bounds_below`]: the largest upper bound the
+    /// estimate may be while the counter is not ready.
+    bound_limit: Option<usize>,
 }
 
 impl std::fmt::Debug for RequestEstimator {
@@ -332,6 +343,7 @@ impl RequestEstimator {
             system: None,
             tools: None,
             anchor: None,
+            bound_limit: None,
         }
     }
 
@@ -367,13 +379,19 @@ impl RequestEstimator {
         self.anchor = None;
     }
 
-    /// Estimates a request of `system` + `messages` + `tools`.
+    /// Estimates a request of `system` + `messages` + `tools`: an exact count, or an upper
+    /// bound far below the threshold before the counter is ready (see
+    /// [`RequestEstimator::with_upper_bounds_below`]; [`RequestEstimate::upper_bound`]
+    /// tells which).
     pub fn estimate(
         &mut self,
         system: &str,
         messages: &[Message],
         tools: &[ToolDefinition],
     ) -> RequestEstimate {
+        if let Some(bound) = self.upper_bound_instead(system, messages, tools) {
+            return bound;
+        }
         let counter = Arc::clone(&self.counter);
         let counter = counter.as_ref();
 
@@ -433,6 +451,7 @@ impl RequestEstimator {
             messages: message_tokens,
             total: anchored.unwrap_or(local_total),
             anchored_on_reported_usage: anchored.is_some(),
+            upper_bound: false,
         }
     }
 }

@@ -237,6 +237,7 @@ mod tests {
             messages: 900,
             total: 1_210,
             anchored_on_reported_usage: false,
+            upper_bound: false,
         };
         let figures = ContextFigures::new(budget, estimate, &history, &counter);
         assert!(!figures.lines().join("\n").contains("Session ledger"));
@@ -324,6 +325,7 @@ mod tests {
             messages: 0,
             total: 0,
             anchored_on_reported_usage: false,
+            upper_bound: false,
         };
         let figures = ContextFigures::new(budget, estimate, &[message], &counter);
         // Anthropic: 1092 × 1092 / 750 = 1,590 tokens, plus the part's framing.
