@@ -72,6 +72,10 @@ enum Task {
         /// corpus) and print it; the report is not written.
         #[arg(long, conflicts_with_all = ["loop_only", "startup_only"])]
         squash_only: bool,
+        /// Another build of `pith` (e.g. `main`'s release binary) to measure alternately
+        /// with this one in the start-up and memory rows.
+        #[arg(long)]
+        baseline: Option<PathBuf>,
     },
     /// SIGKILL a session writer at random instants and check every transcript.
     Crash {
@@ -167,6 +171,7 @@ fn main() -> Result<()> {
             loop_only,
             startup_only,
             squash_only,
+            baseline,
         } => {
             if rerun_in_release()? {
                 return Ok(());
@@ -175,7 +180,7 @@ fn main() -> Result<()> {
                 return bench::run_loop_only(quick);
             }
             if startup_only {
-                return bench::run_startup_only(quick);
+                return bench::run_startup_only(quick, sessions.as_deref(), baseline.as_deref());
             }
             if squash_only {
                 return bench::run_squash_only(quick, sessions.as_deref());
@@ -184,6 +189,7 @@ fn main() -> Result<()> {
                 quick,
                 sessions,
                 output,
+                baseline,
             })
         }
         Task::Crash { trials, seed } => crash::run(trials, seed),

@@ -275,12 +275,17 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
     if let Some(row) = super::sandbox::target_row(&m.criterion) {
         let _ = writeln!(w, "{row}");
     }
-    let _ = writeln!(
-        w,
-        "| `pith --version` < 10 ms | {:.2} ms | {} |",
-        m.version_ms.median,
-        verdict(m.version_ms.median < 10.0)
-    );
+    if let Some(version) = m.startup.row(super::startup::VERSION) {
+        let _ = writeln!(
+            w,
+            "| `pith --version` < 10 ms | {:.2} ms | {} |",
+            version.wall_ms.median,
+            verdict(version.wall_ms.median < 10.0)
+        );
+    }
+    for row in super::startup::target_rows(&m.startup) {
+        let _ = writeln!(w, "{row}");
+    }
     for window in [32_768, 128_000] {
         let (Some(keen), Some(zesdex), Some(tiered)) = (
             policy(&m.simulation, window, "keen"),
@@ -397,17 +402,12 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
         "| `pith run`, {}-turn session: peak RSS | {:.1} MiB |",
         m.long_run_turns, m.long_run.1
     );
-    let _ = writeln!(w, "| `pith --version` | {} ms |", m.version_ms.show(2));
     let _ = writeln!(
         w,
-        "| `pith run` until its first request reaches the server | {} ms |",
-        m.first_request_ms.show(1)
-    );
-    let _ = writeln!(
-        w,
-        "| … with two stdio MCP servers (the tests' Python server twice) | {} ms |",
+        "| `pith run` until its first request, with two stdio MCP servers (the tests' Python server twice) | {} ms |",
         m.first_request_mcp_ms.show(1)
     );
+    w.push_str(&super::startup::section(&m.startup));
 
     // Simulator.
     let _ = writeln!(
@@ -479,8 +479,15 @@ mod tests {
             loop_ms: vec![(100, spread(loop_ms))],
             long_run: (4.0, 100.0),
             long_run_turns: 500,
-            version_ms: spread(2.0),
-            first_request_ms: spread(150.0),
+            startup: crate::bench::startup::StartupSection {
+                rows: vec![crate::bench::startup::StartupRow {
+                    label: crate::bench::startup::VERSION.to_owned(),
+                    wall_ms: spread(2.0),
+                    rss_mib: Some(spread(6.0)),
+                    baseline: None,
+                }],
+                baseline: None,
+            },
             first_request_mcp_ms: spread(250.0),
             simulation: Vec::new(),
             simulated_sessions: 2,
