@@ -313,7 +313,7 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
     let _ = writeln!(w, "\n## Token counting (o200k_base)\n");
     let _ = writeln!(
         w,
-        "Input: every message and tool output of the corpus as separate documents ({} documents, {:.1} MB). pith: `BpeCounter` (bpe-openai). Python: tiktoken {} in a venv under `.cache/py`, BPE files from bpe-openai's data (byte-identical to OpenAI's). The bench fails if any count differs.\n",
+        "Input: every message and tool output of the corpus as separate documents ({} documents, {:.1} MB). pith: `BpeCounter` (tables compiled into pith-core). Python: tiktoken {} in a venv under `.cache/py`, BPE files from tiktoken-rs's assets (byte-identical to OpenAI's). The bench fails if any count differs.\n",
         m.tokens.documents,
         m.tokens.bytes as f64 / 1e6,
         m.tokens.python_version.as_deref().unwrap_or("(not run)")

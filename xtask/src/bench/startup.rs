@@ -311,7 +311,8 @@ pub fn section(startup: &StartupSection) -> String {
     let mut out = String::from("\n## Start-up and memory\n\n");
     out.push_str(
         "The release `pith` binary, each command in a fresh process with its own home. Peak \
-         RSS is the process's own high-water mark (`wait4` of a forked child). The 40-turn \
+         RSS is the process's own high-water mark (measured under GNU time; wall time in \
+         separate runs without it). The 40-turn \
          session is the `ls` tool against the testkit (Anthropic protocol, 200k window).",
     );
     match &startup.baseline {
