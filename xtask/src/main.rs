@@ -72,6 +72,10 @@ enum Task {
         /// corpus) and print it; the report is not written.
         #[arg(long, conflicts_with_all = ["loop_only", "startup_only"])]
         squash_only: bool,
+        /// Only measure token counting against Python tiktoken on the corpus and print
+        /// it; the report is not written.
+        #[arg(long, conflicts_with_all = ["loop_only", "startup_only", "squash_only"])]
+        tokens_only: bool,
         /// Another build of `pith` (e.g. `main`'s release binary) to measure alternately
         /// with this one in the start-up and memory rows.
         #[arg(long)]
@@ -171,6 +175,7 @@ fn main() -> Result<()> {
             loop_only,
             startup_only,
             squash_only,
+            tokens_only,
             baseline,
         } => {
             if rerun_in_release()? {
@@ -181,6 +186,9 @@ fn main() -> Result<()> {
             }
             if startup_only {
                 return bench::run_startup_only(quick, sessions.as_deref(), baseline.as_deref());
+            }
+            if tokens_only {
+                return bench::run_tokens_only(quick, sessions.as_deref());
             }
             if squash_only {
                 return bench::run_squash_only(quick, sessions.as_deref());

@@ -188,6 +188,20 @@ pub fn run_squash_only(quick: bool, sessions: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
+/// `--tokens-only`: token counting on the corpus against Python tiktoken, printed as the
+/// report's target row and section; the report is not written.
+pub fn run_tokens_only(quick: bool, sessions: Option<&Path>) -> Result<()> {
+    let (root, _) = workspace_dirs()?;
+    let runs = if quick { 3 } else { 7 };
+    let (sessions, _) = load_corpus(sessions, &root)?;
+    let section = tokens::measure(&tokens::documents(&sessions), runs, &root.join(".cache"))?;
+    let mut out = String::new();
+    report::write_tokens(&mut out, &section);
+    println!("{}", report::token_target_row(&section));
+    print!("{out}");
+    Ok(())
+}
+
 /// Runs everything and writes the report.
 pub fn run(options: &BenchOptions) -> Result<()> {
     let (root, target) = workspace_dirs()?;
