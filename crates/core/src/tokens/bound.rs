@@ -94,7 +94,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::message::{Image, Reasoning, Role, ToolCall};
+    use crate::message::{Image, Part, Reasoning, Role, ToolCall};
     use crate::tokens::{count_message, BpeCounter, Encoding, ImageFormula};
 
     /// An exact counter whose tables are "not ready" until the test says so; it counts
@@ -161,8 +161,6 @@ mod tests {
             },
         ]
     }
-
-    use crate::message::Part;
 
     fn tools() -> Vec<ToolDefinition> {
         vec![ToolDefinition {
