@@ -39,6 +39,53 @@ fn counts_a_file() {
         .stdout("2\n");
 }
 
+/// A large input (over 1 MiB: counted on two threads) of real session text, with a
+/// 100 kB run of letters (one pre-token: merged through the heap) and CJK text in it.
+fn large_input() -> String {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/core/tests/data/corpus-sample");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the vendored corpus sample exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    let mut text = String::new();
+    for file in files.iter().cycle() {
+        if text.len() > 1_300_000 {
+            break;
+        }
+        text.push_str(&std::fs::read_to_string(file).expect("corpus files are UTF-8"));
+        text.push_str("\n日本語のテキストです。한국어 문장입니다.\n");
+    }
+    text.push_str(&"abc".repeat(35_000));
+    text
+}
+
+#[test]
+fn a_large_file_counts_exactly_as_tiktoken_in_both_encodings() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.txt");
+    let text = large_input();
+    std::fs::write(&path, &text).unwrap();
+    for (flag, reference) in [
+        ("o200k", tiktoken_rs::o200k_base_singleton()),
+        ("cl100k", tiktoken_rs::cl100k_base_singleton()),
+    ] {
+        let output = pith()
+            .args(["tokens", "--encoding", flag])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let counted: usize = String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(counted, reference.encode_ordinary(&text).len(), "{flag}");
+    }
+}
+
 #[test]
 fn unreadable_file_exits_2_with_a_clear_message() {
     let output = pith()

@@ -77,6 +77,14 @@ enum Task {
         /// not written.
         #[arg(long, conflicts_with_all = ["loop_only", "startup_only", "squash_only"])]
         governor_only: bool,
+        /// Only measure token counting against Python tiktoken on the corpus and print
+        /// it; the report is not written.
+        #[arg(long, conflicts_with_all = ["loop_only", "startup_only", "squash_only", "governor_only"])]
+        tokens_only: bool,
+        /// Another build of `pith` (e.g. `main`'s release binary) to measure alternately
+        /// with this one in the start-up and memory rows.
+        #[arg(long)]
+        baseline: Option<PathBuf>,
     },
     /// SIGKILL a session writer at random instants and check every transcript.
     Crash {
@@ -173,6 +181,8 @@ fn main() -> Result<()> {
             startup_only,
             squash_only,
             governor_only,
+            tokens_only,
+            baseline,
         } => {
             if governor_only {
                 return bench::run_governor_only();
@@ -184,7 +194,10 @@ fn main() -> Result<()> {
                 return bench::run_loop_only(quick);
             }
             if startup_only {
-                return bench::run_startup_only(quick);
+                return bench::run_startup_only(quick, sessions.as_deref(), baseline.as_deref());
+            }
+            if tokens_only {
+                return bench::run_tokens_only(quick, sessions.as_deref());
             }
             if squash_only {
                 return bench::run_squash_only(quick, sessions.as_deref());
@@ -193,6 +206,7 @@ fn main() -> Result<()> {
                 quick,
                 sessions,
                 output,
+                baseline,
             })
         }
         Task::Crash { trials, seed } => crash::run(trials, seed),

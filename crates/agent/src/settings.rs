@@ -215,7 +215,8 @@ impl Settings {
     }
 
     /// The token counter of this model: o200k for text, the provider's published
-    /// formula for images.
+    /// formula for images. Its pre-tokenizer starts building on a background thread
+    /// (once per process), off the way to the first request.
     pub fn counter(&self) -> BpeCounter {
         let images = match self.model.kind {
             ProtocolKind::Anthropic => ImageFormula::Anthropic,
@@ -230,7 +231,9 @@ impl Settings {
             // Gemini's tiles (258 tokens per 768 px) are not modelled: the larger.
             ProtocolKind::Gemini => ImageFormula::Conservative,
         };
-        BpeCounter::new(Encoding::O200kBase).with_image_formula(images)
+        BpeCounter::new(Encoding::O200kBase)
+            .load_in_background()
+            .with_image_formula(images)
     }
 
     /// What images `read` may return to this model: its provider's limits, or `None`
@@ -265,7 +268,10 @@ impl Settings {
             self.budget,
             self.system_prompt(cwd).0,
             tools,
-            RequestEstimator::new(Arc::new(self.counter())),
+            // Far below the micro threshold (the lowest the decision uses), a request may
+            // be estimated by an upper bound while the counter is still being built.
+            RequestEstimator::new(Arc::new(self.counter()))
+                .with_upper_bounds_below(self.budget.micro_threshold),
             self.loop_options.clone(),
         ))
     }

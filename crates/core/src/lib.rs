@@ -6,6 +6,7 @@
 //! loop to front-ends, and the tool trait. Anything that must be computed the same way in
 //! two places (the budget, the estimate, the prompts) lives here exactly once.
 
+mod bpe;
 pub mod budget;
 pub mod context;
 pub mod cost;

@@ -1,10 +1,10 @@
 //! Token counting and the per-request estimate.
 //!
-//! [`TokenCounter`] turns text into a token count; [`BpeCounter`] implements it with the
-//! `bpe-openai` crate, which gives the same token ids as tiktoken (`o200k_base`,
-//! `cl100k_base`) and counts without building a vector. It knows no special tokens, so
-//! text that looks like one (`<|endoftext|>`) is counted as the text it is, as tiktoken's
-//! *ordinary* encoding does. [`RequestEstimator`] is the one place that estimates the size
+//! [`TokenCounter`] turns text into a token count; [`BpeCounter`] (module `bpe`)
+//! implements it exactly as tiktoken's ordinary encoding does (`o200k_base`,
+//! `cl100k_base`), from tables compiled into the binary. It knows no special tokens, so
+//! text that looks like one (`<|endoftext|>`) is counted as the text it is.
+//! [`RequestEstimator`] is the one place that estimates the size
 //! of a model request; the tool loop, `/context`, the status line and the headless report
 //! all use it.
 //!
@@ -14,10 +14,14 @@
 //! previous request, the next estimate is that reported input + output plus the local
 //! count of what was added since: exact for the prefix whatever tokenizer the model uses.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+mod bound;
+
+pub use self::bound::{upper_bound_estimate, UPPER_BOUND_HEADROOM_PERCENT};
+pub use crate::bpe::BpeCounter;
 use crate::context::calibration::{Calibration, Evidence};
 use crate::message::{Message, Part};
 use crate::tool::ToolDefinition;
@@ -77,6 +81,12 @@ pub trait TokenCounter: Send + Sync {
     /// the published formulas ([`ImageFormula::Conservative`]).
     fn image_tokens(&self, width: u32, height: u32) -> usize {
         ImageFormula::Conservative.tokens(width, height)
+    }
+
+    /// True when [`TokenCounter::count`] answers at once; false while the tables it
+    /// needs are still being built (it would wait for them). The default is true.
+    fn is_ready(&self) -> bool {
+        true
     }
 }
 
@@ -138,212 +148,6 @@ fn openai_image_tokens(width: u32, height: u32) -> usize {
     let (w, h) = fit_within(w, h, u32::MAX, 768);
     let tiles = w.div_ceil(512) as usize * h.div_ceil(512) as usize;
     85 + 170 * tiles
-}
-
-/// A [`TokenCounter`] backed by bpe-openai's process-wide tokenizers.
-///
-/// Counts equal tiktoken's `encode_ordinary(text).len()` (the tests compare the two on
-/// varied, random and whole-vocabulary text). Like tiktoken, a pre-token that is itself
-/// in the vocabulary counts 1 after one hash lookup; any other is counted by bpe's
-/// backtracking encoder without materialising its tokens. The first use of an encoding
-/// in a process loads its tables (≈ 60 ms for o200k in a release build, ≈ 30 ms for
-/// cl100k); later uses are free.
-#[derive(Clone, Copy)]
-pub struct BpeCounter {
-    encoding: Encoding,
-    loaded: &'static Loaded,
-    images: ImageFormula,
-}
-
-/// One encoding's tokenizer and its vocabulary lookup, loaded once per process.
-struct Loaded {
-    tokenizer: &'static bpe_openai::Tokenizer,
-    vocabulary: Vocabulary,
-}
-
-static O200K: LazyLock<Loaded> = LazyLock::new(|| Loaded::new(bpe_openai::o200k_base()));
-static CL100K: LazyLock<Loaded> = LazyLock::new(|| Loaded::new(bpe_openai::cl100k_base()));
-
-impl Loaded {
-    fn new(tokenizer: &'static bpe_openai::Tokenizer) -> Self {
-        Self {
-            tokenizer,
-            vocabulary: Vocabulary::new(&tokenizer.bpe),
-        }
-    }
-}
-
-/// Open-addressing hash set of a vocabulary's token ids, keyed by the token's bytes.
-///
-/// Answers "is this pre-token exactly one token?", which is true for ~90% of the pieces
-/// of ordinary text and code: such a piece counts 1 in tiktoken and in bpe alike (every
-/// token encodes to itself; bpe-openai's build asserts it and a test here checks it), so
-/// the lookup only skips work, never changes a count.
-struct Vocabulary {
-    /// Token id per slot, or [`Vocabulary::EMPTY`]; at most half the slots are used.
-    slots: Box<[u32]>,
-    /// `slots.len() - 1` (the length is a power of two).
-    mask: usize,
-}
-
-impl Vocabulary {
-    const EMPTY: u32 = u32::MAX;
-
-    fn new(bpe: &bpe_openai::byte_pair_encoding::BytePairEncoding) -> Self {
-        let tokens = bpe.num_tokens();
-        let len = (tokens * 2).next_power_of_two();
-        let mut slots = vec![Self::EMPTY; len].into_boxed_slice();
-        let mask = len - 1;
-        for id in (0..tokens).filter_map(|id| u32::try_from(id).ok()) {
-            let mut slot = piece_hash(bpe.token_bytes(id)) & mask;
-            while slots[slot] != Self::EMPTY {
-                slot = (slot + 1) & mask;
-            }
-            slots[slot] = id;
-        }
-        Self { slots, mask }
-    }
-
-    /// True when `piece` is exactly the bytes of one token of `bpe`.
-    fn contains(
-        &self,
-        bpe: &bpe_openai::byte_pair_encoding::BytePairEncoding,
-        piece: &[u8],
-    ) -> bool {
-        let mut slot = piece_hash(piece) & self.mask;
-        loop {
-            match self.slots[slot] {
-                Self::EMPTY => return false,
-                id if bpe.token_bytes(id) == piece => return true,
-                _ => slot = (slot + 1) & self.mask,
-            }
-        }
-    }
-}
-
-/// A fast, non-cryptographic hash of a short byte string (Fx-style, 8 bytes at a time).
-fn piece_hash(bytes: &[u8]) -> usize {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-    let mut hash = bytes.len() as u64;
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(word);
-        hash = (hash.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-    }
-    let rest = words.remainder();
-    if !rest.is_empty() {
-        let mut w = [0u8; 8];
-        w[..rest.len()].copy_from_slice(rest);
-        hash = (hash.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-    }
-    // Fold the well-mixed high bits into the low bits the mask keeps.
-    (hash ^ (hash >> 32)) as usize
-}
-
-impl BpeCounter {
-    /// A counter for `encoding`, loading its tables if this process has not yet.
-    pub fn new(encoding: Encoding) -> Self {
-        let loaded = match encoding {
-            Encoding::O200kBase => &*O200K,
-            Encoding::Cl100kBase => &*CL100K,
-        };
-        Self {
-            encoding,
-            loaded,
-            images: ImageFormula::default(),
-        }
-    }
-
-    /// The same counter, counting images with `formula` (the provider's).
-    pub fn with_image_formula(mut self, formula: ImageFormula) -> Self {
-        self.images = formula;
-        self
-    }
-
-    /// The encoding this counter uses.
-    pub fn encoding(&self) -> Encoding {
-        self.encoding
-    }
-
-    /// Counts `text` on the calling thread: pre-tokenize, then count each piece.
-    ///
-    /// o200k and cl100k do not NFC-normalise, so the text is split as it is.
-    fn count_serial(&self, text: &str) -> usize {
-        let Loaded {
-            tokenizer,
-            vocabulary,
-        } = self.loaded;
-        tokenizer
-            .split(text)
-            .map(|piece| {
-                let piece = piece.as_bytes();
-                if vocabulary.contains(&tokenizer.bpe, piece) {
-                    1
-                } else {
-                    tokenizer.bpe.count(piece)
-                }
-            })
-            .sum()
-    }
-}
-
-impl std::fmt::Debug for BpeCounter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BpeCounter")
-            .field("encoding", &self.encoding)
-            .finish()
-    }
-}
-
-/// Inputs at least this large are counted on two threads (split at a safe boundary).
-pub const PARALLEL_COUNT_MIN_BYTES: usize = 1 << 20;
-
-impl BpeCounter {
-    /// Counts `text`, splitting it in two at a safe boundary and counting the halves on two
-    /// threads when it has at least `min_bytes`.
-    fn count_split(&self, text: &str, min_bytes: usize) -> usize {
-        if text.len() < min_bytes {
-            return self.count_serial(text);
-        }
-        let Some(split) = safe_split(text) else {
-            return self.count_serial(text);
-        };
-        let (head, tail) = text.split_at(split);
-        std::thread::scope(|scope| {
-            let tail_count = scope.spawn(|| self.count_serial(tail));
-            let head_count = self.count_serial(head);
-            match tail_count.join() {
-                Ok(count) => head_count + count,
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        })
-    }
-}
-
-/// A split point near the middle of `text` that no token can straddle: just after a
-/// newline that is followed by an ASCII letter. Both o200k and cl100k pre-tokenize so
-/// that a piece never contains a newline followed by a letter (letter pieces may start
-/// with one non-letter character, but never `\r` or `\n`; whitespace pieces end before a
-/// letter), and BPE merges only within a piece, so the counts of the halves add up
-/// exactly to the count of the whole.
-fn safe_split(text: &str) -> Option<usize> {
-    let bytes = text.as_bytes();
-    let middle = bytes.len() / 2;
-    (middle.max(1)..bytes.len()).find(|&i| bytes[i - 1] == b'\n' && bytes[i].is_ascii_alphabetic())
-}
-
-impl TokenCounter for BpeCounter {
-    fn count(&self, text: &str) -> usize {
-        if text.is_empty() {
-            return 0;
-        }
-        self.count_split(text, PARALLEL_COUNT_MIN_BYTES)
-    }
-
-    fn image_tokens(&self, width: u32, height: u32) -> usize {
-        self.images.tokens(width, height)
-    }
 }
 
 /// Tokens of one message: its parts plus [`MESSAGE_FRAMING_TOKENS`].
@@ -424,6 +228,10 @@ pub struct RequestEstimate {
     /// pith's own count of the request (system + tools + messages + framing), uncalibrated.
     #[serde(default)]
     pub counted: usize,
+    /// True when every figure is an upper bound (texts counted as their bytes, before the
+    /// exact counter was ready), not a count. See [`upper_bound_estimate`].
+    #[serde(default)]
+    pub upper_bound: bool,
 }
 
 /// Estimates the whole request from scratch, without any cache.
@@ -447,6 +255,7 @@ pub fn estimate_request(
         total: REQUEST_FRAMING_TOKENS + system_tokens + tools_tokens + message_tokens,
         anchored_on_reported_usage: false,
         counted: REQUEST_FRAMING_TOKENS + system_tokens + tools_tokens + message_tokens,
+        upper_bound: false,
     }
 }
 
@@ -524,6 +333,9 @@ pub struct RequestEstimator {
     tools: Option<(usize, usize)>,
     anchor: Option<ReportedAnchor>,
     calibration: Calibration,
+    /// Set by [`RequestEstimator::with_upper_bounds_below`]: the largest upper bound the
+    /// estimate may be while the counter is not ready.
+    bound_limit: Option<usize>,
 }
 
 impl std::fmt::Debug for RequestEstimator {
@@ -546,6 +358,7 @@ impl RequestEstimator {
             tools: None,
             anchor: None,
             calibration: Calibration::default(),
+            bound_limit: None,
         }
     }
 
@@ -633,13 +446,19 @@ impl RequestEstimator {
         self.calibration.mark_rewrite();
     }
 
-    /// Estimates a request of `system` + `messages` + `tools`.
+    /// Estimates a request of `system` + `messages` + `tools`: an exact count, or an upper
+    /// bound far below the threshold before the counter is ready (see
+    /// [`RequestEstimator::with_upper_bounds_below`]; [`RequestEstimate::upper_bound`]
+    /// tells which).
     pub fn estimate(
         &mut self,
         system: &str,
         messages: &[Message],
         tools: &[ToolDefinition],
     ) -> RequestEstimate {
+        if let Some(bound) = self.upper_bound_instead(system, messages, tools) {
+            return bound;
+        }
         let counter = Arc::clone(&self.counter);
         let counter = counter.as_ref();
 
@@ -703,6 +522,7 @@ impl RequestEstimator {
             total: anchored.unwrap_or_else(|| scale(local_total)),
             anchored_on_reported_usage: anchored.is_some(),
             counted: local_total,
+            upper_bound: false,
         }
     }
 }
@@ -724,15 +544,6 @@ mod tests {
 
     fn o200k() -> BpeCounter {
         BpeCounter::new(Encoding::O200kBase)
-    }
-
-    #[test]
-    fn hello_world_is_two_tokens_in_both_encodings() {
-        assert_eq!(o200k().count("hello world"), 2);
-        assert_eq!(
-            BpeCounter::new(Encoding::Cl100kBase).count("hello world"),
-            2
-        );
     }
 
     #[test]
@@ -797,316 +608,6 @@ mod tests {
     #[test]
     fn empty_text_is_zero_tokens() {
         assert_eq!(o200k().count(""), 0);
-    }
-
-    #[test]
-    fn special_token_text_is_counted_as_ordinary_text() {
-        // bpe-openai knows no special tokens: `<|endoftext|>` is plain text, as in
-        // tiktoken's encode_ordinary, never the single special token.
-        for encoding in ENCODINGS {
-            let text = "<|endoftext|>";
-            let counted = BpeCounter::new(encoding).count(text);
-            assert!(counted > 1, "{encoding:?}: {counted}");
-            assert_eq!(counted, tiktoken_count(encoding, text), "{encoding:?}");
-            assert_eq!(
-                tiktoken(encoding).encode_with_special_tokens(text).len(),
-                1,
-                "{encoding:?}: the special-token reading, which pith must not use"
-            );
-            let mixed = "done<|endoftext|>next <|fim_prefix|><|im_start|>user\n";
-            assert_eq!(
-                BpeCounter::new(encoding).count(mixed),
-                tiktoken_count(encoding, mixed),
-                "{encoding:?}"
-            );
-        }
-    }
-
-    const ENCODINGS: [Encoding; 2] = [Encoding::O200kBase, Encoding::Cl100kBase];
-
-    /// tiktoken-rs, the reference implementation the counter must agree with.
-    fn tiktoken(encoding: Encoding) -> &'static tiktoken_rs::CoreBPE {
-        match encoding {
-            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
-            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
-        }
-    }
-
-    /// tiktoken's count: the length of the ordinary encoding.
-    fn tiktoken_count(encoding: Encoding, text: &str) -> usize {
-        tiktoken(encoding).encode_ordinary(text).len()
-    }
-
-    /// Texts chosen to exercise every branch of the o200k and cl100k pre-tokenizers and
-    /// the BPE merges behind them.
-    fn varied_texts() -> Vec<String> {
-        let fixed = [
-            "",
-            "hello world",
-            "fn main() {\n    let x: Vec<u8> = vec![1, 2, 3];\n\tprintln!(\"{x:?}\");\n}\n",
-            "def f(a, b=None):\n    return {'k': [a, b]}  # comment\n\n\nclass C:\n\tpass\n",
-            r#"{"name":"read","arguments":{"path":"src/lib.rs","offset":0},"ok":true}"#,
-            "error[E0308]: mismatched types\n  --> src/lib.rs:3:5\n   |\n3  |     x\n   |     ^ expected `u8`",
-            "Ünïcödé façade naïve café — “quoted” ‘single’ … ½ ß ẞ",
-            "Здравствуйте, как дела? Γειά σου κόσμε. مرحبا بالعالم. नमस्ते दुनिया. สวัสดีชาวโลก",
-            "これは日本語のテキストです。中文字符测试，标点符号！한국어 문장입니다.",
-            "emoji: 👍🏽 🚀🔥 family 👨‍👩‍👧‍👦 flags 🇫🇷🇯🇵 keycap 1️⃣ ✔︎",
-            "a    b\t\t\tc   \n\n\n   d  \n \n\t\n",
-            "   leading spaces and trailing spaces   ",
-            " \u{3000}\u{3000}ideographic\u{a0}\u{a0}no-break\u{2009}thin\u{200b}zero-width",
-            "\n\n\n",
-            "   ",
-            "12345678901234567890 3.14159265358979323846 1,000,000 0x7fffffff 1e-10 ١٢٣٤٥",
-            "line one\r\nline two\r\n\r\n  indented\r\n\r\r\n\n\r",
-            "He'S here, they'll go, I'M sure, we'VE, you'D, don't, DON'T, 'll alone, ''s, it’s",
-            "camelCaseIdentifier HTTPServerError XMLHttpRequest snake_case_name SCREAMING_CASE",
-            "!!!???...---///***  a//b  ===\n  <<<>>> ||| && ->  => :: ;; @#$%^&",
-            "e\u{301} a\u{308}\u{304} Z̤̈a̫͛l̢g͛o",
-            "\u{0}\u{1}\u{7}\u{1b}[31mred\u{1b}[0m \u{7f} \u{fffd} \u{feff}bom",
-            "https://example.com/path?q=1&r=two#frag /usr/local/bin/pith ~/.config/pith/x.toml",
-            "<compacted_context>\n<summary>short</summary>\n</compacted_context>",
-        ];
-        let mut texts: Vec<String> = fixed.iter().map(|t| (*t).to_owned()).collect();
-        texts.push("a".repeat(3_000));
-        texts.push("ab".repeat(1_500));
-        texts.push(format!("{}x", " ".repeat(1_000)));
-        texts.push("9".repeat(1_001));
-        texts.push("日本".repeat(700));
-        texts.push("/*".repeat(800));
-        texts.push(fixed.concat().repeat(3));
-        texts
-    }
-
-    #[test]
-    fn counts_and_ids_equal_tiktoken_on_varied_text_in_both_encodings() {
-        for encoding in ENCODINGS {
-            let counter = BpeCounter::new(encoding);
-            for text in varied_texts() {
-                let expected = tiktoken(encoding).encode_ordinary(&text);
-                assert_eq!(
-                    counter.count(&text),
-                    expected.len(),
-                    "{encoding:?} on {text:?}"
-                );
-                assert_eq!(
-                    counter.loaded.tokenizer.count(text.as_str()),
-                    expected.len(),
-                    "{encoding:?}: bpe-openai's own count on {text:?}"
-                );
-                assert_eq!(
-                    counter.loaded.tokenizer.encode(text.as_str()),
-                    expected,
-                    "{encoding:?} token ids on {text:?}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn every_vocabulary_entry_counts_as_tiktoken_does() {
-        // Each token's own text (when it is valid UTF-8), alone and between letters:
-        // catches a token the BPE tables could not reproduce.
-        for encoding in ENCODINGS {
-            let counter = BpeCounter::new(encoding);
-            let Loaded {
-                tokenizer,
-                vocabulary,
-            } = counter.loaded;
-            let bpe = &tokenizer.bpe;
-            for id in 0..bpe.num_tokens() {
-                let Ok(id) = u32::try_from(id) else { break };
-                let bytes = bpe.token_bytes(id);
-                // The shortcut's premise: every token is found and encodes to itself.
-                assert!(vocabulary.contains(bpe, bytes), "{encoding:?}: token {id}");
-                assert_eq!(bpe.count(bytes), 1, "{encoding:?}: token {id} {bytes:?}");
-                let Ok(text) = std::str::from_utf8(bytes) else {
-                    continue;
-                };
-                assert_eq!(
-                    counter.count(text),
-                    tiktoken_count(encoding, text),
-                    "{encoding:?}: token {id} {text:?}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn the_vocabulary_lookup_finds_only_whole_tokens() {
-        for encoding in ENCODINGS {
-            let Loaded {
-                tokenizer,
-                vocabulary,
-            } = BpeCounter::new(encoding).loaded;
-            let bpe = &tokenizer.bpe;
-            assert!(vocabulary.contains(bpe, b" the"));
-            for piece in [
-                "",
-                " thexq",
-                "qzxqzxqzxqzxqzxqzxqzx",
-                "日本語のテキストです",
-            ] {
-                assert!(!vocabulary.contains(bpe, piece.as_bytes()), "{piece:?}");
-                assert!(bpe.count(piece.as_bytes()) != 1, "{piece:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn vendored_corpus_counts_equal_tiktoken() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpus-sample");
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .expect("the vendored corpus sample exists")
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        files.sort();
-        assert!(!files.is_empty());
-        for file in files {
-            let text = std::fs::read_to_string(&file).expect("corpus files are UTF-8");
-            for encoding in ENCODINGS {
-                assert_eq!(
-                    BpeCounter::new(encoding).count(&text),
-                    tiktoken_count(encoding, &text),
-                    "{encoding:?} on {}",
-                    file.display()
-                );
-            }
-        }
-    }
-
-    /// Pieces that sit on the pre-tokenizers' boundaries, for the property tests.
-    const ATOMS: &[&str] = &[
-        "a",
-        "Z",
-        "the",
-        "HTTP",
-        "Server",
-        "é",
-        "e\u{301}",
-        "ß",
-        "日本",
-        "한",
-        "я",
-        "1",
-        "123",
-        "4567",
-        "٣",
-        " ",
-        "  ",
-        "\t",
-        "\n",
-        "\r",
-        "\r\n",
-        "\u{a0}",
-        "\u{3000}",
-        "'",
-        "'s",
-        "'LL",
-        "'ve",
-        "’",
-        ".",
-        ",",
-        "//",
-        "/",
-        "!?",
-        "\\",
-        "{",
-        "}",
-        "_",
-        "-",
-        "<|endoftext|>",
-        "👍🏽",
-        "🇫🇷",
-        "\u{0}",
-        "\u{fffd}",
-        "\u{200b}",
-    ];
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
-
-        #[test]
-        fn arbitrary_strings_count_as_tiktoken_does(text in proptest::prelude::any::<String>()) {
-            for encoding in ENCODINGS {
-                proptest::prop_assert_eq!(
-                    BpeCounter::new(encoding).count(&text),
-                    tiktoken_count(encoding, &text),
-                    "{:?}", encoding
-                );
-            }
-        }
-
-        #[test]
-        fn boundary_pieces_count_as_tiktoken_does(
-            pieces in proptest::collection::vec(proptest::sample::select(ATOMS), 0..80),
-        ) {
-            let text = pieces.concat();
-            for encoding in ENCODINGS {
-                proptest::prop_assert_eq!(
-                    BpeCounter::new(encoding).count(&text),
-                    tiktoken_count(encoding, &text),
-                    "{:?} on {:?}", encoding, text
-                );
-            }
-        }
-
-        #[test]
-        fn concatenated_vocabulary_entries_count_as_tiktoken_does(
-            ids in proptest::collection::vec(proptest::prelude::any::<u32>(), 1..40),
-        ) {
-            // Runs of real tokens stress the merges across token boundaries (the way
-            // bpe's own equivalence tests build their inputs).
-            for encoding in ENCODINGS {
-                let bpe = &BpeCounter::new(encoding).loaded.tokenizer.bpe;
-                let tokens = u32::try_from(bpe.num_tokens()).unwrap_or(u32::MAX);
-                let bytes: Vec<u8> = ids
-                    .iter()
-                    .flat_map(|&id| bpe.token_bytes(id % tokens).to_vec())
-                    .collect();
-                let text = String::from_utf8_lossy(&bytes);
-                proptest::prop_assert_eq!(
-                    BpeCounter::new(encoding).count(&text),
-                    tiktoken_count(encoding, &text),
-                    "{:?} on {:?}", encoding, text
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn encodings_differ_on_non_english_text() {
-        let text = "Здравствуйте, как дела? これは日本語のテキストです。";
-        let o = o200k().count(text);
-        let c = BpeCounter::new(Encoding::Cl100kBase).count(text);
-        assert_ne!(o, c);
-    }
-
-    #[test]
-    fn counting_halves_on_two_threads_gives_exactly_the_whole_count() {
-        let text = "fn main() {\n    println!(\"héllo\");\n}\nerror[E0308]: mismatched types\n  --> src/lib.rs:3:5\n\n\nDone. Ünïcode\r\nnext line's text\n"
-            .repeat(40);
-        for encoding in ENCODINGS {
-            let counter = BpeCounter::new(encoding);
-            let whole = counter.count_serial(&text);
-            assert_eq!(whole, tiktoken_count(encoding, &text), "{encoding:?}");
-            assert!(safe_split(&text).is_some());
-            assert_eq!(counter.count_split(&text, 0), whole, "{encoding:?}");
-        }
-        assert_eq!(safe_split("no newline followed by a letter\n\n  "), None);
-        // Additivity holds at every such boundary, not only the one picked.
-        let sample = "a\nb\n\nc  \nd\r\ne's\n'f\n1\ng:\nh\n";
-        for encoding in ENCODINGS {
-            let counter = BpeCounter::new(encoding);
-            let whole = counter.count_serial(sample);
-            let bytes = sample.as_bytes();
-            for i in 1..bytes.len() {
-                if bytes[i - 1] == b'\n' && bytes[i].is_ascii_alphabetic() {
-                    let (a, b) = sample.split_at(i);
-                    let parts = counter.count_serial(a) + counter.count_serial(b);
-                    assert_eq!(parts, whole, "{encoding:?}: split at {i}");
-                }
-            }
-        }
     }
 
     #[test]

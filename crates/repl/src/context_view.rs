@@ -322,6 +322,7 @@ mod tests {
             total: 1_210,
             anchored_on_reported_usage: false,
             counted: 1_210,
+            upper_bound: false,
         };
         let figures = ContextFigures::new(budget, estimate, &history, &counter);
         assert!(!figures.lines().join("\n").contains("Session ledger"));
@@ -410,6 +411,7 @@ mod tests {
             total: 0,
             anchored_on_reported_usage: false,
             counted: 0,
+            upper_bound: false,
         };
         let figures = ContextFigures::new(budget, estimate, &[message], &counter);
         // Anthropic: 1092 × 1092 / 750 = 1,590 tokens, plus the part's framing.

@@ -1,6 +1,7 @@
 //! The agent end to end: loop overhead per tool turn (the real `AgentLoop` with the Anthropic adapter
-//! against the testkit server at zero latency), peak RSS of a 500-turn `pith run`, and start-up
-//! (`pith --version`, and `pith run` until its first request reaches the server).
+//! against the testkit server at zero latency), peak RSS of a 500-turn `pith run`, and `pith run`
+//! until its first request reaches the server (with and without MCP servers; the start-up
+//! and memory section itself is [`super::startup`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -25,7 +26,7 @@ use super::stats::Spread;
 /// Anthropic rather than OpenAI: the OpenAI adapters of this build panic when they are the
 /// first HTTP client of the process (reqwest is built before the rustls provider is
 /// installed), which the integrator was told about.
-const MODEL: &str = "anthropic/claude-sonnet-4-5";
+pub const MODEL: &str = "anthropic/claude-sonnet-4-5";
 
 /// A trivial read-only tool: returns its `text` argument.
 struct Echo;
@@ -116,7 +117,7 @@ pub fn loop_overhead(tool_turns: usize, runs: usize) -> Result<Spread> {
 }
 
 /// A hermetic `pith` command: its own home, config and sessions, keys for `server`.
-fn pith(binary: &Path, home: &Path, server: Option<&TestServer>) -> Command {
+pub fn pith(binary: &Path, home: &Path, server: Option<&TestServer>) -> Command {
     let mut command = Command::new(binary);
     command
         .env_clear()
@@ -133,7 +134,8 @@ fn pith(binary: &Path, home: &Path, server: Option<&TestServer>) -> Command {
     command
 }
 
-fn sandbox() -> Result<tempfile::TempDir> {
+/// A temporary home for one `pith` command: `work/` (with one file), `config/`, `pith-home/`.
+pub fn sandbox() -> Result<tempfile::TempDir> {
     let dir = tempfile::tempdir().context("creating a temp dir")?;
     for sub in ["work", "config", "pith-home"] {
         std::fs::create_dir_all(dir.path().join(sub))?;
@@ -150,7 +152,7 @@ fn sandbox() -> Result<tempfile::TempDir> {
 /// with `vfork` semantics, and Linux carries the parent's high-water mark into the child's
 /// `maxrss` at `exec`, so that figure was xtask's own memory (corpus, criterion results)
 /// whenever xtask was the larger process.
-fn wait_with_peak_rss(mut child: std::process::Child) -> Result<(i32, u64)> {
+pub fn wait_with_peak_rss(mut child: std::process::Child) -> Result<(i32, u64)> {
     let status_path = format!("/proc/{}/status", child.id());
     let mut peak_kib = 0u64;
     let status = loop {
@@ -222,24 +224,6 @@ pub fn long_run(binary: &Path, tool_turns: usize) -> Result<(f64, f64)> {
         seconds * 1e3 / (tool_turns as f64 + 1.0),
         rss_kib as f64 / 1024.0,
     ))
-}
-
-/// `pith --version` wall time, ms.
-pub fn version_startup(binary: &Path, runs: usize) -> Result<Spread> {
-    let home = sandbox()?;
-    let mut ms = Vec::new();
-    for _ in 0..runs {
-        let start = Instant::now();
-        let out = pith(binary, home.path(), None)
-            .arg("--version")
-            .output()
-            .context("running pith --version")?;
-        ms.push(start.elapsed().as_secs_f64() * 1e3);
-        if !out.status.success() {
-            bail!("pith --version failed");
-        }
-    }
-    Spread::of(&ms).context("no runs")
 }
 
 /// `pith run` from spawn until its first request reaches the testkit server, ms.
@@ -324,7 +308,7 @@ mod tests {
     }
 
     #[test]
-    fn a_child_is_measured_by_its_own_memory_not_the_parents() {
+    fn a_polled_child_is_measured_by_its_own_memory_not_the_parents() {
         // This test process holds 300 MiB; a child spawned from it reports its own peak.
         let ballast = vec![1u8; 300 << 20];
         let child = Command::new("sleep").arg("0.2").spawn().unwrap();

@@ -3,7 +3,10 @@
 //!
 //! - [`tokens`] — pith's counter vs Python tiktoken on the corpus text;
 //! - [`squash`] — squash per family vs a head+tail truncation baseline;
-//! - [`agent`] — loop overhead per tool turn, peak RSS of a 500-turn run, start-up;
+//! - [`agent`] — loop overhead per tool turn, peak RSS of a 500-turn run, start-up with
+//!   MCP servers;
+//! - [`startup`] — start-up and memory of the binary: `--version`, `pith tokens`, the
+//!   first request, a 40-turn session (optionally against a baseline build);
 //! - [`criterion`] — runs and reads the crates' criterion benches (estimate, squash,
 //!   session store, bash sandbox);
 //! - [`sandbox`] — the bash sandbox's cost per command;
@@ -20,6 +23,7 @@ pub mod governor;
 pub mod report;
 pub mod sandbox;
 pub mod squash;
+pub mod startup;
 pub mod stats;
 pub mod tokens;
 
@@ -41,6 +45,8 @@ pub struct BenchOptions {
     pub sessions: Option<PathBuf>,
     /// Where the report goes.
     pub output: PathBuf,
+    /// Another `pith` binary measured alternately with this build in the start-up rows.
+    pub baseline: Option<PathBuf>,
 }
 
 /// Everything measured, for the report.
@@ -60,10 +66,9 @@ pub struct Measurements {
     pub long_run: (f64, f64),
     /// Tool turns of the long run.
     pub long_run_turns: usize,
-    /// `pith --version`, ms.
-    pub version_ms: stats::Spread,
-    /// `pith run` to first request, ms.
-    pub first_request_ms: stats::Spread,
+    /// Start-up and memory of the binary (`--version`, `pith tokens`, the first request,
+    /// a 40-turn session).
+    pub startup: startup::StartupSection,
     /// The same with two stdio MCP servers (the tests' Python server twice), ms.
     pub first_request_mcp_ms: stats::Spread,
     /// The compaction stress suite's rows.
@@ -126,24 +131,31 @@ pub fn run_loop_only(quick: bool) -> Result<()> {
     Ok(())
 }
 
-/// `cargo xtask bench --startup-only`: `pith run` until its first request, without MCP,
-/// with two stdio MCP servers (the tests' Python server twice) and, when `.ci/run` has
-/// installed them, with `mcp-server-time` and `server-everything`. Printed only.
-pub fn run_startup_only(quick: bool) -> Result<()> {
+/// `cargo xtask bench --startup-only`: the start-up and memory section (against
+/// `baseline` too when given), then `pith run` until its first request with two stdio MCP
+/// servers (the tests' Python server twice) and, when `.ci/run` has installed them, with
+/// `mcp-server-time` and `server-everything`. Printed only.
+pub fn run_startup_only(
+    quick: bool,
+    sessions: Option<&Path>,
+    baseline: Option<&Path>,
+) -> Result<()> {
     let (root, target) = workspace_dirs()?;
     let runs = if quick { 5 } else { 15 };
     build_release_pith()?;
     let binary = agent::pith_binary(&target);
+    let (corpus, _) = load_corpus(sessions, &root)?;
+    let section = startup::measure(&binary, baseline, &tokens::documents(&corpus), runs)?;
+    print!("{}", startup::section(&section));
+    for row in startup::target_rows(&section) {
+        println!("{row}");
+    }
     let show = |label: &str, spread: stats::Spread| {
         println!(
             "{label}: median {:.1} ms (min {:.1}, max {:.1}, {runs} runs)",
             spread.median, spread.min, spread.max
         );
     };
-    show(
-        "pith run to first request, no MCP",
-        agent::run_startup(&binary, runs)?,
-    );
     show(
         "pith run to first request, two stdio MCP servers (Python fixture)",
         agent::run_startup_with(&binary, runs, Some(&agent::two_fixture_mcp_servers(&root)))?,
@@ -177,6 +189,20 @@ pub fn run_squash_only(quick: bool, sessions: Option<&Path>) -> Result<()> {
     let rows = squash::measure(&samples, runs, &counter);
     let mut out = String::new();
     report::write_squash(&mut out, &rows, &criterion_results);
+    print!("{out}");
+    Ok(())
+}
+
+/// `--tokens-only`: token counting on the corpus against Python tiktoken, printed as the
+/// report's target row and section; the report is not written.
+pub fn run_tokens_only(quick: bool, sessions: Option<&Path>) -> Result<()> {
+    let (root, _) = workspace_dirs()?;
+    let runs = if quick { 3 } else { 7 };
+    let (sessions, _) = load_corpus(sessions, &root)?;
+    let section = tokens::measure(&tokens::documents(&sessions), runs, &root.join(".cache"))?;
+    let mut out = String::new();
+    report::write_tokens(&mut out, &section);
+    println!("{}", report::token_target_row(&section));
     print!("{out}");
     Ok(())
 }
@@ -238,8 +264,7 @@ pub fn run(options: &BenchOptions) -> Result<()> {
     let binary = agent::pith_binary(&target);
     let long_run_turns = 500;
     let long_run = agent::long_run(&binary, long_run_turns)?;
-    let version_ms = agent::version_startup(&binary, if options.quick { 10 } else { 30 })?;
-    let first_request_ms = agent::run_startup(&binary, runs)?;
+    let startup = startup::measure(&binary, options.baseline.as_deref(), &docs, runs)?;
     let first_request_mcp_ms =
         agent::run_startup_with(&binary, runs, Some(&agent::two_fixture_mcp_servers(&root)))?;
 
@@ -266,8 +291,7 @@ pub fn run(options: &BenchOptions) -> Result<()> {
         loop_ms,
         long_run,
         long_run_turns,
-        version_ms,
-        first_request_ms,
+        startup,
         first_request_mcp_ms,
         simulated_sessions: sessions.len(),
         simulation,

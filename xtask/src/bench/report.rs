@@ -8,6 +8,7 @@ use std::process::Command;
 
 use super::criterion::CriterionResult;
 use super::stats::Spread;
+use super::tokens::TokenSection;
 use super::Measurements;
 use crate::simulate::{markdown_table, PolicyRow};
 
@@ -100,8 +101,8 @@ fn verdict(ok: bool) -> &'static str {
 }
 
 /// Best median throughput among figures whose label contains `needle`.
-fn best_median(m: &Measurements, needle: &str) -> Option<(String, f64)> {
-    m.tokens
+fn best_median(tokens: &TokenSection, needle: &str) -> Option<(String, f64)> {
+    tokens
         .figures
         .iter()
         .filter(|f| f.label.contains(needle))
@@ -111,6 +112,51 @@ fn best_median(m: &Measurements, needle: &str) -> Option<(String, f64)> {
 
 fn policy<'a>(rows: &'a [PolicyRow], window: u64, name: &str) -> Option<&'a PolicyRow> {
     rows.iter().find(|r| r.window == window && r.policy == name)
+}
+
+/// The target row of token counting: pith's one thread against Python's best.
+pub fn token_target_row(tokens: &TokenSection) -> String {
+    let mut out = String::new();
+    let w = &mut out;
+    let pith1 = best_median(tokens, super::tokens::PITH_ONE_THREAD);
+    let python = best_median(tokens, "python");
+    match (&pith1, &python) {
+        (Some((_, p)), Some((label, py))) => {
+            let ratio = p / py;
+            let _ = writeln!(
+                w,
+                "| token count ≥ 1.7× Python tiktoken's best, same counts | {ratio:.2}× ({p:.1} MB/s vs {py:.1} MB/s, {label}); counts identical | {} |",
+                verdict(ratio >= 1.7)
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                w,
+                "| token count ≥ 1.7× Python tiktoken's best | Python not measured: {} | **not measured** |",
+                tokens.python_missing.as_deref().unwrap_or("unknown reason")
+            );
+        }
+    }
+    out.trim_end().to_owned()
+}
+
+/// The token-counting section (also printed alone by `cargo xtask bench --tokens-only`).
+pub fn write_tokens(w: &mut String, tokens: &TokenSection) {
+    let _ = writeln!(w, "\n## Token counting (o200k_base)\n");
+    let _ = writeln!(
+        w,
+        "Input: every message and tool output of the corpus as separate documents ({} documents, {:.1} MB). pith: `BpeCounter` (tables compiled into pith-core). Python: tiktoken {} in a venv under `.cache/py`, BPE files from tiktoken-rs's assets (byte-identical to OpenAI's). The bench fails if any count differs.\n",
+        tokens.documents,
+        tokens.bytes as f64 / 1e6,
+        tokens.python_version.as_deref().unwrap_or("(not run)")
+    );
+    let _ = writeln!(w, "| counter | tokens | MB/s |\n|---|---:|---:|");
+    for f in &tokens.figures {
+        let _ = writeln!(w, "| {} | {} | {} |", f.label, f.tokens, f.mb_per_s.show(1));
+    }
+    if let Some(reason) = &tokens.python_missing {
+        let _ = writeln!(w, "\nPython tiktoken was not measured: {reason}");
+    }
 }
 
 /// Renders the whole file; `previous` is the old file (its hand-written part is kept).
@@ -206,25 +252,7 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
     // Targets.
     let _ = writeln!(w, "## Targets\n");
     let _ = writeln!(w, "| target | measured (median) | |\n|---|---|---|");
-    let pith1 = best_median(m, super::tokens::PITH_ONE_THREAD);
-    let python = best_median(m, "python");
-    match (&pith1, &python) {
-        (Some((_, p)), Some((label, py))) => {
-            let ratio = p / py;
-            let _ = writeln!(
-                w,
-                "| token count ≥ 1.7× Python tiktoken's best, same counts | {ratio:.2}× ({p:.1} MB/s vs {py:.1} MB/s, {label}); counts identical | {} |",
-                verdict(ratio >= 1.7)
-            );
-        }
-        _ => {
-            let _ = writeln!(
-                w,
-                "| token count ≥ 1.7× Python tiktoken's best | Python not measured: {} | **not measured** |",
-                m.tokens.python_missing.as_deref().unwrap_or("unknown reason")
-            );
-        }
-    }
+    let _ = writeln!(w, "{}", token_target_row(&m.tokens));
     if let Some(r) = find(&m.criterion, "estimate_200k_tokens/cached_one_new_message") {
         let ms = r.seconds.median * 1e3;
         let _ = writeln!(
@@ -275,12 +303,17 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
     if let Some(row) = super::sandbox::target_row(&m.criterion) {
         let _ = writeln!(w, "{row}");
     }
-    let _ = writeln!(
-        w,
-        "| `pith --version` < 10 ms | {:.2} ms | {} |",
-        m.version_ms.median,
-        verdict(m.version_ms.median < 10.0)
-    );
+    if let Some(version) = m.startup.row(super::startup::VERSION) {
+        let _ = writeln!(
+            w,
+            "| `pith --version` < 10 ms | {:.2} ms | {} |",
+            version.wall_ms.median,
+            verdict(version.wall_ms.median < 10.0)
+        );
+    }
+    for row in super::startup::target_rows(&m.startup) {
+        let _ = writeln!(w, "{row}");
+    }
     for window in [32_768, 128_000] {
         let (Some(keen), Some(zesdex), Some(tiered)) = (
             policy(&m.simulation, window, "keen"),
@@ -304,22 +337,7 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
         );
     }
 
-    // Token counting.
-    let _ = writeln!(w, "\n## Token counting (o200k_base)\n");
-    let _ = writeln!(
-        w,
-        "Input: every message and tool output of the corpus as separate documents ({} documents, {:.1} MB). pith: `BpeCounter` (bpe-openai). Python: tiktoken {} in a venv under `.cache/py`, BPE files from bpe-openai's data (byte-identical to OpenAI's). The bench fails if any count differs.\n",
-        m.tokens.documents,
-        m.tokens.bytes as f64 / 1e6,
-        m.tokens.python_version.as_deref().unwrap_or("(not run)")
-    );
-    let _ = writeln!(w, "| counter | tokens | MB/s |\n|---|---:|---:|");
-    for f in &m.tokens.figures {
-        let _ = writeln!(w, "| {} | {} | {} |", f.label, f.tokens, f.mb_per_s.show(1));
-    }
-    if let Some(reason) = &m.tokens.python_missing {
-        let _ = writeln!(w, "\nPython tiktoken was not measured: {reason}");
-    }
+    write_tokens(w, &m.tokens);
 
     // Estimate.
     let _ = writeln!(w, "\n## Per-request estimate on a 200k-token history\n");
@@ -397,17 +415,12 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
         "| `pith run`, {}-turn session: peak RSS | {:.1} MiB |",
         m.long_run_turns, m.long_run.1
     );
-    let _ = writeln!(w, "| `pith --version` | {} ms |", m.version_ms.show(2));
     let _ = writeln!(
         w,
-        "| `pith run` until its first request reaches the server | {} ms |",
-        m.first_request_ms.show(1)
-    );
-    let _ = writeln!(
-        w,
-        "| … with two stdio MCP servers (the tests' Python server twice) | {} ms |",
+        "| `pith run` until its first request, with two stdio MCP servers (the tests' Python server twice) | {} ms |",
         m.first_request_mcp_ms.show(1)
     );
+    w.push_str(&super::startup::section(&m.startup));
 
     // The governor.
     let _ = writeln!(
@@ -486,8 +499,15 @@ mod tests {
             loop_ms: vec![(100, spread(loop_ms))],
             long_run: (4.0, 100.0),
             long_run_turns: 500,
-            version_ms: spread(2.0),
-            first_request_ms: spread(150.0),
+            startup: crate::bench::startup::StartupSection {
+                rows: vec![crate::bench::startup::StartupRow {
+                    label: crate::bench::startup::VERSION.to_owned(),
+                    wall_ms: spread(2.0),
+                    rss_mib: Some(spread(6.0)),
+                    baseline: None,
+                }],
+                baseline: None,
+            },
             first_request_mcp_ms: spread(250.0),
             simulation: Vec::new(),
             simulated_sessions: 2,

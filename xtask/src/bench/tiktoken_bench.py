@@ -1,7 +1,7 @@
 """Python tiktoken on the documents pith counted: used by `cargo xtask bench`.
 
 argv: DOCS_JSON RUNS ASSETS_DIR CACHE_DIR. Installs the BPE files of ASSETS_DIR
-(`NAME.tiktoken`, or gzipped `NAME.tiktoken.gz` as bpe-openai ships them) as tiktoken's
+(`NAME.tiktoken` as tiktoken-rs ships them, or gzipped `NAME.tiktoken.gz`) as tiktoken's
 cache (tiktoken would download them otherwise; it checks their hash), then times
 encode_ordinary (loop) and encode_ordinary_batch with 1 and 2 threads on o200k_base.
 Prints one JSON object: {mode: {"count": N, "seconds": [..]}}.

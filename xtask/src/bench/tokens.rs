@@ -1,10 +1,11 @@
 //! Token counting side by side: pith's counter and Python `tiktoken` on the same
 //! documents (every message of the corpus sessions), same counts asserted.
 //!
-//! pith's side is [`BpeCounter`] (bpe-openai). Python runs in a venv under `.cache/py`
-//! (created with pip on first use); tiktoken's BPE files are the ones bpe-openai ships
-//! (`data/*.tiktoken.gz` in the cargo registry, byte-identical to OpenAI's), unpacked into
-//! its cache directory, so nothing is downloaded at run time.
+//! pith's side is [`BpeCounter`] (tables compiled into pith-core). Python runs in a venv
+//! under `.cache/py` (created with pip on first use); tiktoken's BPE files are the ones
+//! tiktoken-rs ships (`assets/*.tiktoken` in the cargo registry, byte-identical to
+//! OpenAI's: tiktoken checks their hash), copied into its cache directory, so nothing is
+//! downloaded at run time.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,7 +18,7 @@ use super::stats::Spread;
 use crate::corpus::CorpusSession;
 
 /// The label of pith's single-thread figure, the one the 1.7× target is read from.
-pub const PITH_ONE_THREAD: &str = "pith BpeCounter (bpe-openai), 1 thread";
+pub const PITH_ONE_THREAD: &str = "pith BpeCounter, 1 thread";
 
 /// One counting mode: tokens counted and throughput over runs.
 #[derive(Debug, Clone)]
@@ -91,7 +92,7 @@ pub fn measure(docs: &[String], runs: usize, cache: &Path) -> Result<TokenSectio
         seconds.push(start.elapsed().as_secs_f64());
     }
     figures.push(figure(
-        "pith BpeCounter (bpe-openai), documents split over 2 threads",
+        "pith BpeCounter, documents split over 2 threads",
         tokens2,
         mb,
         &seconds,
@@ -181,7 +182,7 @@ fn python(docs: &[String], runs: usize, cache: &Path) -> Result<PythonFigures> {
     let script = cache.join("bench/tiktoken_bench.py");
     std::fs::write(&script, include_str!("tiktoken_bench.py"))
         .with_context(|| format!("writing {}", script.display()))?;
-    let assets = bpe_openai_data()?;
+    let assets = tiktoken_rs_assets()?;
     let output = Command::new(&py)
         .arg(&script)
         .arg(&docs_path)
@@ -212,8 +213,8 @@ fn python(docs: &[String], runs: usize, cache: &Path) -> Result<PythonFigures> {
     Ok((figures, version))
 }
 
-/// bpe-openai's `data/` (the gzipped `.tiktoken` vocabularies) in the cargo registry.
-fn bpe_openai_data() -> Result<PathBuf> {
+/// tiktoken-rs's `assets/` (the `.tiktoken` vocabularies) in the cargo registry.
+fn tiktoken_rs_assets() -> Result<PathBuf> {
     let cargo_home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
@@ -226,14 +227,14 @@ fn bpe_openai_data() -> Result<PathBuf> {
         };
         for entry in entries.flatten() {
             let path = entry.path();
-            let is_bpe_openai = path
+            let is_tiktoken_rs = path
                 .file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("bpe-openai-"));
-            if is_bpe_openai && path.join("data/o200k_base.tiktoken.gz").is_file() {
-                return Ok(path.join("data"));
+                .is_some_and(|n| n.starts_with("tiktoken-rs-"));
+            if is_tiktoken_rs && path.join("assets/o200k_base.tiktoken").is_file() {
+                return Ok(path.join("assets"));
             }
         }
     }
-    bail!("bpe-openai's data/ not found under {}", src.display())
+    bail!("tiktoken-rs's assets/ not found under {}", src.display())
 }

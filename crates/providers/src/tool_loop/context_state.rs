@@ -27,6 +27,31 @@ pub(super) struct Sent {
     /// True when the request was fitted to the budget: it is not the history, so a report
     /// for it may calibrate but never anchor.
     pub fitted: bool,
+    /// `Some(n)` when `counted` is only an upper bound (the first request of a process,
+    /// sent before the exact counter was ready; see [`RequestEstimate::upper_bound`]): the
+    /// request was the first `n` messages of the history, counted exactly when its usage
+    /// is weighed, so a byte count never calibrates.
+    pub upper_bound_of: Option<usize>,
+}
+
+impl Sent {
+    /// A request of the history as it was estimated.
+    pub fn history(estimate: &RequestEstimate, messages: usize) -> Self {
+        Self {
+            counted: estimate.counted as u64,
+            fitted: false,
+            upper_bound_of: estimate.upper_bound.then_some(messages),
+        }
+    }
+
+    /// A request of messages pith counted exactly at `counted`.
+    pub fn counted(counted: u64, fitted: bool) -> Self {
+        Self {
+            counted,
+            fitted,
+            upper_bound_of: None,
+        }
+    }
 }
 
 /// The loop's context; see the module docs.
@@ -130,16 +155,18 @@ impl ContextState {
             self.governor.verifying = false;
             return notices;
         };
+        let counted = match sent.upper_bound_of {
+            Some(messages) => {
+                let messages = &self.history[..messages.min(self.history.len())];
+                self.estimator.count_request(system, messages, tools) as u64
+            }
+            None => sent.counted,
+        };
         let evidence = if sent.fitted {
-            self.estimator
-                .observe_usage(usage.input_tokens, sent.counted)
+            self.estimator.observe_usage(usage.input_tokens, counted)
         } else {
-            self.estimator.record_usage(
-                usage.input_tokens,
-                usage.output_tokens,
-                covered,
-                sent.counted,
-            )
+            self.estimator
+                .record_usage(usage.input_tokens, usage.output_tokens, covered, counted)
         };
         match evidence {
             Evidence::Implausible { reported, counted } => {

@@ -145,10 +145,7 @@ impl AgentLoop {
                 (Action::None | Action::Micro, _) => {
                     return Ok(Prepared {
                         request: self.request(Arc::clone(&self.context.history), tools),
-                        sent: Sent {
-                            counted: estimated.counted as u64,
-                            fitted: false,
-                        },
+                        sent: Sent::history(&estimated, self.context.history.len()),
                     })
                 }
             }
@@ -323,20 +320,14 @@ impl AgentLoop {
             )));
             return Prepared {
                 request: self.request(Arc::new(step.replacement), tools),
-                sent: Sent {
-                    counted,
-                    fitted: true,
-                },
+                sent: Sent::counted(counted, true),
             };
         }
         self.context.install(step.replacement.clone());
         sink.emit(LoopEvent::MicroCompaction(step));
         Prepared {
             request: self.request(Arc::clone(&self.context.history), tools),
-            sent: Sent {
-                counted,
-                fitted: false,
-            },
+            sent: Sent::counted(counted, false),
         }
     }
 
