@@ -5,6 +5,7 @@
 //! `bench` and `simulate` re-run themselves in a release build. Further tasks are added by the issues
 //! that deliver them.
 
+mod arch;
 mod bench;
 mod corpus;
 mod crash;
@@ -31,6 +32,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
+    /// Check the workspace against docs/architecture.md: no crate depends on one above
+    /// it, the dependency list matches Cargo.toml, no import circle inside a crate.
+    Arch,
     /// Set up and start the local model (llama.cpp server with SmolLM2-135M) on 127.0.0.1.
     LocalLlm {
         /// Port to listen on.
@@ -209,6 +213,7 @@ fn main() -> Result<()> {
                 baseline,
             })
         }
+        Task::Arch => arch::run(&workspace_root()),
         Task::Crash { trials, seed } => crash::run(trials, seed),
         Task::Eval {
             sessions,
@@ -297,6 +302,12 @@ fn rerun_in_release() -> Result<bool> {
     cargo_args.extend(args.iter().map(String::as_str));
     cargo(&cargo_args)?;
     Ok(true)
+}
+
+/// The workspace's root directory (xtask's parent).
+fn workspace_root() -> PathBuf {
+    let xtask = Path::new(env!("CARGO_MANIFEST_DIR"));
+    xtask.parent().unwrap_or(xtask).to_path_buf()
 }
 
 /// Runs `.ci/run` itself, so the two can never drift apart.
