@@ -7,6 +7,7 @@
 
 mod arch;
 mod bench;
+mod cargo;
 mod corpus;
 mod crash;
 mod demo;
@@ -213,7 +214,7 @@ fn main() -> Result<()> {
                 baseline,
             })
         }
-        Task::Arch => arch::run(&workspace_root()),
+        Task::Arch => arch::run(&cargo::workspace_root()),
         Task::Crash { trials, seed } => crash::run(trials, seed),
         Task::Eval {
             sessions,
@@ -300,14 +301,8 @@ fn rerun_in_release() -> Result<bool> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut cargo_args = vec!["run", "--release", "--quiet", "--package", "xtask", "--"];
     cargo_args.extend(args.iter().map(String::as_str));
-    cargo(&cargo_args)?;
+    cargo::cargo(&cargo_args)?;
     Ok(true)
-}
-
-/// The workspace's root directory (xtask's parent).
-fn workspace_root() -> PathBuf {
-    let xtask = Path::new(env!("CARGO_MANIFEST_DIR"));
-    xtask.parent().unwrap_or(xtask).to_path_buf()
 }
 
 /// Runs `.ci/run` itself, so the two can never drift apart.
@@ -322,23 +317,6 @@ fn ci() -> Result<()> {
         .with_context(|| format!("cannot run {}", script.display()))?;
     if !status.success() {
         bail!("{} failed ({status})", script.display());
-    }
-    Ok(())
-}
-
-fn cargo(args: &[&str]) -> Result<()> {
-    cargo_with_env(args, &[])
-}
-
-fn cargo_with_env(args: &[&str], envs: &[(&str, String)]) -> Result<()> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = Command::new(&cargo)
-        .args(args)
-        .envs(envs.iter().map(|(k, v)| (k, v)))
-        .status()
-        .with_context(|| format!("running {cargo} {}", args.join(" ")))?;
-    if !status.success() {
-        bail!("`cargo {}` failed ({status})", args.join(" "));
     }
     Ok(())
 }
