@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, NoticeSeverity, SessionId, SessionNotification, StopReason,
+    ContentBlock, NoticeSeverity, SessionId, SessionNotification, SessionUpdate, StopReason,
 };
 use pith_agent::{Conversation, LoopError, TurnError, TurnOutcome};
 use pith_core::EventSink;
@@ -142,9 +142,7 @@ impl AcpSession {
             .map(|call| {
                 SessionNotification::new(
                     call.session,
-                    agent_client_protocol::v1::schema::SessionUpdate::ToolCallUpdate(
-                        cancelled_call(&call.id),
-                    ),
+                    SessionUpdate::ToolCallUpdate(cancelled_call(&call.id)),
                 )
             })
             .collect();
@@ -196,8 +194,7 @@ impl AcpSession {
                     budget.auto_threshold,
                     totals.applied
                 );
-                let notices = sink.mapper().notice_updates(NoticeSeverity::Info, text);
-                sink.send_all(notices);
+                answer(sink, &text);
                 Ok(StopReason::EndTurn)
             }
             SlashCommand::Ledger => {
@@ -208,8 +205,7 @@ impl AcpSession {
                     ),
                     None => "The session ledger is empty.".to_owned(),
                 };
-                let notices = sink.mapper().notice_updates(NoticeSeverity::Info, text);
-                sink.send_all(notices);
+                answer(sink, &text);
                 Ok(StopReason::EndTurn)
             }
             SlashCommand::Model { name } => {
@@ -233,12 +229,18 @@ impl AcpSession {
                         }
                     }
                 };
-                let notices = sink.mapper().notice_updates(NoticeSeverity::Info, text);
-                sink.send_all(notices);
+                answer(sink, &text);
                 Ok(StopReason::EndTurn)
             }
         }
     }
+}
+
+/// A command's answer, as the agent's message.
+fn answer<O: Outbox>(sink: &mut SessionSink<O>, text: &str) {
+    let update = SessionUpdate::AgentMessageChunk(crate::updates::chunk(text));
+    let notification = sink.mapper().notification(update);
+    sink.send_all(vec![notification]);
 }
 
 /// A manual compaction's sink: its summary streams as `compaction_summary_chunk`.

@@ -510,7 +510,15 @@ impl EventMapper {
             None => text,
         };
         if self.view.notices {
-            self.push(out, SessionUpdate::Notice(Notice::new(severity, text)));
+            // The first line is the title; the rest (a hook's message, a long reason)
+            // the description.
+            let notice = match text.split_once('\n') {
+                Some((title, rest)) if !rest.trim().is_empty() => {
+                    Notice::new(severity, title).description(rest.trim().to_owned())
+                }
+                _ => Notice::new(severity, text.trim_end()),
+            };
+            self.push(out, SessionUpdate::Notice(notice));
         } else {
             self.push(
                 out,
