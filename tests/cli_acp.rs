@@ -79,6 +79,39 @@ impl Agent {
         }
     }
 
+    /// Like [`Agent::until_response`], answering each request pith sends (a permission
+    /// question) with `answer`'s result.
+    fn until_response_answering(
+        &mut self,
+        id: Value,
+        mut answer: impl FnMut(&Value) -> Value,
+    ) -> Vec<Value> {
+        let mut messages = Vec::new();
+        loop {
+            let message = self.until_next();
+            if message.get("method").is_some() && message.get("id").is_some() {
+                let result = answer(&message);
+                self.send(&json!({"jsonrpc": "2.0", "id": message["id"], "result": result}));
+            }
+            let done = message.get("method").is_none() && message["id"] == id;
+            messages.push(message);
+            if done {
+                return messages;
+            }
+        }
+    }
+
+    /// The next message.
+    fn until_next(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no message in 60 s; seen: {:#?}", self.seen));
+        self.seen.push(line.clone());
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"))
+    }
+
     /// Closes stdin and waits for the exit; the rest of stdout and stderr.
     fn finish(mut self) -> (Option<i32>, Vec<String>, String) {
         drop(self.stdin);
@@ -206,6 +239,125 @@ fn acp_stdout_carries_only_json_rpc_even_with_debug_logs_and_a_printing_command(
     let log = std::fs::read_to_string(sandbox.pith_home().join("logs").join("pith.log"))
         .expect("PITH_LOG=debug writes the log file");
     assert!(!log.is_empty());
+}
+
+#[test]
+fn acp_by_hand_asks_permission_loads_the_session_and_records_a_turn_the_editor_left() {
+    let sandbox = Sandbox::new();
+    let story = "A long answer that streams slowly. ".repeat(60);
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Writing.")
+            .with_tool_call("write", json!({"path": "b.txt", "content": "bee\n"})),
+        Turn::text("Written."),
+        Turn::text(story).with_chunk_delay_ms(100),
+    ]))
+    .unwrap();
+    let start = || {
+        let mut command = sandbox.pith(Some(&server));
+        command.args(["acp", "--model", MODEL]);
+        let mut agent = Agent::start(command);
+        agent.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+        agent.until_response(json!(1));
+        agent
+    };
+    let mut agent = start();
+    let cwd = sandbox.workspace();
+
+    // Bad requests are errors, and the connection goes on.
+    agent.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": "work", "mcpServers": []}}));
+    let relative = agent.until_response(json!(2));
+    assert_eq!(relative.last().unwrap()["error"]["code"], json!(-32602));
+    agent.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": "no-such-session", "prompt": []}}),
+    );
+    let unknown = agent.until_response(json!(3));
+    assert_eq!(unknown.last().unwrap()["error"]["code"], json!(-32002));
+
+    agent.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "session/new",
+        "params": {"cwd": cwd, "mcpServers": []}}));
+    let created = agent.until_response(json!(4));
+    let session = created.last().unwrap()["result"]["sessionId"].clone();
+    assert_eq!(
+        created.last().unwrap()["result"]["modes"]["currentModeId"],
+        json!("ask")
+    );
+
+    // The write asks; the answer "allow for the session" lets it run.
+    let mut asked = Vec::new();
+    agent.send(
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "write b"}]}}),
+    );
+    let turn = agent.until_response_answering(json!(5), |request| {
+        asked.push(request.clone());
+        json!({"outcome": {"outcome": "selected", "optionId": "allow-always"}})
+    });
+    assert_eq!(
+        turn.last().unwrap()["result"]["stopReason"],
+        json!("end_turn")
+    );
+    assert_eq!(asked.len(), 1, "{turn:#?}");
+    assert_eq!(asked[0]["method"], json!("session/request_permission"));
+    assert_eq!(asked[0]["params"]["sessionId"], session);
+    assert!(asked[0]["params"]["toolCall"]["content"]
+        .to_string()
+        .contains("+bee"));
+    assert_eq!(
+        std::fs::read_to_string(sandbox.workspace().join("b.txt")).unwrap(),
+        "bee\n"
+    );
+
+    // The editor leaves while an answer streams: pith stops the turn, records it and
+    // exits.
+    agent.send(
+        &json!({"jsonrpc": "2.0", "id": 6, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go on"}]}}),
+    );
+    loop {
+        let message = agent.until_next();
+        if message["params"]["update"]["sessionUpdate"] == json!("agent_message_chunk") {
+            break;
+        }
+    }
+    let (code, lines, stderr) = agent.finish();
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert_json_rpc(&lines);
+    let records = common::records(&sandbox.only_transcript());
+    let last = records.last().unwrap();
+    assert_eq!(last["kind"], json!("assistant_turn"), "{records:#?}");
+    assert_eq!(last["interrupted"], json!(true), "{last:#}");
+
+    // A second process loads the session: the transcript as updates, then the answer.
+    let mut agent = start();
+    agent.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "session/load",
+        "params": {"sessionId": session, "cwd": cwd, "mcpServers": []}}));
+    let loaded = agent.until_response(json!(7));
+    assert!(
+        loaded.last().unwrap().get("result").is_some(),
+        "{loaded:#?}"
+    );
+    let replayed = updates(&loaded);
+    let kinds: Vec<&str> = replayed
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds[..5],
+        [
+            "user_message_chunk",
+            "agent_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk"
+        ],
+        "{replayed:#?}"
+    );
+    assert_eq!(replayed[0]["content"]["text"], json!("write b"));
+    let (code, _, stderr) = agent.finish();
+    assert_eq!(code, Some(0), "stderr: {stderr}");
 }
 
 /// The script of the SDK-driven session (tests/acp/client.mjs), in request order.

@@ -23,6 +23,9 @@ use crate::running::RunningCalls;
 use crate::session::{figures, AcpSession};
 use crate::updates::{ClientView, EventMapper};
 
+/// How long the turns still running when the editor closes the connection get to end.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What every session of the connection starts from.
 #[derive(Clone)]
 pub struct AgentOptions {
@@ -38,9 +41,31 @@ struct State {
     options: AgentOptions,
     view: Mutex<ClientView>,
     sessions: Mutex<HashMap<SessionId, Arc<AcpSession>>>,
+    /// The work started by requests (opening sessions, turns), awaited when the
+    /// connection closes so that every turn ends and is recorded.
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl State {
+    /// Runs `work` on the runtime, outside the connection's dispatch loop (a turn, or
+    /// opening a conversation, which may block on a server's window probe).
+    fn spawn(
+        &self,
+        work: impl std::future::Future<Output = Result<(), agent_client_protocol::Error>>
+            + Send
+            + 'static,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let handle = tokio::spawn(async move {
+            if let Err(error) = work.await {
+                tracing::debug!(%error, "an answer was not sent (connection closing)");
+            }
+        });
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        tasks.retain(|task| !task.is_finished());
+        tasks.push(handle);
+        Ok(())
+    }
+
     fn session(&self, id: &SessionId) -> Result<Arc<AcpSession>, agent_client_protocol::Error> {
         self.sessions
             .lock()
@@ -67,6 +92,7 @@ pub async fn serve(
         options,
         view: Mutex::new(ClientView::default()),
         sessions: Mutex::new(HashMap::new()),
+        tasks: Mutex::new(Vec::new()),
     });
     let (s1, s2, s3, s4, s5, s6, s7) = (
         state.clone(),
@@ -90,7 +116,7 @@ pub async fn serve(
         .on_receive_request(
             async move |request: NewSessionRequest, responder, cx: ConnectionTo<Client>| {
                 let state = s2.clone();
-                cx.clone().spawn(async move {
+                s2.spawn(async move {
                     let opened = open(
                         &state,
                         &cx,
@@ -115,7 +141,7 @@ pub async fn serve(
         .on_receive_request(
             async move |request: LoadSessionRequest, responder, cx: ConnectionTo<Client>| {
                 let state = s3.clone();
-                cx.clone().spawn(async move {
+                s3.spawn(async move {
                     let choice = SessionChoice::Resume(request.session_id.0.to_string());
                     match open(&state, &cx, request.cwd, choice, &request.mcp_servers) {
                         Ok((session, notices)) => {
@@ -138,7 +164,7 @@ pub async fn serve(
                     Ok(session) => session,
                     Err(error) => return responder.respond_with_error(error),
                 };
-                cx.clone().spawn(async move {
+                s4.spawn(async move {
                     match session.prompt(&request.prompt, cx).await {
                         Ok(reason) => responder.respond(PromptResponse::new(reason)),
                         Err(error) => responder.respond_with_error(
@@ -193,6 +219,8 @@ pub async fn serve(
         )
         .connect_to(transport)
         .await;
+    // The editor is gone: stop every turn, and let each end (and be recorded) before
+    // the process exits.
     let sessions: Vec<Arc<AcpSession>> = state
         .sessions
         .lock()
@@ -200,8 +228,16 @@ pub async fn serve(
         .drain()
         .map(|(_, session)| session)
         .collect();
-    for session in sessions {
+    for session in &sessions {
         session.cancel();
+    }
+    let tasks = std::mem::take(&mut *state.tasks.lock().unwrap_or_else(PoisonError::into_inner));
+    let ended = tokio::time::timeout(CLOSE_GRACE, futures::future::join_all(tasks)).await;
+    if ended.is_err() {
+        tracing::warn!("turns still running {CLOSE_GRACE:?} after the editor left");
+    }
+    for session in sessions {
+        session.close();
     }
     served
 }

@@ -72,6 +72,15 @@ impl AcpSession {
         }
     }
 
+    /// Closes the conversation (a session never prompted is removed, as in the REPL),
+    /// once nothing else holds the session; otherwise it is dropped as it is.
+    pub fn close(self: Arc<Self>) {
+        match Arc::try_unwrap(self) {
+            Ok(session) => session.conversation.into_inner().close(),
+            Err(_) => tracing::warn!("a session was still in use when the connection closed"),
+        }
+    }
+
     /// `_pith/cancel_compaction`: cancels only the running compaction.
     pub fn cancel_compaction(&self) -> bool {
         self.compaction.cancel()
