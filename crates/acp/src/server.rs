@@ -20,7 +20,7 @@ use pith_agent::{Conversation, Env, Frontend, Overrides, SessionChoice};
 use crate::approver::AcpApprover;
 use crate::ext::{CancelCompactionRequest, CancelCompactionResponse};
 use crate::running::RunningCalls;
-use crate::session::{figures, AcpSession};
+use crate::session::{figures, AcpSession, PromptError};
 use crate::updates::{ClientView, EventMapper};
 
 /// How long the turns still running when the editor closes the connection get to end.
@@ -167,9 +167,18 @@ pub async fn serve(
                 s4.spawn(async move {
                     match session.prompt(&request.prompt, cx).await {
                         Ok(reason) => responder.respond(PromptResponse::new(reason)),
-                        Err(error) => responder.respond_with_error(
-                            agent_client_protocol::Error::internal_error().data(error.to_string()),
-                        ),
+                        Err(error) => {
+                            tracing::warn!(%error, "a prompt failed");
+                            let answer = match error {
+                                PromptError::Busy => {
+                                    agent_client_protocol::Error::invalid_request()
+                                }
+                                PromptError::Failed(_) => {
+                                    agent_client_protocol::Error::internal_error()
+                                }
+                            };
+                            responder.respond_with_error(answer.data(error.to_string()))
+                        }
                     }
                 })
             },
@@ -331,6 +340,7 @@ fn open(
     }
     let session = Arc::new(AcpSession::new(conversation, mapper));
     let _ = id_cell.set(session.id.clone());
+    tracing::info!(session = %session.id.0, resumed = resuming, "ACP session open");
     for notification in replayed {
         let _ = cx.send_notification(notification);
     }
