@@ -360,6 +360,114 @@ fn acp_by_hand_asks_permission_loads_the_session_and_records_a_turn_the_editor_l
     assert_eq!(code, Some(0), "stderr: {stderr}");
 }
 
+#[test]
+fn acp_by_hand_modes_gate_tools_and_slash_commands_run() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(Script::anthropic([
+        // In read-only mode the write is refused without a question.
+        Turn::text("Trying.").with_tool_call("write", json!({"path": "c.txt", "content": "c\n"})),
+        Turn::text("Refused, as the mode says."),
+        // In full mode it runs without one.
+        Turn::text("Again.").with_tool_call("write", json!({"path": "c.txt", "content": "c\n"})),
+        Turn::text("Written."),
+        // `/compact keep the file name`: the visible summary request.
+        Turn::text(SUMMARY),
+    ]))
+    .unwrap();
+    let mut command = sandbox.pith(Some(&server));
+    command.args(["acp", "--model", MODEL]);
+    let mut agent = Agent::start(command);
+    agent.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1,
+            "clientCapabilities": {"session": {"compaction": {}, "notices": {}}}}}));
+    agent.until_response(json!(1));
+    agent.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": sandbox.workspace(), "mcpServers": []}}));
+    let created = agent.until_response(json!(2));
+    let session = created.last().unwrap()["result"]["sessionId"].clone();
+    let mut id = 10;
+    let mut request = |agent: &mut Agent, method: &str, params: Value| {
+        id += 1;
+        agent.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        agent.until_response_answering(json!(id), |question| {
+            panic!("no question expected in these modes: {question}")
+        })
+    };
+    let prompt =
+        |text: &str| json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
+
+    let set = request(
+        &mut agent,
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "read-only"}),
+    );
+    assert!(set.last().unwrap().get("result").is_some(), "{set:#?}");
+    let refused = request(&mut agent, "session/prompt", prompt("write c"));
+    let ends: Vec<&Value> = updates(&refused)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] == json!("tool_call_update"))
+        .collect();
+    assert_eq!(ends[0]["status"], json!("failed"), "{refused:#?}");
+    assert!(!sandbox.workspace().join("c.txt").exists());
+
+    request(
+        &mut agent,
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "full"}),
+    );
+    let written = request(&mut agent, "session/prompt", prompt("write c again"));
+    assert_eq!(
+        written.last().unwrap()["result"]["stopReason"],
+        json!("end_turn")
+    );
+    assert_eq!(
+        std::fs::read_to_string(sandbox.workspace().join("c.txt")).unwrap(),
+        "c\n"
+    );
+
+    // `/compact` streams its summary and shows the figures; `/model` and `/context`
+    // answer as the agent, with no model request.
+    let compacted = request(
+        &mut agent,
+        "session/prompt",
+        prompt("/compact keep the file name"),
+    );
+    let shown = updates(&compacted);
+    let compaction: Vec<&&Value> = shown
+        .iter()
+        .filter(|u| u["sessionUpdate"] == json!("compaction_update"))
+        .collect();
+    assert_eq!(compaction.len(), 2, "{shown:#?}");
+    assert_eq!(compaction[0]["status"], json!("in_progress"));
+    assert_eq!(compaction[0]["_meta"]["pith"]["trigger"], json!("manual"));
+    assert_eq!(compaction[1]["status"], json!("completed"));
+    let summary: String = shown
+        .iter()
+        .filter(|u| u["sessionUpdate"] == json!("compaction_summary_chunk"))
+        .map(|u| u["content"]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(summary, SUMMARY);
+    let requests = server.request_count();
+    let model = request(&mut agent, "session/prompt", prompt("/model"));
+    assert!(updates(&model)[0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .contains(MODEL));
+    let context = request(&mut agent, "session/prompt", prompt("/context"));
+    assert!(updates(&context)[0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("of 200000 tokens"));
+    assert_eq!(
+        server.request_count(),
+        requests,
+        "commands send nothing to the model"
+    );
+    let (code, lines, stderr) = agent.finish();
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert_json_rpc(&lines);
+}
+
 /// The script of the SDK-driven session (tests/acp/client.mjs), in request order.
 fn whole_session_script() -> Script {
     let story = "Once upon a time there was a context window. ".repeat(40);
