@@ -185,6 +185,7 @@ fn acp_stdout_carries_only_json_rpc_even_with_debug_logs_and_a_printing_command(
         json!(true)
     );
     assert_eq!(capabilities["promptCapabilities"]["audio"], json!(false));
+    assert!(capabilities["sessionCapabilities"]["list"].is_object());
 
     // A line that is not JSON gets a parse error; the connection goes on.
     agent.send_raw("{this is not json");
@@ -356,6 +357,24 @@ fn acp_by_hand_asks_permission_loads_the_session_and_records_a_turn_the_editor_l
         "{replayed:#?}"
     );
     assert_eq!(replayed[0]["content"]["text"], json!("write b"));
+
+    // session/list names it, with its project.
+    agent.send(&json!({"jsonrpc": "2.0", "id": 8, "method": "session/list",
+        "params": {"cwd": cwd}}));
+    let listed = agent.until_response(json!(8));
+    let sessions = listed.last().unwrap()["result"]["sessions"].clone();
+    let ours: Vec<&Value> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["sessionId"] == session)
+        .collect();
+    assert_eq!(ours.len(), 1, "{sessions:#}");
+    assert_eq!(ours[0]["cwd"], json!(std::fs::canonicalize(&cwd).unwrap()));
+    assert!(
+        ours[0]["title"].as_str().unwrap().contains(MODEL),
+        "{ours:?}"
+    );
     let (code, _, stderr) = agent.finish();
     assert_eq!(code, Some(0), "stderr: {stderr}");
 }
@@ -699,6 +718,15 @@ fn a_real_acp_client_drives_a_whole_session() {
         "{users}"
     );
     assert!(of_kind(&replayed, "tool_call").len() >= 3);
+    let listed = result_of(&load, "session/list");
+    assert!(
+        listed["value"]["sessions"].to_string().contains(
+            report["phases"]["new"][0]["value"]["sessionId"]
+                .as_str()
+                .unwrap()
+        ),
+        "{listed:#}"
+    );
     let replayed_compaction = of_kind(&replayed, "compaction_update");
     assert_eq!(replayed_compaction[0]["status"], json!("completed"));
     assert_eq!(

@@ -188,6 +188,7 @@ await connection(async (ctx) => {
   await attempt("session/load", () =>
     ctx.request("session/load", { sessionId, cwd, mcpServers: [] }),
   );
+  await attempt("session/list", () => ctx.request("session/list", { cwd }));
 });
 
 process.stdout.write(JSON.stringify(report) + "\n");

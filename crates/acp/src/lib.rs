@@ -12,6 +12,7 @@ pub mod replay;
 pub mod running;
 pub mod server;
 pub mod session;
+pub mod sessions;
 pub mod sink;
 pub mod stdio;
 pub mod tool_calls;

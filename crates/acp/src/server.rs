@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommandsUpdate, CancelNotification, Implementation,
-    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpServer,
-    NewSessionRequest, NewSessionResponse, NoticeSeverity, PromptCapabilities, PromptRequest,
-    PromptResponse, SessionId, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, LoadSessionRequest,
+    LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, NoticeSeverity,
+    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities, SessionId,
+    SessionListCapabilities, SessionNotification, SessionUpdate, SetSessionModeRequest,
     SetSessionModeResponse,
 };
 use agent_client_protocol::v1::ConnectionTo;
@@ -94,7 +95,8 @@ pub async fn serve(
         sessions: Mutex::new(HashMap::new()),
         tasks: Mutex::new(Vec::new()),
     });
-    let (s1, s2, s3, s4, s5, s6, s7) = (
+    let (s1, s2, s3, s4, s5, s6, s7, s8) = (
+        state.clone(),
         state.clone(),
         state.clone(),
         state.clone(),
@@ -226,6 +228,13 @@ pub async fn serve(
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder, _cx| {
+                responder
+                    .respond_with_result(crate::sessions::list(&request, s8.options.env.as_ref()))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .connect_to(transport)
         .await;
     // The editor is gone: stop every turn, and let each end (and be recorded) before
@@ -272,6 +281,9 @@ pub fn initialize(request: &InitializeRequest) -> InitializeResponse {
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(true)
+                .session_capabilities(
+                    SessionCapabilities::new().list(SessionListCapabilities::new()),
+                )
                 .prompt_capabilities(
                     PromptCapabilities::new()
                         .image(true)
