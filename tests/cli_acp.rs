@@ -578,6 +578,19 @@ fn a_real_acp_client_drives_a_whole_session() {
         .collect();
     assert_json_rpc(&lines);
     assert_eq!(report["exits"], json!([0, 0]), "stderr: {stderr}");
+    // The protocol's own schema (the SDK's) accepts every message pith sent.
+    assert_eq!(
+        report["schema"]["errors"],
+        json!([]),
+        "{:#}",
+        report["schema"]
+    );
+    let checked = report["schema"]["checked"].as_u64().unwrap();
+    assert!(
+        checked as usize + 2 >= lines.len(),
+        "{checked} of {} messages checked",
+        lines.len()
+    );
 
     let initialize = result_of(&phase("initialize"), "initialize");
     assert_eq!(initialize["kind"], json!("ok"));

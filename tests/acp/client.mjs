@@ -3,7 +3,10 @@
 // the editor: it answers permission questions, cancels, loads the session in a second
 // connection, and sends a malformed line. It prints one JSON report on stdout: every
 // line pith wrote to its stdout, and per phase the updates, questions and answers seen.
-// The Rust test judges the report.
+// Every message pith sends is also checked against the protocol's schema as the SDK
+// publishes it (its zod schemas, generated from schema.json): notifications and requests
+// by method, responses by the method of the request they answer, errors as JSON-RPC
+// errors. The Rust test judges the report.
 //
 // Environment: PITH_TEST_ACP_SDK (the SDK's package directory), PITH_BIN, PITH_ACP_CWD,
 // PITH_ACP_MODEL; everything else (keys, base URLs, PITH_HOME) is passed on to pith.
@@ -13,8 +16,55 @@ import { pathToFileURL } from "node:url";
 
 const sdkDir = process.env.PITH_TEST_ACP_SDK;
 const sdk = await import(pathToFileURL(`${sdkDir}/dist/v1/stable/acp.js`).href);
+const zod = await import(pathToFileURL(`${sdkDir}/dist/v1/schema/zod.gen.js`).href);
 const cwd = process.env.PITH_ACP_CWD;
-const report = { stdout: [], uncorrelated: [], phases: {}, exits: [] };
+const report = { stdout: [], uncorrelated: [], phases: {}, exits: [], schema: { checked: 0, errors: [] } };
+
+/// The schema of the result of each request the client sends (extension methods have
+/// none in the protocol's schema).
+const resultSchemas = {
+  initialize: zod.zInitializeResponse,
+  "session/new": zod.zNewSessionResponse,
+  "session/load": zod.zLoadSessionResponse,
+  "session/list": zod.zListSessionsResponse,
+  "session/set_mode": zod.zSetSessionModeResponse,
+  "session/prompt": zod.zPromptResponse,
+};
+const messageSchemas = {
+  "session/update": zod.zSessionNotification,
+  "session/request_permission": zod.zRequestPermissionRequest,
+};
+
+/// Checks one message pith sent; `sent` maps the client's request ids to methods.
+function checkSchema(message, sent) {
+  let schema = null;
+  let value = null;
+  if (typeof message.method === "string") {
+    schema = messageSchemas[message.method];
+    value = message.params;
+    if (!schema) {
+      report.schema.errors.push({ unknownMethod: message.method });
+      return;
+    }
+  } else if (message.error !== undefined) {
+    schema = zod.zError;
+    value = message.error;
+  } else {
+    const method = sent.get(message.id);
+    if (method && method.startsWith("_")) return;
+    schema = resultSchemas[method];
+    value = message.result;
+    if (!schema) {
+      report.schema.errors.push({ unknownResponse: message.id, method });
+      return;
+    }
+  }
+  const checked = schema.safeParse(value);
+  report.schema.checked += 1;
+  if (!checked.success) {
+    report.schema.errors.push({ message, issues: checked.error.issues });
+  }
+}
 
 let phase = "setup";
 let onUpdate = () => {};
@@ -33,6 +83,7 @@ async function connection(op) {
   const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
   let buffered = "";
   let open = true;
+  const sent = new Map();
   const input = new ReadableStream({
     start(controller) {
       child.stdout.on("data", (data) => {
@@ -50,6 +101,7 @@ async function connection(op) {
           }
           // An error answering no request (a line that was not JSON) has `id: null`; it
           // belongs to no call of the SDK, so it is recorded here instead.
+          if (message) checkSchema(message, sent);
           if (message && message.id === null) {
             report.uncorrelated.push(message);
             continue;
@@ -68,6 +120,16 @@ async function connection(op) {
   });
   const output = new WritableStream({
     write(chunk) {
+      for (const line of new TextDecoder().decode(chunk).split("\n")) {
+        try {
+          const message = JSON.parse(line);
+          if (message.method !== undefined && message.id !== undefined) {
+            sent.set(message.id, message.method);
+          }
+        } catch {
+          // Not a whole message: nothing to note.
+        }
+      }
       return new Promise((resolve, reject) =>
         child.stdin.write(chunk, (error) => (error ? reject(error) : resolve())),
       );
