@@ -153,7 +153,7 @@ fn updates(messages: &[Value]) -> Vec<&Value> {
 }
 
 #[test]
-fn acp_stdout_carries_only_json_rpc_even_with_debug_logs_and_a_printing_command() {
+fn acp_stdout_carries_only_json_rpc_even_with_debug_logs_printing_hooks_and_a_printing_command() {
     let sandbox = Sandbox::new();
     let server = TestServer::start(Script::anthropic([
         Turn::text("Running it.").with_tool_call(
@@ -162,6 +162,15 @@ fn acp_stdout_carries_only_json_rpc_even_with_debug_logs_and_a_printing_command(
         ),
         Turn::text("Done."),
     ]))
+    .unwrap();
+    // Hooks that print on both streams.
+    let config = sandbox.root.path().join("config").join("pith");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        "[[hooks.SessionStart]]\ncommand = \"echo stray-session-hook; echo stray-hook-stderr >&2\"\n\
+         [[hooks.UserPromptSubmit]]\ncommand = \"echo stray-prompt-hook\"\n",
+    )
     .unwrap();
     let mut command = sandbox.pith(Some(&server));
     command.env("PITH_LOG", "debug").args([
@@ -233,6 +242,15 @@ fn acp_stdout_carries_only_json_rpc_even_with_debug_logs_and_a_printing_command(
     let (code, lines, stderr) = agent.finish();
     assert_eq!(code, Some(0), "stderr: {stderr}");
     assert_json_rpc(&lines);
+    let hook_runs = server
+        .requests()
+        .iter()
+        .filter(|r| r.body.to_string().contains("stray-prompt-hook"))
+        .count();
+    assert!(
+        hook_runs > 0,
+        "the prompt hook ran and its output went to the model"
+    );
     assert!(
         !lines.iter().any(|l| l.starts_with("stray") || l == "done"),
         "a command's output reached the protocol stream: {lines:#?}"
@@ -362,6 +380,17 @@ fn acp_by_hand_asks_permission_loads_the_session_and_records_a_turn_the_editor_l
     agent.send(&json!({"jsonrpc": "2.0", "id": 8, "method": "session/list",
         "params": {"cwd": cwd}}));
     let listed = agent.until_response(json!(8));
+    // After the load's response: where the loaded context stands, and the commands.
+    let after = updates(&listed);
+    let usage = after
+        .iter()
+        .find(|u| u["sessionUpdate"] == json!("usage_update"))
+        .expect("a usage_update after the load");
+    assert_eq!(usage["size"], json!(200_000));
+    assert!(usage["used"].as_u64().unwrap() > 0, "{usage}");
+    assert!(after
+        .iter()
+        .any(|u| u["sessionUpdate"] == json!("available_commands_update")));
     let sessions = listed.last().unwrap()["result"]["sessions"].clone();
     let ours: Vec<&Value> = sessions
         .as_array()

@@ -127,11 +127,11 @@ pub async fn serve(
                         &request.mcp_servers,
                     );
                     match opened {
-                        Ok((session, notices)) => {
-                            let response = NewSessionResponse::new(session.id.clone())
-                                .modes(crate::modes::state(session.approval()));
+                        Ok(opened) => {
+                            let response = NewSessionResponse::new(opened.session.id.clone())
+                                .modes(crate::modes::state(opened.session.approval()));
                             responder.respond(response)?;
-                            after_open(&cx, &session, notices);
+                            after_open(&cx, opened);
                             Ok(())
                         }
                         Err(error) => responder.respond_with_error(error),
@@ -146,12 +146,12 @@ pub async fn serve(
                 s3.spawn(async move {
                     let choice = SessionChoice::Resume(request.session_id.0.to_string());
                     match open(&state, &cx, request.cwd, choice, &request.mcp_servers) {
-                        Ok((session, notices)) => {
+                        Ok(opened) => {
                             responder.respond(
                                 LoadSessionResponse::new()
-                                    .modes(crate::modes::state(session.approval())),
+                                    .modes(crate::modes::state(opened.session.approval())),
                             )?;
-                            after_open(&cx, &session, notices);
+                            after_open(&cx, opened);
                             Ok(())
                         }
                         Err(error) => responder.respond_with_error(error),
@@ -302,7 +302,7 @@ fn open(
     cwd: PathBuf,
     session: SessionChoice,
     mcp_servers: &[McpServer],
-) -> Result<(Arc<AcpSession>, Vec<String>), agent_client_protocol::Error> {
+) -> Result<Opened, agent_client_protocol::Error> {
     if !cwd.is_absolute() {
         return Err(agent_client_protocol::Error::invalid_params().data(format!(
             "cwd must be an absolute path, not `{}`",
@@ -330,7 +330,7 @@ fn open(
         }
         error => agent_client_protocol::Error::internal_error().data(error.to_string()),
     })?;
-    let conversation = opened.value;
+    let mut conversation = opened.value;
     let mut notices = opened.notices;
     if !mcp_servers.is_empty() {
         notices.push(format!(
@@ -350,6 +350,10 @@ fn open(
     if let Some(records) = &opened.resumed {
         replayed = crate::replay::replay(records, &mut mapper, view);
     }
+    // Where the context stands before the first prompt (a loaded session's history,
+    // a new one's system prompt and tools), with the cost so far.
+    let used = conversation.estimate().total as u64;
+    let usage = mapper.notification(SessionUpdate::UsageUpdate(mapper.usage_update(used)));
     let session = Arc::new(AcpSession::new(conversation, mapper));
     let _ = id_cell.set(session.id.clone());
     tracing::info!(session = %session.id.0, resumed = resuming, "ACP session open");
@@ -361,12 +365,31 @@ fn open(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .insert(session.id.clone(), session.clone());
-    Ok((session, notices))
+    Ok(Opened {
+        session,
+        notices,
+        usage,
+    })
 }
 
-/// After a session's response: its notices and the commands it offers.
-fn after_open(cx: &ConnectionTo<Client>, session: &AcpSession, notices: Vec<String>) {
-    let mut out: Vec<SessionNotification> = Vec::new();
+/// A session just opened, with what the editor gets after the response.
+struct Opened {
+    session: Arc<AcpSession>,
+    /// Warnings and notes of opening it.
+    notices: Vec<String>,
+    /// Where its context stands.
+    usage: SessionNotification,
+}
+
+/// After a session's response: its notices, where its context stands, and the commands
+/// it offers.
+fn after_open(cx: &ConnectionTo<Client>, opened: Opened) {
+    let Opened {
+        session,
+        notices,
+        usage,
+    } = opened;
+    let mut out: Vec<SessionNotification> = vec![usage];
     for notice in notices {
         out.extend(
             session
