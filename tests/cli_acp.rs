@@ -10,7 +10,7 @@ use std::sync::mpsc::{channel, Receiver};
 use std::time::Duration;
 
 use common::Sandbox;
-use pith_testkit::{Script, TestServer, Turn};
+use pith_testkit::{Fault, Script, TestServer, Turn};
 use serde_json::{json, Value};
 
 const MODEL: &str = "anthropic/claude-sonnet-4-5"; // 200k window: auto threshold 171,000
@@ -511,6 +511,55 @@ fn acp_by_hand_modes_gate_tools_and_slash_commands_run() {
         requests,
         "commands send nothing to the model"
     );
+    let (code, lines, stderr) = agent.finish();
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert_json_rpc(&lines);
+}
+
+#[test]
+fn acp_by_hand_a_provider_refusal_is_a_json_rpc_error_and_the_session_goes_on() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(Script::anthropic([
+        Turn::fault(Fault::ContextLength),
+        Turn::fault(Fault::ContextLength),
+        Turn::text("Fine now."),
+    ]))
+    .unwrap();
+    let mut command = sandbox.pith(Some(&server));
+    command.args(["acp", "--model", MODEL]);
+    let mut agent = Agent::start(command);
+    agent.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+    agent.until_response(json!(1));
+    agent.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": sandbox.workspace(), "mcpServers": []}}));
+    let created = agent.until_response(json!(2));
+    let session = created.last().unwrap()["result"]["sessionId"].clone();
+    let prompt = |id: u64, text: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}})
+    };
+    agent.send(&prompt(3, "hello"));
+    let failed = agent.until_response(json!(3));
+    let error = &failed.last().unwrap()["error"];
+    assert_eq!(error["code"], json!(-32603), "{failed:#?}");
+    assert!(
+        error["data"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("context"),
+        "the reason is in the error: {error}"
+    );
+    // The refusal, and the one more try after recalibrating.
+    assert_eq!(server.request_count(), 2);
+    agent.send(&prompt(4, "again"));
+    let answer = agent.until_response(json!(4));
+    assert_eq!(
+        answer.last().unwrap()["result"]["stopReason"],
+        json!("end_turn"),
+        "{answer:#?}"
+    );
+    assert_eq!(server.request_count(), 3);
     let (code, lines, stderr) = agent.finish();
     assert_eq!(code, Some(0), "stderr: {stderr}");
     assert_json_rpc(&lines);
