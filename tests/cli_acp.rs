@@ -420,6 +420,10 @@ fn acp_by_hand_modes_gate_tools_and_slash_commands_run() {
         Turn::text("Written."),
         // `/compact keep the file name`: the visible summary request.
         Turn::text(SUMMARY),
+        // After `/model`, the mode is still full: the write runs without a question.
+        Turn::text("Once more.")
+            .with_tool_call("write", json!({"path": "d.txt", "content": "d\n"})),
+        Turn::text("Done on the new model."),
     ]))
     .unwrap();
     let mut command = sandbox.pith(Some(&server));
@@ -511,6 +515,30 @@ fn acp_by_hand_modes_gate_tools_and_slash_commands_run() {
         requests,
         "commands send nothing to the model"
     );
+    let switched = request(
+        &mut agent,
+        "session/prompt",
+        prompt("/model anthropic/claude-haiku-4-5"),
+    );
+    assert!(
+        updates(&switched)[0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("anthropic/claude-haiku-4-5"),
+        "{switched:#?}"
+    );
+    let after = request(&mut agent, "session/prompt", prompt("write d"));
+    assert_eq!(
+        after.last().unwrap()["result"]["stopReason"],
+        json!("end_turn")
+    );
+    assert_eq!(
+        std::fs::read_to_string(sandbox.workspace().join("d.txt")).unwrap(),
+        "d\n",
+        "the mode chosen in the editor outlives /model"
+    );
+    let last = server.requests().last().unwrap().body["model"].clone();
+    assert_eq!(last, json!("claude-haiku-4-5"));
     let (code, lines, stderr) = agent.finish();
     assert_eq!(code, Some(0), "stderr: {stderr}");
     assert_json_rpc(&lines);
