@@ -420,6 +420,8 @@ fn acp_by_hand_modes_gate_tools_and_slash_commands_run() {
         Turn::text("Written."),
         // `/compact keep the file name`: the visible summary request.
         Turn::text(SUMMARY),
+        // A second `/compact`, streaming slowly, cancelled alone.
+        Turn::text(format!("{SUMMARY}\n{}", "More summary. ".repeat(200))).with_chunk_delay_ms(100),
         // After `/model`, the mode is still full: the write runs without a question.
         Turn::text("Once more.")
             .with_tool_call("write", json!({"path": "d.txt", "content": "d\n"})),
@@ -515,6 +517,43 @@ fn acp_by_hand_modes_gate_tools_and_slash_commands_run() {
         requests,
         "commands send nothing to the model"
     );
+    // `_pith/cancel_compaction` stops a running /compact alone: it ends cancelled and
+    // the prompt ends normally.
+    agent.send(
+        &json!({"jsonrpc": "2.0", "id": 90, "method": "session/prompt",
+        "params": prompt("/compact")}),
+    );
+    loop {
+        let message = agent.until_next();
+        if message["params"]["update"]["sessionUpdate"] == json!("compaction_summary_chunk") {
+            break;
+        }
+    }
+    agent.send(
+        &json!({"jsonrpc": "2.0", "id": 91, "method": "_pith/cancel_compaction",
+        "params": {"sessionId": session}}),
+    );
+    let mut seen = Vec::new();
+    let (mut cancelled, mut ended) = (None, None);
+    while cancelled.is_none() || ended.is_none() {
+        let message = agent.until_next();
+        if message["id"] == json!(91) {
+            cancelled = Some(message["result"]["cancelled"].clone());
+        } else if message["id"] == json!(90) {
+            ended = Some(message["result"]["stopReason"].clone());
+        } else {
+            seen.push(message["params"]["update"].clone());
+        }
+    }
+    assert_eq!(cancelled, Some(json!(true)));
+    assert_eq!(ended, Some(json!("end_turn")));
+    let status: Vec<&Value> = seen
+        .iter()
+        .filter(|u| u["sessionUpdate"] == json!("compaction_update"))
+        .map(|u| &u["status"])
+        .collect();
+    assert_eq!(status, [&json!("cancelled")], "{seen:#?}");
+
     let switched = request(
         &mut agent,
         "session/prompt",
@@ -539,6 +578,15 @@ fn acp_by_hand_modes_gate_tools_and_slash_commands_run() {
     );
     let last = server.requests().last().unwrap().body["model"].clone();
     assert_eq!(last, json!("claude-haiku-4-5"));
+    // Loading the session this connection already has open is refused in words.
+    let again = request(
+        &mut agent,
+        "session/load",
+        json!({"sessionId": session, "cwd": sandbox.workspace(), "mcpServers": []}),
+    );
+    let error = &again.last().unwrap()["error"];
+    assert_eq!(error["code"], json!(-32600), "{again:#?}");
+    assert!(error["data"].to_string().contains("already open"));
     let (code, lines, stderr) = agent.finish();
     assert_eq!(code, Some(0), "stderr: {stderr}");
     assert_json_rpc(&lines);

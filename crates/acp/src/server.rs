@@ -309,6 +309,17 @@ fn open(
             cwd.display()
         )));
     }
+    if let SessionChoice::Resume(id) = &session {
+        let open_here = state
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(&SessionId::new(id.as_str()));
+        if open_here {
+            return Err(agent_client_protocol::Error::invalid_request()
+                .data(format!("session {id} is already open on this connection")));
+        }
+    }
     let resuming = matches!(session, SessionChoice::Resume(_));
     let overrides = Overrides {
         session,
