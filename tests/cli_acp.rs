@@ -641,7 +641,13 @@ fn acp_by_hand_a_provider_refusal_is_a_json_rpc_error_and_the_session_goes_on() 
     assert_json_rpc(&lines);
 }
 
-/// The script of the SDK-driven session (tests/acp/client.mjs), in request order.
+/// The last line of every summary request pith sends (pith-core's prompts).
+const SUMMARY_REQUEST_MARKER: &str = "Write the summary now.";
+
+/// The script of the SDK-driven session (tests/acp/client.mjs): the conversation's
+/// requests in order, and the summary requests answered by marker — the first at once,
+/// the second slowly (it is cancelled; whether its request reached the server before the
+/// cancel does not shift the turns after it).
 fn whole_session_script() -> Script {
     let story = "Once upon a time there was a context window. ".repeat(40);
     Script::anthropic([
@@ -651,17 +657,20 @@ fn whole_session_script() -> Script {
         Turn::text("Now a command.")
             .with_tool_call("bash", json!({"command": "echo hi"}))
             .with_usage(180_000, 40),
-        Turn::text(SUMMARY),
         Turn::text("Done."),
         // "cancel-compaction": the summary streams slowly and is cancelled alone.
         Turn::text("Reading.")
             .with_tool_call("read", json!({"path": "a.txt"}))
             .with_usage(180_000, 40),
-        Turn::text(format!("{SUMMARY}\n{story}")).with_chunk_delay_ms(100),
         Turn::text("After the cancelled compaction."),
         // "cancel-turn": the answer streams slowly and the turn is cancelled.
-        Turn::text(story).with_chunk_delay_ms(100),
+        Turn::text(story.clone()).with_chunk_delay_ms(100),
     ])
+    .responding_times(SUMMARY_REQUEST_MARKER, Turn::text(SUMMARY), 1)
+    .responding(
+        SUMMARY_REQUEST_MARKER,
+        Turn::text(format!("{SUMMARY}\n{story}")).with_chunk_delay_ms(100),
+    )
 }
 
 #[test]
