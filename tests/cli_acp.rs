@@ -641,6 +641,82 @@ fn acp_by_hand_a_provider_refusal_is_a_json_rpc_error_and_the_session_goes_on() 
     assert_json_rpc(&lines);
 }
 
+#[test]
+fn acp_by_hand_a_subagent_is_a_child_session_or_nested_calls() {
+    for subagents in [true, false] {
+        let sandbox = Sandbox::new();
+        std::fs::write(sandbox.workspace().join("notes.txt"), "n\n").unwrap();
+        let server = TestServer::start(Script::anthropic([
+            Turn::text("Delegating.").with_tool_call(
+                "task",
+                json!({"description": "read the notes", "prompt": "Read notes.txt."}),
+            ),
+            // The child (the built-in `explore` agent): one read, then its report.
+            Turn::text("").with_tool_call("read", json!({"path": "notes.txt"})),
+            Turn::text("The notes say n."),
+            Turn::text("Done."),
+        ]))
+        .unwrap();
+        let mut command = sandbox.pith(Some(&server));
+        command.args(["acp", "--model", MODEL, "--approval", "full"]);
+        let mut agent = Agent::start(command);
+        let capabilities = if subagents {
+            json!({"subagents": {}})
+        } else {
+            json!({})
+        };
+        agent.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": capabilities}}));
+        agent.until_response(json!(1));
+        agent.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+            "params": {"cwd": sandbox.workspace(), "mcpServers": []}}));
+        let created = agent.until_response(json!(2));
+        let session = created.last().unwrap()["result"]["sessionId"].clone();
+        agent.send(
+            &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "delegate"}]}}),
+        );
+        let turn = agent.until_response(json!(3));
+        assert_eq!(
+            turn.last().unwrap()["result"]["stopReason"],
+            json!("end_turn"),
+            "{turn:#?}"
+        );
+        let notifications: Vec<&Value> = turn
+            .iter()
+            .filter(|m| m["method"] == json!("session/update"))
+            .collect();
+        let reads: Vec<&&Value> = notifications
+            .iter()
+            .filter(|n| {
+                n["params"]["update"]["sessionUpdate"] == json!("tool_call")
+                    && n["params"]["update"]["kind"] == json!("read")
+            })
+            .collect();
+        assert_eq!(reads.len(), 1, "{notifications:#?}");
+        let announced = notifications
+            .iter()
+            .filter(|n| n["params"]["update"]["sessionUpdate"] == json!("subagent_update"))
+            .count();
+        if subagents {
+            // A child session: announced, its read in its own session, then idle.
+            assert_eq!(announced, 2, "{notifications:#?}");
+            assert_ne!(reads[0]["params"]["sessionId"], session);
+        } else {
+            // Nested in the parent's session, titled with the agent.
+            assert_eq!(announced, 0);
+            assert_eq!(reads[0]["params"]["sessionId"], session);
+            assert_eq!(
+                reads[0]["params"]["update"]["title"],
+                json!("[explore] Read notes.txt")
+            );
+        }
+        let (code, lines, stderr) = agent.finish();
+        assert_eq!(code, Some(0), "stderr: {stderr}");
+        assert_json_rpc(&lines);
+    }
+}
+
 /// The last line of every summary request pith sends (pith-core's prompts).
 const SUMMARY_REQUEST_MARKER: &str = "Write the summary now.";
 
