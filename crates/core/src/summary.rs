@@ -7,13 +7,13 @@
 
 use thiserror::Error;
 
-use crate::message::{Message, Part, Role};
 use crate::prompts::{
     AUTO_COMPACTION_REQUIREMENTS, CLOSING_LINE, COMPACTED_CONTEXT_CLOSE, COMPACTED_CONTEXT_OPEN,
     COMPACTION_GUIDANCE, FALLBACK_SUMMARY_HEADER, LAST_USER_MESSAGE_CLOSE, LAST_USER_MESSAGE_OPEN,
     LEDGER_IN_SUMMARY_REQUEST, LEDGER_SUMMARY_SECTIONS, MANUAL_FOCUS_PREFIX, RESTORED_FILES_INTRO,
     SUMMARY_SECTIONS,
 };
+use crate::protocol::message::{Message, Part, Role};
 use crate::tokens::TokenCounter;
 
 /// The five section headings, in order.

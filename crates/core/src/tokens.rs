@@ -23,8 +23,8 @@ mod bound;
 pub use self::bound::{upper_bound_estimate, UPPER_BOUND_HEADROOM_PERCENT};
 pub use crate::bpe::BpeCounter;
 use crate::context::calibration::{Calibration, Evidence};
-use crate::message::{Message, Part};
-use crate::tool::ToolDefinition;
+use crate::protocol::message::{Message, Part};
+use crate::protocol::tool::ToolDefinition;
 
 /// Tokens added per message for role markers and separators in the provider's framing.
 ///
@@ -170,7 +170,7 @@ pub fn count_message(counter: &dyn TokenCounter, message: &Message) -> usize {
 }
 
 /// Tokens of an image part: its framing plus the provider's formula for its size.
-pub fn count_image(counter: &dyn TokenCounter, image: &crate::message::Image) -> usize {
+pub fn count_image(counter: &dyn TokenCounter, image: &crate::protocol::message::Image) -> usize {
     TOOL_PART_FRAMING_TOKENS + counter.image_tokens(image.width, image.height)
 }
 
@@ -178,7 +178,10 @@ pub fn count_image(counter: &dyn TokenCounter, image: &crate::message::Image) ->
 /// that is never sent (no signature, nothing encrypted); otherwise its text plus its
 /// opaque payload at 4 bytes a token (encrypted reasoning is the reasoning itself, in a
 /// form only the provider reads).
-pub fn count_reasoning(counter: &dyn TokenCounter, reasoning: &crate::message::Reasoning) -> usize {
+pub fn count_reasoning(
+    counter: &dyn TokenCounter,
+    reasoning: &crate::protocol::message::Reasoning,
+) -> usize {
     if !reasoning.is_replayable() {
         return 0;
     }
@@ -271,7 +274,7 @@ fn system_tokens(counter: &dyn TokenCounter, system: &str) -> usize {
 /// content: role, number of parts and the byte length of every part's payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct ShapeKey {
-    role: crate::message::Role,
+    role: crate::protocol::message::Role,
     parts: usize,
     bytes: usize,
     first_len: usize,
@@ -539,7 +542,7 @@ fn tools_fingerprint(tools: &[ToolDefinition]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Message;
+    use crate::protocol::message::Message;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn o200k() -> BpeCounter {
@@ -564,10 +567,10 @@ mod tests {
 
     #[test]
     fn reasoning_counts_only_when_it_goes_back_and_images_by_formula() {
-        use crate::message::{Image, Reasoning};
+        use crate::protocol::message::{Image, Reasoning};
         let counter = o200k().with_image_formula(ImageFormula::OpenAiTiles);
         let shown_only = Message {
-            role: crate::message::Role::Assistant,
+            role: crate::protocol::message::Role::Assistant,
             parts: vec![Part::Reasoning(Reasoning {
                 origin: "openai-chat".into(),
                 text: "a long chain of thought".repeat(50),
@@ -576,7 +579,7 @@ mod tests {
         };
         assert_eq!(count_message(&counter, &shown_only), MESSAGE_FRAMING_TOKENS);
         let signed = Message {
-            role: crate::message::Role::Assistant,
+            role: crate::protocol::message::Role::Assistant,
             parts: vec![Part::Reasoning(Reasoning {
                 origin: "anthropic".into(),
                 text: "hello world".into(),
@@ -589,7 +592,7 @@ mod tests {
             MESSAGE_FRAMING_TOKENS + TOOL_PART_FRAMING_TOKENS + 2
         );
         let image = Message {
-            role: crate::message::Role::User,
+            role: crate::protocol::message::Role::User,
             parts: vec![Part::Image(Image {
                 path: "a.png".into(),
                 media_type: "image/png".into(),

@@ -1,10 +1,10 @@
 //! Images leaving the history: every image becomes its placeholder text
-//! ([`crate::message::Image::placeholder`]: path, size, estimated tokens, and "read it
+//! ([`crate::protocol::message::Image::placeholder`]: path, size, estimated tokens, and "read it
 //! again to see it"). Used where old content must shrink whatever it is — the summary
 //! request of a compaction, pruning, overflow fitting — so a session full of screenshots
 //! can always be compacted.
 
-use crate::message::{Message, Part};
+use crate::protocol::message::{Message, Part};
 use crate::tokens::TokenCounter;
 
 /// True when any message holds an image.
@@ -44,7 +44,7 @@ pub fn replace_images(messages: &[Message], counter: &dyn TokenCounter) -> Vec<M
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{Image, Role};
+    use crate::protocol::message::{Image, Role};
     use crate::tokens::{BpeCounter, Encoding, ImageFormula};
 
     #[test]
@@ -56,7 +56,7 @@ mod tests {
             Message {
                 role: Role::Tool,
                 parts: vec![
-                    Part::ToolResult(crate::message::ToolResult::new(
+                    Part::ToolResult(crate::protocol::message::ToolResult::new(
                         "c1",
                         "image shot.png (1200×900)",
                         false,

@@ -27,10 +27,11 @@ pub mod policy;
 pub mod prune;
 pub mod squash;
 
+pub use crate::protocol::notice::{GovernorNotice, PauseReason};
 pub use calibration::{Calibration, Evidence};
 pub use config::{ContextConfig, SquashConfig};
 pub use dedup::{collapse, DedupStats, DUPLICATE_PLACEHOLDER};
-pub use governor::{Governor, GovernorNotice, PauseReason};
+pub use governor::Governor;
 pub use images::{has_images, replace_images};
 pub use policy::{decide, held_by_ceiling, Action, Facts};
 pub use prune::{prune_old_tool_outputs, PruneConfig, PRUNE_PLACEHOLDER};

@@ -16,8 +16,8 @@
 //! was given. Anywhere else it counts exactly, waiting for the tables if it must.
 
 use super::{estimate_request, RequestEstimate, RequestEstimator, TokenCounter};
-use crate::message::Message;
-use crate::tool::ToolDefinition;
+use crate::protocol::message::Message;
+use crate::protocol::tool::ToolDefinition;
 
 /// How far below its threshold an upper bound must stay for the estimator to use it, in
 /// percent of the threshold. The bound is proven, so this headroom is not what keeps the
@@ -98,7 +98,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::message::{Image, Part, Reasoning, Role, ToolCall};
+    use crate::protocol::message::{Image, Part, Reasoning, Role, ToolCall};
     use crate::tokens::{count_message, BpeCounter, Encoding, ImageFormula};
 
     /// An exact counter whose tables are "not ready" until the test says so; it counts

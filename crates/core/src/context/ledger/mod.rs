@@ -33,9 +33,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::context::squash::{command_family, failing_tests, CommandFamily, FailingTest};
-use crate::effect::FileAction;
-use crate::message::{Message, Part, Role, ToolCall, ToolResult};
 use crate::prompts::TRUNCATION_NOTICE_PREFIX;
+use crate::protocol::effect::FileAction;
+use crate::protocol::message::{Message, Part, Role, ToolCall, ToolResult};
 
 pub use render::{render, LedgerBudget, RenderedLedger};
 pub use restore::{restore_files, RestoreBudget};
@@ -57,7 +57,7 @@ const MAX_LINE_CHARS: usize = 300;
 /// the `read` tool shows it (for the files re-attached after a compaction). Implemented
 /// by the agent over the workspace; simulations have none.
 pub trait FileProbe: Send + Sync {
-    /// The fingerprint ([`crate::effect::fingerprint`]) of `path` now; `None` when it
+    /// The fingerprint ([`crate::protocol::effect::fingerprint`]) of `path` now; `None` when it
     /// does not exist or cannot be read.
     fn fingerprint(&self, path: &str) -> Option<String>;
 
@@ -623,7 +623,7 @@ fn is_pith_line(line: &str) -> bool {
 }
 
 /// `text` without the `<hook_context>` blocks hooks appended to it
-/// ([`crate::hooks::context_block`]): the ledger keeps what the user wrote.
+/// ([`crate::protocol::hooks::context_block`]): the ledger keeps what the user wrote.
 fn without_hook_context(text: &str) -> String {
     const OPEN: &str = "\n\n<hook_context event=";
     const CLOSE: &str = "</hook_context>";

@@ -15,7 +15,7 @@
 //! messages are listed by number with how the ledger keeps them (whole, or head and
 //! tail) instead of being quoted a second time as uncached input.
 
-use crate::effect::FileAction;
+use crate::protocol::effect::FileAction;
 use crate::summary::head_tail_tokens;
 use crate::tokens::TokenCounter;
 

@@ -30,7 +30,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::effect::FileAction;
+use crate::protocol::effect::FileAction;
 
 /// A file a command printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
