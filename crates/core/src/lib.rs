@@ -15,24 +15,22 @@
 //! number [`format`]ting. Anything that must be computed the same way in two places
 //! (the budget, the estimate, the prompts) lives here exactly once.
 
-mod bpe;
-pub mod budget;
 pub mod context;
 pub mod cost;
 pub mod format;
-pub mod prompts;
 pub mod protocol;
 pub mod registry;
 pub mod repeat;
-pub mod summary;
-pub mod system_prompt;
-pub mod tokens;
 
 // The module paths the other crates have always named these modules by
 // (`pith_core::events::…`, `pith_core::hooks::…`).
+pub use context::{budget, prompts, summary, system_prompt, tokens};
 pub use protocol::{effect, events, hooks, message, rewrite, subagent, tool};
 
-pub use budget::ContextBudget;
+pub use context::budget::ContextBudget;
+pub use context::tokens::{
+    BpeCounter, Encoding, ImageFormula, RequestEstimate, RequestEstimator, TokenCounter,
+};
 pub use cost::{usage_cost, CeilingReached, Ceilings, Pricing, SpendMeter};
 pub use protocol::effect::{FileAction, FileEffect};
 pub use protocol::events::SubagentEvent;
@@ -45,6 +43,3 @@ pub use protocol::subagent::ChildRun;
 pub use protocol::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 pub use protocol::usage::Usage;
 pub use registry::{LoadOutcome, ToolLoader, ToolRegistry};
-pub use tokens::{
-    BpeCounter, Encoding, ImageFormula, RequestEstimate, RequestEstimator, TokenCounter,
-};

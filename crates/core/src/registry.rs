@@ -19,7 +19,7 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Wea
 
 use tokio_util::sync::CancellationToken;
 
-use crate::prompts::TOOLS_DISABLED_DURING_COMPACTION;
+use crate::context::prompts::TOOLS_DISABLED_DURING_COMPACTION;
 use crate::protocol::message::{Image, ToolCall, ToolResult};
 use crate::protocol::sink::Progress;
 use crate::protocol::tool::{Tool, ToolContext, ToolDefinition, ToolError};

@@ -172,7 +172,7 @@ impl Default for ContextConfig {
             prune_protect_tokens: prune.protect,
             prune_minimum_tokens: prune.minimum,
             prune_min_user_turns: prune.min_user_turns,
-            micro_percent: crate::budget::DEFAULT_MICRO_PERCENT,
+            micro_percent: crate::context::budget::DEFAULT_MICRO_PERCENT,
             mcp_defer_percent: DEFAULT_MCP_DEFER_PERCENT,
             ledger_percent: 10,
             ledger_user_messages_max_tokens: 8_000,

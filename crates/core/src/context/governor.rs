@@ -22,7 +22,7 @@
 
 use serde::Serialize;
 
-use crate::budget::ContextBudget;
+use crate::context::budget::ContextBudget;
 use crate::protocol::notice::{GovernorNotice, PauseReason};
 
 /// Percent of the input budget a compaction must free to be useful; also the growth the

@@ -4,8 +4,8 @@
 //! request of a compaction, pruning, overflow fitting — so a session full of screenshots
 //! can always be compacted.
 
+use crate::context::tokens::TokenCounter;
 use crate::protocol::message::{Message, Part};
-use crate::tokens::TokenCounter;
 
 /// True when any message holds an image.
 pub fn has_images(messages: &[Message]) -> bool {
@@ -44,8 +44,8 @@ pub fn replace_images(messages: &[Message], counter: &dyn TokenCounter) -> Vec<M
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::tokens::{BpeCounter, Encoding, ImageFormula};
     use crate::protocol::message::{Image, Role};
-    use crate::tokens::{BpeCounter, Encoding, ImageFormula};
 
     #[test]
     fn images_become_their_placeholder_and_nothing_else_changes() {

@@ -29,7 +29,7 @@
 
 use serde::Serialize;
 
-use crate::budget::ContextBudget;
+use crate::context::budget::ContextBudget;
 
 use super::governor::Governor;
 

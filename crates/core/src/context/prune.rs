@@ -11,8 +11,8 @@
 
 use serde::Deserialize;
 
+use crate::context::tokens::TokenCounter;
 use crate::protocol::message::{Message, Part, Role};
-use crate::tokens::TokenCounter;
 
 /// What a pruned tool result's content becomes.
 pub const PRUNE_PLACEHOLDER: &str = "[Old tool result content cleared]";

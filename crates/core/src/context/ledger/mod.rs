@@ -32,8 +32,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::context::prompts::TRUNCATION_NOTICE_PREFIX;
 use crate::context::squash::{command_family, failing_tests, CommandFamily, FailingTest};
-use crate::prompts::TRUNCATION_NOTICE_PREFIX;
 use crate::protocol::effect::FileAction;
 use crate::protocol::message::{Message, Part, Role, ToolCall, ToolResult};
 

@@ -15,9 +15,9 @@
 //! messages are listed by number with how the ledger keeps them (whole, or head and
 //! tail) instead of being quoted a second time as uncached input.
 
+use crate::context::summary::head_tail_tokens;
+use crate::context::tokens::TokenCounter;
 use crate::protocol::effect::FileAction;
-use crate::summary::head_tail_tokens;
-use crate::tokens::TokenCounter;
 
 use super::{cut_chars, FileEntry, FileProbe, Ledger};
 

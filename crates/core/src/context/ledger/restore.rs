@@ -2,7 +2,7 @@
 //! that can be shown as text now, each as `read` shows it, within a token budget.
 
 use super::{FileProbe, Ledger};
-use crate::summary::RestoredFile;
+use crate::context::summary::RestoredFile;
 use crate::TokenCounter;
 
 /// Most bytes asked of one re-attached file (before it is fitted to its token share).
