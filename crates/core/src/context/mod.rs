@@ -42,10 +42,10 @@ pub mod tokens;
 
 pub use crate::protocol::notice::{GovernorNotice, PauseReason};
 pub use calibration::{Calibration, Evidence};
-pub use config::{ContextConfig, SquashConfig};
+pub use config::ContextConfig;
 pub use dedup::{collapse, DedupStats, DUPLICATE_PLACEHOLDER};
 pub use governor::Governor;
 pub use images::{has_images, replace_images};
 pub use policy::{decide, held_by_ceiling, Action, Facts};
 pub use prune::{prune_old_tool_outputs, PruneConfig, PRUNE_PLACEHOLDER};
-pub use squash::{apply as squash_output, SquashStats, Squashed};
+pub use squash::{apply as squash_output, SquashConfig, SquashStats, Squashed};

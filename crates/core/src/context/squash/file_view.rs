@@ -10,10 +10,13 @@
 //! ([`super::lines::fit`]). Nothing above the budget reaches the model from a view above
 //! the cap.
 
+use super::config::SquashConfig;
+use super::detect::Family;
 use super::detect::{detect_from_content, view_origin};
+use super::dispatch::{dispatch, Body};
 use super::failures;
 use super::lines::{fit, shorten, KeepPlan};
-use super::{dispatch, json, outline, Body, Family, SquashConfig};
+use super::{json, outline};
 
 /// Longest line kept in a budgeted view (a single line cannot defeat the budget).
 fn line_cap(budget: usize) -> usize {
