@@ -4,7 +4,9 @@ use std::sync::Mutex;
 use serde_json::json;
 
 use super::*;
-use crate::protocol::effect::FileEffect;
+use crate::context::prompts::TRUNCATION_NOTICE_PREFIX;
+use crate::protocol::effect::{FileAction, FileEffect};
+use crate::protocol::message::{Message, Part, Role, ToolCall, ToolResult};
 use crate::{BpeCounter, Encoding, TokenCounter};
 
 fn counter() -> BpeCounter {
