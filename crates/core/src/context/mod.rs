@@ -5,6 +5,8 @@
 //!   start.
 //! - [`tokens`] — token counting (the BPE counter, image formulas) and the request
 //!   estimate.
+//! - [`shell`] — how a shell command line is read (the one lexer), and what a command
+//!   prints.
 //! - [`squash`] — per tool result, once, at capture time (the tools layer calls it).
 //! - [`dedup`] — superseded results of identical read-only calls become a placeholder.
 //! - [`prune`] — old tool outputs beyond a protected window become a placeholder.
@@ -35,6 +37,7 @@ pub mod ledger;
 pub mod policy;
 pub mod prompts;
 pub mod prune;
+pub mod shell;
 pub mod squash;
 pub mod summary;
 pub mod system_prompt;

@@ -12,7 +12,8 @@ use super::reading::{
 };
 use super::shell;
 use crate::context::prompts::TRUNCATION_NOTICE_PREFIX;
-use crate::context::squash::{command_family, failing_tests, CommandFamily};
+use crate::context::shell::family::{command_family, CommandFamily};
+use crate::context::squash::failing_tests;
 use crate::protocol::effect::FileAction;
 use crate::protocol::message::{Message, Part, Role, ToolCall, ToolResult};
 

@@ -11,12 +11,13 @@
 //! the cap.
 
 use super::config::SquashConfig;
+use super::detect::detect_from_content;
 use super::detect::Family;
-use super::detect::{detect_from_content, view_origin};
 use super::dispatch::{dispatch, Body};
 use super::failures;
 use super::lines::{fit, shorten, KeepPlan};
 use super::{json, outline};
+use crate::context::shell::family::view_origin;
 
 /// Longest line kept in a budgeted view (a single line cannot defeat the budget).
 fn line_cap(budget: usize) -> usize {

@@ -41,8 +41,9 @@ use serde::Serialize;
 use dispatch::{dispatch, Body, Outcome};
 use scan::{mark_matching_lines, ERROR_LINE};
 
+pub use crate::context::shell::family::{command_family, view_origin, CommandFamily, ViewOrigin};
 pub use config::SquashConfig;
-pub use detect::{command_family, view_origin, CommandFamily, Family, ViewOrigin};
+pub use detect::Family;
 pub use failures::{failing_tests, FailingTest};
 pub use marker::{omitted_marker, parse_omitted, spill_marker, with_spill_marker};
 

@@ -17,10 +17,10 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::detect::ViewOrigin;
 use super::lines::shorten;
 use super::marker::{definitions_omitted_marker, omitted_marker, outline_header};
 use super::scan::mark_matching_lines;
+use crate::context::shell::family::ViewOrigin;
 
 /// A definition line of a common language (one alternation, scanned once).
 static DEFINITION: LazyLock<Regex> = LazyLock::new(|| {
