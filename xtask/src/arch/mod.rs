@@ -3,7 +3,9 @@
 //! It fails when
 //! - a crate depends on a crate the map's dependency list puts above it;
 //! - a crate's workspace dependencies (Cargo.toml) differ from the list;
-//! - inside a crate, files import each other in a circle.
+//! - inside a crate, files import each other in a circle;
+//! - a non-test source file is longer than 700 lines, or a thin front-end crate holds
+//!   more non-test lines than its limit (`size.rs`).
 //!
 //! The file graph has an edge from A to B when A's non-test code names an item defined in
 //! B: through a `use`, or a path `crate::…`, `super::…`, `self::…` or a child module's
@@ -15,6 +17,7 @@ mod crates;
 mod cycles;
 mod modules;
 mod resolve;
+mod size;
 #[cfg(test)]
 mod tests;
 
@@ -52,6 +55,9 @@ pub fn check(root: &Path) -> Result<Report> {
             .with_context(|| format!("reading crate {}", krate.name))?;
         let edges = resolve::file_edges(&modules);
         report.files += modules.files.len();
+        report
+            .problems
+            .extend(size::problems(root, &krate.name, &modules.files)?);
         report.edges += edges.len();
         let pairs: Vec<(usize, usize)> = edges.iter().map(|e| (e.from, e.to)).collect();
         for circle in cycles::cycles(modules.files.len(), &pairs) {
