@@ -15,6 +15,8 @@
 //! number [`format`]ting. Anything that must be computed the same way in two places
 //! (the budget, the estimate, the prompts) lives here exactly once.
 
+#![forbid(unsafe_code)]
+
 pub mod context;
 pub mod cost;
 pub mod format;

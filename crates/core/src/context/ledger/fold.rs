@@ -28,6 +28,20 @@ const MAX_SPILLS: usize = 200;
 /// Distinct user messages remembered (older ones are counted, not kept).
 const MAX_USER_MESSAGES: usize = 500;
 
+/// One observation of a file: what [`Ledger::touch`] records.
+struct FileTouch<'a> {
+    /// The path as the tool or command named it.
+    path: &'a str,
+    /// What happened to the file.
+    action: FileAction,
+    /// The lines read (1-based, inclusive), when known.
+    lines: Option<(u64, u64)>,
+    /// Only an unknown part of the file was read.
+    partial: bool,
+    /// The file's fingerprint after the event, when known.
+    seen: Option<String>,
+}
+
 /// The session ledger (see the module docs).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ledger {
@@ -140,11 +154,13 @@ impl Ledger {
         let order = self.tick();
         for effect in &result.effects {
             self.touch(
-                &effect.path,
-                effect.action,
-                effect.lines,
-                false,
-                effect.fingerprint.clone(),
+                FileTouch {
+                    path: &effect.path,
+                    action: effect.action,
+                    lines: effect.lines,
+                    partial: false,
+                    seen: effect.fingerprint.clone(),
+                },
                 order,
             );
         }
@@ -163,11 +179,13 @@ impl Ledger {
                 for read in &effects.reads {
                     let seen = probe.and_then(|p| p.fingerprint(&read.path));
                     self.touch(
-                        &read.path,
-                        FileAction::Read,
-                        read.lines,
-                        read.partial,
-                        seen,
+                        FileTouch {
+                            path: &read.path,
+                            action: FileAction::Read,
+                            lines: read.lines,
+                            partial: read.partial,
+                            seen,
+                        },
                         order,
                     );
                 }
@@ -178,7 +196,16 @@ impl Ledger {
                         continue;
                     }
                     let seen = probe.and_then(|p| p.fingerprint(&write.path));
-                    self.touch(&write.path, write.action, None, false, seen, order);
+                    self.touch(
+                        FileTouch {
+                            path: &write.path,
+                            action: write.action,
+                            lines: None,
+                            partial: false,
+                            seen,
+                        },
+                        order,
+                    );
                 }
             }
         } else if let Some(call) = call.as_ref().filter(|_| result.effects.is_empty()) {
@@ -237,18 +264,27 @@ impl Ledger {
             })
             .flatten();
         let seen = probe.and_then(|p| p.fingerprint(path));
-        self.touch(path, action, lines, false, seen, order);
+        self.touch(
+            FileTouch {
+                path,
+                action,
+                lines,
+                partial: false,
+                seen,
+            },
+            order,
+        );
     }
 
-    fn touch(
-        &mut self,
-        path: &str,
-        action: FileAction,
-        lines: Option<(u64, u64)>,
-        partial: bool,
-        seen: Option<String>,
-        order: u64,
-    ) {
+    /// Records one observation of a file at `order`.
+    fn touch(&mut self, touch: FileTouch<'_>, order: u64) {
+        let FileTouch {
+            path,
+            action,
+            lines,
+            partial,
+            seen,
+        } = touch;
         let path = self.display_path(path);
         if path.is_empty() {
             return;
