@@ -21,13 +21,13 @@ fn sample_report() -> eval_core::Report {
     let mut samples = Vec::new();
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("the vendored sample exists")
-        .map(|e| e.unwrap().path())
+        .map(|e| e.expect("a readable entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
     files.sort();
     assert!(files.len() >= 10, "vendored sample is missing sessions");
     for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
+        let text = std::fs::read_to_string(&file).expect("a readable session");
         let (mut s, malformed) = eval_core::samples_from_session(&text);
         assert_eq!(malformed, 0, "{} has malformed lines", file.display());
         samples.append(&mut s);

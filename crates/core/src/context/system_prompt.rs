@@ -5,7 +5,7 @@
 //! `PITH.md`) are never summarised away. Core only assembles text; reading the files is
 //! the caller's job.
 
-use crate::prompts::{BASE_INSTRUCTIONS, CONCISE_OUTPUT};
+use crate::context::prompts::{BASE_INSTRUCTIONS, CONCISE_OUTPUT};
 
 /// Everything the system prompt is built from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -2,16 +2,15 @@
 //! runs with its own history, budget and transcript.
 //!
 //! The child's loop events reach the parent's front-end while the call runs: the tool
-//! sends them into the [`Progress`] handle of its [`crate::ToolContext`], and the tool
-//! loop forwards each, wrapped in a [`SubagentEvent`], to the turn's
+//! sends them into the [`crate::Progress`] handle of its [`crate::ToolContext`], and the
+//! tool loop forwards each, wrapped in a [`crate::SubagentEvent`], to the turn's
 //! [`crate::EventSink`] from the turn's own task, in order. When the call ends, its
 //! [`crate::ToolResult`] carries a [`ChildRun`]: the link to the child's transcript and
 //! what the child used, so the parent's totals can include it.
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
 
-use crate::events::{LoopEvent, Usage};
+use crate::protocol::usage::Usage;
 
 /// One child conversation a tool call ran: which, and what it used.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,39 +35,6 @@ pub struct ChildRun {
     pub tool_calls: u32,
 }
 
-/// An event of a child conversation, as the parent's front-end receives it.
-#[derive(Debug, Clone)]
-pub struct SubagentEvent {
-    /// The parent's tool call that runs the child.
-    pub call_id: String,
-    /// The agent that runs.
-    pub agent: String,
-    /// The child's session id.
-    pub session_id: String,
-    /// The child's own event.
-    pub event: Box<LoopEvent>,
-}
-
-/// Where a running tool sends events for the parent's front-end (see the module docs).
-/// Sending never blocks; events sent after the call ended are dropped.
-#[derive(Debug, Clone)]
-pub struct Progress {
-    sender: mpsc::UnboundedSender<LoopEvent>,
-}
-
-impl Progress {
-    /// A handle and the receiver the tool loop drains while the call runs.
-    pub fn channel() -> (Progress, mpsc::UnboundedReceiver<LoopEvent>) {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        (Progress { sender }, receiver)
-    }
-
-    /// Sends one event; nothing happens when nobody listens any more.
-    pub fn send(&self, event: LoopEvent) {
-        let _ = self.sender.send(event);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,14 +57,5 @@ mod tests {
         assert_eq!(value["session_id"], "s1");
         assert_eq!(value["tool_calls"], 1);
         assert_eq!(serde_json::from_value::<ChildRun>(value).unwrap(), run);
-    }
-
-    #[tokio::test]
-    async fn progress_reaches_the_receiver_and_outlives_it_quietly() {
-        let (progress, mut receiver) = Progress::channel();
-        progress.send(LoopEvent::Notice("one".into()));
-        assert!(matches!(receiver.recv().await, Some(LoopEvent::Notice(n)) if n == "one"));
-        drop(receiver);
-        progress.send(LoopEvent::Notice("nobody listens".into()));
     }
 }

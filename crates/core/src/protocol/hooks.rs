@@ -21,8 +21,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::message::{ToolCall, ToolResult};
-use crate::rewrite::CompactionTrigger;
+use crate::protocol::message::{ToolCall, ToolResult};
+use crate::protocol::rewrite::CompactionTrigger;
 
 /// The points of the agent's life a hook can run at (Claude Code's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

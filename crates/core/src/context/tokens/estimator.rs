@@ -1,277 +1,24 @@
-//! Token counting and the per-request estimate.
-//!
-//! [`TokenCounter`] turns text into a token count; [`BpeCounter`] (module `bpe`)
-//! implements it exactly as tiktoken's ordinary encoding does (`o200k_base`,
-//! `cl100k_base`), from tables compiled into the binary. It knows no special tokens, so
-//! text that looks like one (`<|endoftext|>`) is counted as the text it is.
-//! [`RequestEstimator`] is the one place that estimates the size
-//! of a model request; the tool loop, `/context`, the status line and the headless report
-//! all use it.
-//!
-//! Cost model: the estimator caches the count of every message it has seen, keyed by its
-//! position and a cheap shape key (role, part count, byte lengths), so estimating a
-//! history that only grew costs O(new content). When the provider reported usage for the
-//! previous request, the next estimate is that reported input + output plus the local
-//! count of what was added since: exact for the prefix whatever tokenizer the model uses.
+//! The incremental estimate of a model request the tool loop keeps ([`RequestEstimator`]):
+//! cached per message, anchored on plausible usage reports, scaled by the conversation's
+//! calibration, and an upper bound instead of a count while the counter is not ready.
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
-mod bound;
-
-pub use self::bound::{upper_bound_estimate, UPPER_BOUND_HEADROOM_PERCENT};
-pub use crate::bpe::BpeCounter;
-use crate::context::calibration::{Calibration, Evidence};
-use crate::message::{Message, Part};
-use crate::tool::ToolDefinition;
-
-/// Tokens added per message for role markers and separators in the provider's framing.
-///
-/// OpenAI documents 3 tokens per chat message plus the role; Anthropic's framing is of
-/// the same order. 4 is a deliberate slight over-estimate: the budget's margin absorbs it.
-pub const MESSAGE_FRAMING_TOKENS: usize = 4;
-/// Tokens added once per request (reply priming and the system block's own framing).
-pub const REQUEST_FRAMING_TOKENS: usize = 3;
-/// Tokens added per tool call or tool result part (call id, name and structure).
-pub const TOOL_PART_FRAMING_TOKENS: usize = 8;
-/// Tokens added per tool definition (the function wrapper around the schema).
-pub const TOOL_DEFINITION_FRAMING_TOKENS: usize = 8;
-
-/// Which BPE vocabulary to count with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-pub enum Encoding {
-    /// `o200k_base`: GPT-4o and later OpenAI models. The default.
-    #[default]
-    #[serde(rename = "o200k")]
-    O200kBase,
-    /// `cl100k_base`: GPT-4, GPT-3.5 and older.
-    #[serde(rename = "cl100k")]
-    Cl100kBase,
-}
-
-impl Encoding {
-    /// Parses `o200k`, `o200k_base`, `cl100k` or `cl100k_base`.
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "o200k" | "o200k_base" => Some(Self::O200kBase),
-            "cl100k" | "cl100k_base" => Some(Self::Cl100kBase),
-            _ => None,
-        }
-    }
-
-    /// The encoding's canonical name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::O200kBase => "o200k_base",
-            Self::Cl100kBase => "cl100k_base",
-        }
-    }
-}
-
-/// Counts tokens in text.
-///
-/// Implementations must be deterministic (same text, same count) and cheap to share
-/// across threads; callers never assume a particular tokenizer beyond that.
-pub trait TokenCounter: Send + Sync {
-    /// The number of tokens in `text`, with special-token-looking text counted as text.
-    fn count(&self, text: &str) -> usize;
-
-    /// The tokens of an image of `width` × `height` pixels. The default is the larger of
-    /// the published formulas ([`ImageFormula::Conservative`]).
-    fn image_tokens(&self, width: u32, height: u32) -> usize {
-        ImageFormula::Conservative.tokens(width, height)
-    }
-
-    /// True when [`TokenCounter::count`] answers at once; false while the tables it
-    /// needs are still being built (it would wait for them). The default is true.
-    fn is_ready(&self) -> bool {
-        true
-    }
-}
-
-/// How a provider counts an image, from its published formula.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ImageFormula {
-    /// Anthropic: an image larger than 1568 px on its long edge (or about 1.15
-    /// megapixels) is scaled down first, then costs `width × height / 750` tokens.
-    Anthropic,
-    /// OpenAI (GPT-4o and later, `detail: high`/`auto`): scaled to fit 2048 × 2048, then
-    /// its short side to at most 768 px; `85 + 170 × tiles`, one tile per 512 × 512
-    /// square (partial tiles count).
-    OpenAiTiles,
-    /// The larger of the two: for a provider whose formula pith does not know.
-    #[default]
-    Conservative,
-}
-
-impl ImageFormula {
-    /// Estimated input tokens of an image of `width` × `height` pixels.
-    pub fn tokens(self, width: u32, height: u32) -> usize {
-        match self {
-            ImageFormula::Anthropic => anthropic_image_tokens(width, height),
-            ImageFormula::OpenAiTiles => openai_image_tokens(width, height),
-            ImageFormula::Conservative => {
-                anthropic_image_tokens(width, height).max(openai_image_tokens(width, height))
-            }
-        }
-    }
-}
-
-/// Scales `(w, h)` down (never up) so that it fits `max_long` on its long edge and
-/// `max_short` on its short edge, keeping the aspect ratio.
-pub fn fit_within(width: u32, height: u32, max_long: u32, max_short: u32) -> (u32, u32) {
-    let (w, h) = (f64::from(width.max(1)), f64::from(height.max(1)));
-    let (long, short) = if w >= h { (w, h) } else { (h, w) };
-    let scale = (f64::from(max_long) / long)
-        .min(f64::from(max_short) / short)
-        .min(1.0);
-    let scaled = |v: f64| ((v * scale).round() as u32).max(1);
-    (scaled(w), scaled(h))
-}
-
-fn anthropic_image_tokens(width: u32, height: u32) -> usize {
-    let (mut w, mut h) = fit_within(width, height, 1568, 1568);
-    let pixels = f64::from(w) * f64::from(h);
-    // Anthropic's largest unresized square is 1092 × 1092 ("about 1.15 megapixels").
-    const MAX_PIXELS: f64 = 1092.0 * 1092.0;
-    if pixels > MAX_PIXELS {
-        let scale = (MAX_PIXELS / pixels).sqrt();
-        w = ((f64::from(w) * scale) as u32).max(1);
-        h = ((f64::from(h) * scale) as u32).max(1);
-    }
-    (u64::from(w) * u64::from(h)).div_ceil(750) as usize
-}
-
-fn openai_image_tokens(width: u32, height: u32) -> usize {
-    let (w, h) = fit_within(width, height, 2048, 2048);
-    let (w, h) = fit_within(w, h, u32::MAX, 768);
-    let tiles = w.div_ceil(512) as usize * h.div_ceil(512) as usize;
-    85 + 170 * tiles
-}
-
-/// Tokens of one message: its parts plus [`MESSAGE_FRAMING_TOKENS`].
-pub fn count_message(counter: &dyn TokenCounter, message: &Message) -> usize {
-    let mut total = MESSAGE_FRAMING_TOKENS;
-    for part in &message.parts {
-        total += match part {
-            Part::Text { text } => counter.count(text),
-            Part::ToolCall(call) => {
-                TOOL_PART_FRAMING_TOKENS
-                    + counter.count(&call.name)
-                    + count_json(counter, &call.arguments)
-            }
-            Part::ToolResult(result) => TOOL_PART_FRAMING_TOKENS + counter.count(&result.content),
-            Part::Reasoning(reasoning) => count_reasoning(counter, reasoning),
-            Part::Image(image) => count_image(counter, image),
-        };
-    }
-    total
-}
-
-/// Tokens of an image part: its framing plus the provider's formula for its size.
-pub fn count_image(counter: &dyn TokenCounter, image: &crate::message::Image) -> usize {
-    TOOL_PART_FRAMING_TOKENS + counter.image_tokens(image.width, image.height)
-}
-
-/// Tokens of a reasoning part as it goes back to the provider: nothing for reasoning
-/// that is never sent (no signature, nothing encrypted); otherwise its text plus its
-/// opaque payload at 4 bytes a token (encrypted reasoning is the reasoning itself, in a
-/// form only the provider reads).
-pub fn count_reasoning(counter: &dyn TokenCounter, reasoning: &crate::message::Reasoning) -> usize {
-    if !reasoning.is_replayable() {
-        return 0;
-    }
-    TOOL_PART_FRAMING_TOKENS
-        + counter.count(&reasoning.text)
-        + reasoning
-            .encrypted
-            .as_ref()
-            .map_or(0, |e| e.len().div_ceil(4))
-}
-
-/// Tokens of the tool definitions as sent to the provider.
-pub fn count_tools(counter: &dyn TokenCounter, tools: &[ToolDefinition]) -> usize {
-    tools
-        .iter()
-        .map(|tool| {
-            TOOL_DEFINITION_FRAMING_TOKENS
-                + counter.count(&tool.name)
-                + counter.count(&tool.description)
-                + count_json(counter, &tool.parameters)
-        })
-        .sum()
-}
-
-fn count_json(counter: &dyn TokenCounter, value: &serde_json::Value) -> usize {
-    match value {
-        serde_json::Value::String(s) => counter.count(s),
-        other => counter.count(&other.to_string()),
-    }
-}
-
-/// A breakdown of one request's estimated input tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct RequestEstimate {
-    /// System prompt, including its message framing.
-    pub system: usize,
-    /// Tool definitions.
-    pub tools: usize,
-    /// Conversation messages, including their framing.
-    pub messages: usize,
-    /// The estimate of the whole request in the server's terms: what thresholds are
-    /// compared against. Anchored on a plausible usage report, else pith's count times
-    /// the conversation's calibration (see [`crate::context::calibration`]).
-    pub total: usize,
-    /// True when `total` was anchored on usage the provider reported.
-    pub anchored_on_reported_usage: bool,
-    /// pith's own count of the request (system + tools + messages + framing), uncalibrated.
-    #[serde(default)]
-    pub counted: usize,
-    /// True when every figure is an upper bound (texts counted as their bytes, before the
-    /// exact counter was ready), not a count. See [`upper_bound_estimate`].
-    #[serde(default)]
-    pub upper_bound: bool,
-}
-
-/// Estimates the whole request from scratch, without any cache.
-///
-/// Used where no loop state exists (e.g. `/context` on a resumed session, tests); the
-/// tool loop uses [`RequestEstimator`], which returns the same figure for the same input
-/// when no usage has been reported.
-pub fn estimate_request(
-    counter: &dyn TokenCounter,
-    system: &str,
-    messages: &[Message],
-    tools: &[ToolDefinition],
-) -> RequestEstimate {
-    let system_tokens = system_tokens(counter, system);
-    let tools_tokens = count_tools(counter, tools);
-    let message_tokens: usize = messages.iter().map(|m| count_message(counter, m)).sum();
-    RequestEstimate {
-        system: system_tokens,
-        tools: tools_tokens,
-        messages: message_tokens,
-        total: REQUEST_FRAMING_TOKENS + system_tokens + tools_tokens + message_tokens,
-        anchored_on_reported_usage: false,
-        counted: REQUEST_FRAMING_TOKENS + system_tokens + tools_tokens + message_tokens,
-        upper_bound: false,
-    }
-}
-
-fn system_tokens(counter: &dyn TokenCounter, system: &str) -> usize {
-    if system.is_empty() {
-        0
-    } else {
-        MESSAGE_FRAMING_TOKENS + counter.count(system)
-    }
-}
+use crate::context::calibration::{Band, Calibration, Evidence};
+use crate::context::tokens::bound::{bound_limit, upper_bound_estimate};
+use crate::context::tokens::count::{
+    count_message, count_tools, estimate_request, system_tokens, RequestEstimate,
+    REQUEST_FRAMING_TOKENS,
+};
+use crate::context::tokens::counter::TokenCounter;
+use crate::protocol::message::{Message, Part, Role};
+use crate::protocol::tool::ToolDefinition;
 
 /// A cheap fingerprint of a message used to validate cached counts without hashing its
 /// content: role, number of parts and the byte length of every part's payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct ShapeKey {
-    role: crate::message::Role,
+    role: Role,
     parts: usize,
     bytes: usize,
     first_len: usize,
@@ -362,6 +109,34 @@ impl RequestEstimator {
         }
     }
 
+    /// The same estimator, allowed to answer with an upper bound instead of a count while
+    /// its counter is not ready, no usage has been reported, and the bound stays at least
+    /// [`crate::context::tokens::UPPER_BOUND_HEADROOM_PERCENT`]% below `threshold` (the lowest threshold a
+    /// decision compares the estimate with: the budget's micro threshold).
+    pub fn with_upper_bounds_below(mut self, threshold: u64) -> Self {
+        self.bound_limit = Some(bound_limit(threshold));
+        self
+    }
+
+    /// The upper bound to answer with instead of counting, if one may be used now.
+    fn upper_bound_instead(
+        &self,
+        system: &str,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+    ) -> Option<RequestEstimate> {
+        let limit = self.bound_limit?;
+        if self.counter.is_ready() || self.anchor.is_some() {
+            return None;
+        }
+        let mut bound = upper_bound_estimate(self.counter.as_ref(), system, messages, tools);
+        // In the server's terms, as every estimate's total: scaled by the calibration
+        // (1 until the conversation has taught it otherwise), so still an upper bound.
+        let scaled = self.calibration.scale(bound.total as u64);
+        bound.total = usize::try_from(scaled).unwrap_or(usize::MAX);
+        (bound.total < limit).then_some(bound)
+    }
+
     /// The conversation's calibration (server tokens per counted token).
     pub fn calibration(&self) -> Calibration {
         self.calibration
@@ -376,7 +151,7 @@ impl RequestEstimator {
     }
 
     /// Believes usage reports within `band` (default: 0.5× to 2× pith's count).
-    pub fn set_usage_band(&mut self, band: crate::context::calibration::Band) {
+    pub fn set_usage_band(&mut self, band: Band) {
         self.calibration = Calibration::within(band);
     }
 
@@ -539,82 +314,11 @@ fn tools_fingerprint(tools: &[ToolDefinition]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Message;
+    use crate::context::tokens::{BpeCounter, Encoding};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn o200k() -> BpeCounter {
         BpeCounter::new(Encoding::O200kBase)
-    }
-
-    #[test]
-    fn image_formulas_follow_the_published_examples() {
-        // Anthropic's table: 1092×1092 ≈ 1590 tokens, 200×200 ≈ 54.
-        assert_eq!(ImageFormula::Anthropic.tokens(1092, 1092), 1590);
-        assert_eq!(ImageFormula::Anthropic.tokens(200, 200), 54);
-        // Larger images are scaled down first: never more than ~1.15 MP / 750.
-        assert!(ImageFormula::Anthropic.tokens(4000, 3000) <= 1590);
-        // OpenAI: 1024×1024 → 768×768 → 4 tiles → 85 + 680; 2048×4096 → 768×1536 → 6 tiles.
-        assert_eq!(ImageFormula::OpenAiTiles.tokens(1024, 1024), 765);
-        assert_eq!(ImageFormula::OpenAiTiles.tokens(2048, 4096), 1105);
-        assert_eq!(ImageFormula::OpenAiTiles.tokens(100, 100), 255);
-        assert_eq!(ImageFormula::Conservative.tokens(1092, 1092), 1590);
-        assert_eq!(fit_within(4000, 1000, 2000, 2000), (2000, 500));
-        assert_eq!(fit_within(10, 20, 2000, 2000), (10, 20));
-    }
-
-    #[test]
-    fn reasoning_counts_only_when_it_goes_back_and_images_by_formula() {
-        use crate::message::{Image, Reasoning};
-        let counter = o200k().with_image_formula(ImageFormula::OpenAiTiles);
-        let shown_only = Message {
-            role: crate::message::Role::Assistant,
-            parts: vec![Part::Reasoning(Reasoning {
-                origin: "openai-chat".into(),
-                text: "a long chain of thought".repeat(50),
-                ..Reasoning::default()
-            })],
-        };
-        assert_eq!(count_message(&counter, &shown_only), MESSAGE_FRAMING_TOKENS);
-        let signed = Message {
-            role: crate::message::Role::Assistant,
-            parts: vec![Part::Reasoning(Reasoning {
-                origin: "anthropic".into(),
-                text: "hello world".into(),
-                signature: Some("sig".into()),
-                ..Reasoning::default()
-            })],
-        };
-        assert_eq!(
-            count_message(&counter, &signed),
-            MESSAGE_FRAMING_TOKENS + TOOL_PART_FRAMING_TOKENS + 2
-        );
-        let image = Message {
-            role: crate::message::Role::User,
-            parts: vec![Part::Image(Image {
-                path: "a.png".into(),
-                media_type: "image/png".into(),
-                width: 1024,
-                height: 1024,
-                data: "x".repeat(100_000),
-            })],
-        };
-        assert_eq!(
-            count_message(&counter, &image),
-            MESSAGE_FRAMING_TOKENS + TOOL_PART_FRAMING_TOKENS + 765,
-            "an image costs its formula, not its base64 text"
-        );
-    }
-
-    #[test]
-    fn empty_text_is_zero_tokens() {
-        assert_eq!(o200k().count(""), 0);
-    }
-
-    #[test]
-    fn encoding_names_parse() {
-        assert_eq!(Encoding::parse("o200k"), Some(Encoding::O200kBase));
-        assert_eq!(Encoding::parse("cl100k_base"), Some(Encoding::Cl100kBase));
-        assert_eq!(Encoding::parse("p50k"), None);
     }
 
     /// Counts how many bytes it was asked to tokenize, to prove caching.

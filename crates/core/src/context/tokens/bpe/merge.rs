@@ -155,7 +155,7 @@ fn merge_large(table: &Table, piece: &[u8], token: &mut dyn FnMut(&[u8])) -> usi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bpe::table::O200K_BASE;
+    use crate::context::tokens::bpe::table::O200K_BASE;
 
     fn tokens(piece: &[u8], large: bool) -> Vec<Vec<u8>> {
         let mut out = Vec::new();

@@ -1,5 +1,5 @@
 //! Every prompt text pith sends for compaction, in one file so that they can be reviewed
-//! together. [`crate::summary`] assembles them; nothing else should embed prompt prose.
+//! together. [`crate::context::summary`] assembles them; nothing else should embed prompt prose.
 
 /// The shared summary schema: the five sections every compaction summary starts from.
 /// Both manual and automatic compaction present it as a baseline, not a cage.

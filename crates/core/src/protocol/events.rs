@@ -5,57 +5,17 @@
 //! formats. Compaction lifecycle events are *control* events: they are never assistant
 //! content and never appear in the final answer.
 
-use std::ops::AddAssign;
-
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::context::GovernorNotice;
-use crate::hooks::HookRun;
-use crate::message::{Message, ToolCall, ToolResult};
-use crate::subagent::SubagentEvent;
+use crate::protocol::hooks::HookRun;
+use crate::protocol::message::{Message, ToolCall, ToolResult};
+use crate::protocol::notice::GovernorNotice;
+use crate::protocol::usage::Usage;
 
-/// Token usage of one or more model requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Usage {
-    /// Input tokens, cached ones included.
-    #[serde(rename = "input_tokens")]
-    pub input_tokens: u64,
-    /// Input tokens served from the provider's prompt cache.
-    #[serde(rename = "cached_input_tokens", default)]
-    pub cached_input_tokens: u64,
-    /// Output tokens, reasoning included.
-    #[serde(rename = "output_tokens")]
-    pub output_tokens: u64,
-    /// The part of `output_tokens` the model spent reasoning (OpenAI
-    /// `output_tokens_details.reasoning_tokens`, Chat `completion_tokens_details`; 0 when
-    /// the provider does not say, as Anthropic does not). Missing in older transcripts.
-    #[serde(rename = "reasoning_tokens", default)]
-    pub reasoning_tokens: u64,
-    /// What the provider itself said these requests cost, in billionths of a US dollar
-    /// (OpenRouter's `usage.cost`); 0 when it said nothing. When set it is the cost pith
-    /// reports, rather than one computed from catalog prices.
-    #[serde(
-        rename = "provider_cost_nanousd",
-        default,
-        skip_serializing_if = "is_zero"
-    )]
-    pub provider_cost_nanousd: u64,
-}
-
-fn is_zero(value: &u64) -> bool {
-    *value == 0
-}
-
-impl AddAssign for Usage {
-    fn add_assign(&mut self, other: Self) {
-        self.input_tokens += other.input_tokens;
-        self.cached_input_tokens += other.cached_input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.reasoning_tokens += other.reasoning_tokens;
-        self.provider_cost_nanousd += other.provider_cost_nanousd;
-    }
-}
+// A micro-compaction is a history rewrite and is defined with the others; the other
+// crates have always named it from here.
+pub use crate::protocol::rewrite::{MicroCompaction, MicroReason};
 
 /// The lifecycle of one automatic compaction inside a turn.
 #[derive(Debug, Clone)]
@@ -96,38 +56,6 @@ pub enum AutoCompaction {
         /// Human-readable reason.
         reason: String,
     },
-}
-
-/// Why a rule-based rewrite (no LLM) replaced the history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MicroReason {
-    /// Micro-compaction: dedup + prune of old tool outputs.
-    #[default]
-    Prune,
-    /// Overflow fitting: the request could not fit and no compaction could run, so the
-    /// largest tool results were capped and the oldest messages dropped behind the
-    /// session ledger (see `tool_loop/overflow`). Persisted like any rewrite, so the
-    /// transcript holds what the model was sent.
-    Overflow,
-}
-
-/// A rule-based rewrite of the history (no LLM) applied by the loop: a micro-compaction
-/// (dedup + prune) or an overflow fit.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MicroCompaction {
-    /// Why.
-    pub reason: MicroReason,
-    /// The history after the step, system messages excluded.
-    pub replacement: Vec<Message>,
-    /// Estimated tokens reclaimed.
-    pub tokens_reclaimed: u64,
-    /// Estimated input tokens before the step.
-    pub tokens_before: u64,
-    /// Estimated input tokens after the step.
-    pub tokens_after: u64,
-    /// Wall time of the step (measuring, dedup, prune, persisting), milliseconds.
-    pub duration_ms: u64,
 }
 
 /// What a model request was for.
@@ -206,10 +134,10 @@ pub enum LoopEvent {
     MicroCompaction(MicroCompaction),
     /// A model request ended (successfully or not).
     RequestFinished(RequestReport),
-    /// A hook ran (see [`crate::hooks`]).
+    /// A hook ran (see [`crate::protocol::hooks`]).
     Hook(HookRun),
     /// An event of a child conversation a tool call runs (the `task` tool; see
-    /// [`crate::subagent`]). It belongs to the child's transcript, not the parent's.
+    /// [`crate::protocol::subagent`]). It belongs to the child's transcript, not the parent's.
     Subagent(SubagentEvent),
     /// Something the user should know that is not assistant content (e.g. a request
     /// was trimmed to fit the context window).
@@ -232,37 +160,20 @@ pub enum LoopEvent {
     },
 }
 
-/// Where the events of a turn go: a front-end's renderer, a channel, a test's list.
+/// An event of a child conversation, as the parent's front-end receives it.
 ///
-/// The loop calls [`EventSink::emit`] synchronously, in the order things happen, from the
-/// task that runs the turn; an implementation must not block for long (the REPL forwards
-/// into a channel, `pith run` writes a line). Events are never assistant content.
-pub trait EventSink: Send {
-    /// Receives one event.
-    fn emit(&mut self, event: LoopEvent);
-}
-
-/// Forwards into a channel; a dropped receiver means nobody is watching, and the turn
-/// still completes.
-impl EventSink for tokio::sync::mpsc::UnboundedSender<LoopEvent> {
-    fn emit(&mut self, event: LoopEvent) {
-        let _ = self.send(event);
-    }
-}
-
-/// Collects events in order (tests, batch consumers).
-impl EventSink for Vec<LoopEvent> {
-    fn emit(&mut self, event: LoopEvent) {
-        self.push(event);
-    }
-}
-
-/// Discards every event.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Discard;
-
-impl EventSink for Discard {
-    fn emit(&mut self, _event: LoopEvent) {}
+/// Defined next to [`LoopEvent`] because each holds the other: a child's events are
+/// loop events, wrapped.
+#[derive(Debug, Clone)]
+pub struct SubagentEvent {
+    /// The parent's tool call that runs the child.
+    pub call_id: String,
+    /// The agent that runs.
+    pub agent: String,
+    /// The child's session id.
+    pub session_id: String,
+    /// The child's own event.
+    pub event: Box<LoopEvent>,
 }
 
 /// The cancellation token of an automatic compaction inside the turn guarded by `turn`.
@@ -313,33 +224,5 @@ mod tests {
             .await
             .expect("compactor was not woken")
             .expect("task panicked");
-    }
-
-    #[test]
-    fn usage_adds_up_and_round_trips() {
-        let mut total = Usage::default();
-        total += Usage {
-            input_tokens: 10,
-            cached_input_tokens: 4,
-            output_tokens: 2,
-            ..Default::default()
-        };
-        total += Usage {
-            input_tokens: 5,
-            cached_input_tokens: 0,
-            output_tokens: 1,
-            ..Default::default()
-        };
-        assert_eq!(
-            total,
-            Usage {
-                input_tokens: 15,
-                cached_input_tokens: 4,
-                output_tokens: 3,
-                ..Default::default()
-            }
-        );
-        let back: Usage = serde_json::from_str(&serde_json::to_string(&total).unwrap()).unwrap();
-        assert_eq!(back, total);
     }
 }

@@ -1,20 +1,20 @@
 //! The compaction summary: prompts, validation and replacement histories.
 //!
 //! Manual (`/compact [focus]`) and automatic compaction share one schema
-//! ([`crate::prompts::SUMMARY_SECTIONS`]) and one guidance text; the automatic prompt adds
+//! ([`crate::context::prompts::SUMMARY_SECTIONS`]) and one guidance text; the automatic prompt adds
 //! its own requirements. The builders here are the only way pith turns a summary into a
 //! new history.
 
 use thiserror::Error;
 
-use crate::message::{Message, Part, Role};
-use crate::prompts::{
+use crate::context::prompts::{
     AUTO_COMPACTION_REQUIREMENTS, CLOSING_LINE, COMPACTED_CONTEXT_CLOSE, COMPACTED_CONTEXT_OPEN,
     COMPACTION_GUIDANCE, FALLBACK_SUMMARY_HEADER, LAST_USER_MESSAGE_CLOSE, LAST_USER_MESSAGE_OPEN,
     LEDGER_IN_SUMMARY_REQUEST, LEDGER_SUMMARY_SECTIONS, MANUAL_FOCUS_PREFIX, RESTORED_FILES_INTRO,
     SUMMARY_SECTIONS,
 };
-use crate::tokens::TokenCounter;
+use crate::context::tokens::TokenCounter;
+use crate::protocol::message::{Message, Part, Role};
 
 /// The five section headings, in order.
 pub const SECTION_HEADINGS: [&str; 5] = [
@@ -301,11 +301,12 @@ pub fn head_tail_tokens(counter: &dyn TokenCounter, text: &str, max_tokens: usiz
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prompts::TOOLS_DISABLED_DURING_COMPACTION;
+    use crate::context::prompts::TOOLS_DISABLED_DURING_COMPACTION;
 
     #[test]
     fn a_head_within_the_budget_ends_at_a_line_when_it_can() {
-        let counter = crate::tokens::BpeCounter::new(crate::tokens::Encoding::O200kBase);
+        let counter =
+            crate::context::tokens::BpeCounter::new(crate::context::tokens::Encoding::O200kBase);
         let text: String = (0..400)
             .map(|i| format!("line {i} of the summary\n"))
             .collect();
@@ -344,7 +345,10 @@ mod tests {
                 assert!(prompt.contains(heading), "missing {heading}");
             }
             assert!(!prompt.contains("## Relevant Files"), "{prompt}");
-            let limit = format!("under about {} words", crate::prompts::LEDGER_SUMMARY_WORDS);
+            let limit = format!(
+                "under about {} words",
+                crate::context::prompts::LEDGER_SUMMARY_WORDS
+            );
             assert!(prompt.contains(&limit), "{prompt}");
             assert!(prompt.contains("Do not call any tools"));
         }

@@ -10,14 +10,15 @@
 //! count would have taken.
 //!
 //! Bytes overstate real text about fourfold (3.9 bytes per o200k token on the corpus),
-//! which is why a bound is used only far below the threshold: [`RequestEstimator`]
+//! which is why a bound is used only far below the threshold: [`crate::RequestEstimator`]
 //! answers with one only while its counter is not ready, no usage was reported yet, and
 //! the bound is at least [`UPPER_BOUND_HEADROOM_PERCENT`]% below the lowest threshold it
 //! was given. Anywhere else it counts exactly, waiting for the tables if it must.
 
-use super::{estimate_request, RequestEstimate, RequestEstimator, TokenCounter};
-use crate::message::Message;
-use crate::tool::ToolDefinition;
+use crate::context::tokens::count::{estimate_request, RequestEstimate};
+use crate::context::tokens::counter::TokenCounter;
+use crate::protocol::message::Message;
+use crate::protocol::tool::ToolDefinition;
 
 /// How far below its threshold an upper bound must stay for the estimator to use it, in
 /// percent of the threshold. The bound is proven, so this headroom is not what keeps the
@@ -62,44 +63,16 @@ pub(super) fn bound_limit(threshold: u64) -> usize {
     usize::try_from(limit).unwrap_or(usize::MAX)
 }
 
-impl RequestEstimator {
-    /// The same estimator, allowed to answer with an upper bound instead of a count while
-    /// its counter is not ready, no usage has been reported, and the bound stays at least
-    /// [`UPPER_BOUND_HEADROOM_PERCENT`]% below `threshold` (the lowest threshold a
-    /// decision compares the estimate with: the budget's micro threshold).
-    pub fn with_upper_bounds_below(mut self, threshold: u64) -> Self {
-        self.bound_limit = Some(bound_limit(threshold));
-        self
-    }
-
-    /// The upper bound to answer with instead of counting, if one may be used now.
-    pub(super) fn upper_bound_instead(
-        &self,
-        system: &str,
-        messages: &[Message],
-        tools: &[ToolDefinition],
-    ) -> Option<RequestEstimate> {
-        let limit = self.bound_limit?;
-        if self.counter.is_ready() || self.anchor.is_some() {
-            return None;
-        }
-        let mut bound = upper_bound_estimate(self.counter.as_ref(), system, messages, tools);
-        // In the server's terms, as every estimate's total: scaled by the calibration
-        // (1 until the conversation has taught it otherwise), so still an upper bound.
-        let scaled = self.calibration.scale(bound.total as u64);
-        bound.total = usize::try_from(scaled).unwrap_or(usize::MAX);
-        (bound.total < limit).then_some(bound)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Arc;
 
     use super::*;
-    use crate::message::{Image, Part, Reasoning, Role, ToolCall};
-    use crate::tokens::{count_message, BpeCounter, Encoding, ImageFormula};
+    use crate::context::tokens::{
+        count_message, BpeCounter, Encoding, ImageFormula, RequestEstimator,
+    };
+    use crate::protocol::message::{Image, Part, Reasoning, Role, ToolCall};
 
     /// An exact counter whose tables are "not ready" until the test says so; it counts
     /// the texts it is asked to count exactly (as the real one does after waiting).

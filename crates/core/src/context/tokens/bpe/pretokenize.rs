@@ -12,7 +12,7 @@
 use regex_automata::meta::{BuildError, Regex};
 use regex_automata::{Anchored, Input};
 
-use crate::tokens::Encoding;
+use crate::context::tokens::counter::Encoding;
 
 /// The contractions both encodings split off (`'s`, `'ll`, …), case-insensitively.
 const CONTRACTIONS: &str = "(?i:'s|'t|'re|'ve|'m|'ll|'d)";

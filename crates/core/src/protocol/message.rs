@@ -8,8 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::effect::FileEffect;
-use crate::subagent::ChildRun;
+use crate::protocol::effect::FileEffect;
+use crate::protocol::subagent::ChildRun;
 
 /// Who authored a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -26,7 +26,8 @@ mod tests;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-use crate::tokens::{Encoding, ImageFormula, TokenCounter};
+use crate::context::tokens::counter::{Encoding, TokenCounter};
+use crate::context::tokens::image::ImageFormula;
 
 use self::pretokenize::Pretokenizer;
 use self::table::Table;
