@@ -23,6 +23,7 @@ pub mod grep;
 pub mod image;
 pub mod ls;
 pub mod permission;
+pub mod process_group;
 pub mod read;
 pub mod sandbox;
 pub mod squash;
