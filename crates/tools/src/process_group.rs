@@ -176,25 +176,29 @@ mod tests {
         assert!(gone(grandchild).await, "the grandchild survived");
     }
 
+    /// Ends a group whose grandchild ignores SIGTERM (or not) with `grace`; checks that the
+    /// grandchild is gone and the leader reaped, and returns how long ending took.
+    async fn end_group(ignore_sigterm: bool, grace: Duration) -> Duration {
+        let trap = if ignore_sigterm { "trap '' TERM; " } else { "" };
+        let (mut child, group, grandchild) =
+            group_with_grandchild(&format!("{trap}sleep 1000 & echo $!; wait")).await;
+        let started = Instant::now();
+        group.end(&mut child, grace).await;
+        let took = started.elapsed();
+        assert!(gone(grandchild).await, "the grandchild survived");
+        assert!(child.try_wait().unwrap().is_some(), "the leader was reaped");
+        took
+    }
+
     #[tokio::test]
     async fn ending_waits_the_grace_then_kills_what_ignores_sigterm() {
-        let (mut child, group, grandchild) =
-            group_with_grandchild("trap '' TERM; sleep 1000 & echo $!; wait").await;
-        let started = Instant::now();
-        group.end(&mut child, Duration::from_millis(300)).await;
-        assert!(started.elapsed() >= Duration::from_millis(300));
-        assert!(gone(grandchild).await, "the grandchild survived SIGKILL");
-        assert!(child.try_wait().unwrap().is_some(), "the leader was reaped");
+        let grace = Duration::from_millis(300);
+        assert!(end_group(true, grace).await >= grace);
     }
 
     #[tokio::test]
     async fn ending_a_group_that_obeys_sigterm_does_not_wait_the_grace() {
-        let (mut child, group, grandchild) =
-            group_with_grandchild("sleep 1000 & echo $!; wait").await;
-        let started = Instant::now();
-        group.end(&mut child, Duration::from_secs(30)).await;
-        assert!(started.elapsed() < Duration::from_secs(10));
-        assert!(gone(grandchild).await);
+        assert!(end_group(false, Duration::from_secs(30)).await < Duration::from_secs(10));
     }
 
     #[tokio::test]

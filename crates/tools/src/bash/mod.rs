@@ -114,7 +114,7 @@ impl Tool for BashTool {
         arguments: serde_json::Value,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: BashArgs = crate::parse_args(arguments)?;
+        let args: BashArgs = crate::arguments::parse_args(arguments)?;
         if args.command.trim().is_empty() {
             return Err(ToolError::InvalidArguments(
                 "`command` must not be empty".into(),
