@@ -5,7 +5,7 @@
 //! the checks that need no file and the path to read ([`ReadOnlyTool::path`]) → the path
 //! resolved in the workspace, and the policy asked when it lies outside the workspace and
 //! the spill directory (`Action::ReadOutside`) → the tool's work
-//! ([`ReadOnlyTool::answer`], usually on a blocking thread through [`blocking`]) → its
+//! ([`ReadOnlyTool::answer`], usually on a blocking thread through `blocking`) → its
 //! text squashed and spilled by the capture ([`Answer::Captured`]), or returned as it is
 //! ([`Answer::Exact`]: `read`, whose text is never squashed).
 
