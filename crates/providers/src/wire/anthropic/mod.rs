@@ -21,8 +21,6 @@ pub use self::encode::*;
 
 /// The API version header pith speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
-/// Output cap used when the request does not name one (the API requires `max_tokens`).
-pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
 
 /// The Anthropic Messages adapter.
 #[derive(Debug, Clone)]

@@ -180,7 +180,7 @@ impl Parser {
                     self.reasoning.push((
                         index,
                         Reasoning {
-                            origin: super::ORIGIN.to_owned(),
+                            origin: super::encode::ORIGIN.to_owned(),
                             ..Reasoning::default()
                         },
                     ));
