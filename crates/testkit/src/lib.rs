@@ -27,6 +27,7 @@
 //! OpenTelemetry's OTLP/HTTP.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod answer;
 mod checks;

@@ -11,6 +11,7 @@
 //! ([`read_only`]). User documentation: `docs/tools.md`.
 
 #![warn(missing_docs)]
+#![deny(unsafe_code)]
 
 mod arguments;
 pub mod bash;

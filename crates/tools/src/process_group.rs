@@ -49,6 +49,7 @@ impl ProcessGroup {
     }
 
     /// Sends `signal` to every process of the group; true when at least one received it.
+    #[allow(unsafe_code)] // killpg(2): the one system call the helper needs.
     fn signal(self, signal: libc::c_int) -> bool {
         // SAFETY: killpg(2) only sends a signal; it reads and writes no memory of this
         // process. `pgid` is greater than 1 (checked in `of`, the only constructor), so it
