@@ -3,6 +3,8 @@
 //!
 //! - [`adapter`]: the [`ProviderAdapter`] contract and the one streaming state machine.
 //! - [`chunk`]: what a response stream yields ([`StreamChunk`], [`ChunkStream`]).
+//! - `client`: the outer layer of the SSE adapters (transport, auth header, event
+//!   stream, the error of an unparseable event).
 //! - [`http`]: the one HTTP layer every adapter sends through (client, failures).
 //! - [`error`]: [`ProviderError`] and its classification of HTTP failures.
 //! - [`limits`]: how much pith accepts from a server (events, arguments, calls, bodies).
@@ -18,6 +20,7 @@ pub mod anthropic;
 pub(crate) mod arguments;
 pub mod bedrock;
 pub mod chunk;
+pub(crate) mod client;
 pub mod error;
 pub mod eventstream;
 pub mod gemini;
