@@ -17,6 +17,9 @@
 //! Providers never print and never write files: everything a front-end shows arrives as
 //! a [`pith_core::LoopEvent`], and persistence is the [`pith_core::TurnSink`]'s job.
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod models;
 pub mod tool_loop;
 pub mod wire;

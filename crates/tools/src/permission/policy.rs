@@ -1,264 +1,16 @@
-//! The permission policy: which tool actions run freely, which need the user's approval,
-//! and which are refused, per permission mode.
-//!
-//! | action                          | read-only | ask   | auto-edit | full  |
-//! |---------------------------------|-----------|-------|-----------|-------|
-//! | read inside workspace / spill   | allow     | allow | allow     | allow |
-//! | read outside the workspace      | allow     | ask   | allow     | allow |
-//! | write / edit (inside workspace) | deny      | ask   | allow     | allow |
-//! | bash                            | deny      | ask   | ask       | allow |
-//! | bash once without the sandbox   | deny      | ask   | ask       | deny  |
-//! | external (MCP) tool             | hint¹     | ask   | config²   | config² |
-//!
-//! ¹ runs when its server marks it read-only (`readOnlyHint`), else refused.
-//! ² the server's [`AutoApprove`]: `all` runs, `read-only` runs hinted tools and asks for
-//! the rest, `none` asks; unset it is `read-only` in `auto-edit` and `all` in `full`.
-//! "Allow for this session" covers every later call of that one tool.
-//!
-//! Writes outside the workspace are refused before the policy is consulted (see
-//! [`crate::workspace`]), in every mode. "Ask" goes to the front-end's [`Approver`]; with
-//! no approver (a headless run) an action that needs approval is refused with a message
-//! naming the mode that would allow it. Every refusal is a [`ToolError::Denied`], which
-//! the registry turns into an error result for the model: never a crash.
-//!
-//! Tools call [`PermissionPolicy::authorize`] after parsing and resolving their
-//! arguments and before doing anything.
+//! The policy of one session: the verdict per mode, the session's grants and asking the
+//! approver (the table is in the parent module's docs).
 
 use std::collections::HashSet;
 use std::fmt;
-use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use async_trait::async_trait;
 use pith_core::{ToolContext, ToolError};
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-/// How much the agent may do without asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-pub enum PermissionMode {
-    /// Only reading tools run; write, edit and bash are refused.
-    #[serde(rename = "read-only")]
-    ReadOnly,
-    /// Reading runs; writes, edits, commands and reads outside the workspace ask first.
-    #[default]
-    #[serde(rename = "ask")]
-    Ask,
-    /// Reading, writing and editing run; commands ask first.
-    #[serde(rename = "auto-edit")]
-    AutoEdit,
-    /// Everything runs without asking (writes stay confined to the workspace).
-    #[serde(rename = "full")]
-    Full,
-}
-
-impl PermissionMode {
-    /// Every mode, in increasing order of autonomy.
-    pub const ALL: [PermissionMode; 4] = [Self::ReadOnly, Self::Ask, Self::AutoEdit, Self::Full];
-
-    /// The name users type (`read-only`, `ask`, `auto-edit`, `full`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ReadOnly => "read-only",
-            Self::Ask => "ask",
-            Self::AutoEdit => "auto-edit",
-            Self::Full => "full",
-        }
-    }
-}
-
-impl fmt::Display for PermissionMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A mode name that is not one of `read-only | ask | auto-edit | full`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown permission mode `{0}` (expected read-only, ask, auto-edit or full)")]
-pub struct UnknownPermissionMode(pub String);
-
-impl FromStr for PermissionMode {
-    type Err = UnknownPermissionMode;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|mode| mode.as_str() == s)
-            .ok_or_else(|| UnknownPermissionMode(s.to_owned()))
-    }
-}
-
-/// What a tool is about to do, as the policy sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// Read a path outside the workspace and the spill directory.
-    ReadOutside {
-        /// Tool name.
-        tool: String,
-        /// The resolved path.
-        path: String,
-    },
-    /// Create or change a file inside the workspace.
-    Edit {
-        /// Tool name.
-        tool: String,
-        /// Short description of the change (path and size).
-        summary: String,
-        /// The change as a short diff, for the user to review.
-        preview: Option<String>,
-    },
-    /// Run a shell command.
-    Execute {
-        /// The exact command line.
-        command: String,
-    },
-    /// Run a command the sandbox denied once more, without the sandbox (the escalation
-    /// path, see [`crate::sandbox`]). Never granted for the session.
-    RunUnsandboxed {
-        /// The exact command line.
-        command: String,
-        /// What the sandbox denied, for the user to judge.
-        reason: String,
-    },
-    /// Call a tool pith does not implement (an MCP server's tool).
-    External {
-        /// The tool's name as the model calls it (`mcp__server__tool`).
-        tool: String,
-        /// Short description of the call (its arguments, shortened).
-        summary: String,
-        /// The tool's server marks it read-only (`readOnlyHint`). A hint from the server,
-        /// not a guarantee.
-        read_only_hint: bool,
-        /// What runs without asking in `auto-edit` and `full` mode; `None` follows the
-        /// mode's default.
-        auto_approve: Option<AutoApprove>,
-    },
-}
-
-/// Which external tools of a server run without asking in `auto-edit` and `full` mode
-/// (`ask` mode always asks; `read-only` mode runs only tools marked read-only).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum AutoApprove {
-    /// Every call asks.
-    #[serde(rename = "none")]
-    None,
-    /// Tools the server marks read-only run; the others ask. The default in `auto-edit`.
-    #[serde(rename = "read-only")]
-    ReadOnly,
-    /// Every tool runs. The default in `full`.
-    #[serde(rename = "all")]
-    All,
-}
-
-impl Action {
-    fn tool(&self) -> &str {
-        match self {
-            Self::ReadOutside { tool, .. }
-            | Self::Edit { tool, .. }
-            | Self::External { tool, .. } => tool,
-            Self::Execute { .. } | Self::RunUnsandboxed { .. } => "bash",
-        }
-    }
-
-    fn summary(&self) -> String {
-        match self {
-            Self::ReadOutside { path, .. } => format!("read outside the workspace: {path}"),
-            Self::Edit { summary, .. } => summary.clone(),
-            Self::Execute { command } => format!("run: {command}"),
-            Self::RunUnsandboxed { command, .. } => {
-                format!("run once without the sandbox: {command}")
-            }
-            Self::External { tool, summary, .. } => format!("call {tool}: {summary}"),
-        }
-    }
-
-    /// What "allow for this session" covers; `None` when the action is never granted
-    /// beyond this call.
-    fn grant(&self) -> Option<Grant> {
-        match self {
-            Self::ReadOutside { .. } => Some(Grant::OutsideReads),
-            Self::Edit { .. } => Some(Grant::AllEdits),
-            Self::Execute { command } => Some(Grant::Command(command.clone())),
-            Self::External { tool, .. } => Some(Grant::Tool(tool.clone())),
-            Self::RunUnsandboxed { .. } => None,
-        }
-    }
-
-    fn details(&self) -> Option<String> {
-        match self {
-            Self::Edit { preview, .. } => preview.clone(),
-            Self::RunUnsandboxed { reason, .. } => Some(format!(
-                "{reason}\nWithout the sandbox the command can write anywhere you can, read \
-                 your keys and use the network."
-            )),
-            Self::ReadOutside { .. } | Self::Execute { .. } | Self::External { .. } => None,
-        }
-    }
-}
-
-/// How [`PermissionRequest::session_scope`] reads for an action never granted beyond one
-/// call.
-const ONE_CALL_ONLY: &str = "this run only (running without the sandbox is asked every time)";
-
-/// What an "allow for this session" answer covers.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Grant {
-    OutsideReads,
-    AllEdits,
-    Command(String),
-    Tool(String),
-}
-
-impl Grant {
-    fn describe(&self) -> String {
-        match self {
-            Self::OutsideReads => "all reads outside the workspace".to_owned(),
-            Self::AllEdits => "all file writes and edits inside the workspace".to_owned(),
-            Self::Command(command) => format!("this exact command: {command}"),
-            Self::Tool(tool) => format!("every call of {tool}"),
-        }
-    }
-}
-
-/// A question to the user: may this tool call run?
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PermissionRequest {
-    /// Tool name (`write`, `edit`, `bash`, `read`, ...).
-    pub tool: String,
-    /// One-line summary of the arguments (path and size, or the command).
-    pub summary: String,
-    /// What [`Approval::AllowForSession`] would allow from now on.
-    pub session_scope: String,
-    /// More to review, when there is any: the diff of a write or an edit.
-    pub details: Option<String>,
-}
-
-/// The user's answer to a [`PermissionRequest`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Approval {
-    /// Run this call only.
-    AllowOnce,
-    /// Run this call and every later call covered by the request's `session_scope`.
-    AllowForSession,
-    /// Do not run it. `feedback` (what to do instead) is passed on to the model.
-    Deny {
-        /// Optional words for the model.
-        feedback: Option<String>,
-    },
-}
-
-/// The front-end side of `ask`: shows a request to the user and returns the answer.
-///
-/// Called from inside a tool call, on the tool loop's task. Requests are serialised by
-/// the policy (never two at once). If the turn is cancelled while the approver waits, the
-/// policy drops the future and the call ends as cancelled, so implementations must be
-/// cancel-safe (dropping the future withdraws the question).
-#[async_trait]
-pub trait Approver: Send + Sync {
-    /// Asks the user about `request`.
-    async fn decide(&self, request: PermissionRequest) -> Approval;
-}
+use super::action::{Action, AutoApprove, Grant, ONE_CALL_ONLY};
+use super::approval::{Approval, Approver, PermissionRequest};
+use super::mode::PermissionMode;
 
 /// The permission policy of one session: the current mode, the approver and the grants
 /// given with "allow for this session". Shared (`Arc`) by all tools; the front-end keeps
@@ -470,6 +222,7 @@ impl PermissionPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use async_trait::async_trait;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     struct Scripted {
@@ -544,18 +297,6 @@ mod tests {
             ..approved
         };
         assert!(policy.authorize_call(edit(), &not_approved).await.is_err());
-    }
-
-    #[test]
-    fn mode_names_round_trip() {
-        for mode in PermissionMode::ALL {
-            assert_eq!(mode.as_str().parse::<PermissionMode>().unwrap(), mode);
-            assert_eq!(
-                serde_json::to_string(&mode).unwrap(),
-                format!("\"{}\"", mode.as_str())
-            );
-        }
-        assert!("yolo".parse::<PermissionMode>().is_err());
     }
 
     #[tokio::test]
