@@ -16,12 +16,13 @@
 mod crates;
 mod cycles;
 mod modules;
+mod paths;
 mod resolve;
 mod size;
 #[cfg(test)]
 mod tests;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
@@ -61,7 +62,7 @@ pub fn check(root: &Path) -> Result<Report> {
         report.edges += edges.len();
         let pairs: Vec<(usize, usize)> = edges.iter().map(|e| (e.from, e.to)).collect();
         for circle in cycles::cycles(modules.files.len(), &pairs) {
-            let name = |file: usize| relative(root, &modules.files[file]);
+            let name = |file: usize| paths::relative(root, &modules.files[file]);
             let mut lines = vec![format!(
                 "crate `{}`: {} files import each other in a circle: {}",
                 krate.name,
@@ -88,14 +89,6 @@ pub fn check(root: &Path) -> Result<Report> {
         }
     }
     Ok(report)
-}
-
-fn relative(root: &Path, file: &Path) -> String {
-    file.strip_prefix(root)
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| file.to_path_buf())
-        .display()
-        .to_string()
 }
 
 /// Runs the check on the workspace and prints what it found; fails on any violation.

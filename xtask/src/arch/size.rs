@@ -50,7 +50,7 @@ pub fn problems(root: &Path, krate: &str, files: &[std::path::PathBuf]) -> Resul
         if count > MAX_FILE_LINES {
             problems.push(format!(
                 "crate `{krate}`: {} has {count} lines, more than {MAX_FILE_LINES}: split it by job",
-                super::relative(root, file)
+                super::paths::relative(root, file)
             ));
         }
         if limit.is_some() {
