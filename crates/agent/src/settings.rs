@@ -22,7 +22,7 @@ use pith_providers::models::config::{
 };
 use pith_providers::models::project::{system_prompt_for, CutInstructions, InstructionBudget};
 use pith_providers::tool_loop::enforced_output_cap;
-use pith_providers::{AgentLoop, LedgerOptions, LoopOptions, RepeatedCallLimits};
+use pith_providers::{AgentLoop, LedgerOptions, LoopOptions, LoopSetup, RepeatedCallLimits};
 use pith_tools::{PermissionMode, SandboxConfig, SandboxMode, UserDirs};
 
 use crate::overrides::Overrides;
@@ -262,18 +262,18 @@ impl Settings {
 
     /// The tool loop for these settings in workspace `cwd` with `tools`.
     pub fn build_loop(&self, cwd: &Path, tools: ToolRegistry) -> Result<AgentLoop, ConfigError> {
-        Ok(AgentLoop::new(
-            self.model.adapter()?,
-            self.model.model.clone(),
-            self.budget,
-            self.system_prompt(cwd).0,
+        Ok(AgentLoop::new(LoopSetup {
+            adapter: self.model.adapter()?,
+            model: self.model.model.clone(),
+            budget: self.budget,
+            system_prompt: self.system_prompt(cwd).0,
             tools,
             // Far below the micro threshold (the lowest the decision uses), a request may
             // be estimated by an upper bound while the counter is still being built.
-            RequestEstimator::new(Arc::new(self.counter()))
+            estimator: RequestEstimator::new(Arc::new(self.counter()))
                 .with_upper_bounds_below(self.budget.micro_threshold),
-            self.loop_options.clone(),
-        ))
+            options: self.loop_options.clone(),
+        }))
     }
 }
 
