@@ -264,11 +264,12 @@ async fn cancelling_mid_stream_stops_promptly() {
 #[tokio::test]
 #[ignore = "needs a local llama.cpp server: cargo xtask local-llm, PITH_LOCAL_LLM_URL"]
 async fn the_built_in_local_provider_caps_output_as_configured() {
-    use pith_providers::models::config::{resolve_model, Config, ModelConfig};
+    use pith_providers::models::resolve::resolve_model;
+    use pith_providers::models::tables::{ModelConfig, ModelTables};
     let url = server();
     let _turn = SERVER_TURN.lock().await;
     // The built-in `local` provider, as a user configures it: its own output-cap field.
-    let mut config = Config::default();
+    let mut config = ModelTables::default();
     config.models.insert(
         "local/smollm2".into(),
         ModelConfig {
