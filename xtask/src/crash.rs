@@ -13,7 +13,7 @@ pub fn run(trials: usize, seed: Option<u64>) -> Result<()> {
     if let Some(seed) = seed {
         envs.push(("PITH_CRASH_SEED", seed.to_string()));
     }
-    crate::cargo_with_env(
+    crate::cargo::cargo_with_env(
         &[
             "test",
             "-p",

@@ -5,7 +5,9 @@
 //! `bench` and `simulate` re-run themselves in a release build. Further tasks are added by the issues
 //! that deliver them.
 
+mod arch;
 mod bench;
+mod cargo;
 mod corpus;
 mod crash;
 mod demo;
@@ -31,6 +33,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
+    /// Check the workspace against docs/architecture.md: no crate depends on one above
+    /// it, the dependency list matches Cargo.toml, no import circle inside a crate.
+    Arch,
     /// Set up and start the local model (llama.cpp server with SmolLM2-135M) on 127.0.0.1.
     LocalLlm {
         /// Port to listen on.
@@ -209,6 +214,7 @@ fn main() -> Result<()> {
                 baseline,
             })
         }
+        Task::Arch => arch::run(&cargo::workspace_root()),
         Task::Crash { trials, seed } => crash::run(trials, seed),
         Task::Eval {
             sessions,
@@ -295,7 +301,7 @@ fn rerun_in_release() -> Result<bool> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut cargo_args = vec!["run", "--release", "--quiet", "--package", "xtask", "--"];
     cargo_args.extend(args.iter().map(String::as_str));
-    cargo(&cargo_args)?;
+    cargo::cargo(&cargo_args)?;
     Ok(true)
 }
 
@@ -311,23 +317,6 @@ fn ci() -> Result<()> {
         .with_context(|| format!("cannot run {}", script.display()))?;
     if !status.success() {
         bail!("{} failed ({status})", script.display());
-    }
-    Ok(())
-}
-
-fn cargo(args: &[&str]) -> Result<()> {
-    cargo_with_env(args, &[])
-}
-
-fn cargo_with_env(args: &[&str], envs: &[(&str, String)]) -> Result<()> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = Command::new(&cargo)
-        .args(args)
-        .envs(envs.iter().map(|(k, v)| (k, v)))
-        .status()
-        .with_context(|| format!("running {cargo} {}", args.join(" ")))?;
-    if !status.success() {
-        bail!("`cargo {}` failed ({status})", args.join(" "));
     }
     Ok(())
 }

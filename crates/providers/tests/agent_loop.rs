@@ -19,7 +19,9 @@ use pith_core::{
 };
 use pith_providers::tool_loop::request::Timeouts;
 use pith_providers::tool_loop::retry::RetryPolicy;
-use pith_providers::{AgentLoop, LedgerOptions, LoopError, LoopOptions, ProviderError};
+use pith_providers::{
+    AgentLoop, LedgerOptions, LoopError, LoopOptions, ProviderError, StreamChunk,
+};
 use serde_json::json;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio_util::sync::CancellationToken;
@@ -613,6 +615,44 @@ async fn manual_compaction_streams_the_summary_and_replaces_history() {
         request.tools.len(),
         1,
         "tools stay advertised for cache parity"
+    );
+}
+
+#[tokio::test]
+async fn a_manual_summary_cut_off_by_the_output_limit_shows_the_marker_it_keeps() {
+    let cut = Reply::Chunks {
+        chunks: vec![
+            StreamChunk::Text("## Goal\nKeep the API".into()),
+            StreamChunk::Done {
+                stop_reason: Some("length".into()),
+            },
+        ],
+        delay: Duration::ZERO,
+    };
+    let mut h = harness(vec![Reply::text("Hello."), cut], 200_000);
+    let (tx, mut rx) = unbounded_channel();
+    let cancel = CancellationToken::new();
+    h.agent
+        .run_turn(Message::user("hi"), &mut InMemory::new(tx.clone()), &cancel)
+        .await
+        .unwrap();
+    drain(&mut rx);
+    let result = h
+        .agent
+        .compact(None, &mut InMemory::new(tx.clone()), &cancel)
+        .await
+        .expect("a summary cut off is kept");
+    assert!(
+        result
+            .summary
+            .starts_with("## Goal\nKeep the API\n[pith: the summary was cut off here: "),
+        "{}",
+        result.summary
+    );
+    assert_eq!(
+        text_of(&drain(&mut rx)),
+        result.summary,
+        "what the user saw is what was kept, marker included"
     );
 }
 

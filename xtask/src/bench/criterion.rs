@@ -42,7 +42,7 @@ pub fn run_bench(package: &str, bench: &str, quick: bool) -> Result<()> {
     if quick {
         args.extend(["--warm-up-time", "1", "--measurement-time", "2"]);
     }
-    crate::cargo(&args)
+    crate::cargo::cargo(&args)
 }
 
 /// Reads every result under `target/criterion/<group>`.

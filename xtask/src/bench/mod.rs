@@ -20,6 +20,7 @@
 pub mod agent;
 pub mod criterion;
 pub mod governor;
+pub mod measurements;
 pub mod report;
 pub mod sandbox;
 pub mod squash;
@@ -34,7 +35,8 @@ use pith_core::{BpeCounter, Encoding};
 
 use crate::corpus::{read_sessions, CorpusSession};
 use crate::eval_core::samples_from_session;
-use crate::simulate::{self, ledger::Prices, PolicyRow, SimOptions};
+use crate::simulate::{self, ledger::Prices, SimOptions};
+pub use measurements::Measurements;
 
 /// Options of `cargo xtask bench`.
 #[derive(Debug, Clone)]
@@ -47,36 +49,6 @@ pub struct BenchOptions {
     pub output: PathBuf,
     /// Another `pith` binary measured alternately with this build in the start-up rows.
     pub baseline: Option<PathBuf>,
-}
-
-/// Everything measured, for the report.
-pub struct Measurements {
-    /// Corpus used and its size.
-    pub corpus: String,
-    /// Token counting.
-    pub tokens: tokens::TokenSection,
-    /// Squash per family.
-    pub squash: Vec<squash::SquashRow>,
-    /// Criterion results by group.
-    pub criterion: Vec<criterion::CriterionResult>,
-    /// (tool turns per run, ms per tool turn) of the in-process loop, short and long
-    /// sessions: a request carries the whole history, so the per-turn cost grows with it.
-    pub loop_ms: Vec<(usize, stats::Spread)>,
-    /// (ms per tool turn, peak RSS MiB) of the long `pith run`.
-    pub long_run: (f64, f64),
-    /// Tool turns of the long run.
-    pub long_run_turns: usize,
-    /// Start-up and memory of the binary (`--version`, `pith tokens`, the first request,
-    /// a 40-turn session).
-    pub startup: startup::StartupSection,
-    /// The same with two stdio MCP servers (the tests' Python server twice), ms.
-    pub first_request_mcp_ms: stats::Spread,
-    /// The compaction stress suite's rows.
-    pub governor: Vec<governor::StressRow>,
-    /// Simulator rows.
-    pub simulation: Vec<PolicyRow>,
-    /// Sessions simulated.
-    pub simulated_sessions: usize,
 }
 
 /// Policies the report compares: the three of the issue and the variants behind pith's
@@ -103,7 +75,7 @@ fn workspace_dirs() -> Result<(PathBuf, PathBuf)> {
 
 /// Builds the release `pith` binary the start-up and long-run figures run.
 fn build_release_pith() -> Result<()> {
-    crate::cargo(&[
+    crate::cargo::cargo(&[
         "build",
         "--release",
         "--quiet",

@@ -7,9 +7,9 @@ use std::path::Path;
 use std::process::Command;
 
 use super::criterion::CriterionResult;
+use super::measurements::Measurements;
 use super::stats::Spread;
 use super::tokens::TokenSection;
-use super::Measurements;
 use crate::simulate::{markdown_table, PolicyRow};
 
 /// Everything after this line of `docs/benchmarks.md` is written by hand and kept.

@@ -549,13 +549,19 @@ impl AgentLoop {
             // tool calls that were not complete are not run.
             if let Some(truncation) = truncation {
                 return match validate_summary(&response.text) {
-                    Ok(summary) => SummaryOutcome::Summary {
-                        summary: format!(
-                            "{summary}\n[pith: the summary was cut off here: {truncation}]"
-                        ),
-                        usage,
-                        cut_off: true,
-                    },
+                    Ok(summary) => {
+                        // A visible (manual) summary shows the marker as it is kept.
+                        let marker =
+                            format!("\n[pith: the summary was cut off here: {truncation}]");
+                        if let Visibility::Visible(sink) = &mut visibility {
+                            sink.emit(LoopEvent::TextDelta(marker.clone()));
+                        }
+                        SummaryOutcome::Summary {
+                            summary: format!("{summary}{marker}"),
+                            usage,
+                            cut_off: true,
+                        }
+                    }
                     Err(_) => SummaryOutcome::Failed {
                         reason: format!("the summary was cut off before any text: {truncation}"),
                         usage,

@@ -1,0 +1,118 @@
+//! `cargo xtask arch`: checks the workspace against its map, docs/architecture.md.
+//!
+//! It fails when
+//! - a crate depends on a crate the map's dependency list puts above it;
+//! - a crate's workspace dependencies (Cargo.toml) differ from the list;
+//! - inside a crate, files import each other in a circle;
+//! - a non-test source file is longer than 700 lines, or a thin front-end crate holds
+//!   more non-test lines than its limit (`size.rs`).
+//!
+//! The file graph has an edge from A to B when A's non-test code names an item defined in
+//! B: through a `use`, or a path `crate::…`, `super::…`, `self::…` or a child module's
+//! name, with imports and re-exports followed to where the item is defined. A module that
+//! re-exports its children is fine; a child that names an item defined in its parent's
+//! file, while the parent names one of the child's, is a circle.
+
+mod crates;
+mod cycles;
+mod modules;
+mod resolve;
+mod size;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// What the check found.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Every violation, one line each.
+    pub problems: Vec<String>,
+    /// Crates checked.
+    pub crates: usize,
+    /// Non-test source files read.
+    pub files: usize,
+    /// Edges of the file graphs, all crates together.
+    pub edges: usize,
+}
+
+/// Checks the workspace at `root` against `root/docs/architecture.md`.
+pub fn check(root: &Path) -> Result<Report> {
+    let map = root.join("docs/architecture.md");
+    let markdown =
+        std::fs::read_to_string(&map).with_context(|| format!("reading {}", map.display()))?;
+    let stated = crates::stated_list(&markdown).context("docs/architecture.md")?;
+    let workspace = crates::workspace_crates(root)?;
+    let mut report = Report {
+        problems: crates::compare(&workspace, &stated),
+        crates: workspace.len(),
+        ..Report::default()
+    };
+    for krate in &workspace {
+        let modules = modules::read_crate(&krate.root_file)
+            .with_context(|| format!("reading crate {}", krate.name))?;
+        let edges = resolve::file_edges(&modules);
+        report.files += modules.files.len();
+        report
+            .problems
+            .extend(size::problems(root, &krate.name, &modules.files)?);
+        report.edges += edges.len();
+        let pairs: Vec<(usize, usize)> = edges.iter().map(|e| (e.from, e.to)).collect();
+        for circle in cycles::cycles(modules.files.len(), &pairs) {
+            let name = |file: usize| relative(root, &modules.files[file]);
+            let mut lines = vec![format!(
+                "crate `{}`: {} files import each other in a circle: {}",
+                krate.name,
+                circle.len(),
+                circle
+                    .iter()
+                    .map(|&f| name(f))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )];
+            for edge in edges
+                .iter()
+                .filter(|e| circle.contains(&e.from) && circle.contains(&e.to))
+            {
+                lines.push(format!(
+                    "    {}:{} names `{}`, defined in {}",
+                    name(edge.from),
+                    edge.example.1,
+                    edge.example.0,
+                    name(edge.to)
+                ));
+            }
+            report.problems.push(lines.join("\n"));
+        }
+    }
+    Ok(report)
+}
+
+fn relative(root: &Path, file: &Path) -> String {
+    file.strip_prefix(root)
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| file.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// Runs the check on the workspace and prints what it found; fails on any violation.
+pub fn run(root: &Path) -> Result<()> {
+    let report = check(root)?;
+    for problem in &report.problems {
+        println!("{problem}");
+    }
+    println!(
+        "arch: {} crates, {} files, {} file edges: {} problem(s)",
+        report.crates,
+        report.files,
+        report.edges,
+        report.problems.len()
+    );
+    if !report.problems.is_empty() {
+        bail!("the workspace does not match docs/architecture.md");
+    }
+    Ok(())
+}

@@ -1,0 +1,31 @@
+//! Running cargo from xtask, and where the workspace is.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+/// The workspace's root directory (xtask's parent).
+pub fn workspace_root() -> PathBuf {
+    let xtask = Path::new(env!("CARGO_MANIFEST_DIR"));
+    xtask.parent().unwrap_or(xtask).to_path_buf()
+}
+
+/// Runs `cargo ARGS`, failing when it fails.
+pub fn cargo(args: &[&str]) -> Result<()> {
+    cargo_with_env(args, &[])
+}
+
+/// Runs `cargo ARGS` with `envs` set, failing when it fails.
+pub fn cargo_with_env(args: &[&str], envs: &[(&str, String)]) -> Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let status = Command::new(&cargo)
+        .args(args)
+        .envs(envs.iter().map(|(k, v)| (k, v)))
+        .status()
+        .with_context(|| format!("running {cargo} {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("`cargo {}` failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
