@@ -11,7 +11,7 @@ use pith_core::hooks::context_block;
 use pith_core::{EventSink, HookEvent, HookRun, LoopEvent, Message, Part};
 use pith_hooks::PromptGate;
 use pith_providers::models::project::CutInstructions;
-use pith_providers::{LoopError, ManualCompaction};
+use pith_providers::{AgentLoop, LoopError, ManualCompaction};
 use pith_session::Event;
 use tokio_util::sync::CancellationToken;
 
@@ -257,12 +257,8 @@ impl Conversation {
         }
         let mut recorder = TurnRecorder::new();
         let result = {
-            let mut recording = Recording {
-                recorder: &mut recorder,
-                session: &mut self.session,
-                frontend: sink,
-            };
-            self.agent.run_turn(user, &mut recording, cancel).await
+            let (agent, mut recording) = self.recording(&mut recorder, sink);
+            agent.run_turn(user, &mut recording, cancel).await
         };
         // MCP failures during the turn: the model had each as a tool error; tell the user.
         if let Some(hub) = &self.mcp {
@@ -481,15 +477,26 @@ impl Conversation {
     ) -> Result<ManualCompaction, LoopError> {
         let mut recorder = TurnRecorder::new();
         let result = {
-            let mut recording = Recording {
-                recorder: &mut recorder,
-                session: &mut self.session,
-                frontend: sink,
-            };
-            self.agent.compact(focus, &mut recording, cancel).await
+            let (agent, mut recording) = self.recording(&mut recorder, sink);
+            agent.compact(focus, &mut recording, cancel).await
         };
         self.compaction_totals += recorder.compaction_totals();
         result
+    }
+
+    /// The loop, and the sink that records its events through `recorder` into the
+    /// session before they reach `sink`.
+    fn recording<'a>(
+        &'a mut self,
+        recorder: &'a mut TurnRecorder,
+        sink: &'a mut dyn EventSink,
+    ) -> (&'a mut AgentLoop, Recording<'a>) {
+        let recording = Recording {
+            recorder,
+            session: &mut self.session,
+            frontend: sink,
+        };
+        (&mut self.agent, recording)
     }
 }
 
