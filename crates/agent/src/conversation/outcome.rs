@@ -55,6 +55,14 @@ pub struct TurnOutcome {
 }
 
 impl TurnOutcome {
+    /// A turn that stopped with `error` before it did anything.
+    pub(crate) fn failed(error: TurnError) -> Self {
+        Self {
+            error: Some(error),
+            ..Self::default()
+        }
+    }
+
     /// Usage of the turn's own requests plus that of its children.
     pub fn total_usage(&self) -> Usage {
         let mut total = self.summary.usage;

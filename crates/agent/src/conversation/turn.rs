@@ -194,12 +194,7 @@ impl Conversation {
         } else {
             match self.before_prompt(user, sink, cancel).await {
                 Ok(user) => user,
-                Err(error) => {
-                    return TurnOutcome {
-                        error: Some(error),
-                        ..TurnOutcome::default()
-                    }
-                }
+                Err(error) => return TurnOutcome::failed(error),
             }
         };
         if let Some(schema) = &self.output_schema {
@@ -219,22 +214,14 @@ impl Conversation {
         let cancel = deadline.token();
         let user = match self.fit_user_message(user, sink) {
             Ok(user) => user,
-            Err(error) => {
-                return TurnOutcome {
-                    error: Some(error),
-                    ..TurnOutcome::default()
-                }
-            }
+            Err(error) => return TurnOutcome::failed(error),
         };
         if let Err(error) = self.session.append(Event::UserMessage {
             message: user.clone(),
         }) {
-            return TurnOutcome {
-                error: Some(TurnError::Record(format!(
-                    "cannot record the message, so it was not sent: {error}"
-                ))),
-                ..TurnOutcome::default()
-            };
+            return TurnOutcome::failed(TurnError::Record(format!(
+                "cannot record the message, so it was not sent: {error}"
+            )));
         }
         self.unused = false;
         self.session_context = None;
