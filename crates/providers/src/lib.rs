@@ -25,7 +25,7 @@ pub mod tool_loop;
 pub mod wire;
 
 pub use tool_loop::{
-    AgentLoop, LedgerOptions, LoopError, LoopOptions, ManualCompaction, RepeatedCallLimits,
-    TurnFailure, TurnSummary,
+    AgentLoop, LedgerOptions, LoopError, LoopOptions, LoopSetup, ManualCompaction,
+    RepeatedCallLimits, TurnFailure, TurnSummary,
 };
 pub use wire::{ChunkStream, ModelRequest, ProviderAdapter, ProviderError, StreamChunk};

@@ -194,15 +194,15 @@ async fn run_session_reporting(counter: Option<Arc<NeverReady>>, honest: bool) -
         },
         ..LoopOptions::default()
     };
-    let mut agent = AgentLoop::new(
-        Arc::new(adapter.clone()),
-        "test-model",
+    let mut agent = AgentLoop::new(pith_providers::LoopSetup {
+        adapter: Arc::new(adapter.clone()),
+        model: "test-model".into(),
         budget,
-        "You are pith, a coding agent.",
-        ToolRegistry::new(vec![Arc::new(BigRead)]),
-        RequestEstimator::new(counter).with_upper_bounds_below(budget.micro_threshold),
+        system_prompt: "You are pith, a coding agent.".into(),
+        tools: ToolRegistry::new(vec![Arc::new(BigRead)]),
+        estimator: RequestEstimator::new(counter).with_upper_bounds_below(budget.micro_threshold),
         options,
-    );
+    });
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     agent
         .run_turn(

@@ -450,15 +450,15 @@ async fn gemini_calls_without_ids_are_answered_in_order_without_made_up_ids() {
     let tool = Arc::new(ReadTool {
         runs: std::sync::atomic::AtomicUsize::new(0),
     });
-    let mut agent = pith_providers::AgentLoop::new(
-        adapter(Protocol::Gemini, &server),
-        "test-model",
-        ContextBudget::for_window(WINDOW),
-        SYSTEM,
-        ToolRegistry::new(vec![tool.clone()]),
-        RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
-        fast_options(),
-    );
+    let mut agent = pith_providers::AgentLoop::new(pith_providers::LoopSetup {
+        adapter: adapter(Protocol::Gemini, &server),
+        model: "test-model".into(),
+        budget: ContextBudget::for_window(WINDOW),
+        system_prompt: SYSTEM.into(),
+        tools: ToolRegistry::new(vec![tool.clone()]),
+        estimator: RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
+        options: fast_options(),
+    });
     let (tx, _rx) = unbounded_channel();
     agent
         .run_turn(
