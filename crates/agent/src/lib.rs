@@ -23,6 +23,7 @@
 //! - [`telemetry`]: OpenTelemetry traces and metrics of a conversation (off by default).
 //!
 //! Dependencies point down: front-ends → agent → {providers, session, mcp → tools} → core.
+#![forbid(unsafe_code)]
 
 pub mod attachments;
 pub mod ceilings;

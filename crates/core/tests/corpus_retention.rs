@@ -6,6 +6,7 @@
 //!
 //! The probes are the exact code of `cargo xtask eval` (`xtask/src/eval_core.rs`,
 //! included by path), so the test and the eval table can never disagree.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[allow(dead_code)]
 #[path = "../../../xtask/src/eval_core.rs"]

@@ -3,8 +3,7 @@
 
 use std::io::Write;
 
-use pith_agent::job::RunReport;
-use pith_agent::{ExitCode, Frontend, Overrides};
+use pith_agent::{job::RunReport, ExitCode, Frontend, Overrides};
 use pith_core::{AutoCompaction, EventSink, LoopEvent};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;

@@ -1,6 +1,7 @@
 //! The tool loop's compaction behaviour, driven through a scripted in-memory adapter.
 //! (The same scenarios run against the real wire formats in the testkit suites.)
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 mod mock_adapter;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

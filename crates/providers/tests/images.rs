@@ -3,6 +3,7 @@
 //! `function_call_output`, in a user message after the Chat tool messages, which take text
 //! only — the testkit refuses an image there; inside the Bedrock `toolResult`), and a
 //! compaction's summary request carries the placeholder instead of the image.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[macro_use]
 mod common;

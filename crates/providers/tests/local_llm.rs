@@ -5,6 +5,7 @@
 //! `http://127.0.0.1:8077/v1`). Run without that variable they fail, never pass silently.
 //! They pin how the real server deviates from the OpenAI documentation (no usage in
 //! streams, `content: null` rejected, tool-call names repeated in every delta).
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,6 +5,7 @@
 //! estimates far below the threshold by an upper bound, and near it by the exact count.
 //! Its decisions are checked against the same session with a ready counter: the same
 //! requests, the same compactions, at the same points, from the same token counts.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

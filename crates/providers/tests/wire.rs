@@ -1,6 +1,7 @@
 //! The real adapters on the testkit's wire formats, driven by the loop, for every
 //! protocol: request shape and headers, tool calls and results, reasoning, usage
 //! accounting, and manual compaction.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[macro_use]
 mod common;

@@ -326,3 +326,23 @@ fn a_front_end_counts_its_lines_without_its_inline_tests() {
     let other = super::size::problems(dir.path(), "pith-core", &[file, more]).expect("readable");
     assert!(other.is_empty(), "{other:?}");
 }
+
+/// The real workspace against its real map: `cargo test --workspace` fails on an arrow
+/// going up, a circle, a file over the limit or a list that no longer matches, as
+/// `cargo xtask arch` in `.ci/run` does.
+#[test]
+fn the_workspace_matches_docs_architecture_md() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits in the workspace");
+    let report = check(root).expect("the workspace and its map are readable");
+    assert!(
+        report.problems.is_empty(),
+        "the workspace does not match docs/architecture.md (run `cargo xtask arch`):\n{}",
+        report.problems.join("\n")
+    );
+    // It read the workspace, not an empty tree.
+    assert!(report.crates >= 12, "{} crates", report.crates);
+    assert!(report.files > 200, "{} files", report.files);
+    assert!(report.edges > 500, "{} edges", report.edges);
+}
