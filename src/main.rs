@@ -1,5 +1,6 @@
 //! The `pith` binary: parses the command line and dispatches to the crate that owns the
 //! command. No behaviour lives here.
+#![forbid(unsafe_code)]
 
 mod cli;
 mod commands;

@@ -2,6 +2,8 @@
 //! over JSON-RPC on its stdin/stdout — by hand (always run), and by the official
 //! TypeScript ACP SDK (`@agentclientprotocol/sdk`, installed by `.ci/run`).
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
+
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

@@ -2,6 +2,7 @@
 //! and reads, then an answer — done by the parent itself, and delegated to one `task`
 //! call. What each adds to the parent's history is counted with the request estimate's
 //! own rules (o200k, `count_message`). Run with `--nocapture` to see the table.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! End-to-end: `pith run --model bedrock/<model-id>` against the testkit speaking Bedrock's
 //! ConverseStream (binary event stream), signed with fixed credentials through the real
 //! AWS credential chain (environment variables; no profile files, no instance metadata).
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! End-to-end: the job's ceilings (`--max-cost`, `--max-duration`, `[limits]`) through
 //! the real `pith run` binary against the testkit, on every protocol.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 mod common;
 
 use std::time::{Duration, Instant};

@@ -9,6 +9,7 @@
 //! notices that come true, and (where the run ends normally) a transcript that holds what
 //! was sent. `PITH_STRESS_REPORT=FILE` appends one JSON line per scenario with its
 //! figures, for `cargo xtask bench`.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! End-to-end checks of `pith compress` through the real binary.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 use assert_cmd::Command;
 
 /// `pith` with `home` as its HOME and working directory: no user or project config of

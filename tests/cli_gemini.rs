@@ -3,6 +3,7 @@
 //! testkit refuses a call without its signature), persisted, replayed and resumed; the
 //! key only ever in the `x-goog-api-key` header (never in a URL, never across a redirect);
 //! hostile Gemini streams held to the same bounds as the other protocols'.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

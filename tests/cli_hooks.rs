@@ -2,6 +2,7 @@
 //! testkit provider server. Each event is driven through a job: block, allow, add context,
 //! timeout, crash, garbage output. Every stream-json line these jobs print is checked
 //! against docs/stream-json.schema.json.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! End-to-end: `pith run` against servers that misbehave the way runaway and hostile
 //! ones do (pith-testkit's hostile faults). Each case checks the error, what was kept,
 //! and the peak resident memory of the `pith` process (its own `VmHWM`).
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

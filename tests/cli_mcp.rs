@@ -7,6 +7,7 @@
 //! `@modelcontextprotocol/server-everything` (npm): they are ignored by default, `.ci/run`
 //! installs both into `.cache/` and runs them with `--ignored`, passing their paths in
 //! `PITH_TEST_MCP_TIME` and `PITH_TEST_MCP_EVERYTHING`; missing programs fail them.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! End-to-end: `pith run --output-schema FILE` through the real binary against the
 //! testkit, on every protocol: the structured answer, the one correction (forced where
 //! the protocol can force it), and the "schema not met" exit code.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

@@ -4,6 +4,7 @@
 //! in the JSON outputs, the output-cap field of the built-in `openai-chat`, OpenRouter's
 //! headers, reported cost and error format, images through `read`, and the loud warning
 //! for a model the catalog does not know.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

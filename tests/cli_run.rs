@@ -1,5 +1,6 @@
 //! End-to-end: the real `pith run` binary against the testkit provider server.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 mod common;
 
 use common::{kinds, records, stderr, stdout, Sandbox};

@@ -1,6 +1,7 @@
 //! End-to-end: `pith run --approval full` cannot write outside the workspace or read the
 //! deny list through `bash`, and `--sandbox` / `sandbox =` choose the mode.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 mod common;
 
 use common::{records, stderr, Sandbox};

@@ -1,5 +1,6 @@
 //! End-to-end: `pith sessions` and `pith replay` on real and hand-damaged transcripts.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,6 @@
 //! End-to-end checks of `pith tokens`, `--version` and `--help` through the real binary.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 use assert_cmd::Command;
 
 fn pith() -> Command {

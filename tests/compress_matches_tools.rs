@@ -1,6 +1,7 @@
 //! `pith compress` prints the bytes the tools send the model (issue 21: it gave 50 KB
 //! where the bash tool sent 100 KB). Checked on every tool output of the vendored corpus
 //! sample and on a 1 MB `cat` of a CI log run by the real bash tool.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[path = "../crates/core/tests/support/ci_log.rs"]
 mod ci_log;

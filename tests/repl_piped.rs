@@ -1,6 +1,7 @@
 //! The REPL without a terminal: `pith` reads one input per line from a pipe, prints plain
 //! text (no escape codes, no loader), and persists like the interactive REPL. Runs the
 //! real binary against pith-testkit.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use std::path::Path;
 

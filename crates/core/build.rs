@@ -1,5 +1,5 @@
 //! Writes the BPE tables of `o200k_base` and `cl100k_base` into `OUT_DIR`, in the form
-//! pith-core reads in place from its own binary (`src/bpe/layout.rs` describes it).
+//! pith-core reads in place from its own binary (`src/context/tokens/bpe/layout.rs` describes it).
 //!
 //! The vocabularies come from tiktoken-rs, the reference the tests check pith's counts
 //! against: each rank's bytes are what tiktoken decodes that rank to. Nothing is
@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-include!("src/bpe/layout.rs");
+include!("src/context/tokens/bpe/layout.rs");
 
 /// The number of mergeable ranks of each encoding (tiktoken's `n_vocab` without the
 /// special tokens): a vocabulary of another size means the source changed.
@@ -17,7 +17,7 @@ const CL100K_TOKENS: usize = 100_256;
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
-    println!("cargo::rerun-if-changed=src/bpe/layout.rs");
+    println!("cargo::rerun-if-changed=src/context/tokens/bpe/layout.rs");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let o200k = tiktoken_rs::o200k_base().expect("tiktoken-rs builds o200k_base");
     write_tables(&out, "o200k_base", &vocabulary(&o200k, O200K_TOKENS));

@@ -17,7 +17,6 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use pith_core::context::ContextConfig;
 use pith_core::{BpeCounter, Encoding, TokenCounter};
-use pith_providers::models::config::Config;
 use pith_tools::bash::model_text;
 use pith_tools::bash::output::capture_reader;
 use pith_tools::capture::{Capture, Finished, RawOutput, SpillDir};
@@ -89,10 +88,10 @@ struct RawInput {
 /// The `[context]` section `pith run` would use in the current directory.
 fn context_config() -> Result<ContextConfig> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
-    let config = Config::load(&cwd, &|name| std::env::var(name).ok())
+    let workspace = pith_agent::Workspace::open(&cwd, &|name| std::env::var(name).ok())
         .map_err(|err| ExitError::usage(err.to_string()))?;
-    Ok(config
-        .context_config()
+    Ok(workspace
+        .context()
         .map_err(|err| ExitError::usage(err.to_string()))?)
 }
 

@@ -4,6 +4,7 @@
 //! programs and servers).
 //! `bench` and `simulate` re-run themselves in a release build. Further tasks are added by the issues
 //! that deliver them.
+#![forbid(unsafe_code)]
 
 mod arch;
 mod bench;

@@ -2,6 +2,8 @@
 //! over stdio). A front-end over `pith_agent::Conversation` like the REPL and `pith run`;
 //! it owns no engine logic. docs/acp.md describes what is supported.
 
+#![forbid(unsafe_code)]
+
 pub mod approver;
 pub mod commands;
 pub mod ext;

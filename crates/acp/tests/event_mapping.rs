@@ -3,6 +3,8 @@
 //! question (`pith_acp::approver`), the stop reasons (`pith_acp::session`) and the replay
 //! of a transcript (`pith_acp::replay`). Checked on the JSON the client receives.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
+
 use std::path::Path;
 
 use agent_client_protocol::v1::schema::{

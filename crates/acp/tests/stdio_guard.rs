@@ -5,6 +5,8 @@
 //! The test runs itself again as a child process (selected by an environment variable),
 //! so the descriptors it moves are the child's, never the harness's.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 

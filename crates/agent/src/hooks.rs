@@ -7,13 +7,13 @@
 //! nothing). Trust is recorded for the project path and the file's content hash, so a
 //! changed file asks again.
 
-use std::path::Path;
-
 use pith_hooks::{HookOrigin, HooksConfig};
-use pith_providers::models::config::Config;
 
-use crate::conversation::{ConversationError, Env};
+use crate::config::Config;
+use crate::env::Env;
+use crate::error::ConversationError;
 use crate::trust::{ProjectFiles, TrustState};
+use crate::workspace::Workspace;
 
 /// The hooks of a conversation and what the user should be told about them.
 #[derive(Debug, Default)]
@@ -37,31 +37,31 @@ pub struct HooksTrustQuestion {
     pub hooks: Vec<String>,
 }
 
+/// The project's hooks alone.
 fn project_config(config: &Config) -> Result<HooksConfig, ConversationError> {
     let mut project = HooksConfig::default();
-    project
-        .add_table(&config.project_hooks, HookOrigin::Project)
-        .map_err(|e| {
-            ConversationError::Usage(format!("invalid configuration (.pith/config.toml): {e}"))
-        })?;
+    add_project_hooks(&mut project, config)?;
     Ok(project)
 }
 
-fn trust_state(cwd: &Path, env: &Env) -> Result<TrustState, ConversationError> {
-    crate::mcp::trust_store(env)?
-        .state(&ProjectFiles::hooks(cwd))
-        .map_err(|e| ConversationError::Failure(e.to_string()))
+/// Adds the hooks of the project's `.pith/config.toml` to `hooks`.
+fn add_project_hooks(hooks: &mut HooksConfig, config: &Config) -> Result<(), ConversationError> {
+    hooks
+        .add_table(&config.project_hooks, HookOrigin::Project)
+        .map_err(|e| {
+            ConversationError::Usage(format!("invalid configuration (.pith/config.toml): {e}"))
+        })
 }
 
-/// The hooks of the project at `cwd`: the user's, then the project's when they are
-/// trusted or `trust_project` is set. A bad `[hooks]` table is a usage error; untrusted
-/// project hooks are a notice.
+/// The hooks of the workspace: the user's, then the project's when they are trusted or
+/// `trust_project` is set. A bad `[hooks]` table is a usage error; untrusted project
+/// hooks are a notice.
 pub fn configured_hooks(
-    cwd: &Path,
-    config: &Config,
+    workspace: &Workspace,
     env: &Env,
     trust_project: bool,
 ) -> Result<ConfiguredHooks, ConversationError> {
+    let config = workspace.config();
     let mut result = ConfiguredHooks::default();
     result
         .config
@@ -71,53 +71,44 @@ pub fn configured_hooks(
     if project.is_empty() {
         return Ok(result);
     }
-    let trusted = match trust_state(cwd, env)? {
-        TrustState::Trusted => true,
-        TrustState::Untrusted { .. } if trust_project => true,
-        TrustState::Absent => false,
-        TrustState::Untrusted { changed, .. } => {
-            result.notices.push(format!(
-                "the hooks of .pith/config.toml {}: they do not run. Open the REPL here to \
-                 review and trust them, or pass --trust-project to pith run.",
-                if changed {
-                    "changed since you trusted them"
-                } else {
-                    "are not trusted yet"
-                }
-            ));
-            false
-        }
-    };
+    let (trusted, notice) = crate::trust::admit(
+        &ProjectFiles::hooks(workspace.cwd()),
+        env,
+        trust_project,
+        DISTRUSTED,
+    )?;
+    result.notices.extend(notice);
     if trusted {
-        result
-            .config
-            .add_table(&config.project_hooks, HookOrigin::Project)
-            .map_err(|e| {
-                ConversationError::Usage(format!("invalid configuration (.pith/config.toml): {e}"))
-            })?;
+        add_project_hooks(&mut result.config, config)?;
     }
     Ok(result)
 }
 
+/// What the user is told about project hooks that do not run for want of trust.
+const DISTRUSTED: crate::trust::Distrusted = crate::trust::Distrusted {
+    subject: "the hooks of .pith/config.toml",
+    plural: true,
+    consequence: "they do not run",
+};
+
 /// The question to ask before the project's hooks may run, or `None` when it has none
 /// or they are trusted already.
 pub fn trust_question(
-    cwd: &Path,
+    workspace: &Workspace,
     env: &Env,
 ) -> Result<Option<HooksTrustQuestion>, ConversationError> {
-    let config =
-        Config::load(cwd, env.as_ref()).map_err(|e| ConversationError::Usage(e.to_string()))?;
-    let project = project_config(&config)?;
+    let project = project_config(workspace.config())?;
     if project.is_empty() {
         return Ok(None);
     }
-    match trust_state(cwd, env)? {
+    let files = ProjectFiles::hooks(workspace.cwd());
+    match crate::trust::state(&files, env)? {
         TrustState::Absent | TrustState::Trusted => Ok(None),
         TrustState::Untrusted {
             changed,
             fingerprint,
         } => Ok(Some(HooksTrustQuestion {
-            files: ProjectFiles::hooks(cwd),
+            files,
             fingerprint,
             changed,
             hooks: project
@@ -133,7 +124,5 @@ pub fn trust_question(
 
 /// Records the user's trust in the hooks of `question`.
 pub fn trust(question: &HooksTrustQuestion, env: &Env) -> Result<(), ConversationError> {
-    crate::mcp::trust_store(env)?
-        .trust(&question.files, &question.fingerprint)
-        .map_err(|e| ConversationError::Failure(e.to_string()))
+    crate::trust::record(&question.files, &question.fingerprint, env)
 }

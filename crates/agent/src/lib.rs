@@ -23,13 +23,19 @@
 //! - [`telemetry`]: OpenTelemetry traces and metrics of a conversation (off by default).
 //!
 //! Dependencies point down: front-ends → agent → {providers, session, mcp → tools} → core.
+#![forbid(unsafe_code)]
 
 pub mod attachments;
 pub mod ceilings;
+pub mod config;
 pub mod conversation;
+pub mod cost;
 pub mod diagnostics;
+pub mod env;
+pub mod error;
 pub mod exit;
 pub mod hooks;
+pub mod job;
 pub mod ledger;
 pub mod mcp;
 pub mod output_schema;
@@ -41,10 +47,11 @@ pub mod settings;
 pub mod subagents;
 pub mod telemetry;
 pub mod trust;
+pub mod workspace;
 
-pub use conversation::{
-    Conversation, ConversationError, Env, Frontend, Opened, TurnError, TurnOutcome,
-};
+pub use conversation::{Conversation, Opened, TurnError, TurnOutcome};
+pub use env::{Env, Frontend};
+pub use error::ConversationError;
 pub use exit::ExitCode;
 pub use output_schema::{OutputSchema, SchemaMismatch};
 pub use overrides::{Overrides, SessionChoice};
@@ -54,3 +61,4 @@ pub use pith_providers::wire::ReasoningEffort;
 pub use pith_providers::{LoopError, ManualCompaction};
 pub use recording::{CompactionNote, CompactionTotals};
 pub use settings::Settings;
+pub use workspace::Workspace;

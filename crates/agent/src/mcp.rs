@@ -12,11 +12,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use pith_mcp::{McpHub, ServerConfig, ServerReport};
-use pith_providers::models::config::Config;
-use pith_session::SessionStore;
 
-use crate::conversation::{ConversationError, Env};
-use crate::trust::{ProjectFiles, TrustState, TrustStore};
+use crate::env::Env;
+use crate::error::ConversationError;
+use crate::trust::{ProjectFiles, TrustState};
+use crate::workspace::Workspace;
 
 /// The servers a conversation in a project gets, and what the user should be told.
 #[derive(Debug, Default)]
@@ -40,22 +40,11 @@ pub struct TrustQuestion {
     pub servers: Vec<String>,
 }
 
-pub(crate) fn trust_store(env: &Env) -> Result<TrustStore, ConversationError> {
-    let store = SessionStore::from_lookup(env.as_ref())
-        .map_err(|e| ConversationError::Usage(e.to_string()))?;
-    let data_dir = store.root().parent().unwrap_or(store.root());
-    Ok(TrustStore::in_data_dir(data_dir))
-}
-
 /// The question to ask before the project's `.mcp.json` may start anything, or `None`
 /// when there is no such file or it is trusted already.
 pub fn trust_question(cwd: &Path, env: &Env) -> Result<Option<TrustQuestion>, ConversationError> {
     let files = ProjectFiles::mcp(cwd);
-    let store = trust_store(env)?;
-    match store
-        .state(&files)
-        .map_err(|e| ConversationError::Failure(e.to_string()))?
-    {
+    match crate::trust::state(&files, env)? {
         TrustState::Absent | TrustState::Trusted => Ok(None),
         TrustState::Untrusted {
             changed,
@@ -80,9 +69,7 @@ pub fn trust_question(cwd: &Path, env: &Env) -> Result<Option<TrustQuestion>, Co
 
 /// Records the user's trust in the files of `question`.
 pub fn trust(question: &TrustQuestion, env: &Env) -> Result<(), ConversationError> {
-    trust_store(env)?
-        .trust(&question.files, &question.fingerprint)
-        .map_err(|e| ConversationError::Failure(e.to_string()))
+    crate::trust::record(&question.files, &question.fingerprint, env)
 }
 
 fn read_mcp_json(cwd: &Path) -> Result<(Vec<ServerConfig>, Vec<String>), String> {
@@ -90,41 +77,24 @@ fn read_mcp_json(cwd: &Path) -> Result<(Vec<ServerConfig>, Vec<String>), String>
     pith_mcp::config::from_mcp_json(&text).map_err(|e| e.to_string())
 }
 
-/// The servers of the project at `cwd`: `[mcp_servers]` of `config`, then the project's
-/// `.mcp.json` when it is trusted or `trust_project` is set (`pith run --trust-project`,
-/// which records nothing). A bad `[mcp_servers]` table is an error; a bad or untrusted
-/// `.mcp.json` is a notice.
+/// The servers of the workspace: `[mcp_servers]` of its configuration, then the
+/// project's `.mcp.json` when it is trusted or `trust_project` is set (`pith run
+/// --trust-project`, which records nothing). A bad `[mcp_servers]` table is an error; a
+/// bad or untrusted `.mcp.json` is a notice.
 pub fn configured_servers(
-    cwd: &Path,
-    config: &Config,
+    workspace: &Workspace,
     env: &Env,
     trust_project: bool,
 ) -> Result<McpServers, ConversationError> {
+    let cwd = workspace.cwd();
     let mut result = McpServers {
-        servers: pith_mcp::config::from_toml(&config.mcp_servers)
+        servers: pith_mcp::config::from_toml(&workspace.config().mcp_servers)
             .map_err(|e| ConversationError::Usage(format!("invalid configuration: {e}")))?,
         notices: Vec::new(),
     };
-    let state = trust_store(env)?
-        .state(&ProjectFiles::mcp(cwd))
-        .map_err(|e| ConversationError::Failure(e.to_string()))?;
-    let use_file = match state {
-        TrustState::Absent => false,
-        TrustState::Trusted => true,
-        TrustState::Untrusted { .. } if trust_project => true,
-        TrustState::Untrusted { changed, .. } => {
-            result.notices.push(format!(
-                ".mcp.json {}: its MCP servers were not started. Open the REPL here to review \
-                 and trust it, or pass --trust-project to pith run.",
-                if changed {
-                    "changed since you trusted it"
-                } else {
-                    "is not trusted yet"
-                }
-            ));
-            false
-        }
-    };
+    let (use_file, notice) =
+        crate::trust::admit(&ProjectFiles::mcp(cwd), env, trust_project, DISTRUSTED)?;
+    result.notices.extend(notice);
     if use_file {
         match read_mcp_json(cwd) {
             Ok((servers, skipped)) => {
@@ -147,6 +117,13 @@ pub fn configured_servers(
     }
     Ok(result)
 }
+
+/// What the user is told about a `.mcp.json` not used for want of trust.
+const DISTRUSTED: crate::trust::Distrusted = crate::trust::Distrusted {
+    subject: ".mcp.json",
+    plural: false,
+    consequence: "its MCP servers were not started",
+};
 
 /// Starts `servers` in the background (on the current Tokio runtime); `None` when there
 /// are none.
@@ -172,19 +149,12 @@ pub async fn list(
     env: &Env,
     trust_project: bool,
 ) -> Result<(Vec<ServerReport>, Vec<String>), ConversationError> {
-    let cwd = std::fs::canonicalize(cwd).map_err(|e| {
-        ConversationError::Usage(format!(
-            "cannot use {} as the workspace: {e}",
-            cwd.display()
-        ))
-    })?;
-    let config =
-        Config::load(&cwd, env.as_ref()).map_err(|e| ConversationError::Usage(e.to_string()))?;
+    let workspace = Workspace::open(cwd, env.as_ref())?;
     let McpServers {
         servers,
         mut notices,
-    } = configured_servers(&cwd, &config, env, trust_project)?;
-    let Some(hub) = start(servers, env, &cwd) else {
+    } = configured_servers(&workspace, env, trust_project)?;
+    let Some(hub) = start(servers, env, workspace.cwd()) else {
         return Ok((Vec::new(), notices));
     };
     hub.wait_started().await;

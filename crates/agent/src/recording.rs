@@ -14,8 +14,8 @@
 //! text does not already end with one (two model requests are two messages).
 
 use pith_core::{
-    ChildRun, CompactionTrigger, EventSink, HistoryRewrite, LoopEvent, Message, PersistError, Role,
-    TurnSink, Usage,
+    ChildRun, CompactionTrigger, EventSink, HistoryRewrite, LoopEvent, Message, PersistError,
+    RequestReport, Role, TurnSink, Usage,
 };
 use pith_session::{items_from_messages, Event, Session, TranscriptItem};
 
@@ -125,6 +125,8 @@ pub struct TurnRecorder {
     children: Vec<ChildRun>,
     /// What the turn's compactions did and cost.
     compaction: CompactionTotals,
+    /// The turn's model requests (its compactions' included), in order.
+    requests: Vec<RequestReport>,
 }
 
 impl TurnRecorder {
@@ -169,6 +171,7 @@ impl TurnRecorder {
             LoopEvent::OutputTruncated { reason } => self
                 .notices
                 .push((self.memory.len(), format!("truncated: {reason}"))),
+            LoopEvent::RequestFinished(report) => self.requests.push(report.clone()),
             _ => {}
         }
     }
@@ -290,6 +293,11 @@ impl TurnRecorder {
     /// Compactions persisted during this turn.
     pub fn compactions(&self) -> &[CompactionNote] {
         &self.compactions
+    }
+
+    /// The turn's model requests so far (its compactions' included), in order.
+    pub fn requests(&self) -> &[RequestReport] {
+        &self.requests
     }
 }
 

@@ -16,15 +16,16 @@ use pith_core::{
     BpeCounter, Ceilings, ContextBudget, Encoding, ImageFormula, RequestEstimator, TokenCounter,
     ToolRegistry,
 };
-use pith_providers::models::config::{
-    apply_server_window_blocking, default_model_spec, resolve_model, Config, ConfigError,
-    ProtocolKind, ResolvedModel, WindowSource,
-};
+use pith_providers::models::builtin::default_model_spec;
 use pith_providers::models::project::{system_prompt_for, CutInstructions, InstructionBudget};
+use pith_providers::models::resolve::{resolve_model, ResolvedModel, WindowSource};
+use pith_providers::models::tables::ProtocolKind;
+use pith_providers::models::window::apply_server_window_blocking;
 use pith_providers::tool_loop::enforced_output_cap;
-use pith_providers::{AgentLoop, LedgerOptions, LoopOptions, RepeatedCallLimits};
+use pith_providers::{AgentLoop, LedgerOptions, LoopOptions, LoopSetup, RepeatedCallLimits};
 use pith_tools::{PermissionMode, SandboxConfig, SandboxMode, UserDirs};
 
+use crate::config::{Config, ConfigError};
 use crate::overrides::Overrides;
 
 /// The doom-loop guard's counts: `[doom_loop]`, else the defaults.
@@ -75,12 +76,13 @@ impl Settings {
         config: &Config,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
+        let tables = config.model_tables();
         let spec = overrides
             .model
             .clone()
             .or_else(|| recorded_model.map(str::to_owned))
-            .unwrap_or_else(|| default_model_spec(config, env));
-        let mut model = resolve_model(&spec, config, env)?;
+            .unwrap_or_else(|| default_model_spec(&tables, env));
+        let mut model = resolve_model(&spec, &tables, env)?;
         // Always asked when worth it: it also checks that a local server answers.
         apply_server_window_blocking(&mut model)?;
         let (window, window_source) = match overrides.context_window {
@@ -262,18 +264,21 @@ impl Settings {
 
     /// The tool loop for these settings in workspace `cwd` with `tools`.
     pub fn build_loop(&self, cwd: &Path, tools: ToolRegistry) -> Result<AgentLoop, ConfigError> {
-        Ok(AgentLoop::new(
-            self.model.adapter()?,
-            self.model.model.clone(),
-            self.budget,
-            self.system_prompt(cwd).0,
+        Ok(AgentLoop::new(LoopSetup {
+            adapter: self
+                .model
+                .adapter()
+                .map_err(pith_providers::models::error::ModelError::Provider)?,
+            model: self.model.model.clone(),
+            budget: self.budget,
+            system_prompt: self.system_prompt(cwd).0,
             tools,
             // Far below the micro threshold (the lowest the decision uses), a request may
             // be estimated by an upper bound while the counter is still being built.
-            RequestEstimator::new(Arc::new(self.counter()))
+            estimator: RequestEstimator::new(Arc::new(self.counter()))
                 .with_upper_bounds_below(self.budget.micro_threshold),
-            self.loop_options.clone(),
-        ))
+            options: self.loop_options.clone(),
+        }))
     }
 }
 
@@ -386,7 +391,7 @@ mod tests {
         let mut config = Config::default();
         config.models.insert(
             "anthropic/claude-3-5-haiku-latest".into(),
-            pith_providers::models::config::ModelConfig {
+            pith_providers::models::tables::ModelConfig {
                 reasoning: Some(pith_providers::wire::ReasoningEffort::High),
                 ..Default::default()
             },

@@ -9,7 +9,11 @@
 
 use std::path::{Path, PathBuf};
 
+use pith_session::SessionStore;
 use serde::{Deserialize, Serialize};
+
+use crate::env::Env;
+use crate::error::ConversationError;
 
 /// A set of files of one project that needs trust before pith acts on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,6 +216,82 @@ impl TrustStore {
         temp.persist(&self.path).map_err(|e| self.error(e.error))?;
         Ok(())
     }
+}
+
+impl TrustStore {
+    /// The user's store, in pith's data directory as `env` names it (`$PITH_HOME`).
+    pub fn of_user(env: &Env) -> Result<Self, ConversationError> {
+        let store = SessionStore::from_lookup(env.as_ref()).map_err(ConversationError::usage)?;
+        let data_dir = store.root().parent().unwrap_or(store.root());
+        Ok(Self::in_data_dir(data_dir))
+    }
+}
+
+/// How the user is told that a project's file set is not used for want of trust.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Distrusted {
+    /// The files, as the sentence names them (`.mcp.json`, `the hooks of …`).
+    pub(crate) subject: &'static str,
+    /// The subject is plural (`they`, `them`) rather than singular (`it`).
+    pub(crate) plural: bool,
+    /// What happens instead (`its MCP servers were not started`).
+    pub(crate) consequence: &'static str,
+}
+
+impl Distrusted {
+    /// The notice, for files never trusted or `changed` since they were.
+    fn notice(&self, changed: bool) -> String {
+        let (them, not_yet) = if self.plural {
+            ("them", "are not trusted yet")
+        } else {
+            ("it", "is not trusted yet")
+        };
+        let state = if changed {
+            format!("changed since you trusted {them}")
+        } else {
+            not_yet.to_owned()
+        };
+        format!(
+            "{} {state}: {}. Open the REPL here to review and trust {them}, or pass \
+             --trust-project to pith run.",
+            self.subject, self.consequence
+        )
+    }
+}
+
+/// Whether a conversation uses `files`: when they are trusted, or when `trust_project`
+/// is set (`pith run --trust-project`, which records nothing). Files that are not used
+/// for want of trust come with the notice `told` words.
+pub(crate) fn admit(
+    files: &ProjectFiles,
+    env: &Env,
+    trust_project: bool,
+    told: Distrusted,
+) -> Result<(bool, Option<String>), ConversationError> {
+    Ok(match state(files, env)? {
+        TrustState::Absent => (false, None),
+        TrustState::Trusted => (true, None),
+        TrustState::Untrusted { .. } if trust_project => (true, None),
+        TrustState::Untrusted { changed, .. } => (false, Some(told.notice(changed))),
+    })
+}
+
+/// Where `files` stand in the user's store.
+pub(crate) fn state(files: &ProjectFiles, env: &Env) -> Result<TrustState, ConversationError> {
+    TrustStore::of_user(env)?
+        .state(files)
+        .map_err(ConversationError::failure)
+}
+
+/// Records in the user's store that the user trusts `files` as `fingerprint` says.
+pub(crate) fn record(
+    files: &ProjectFiles,
+    fingerprint: &str,
+    env: &Env,
+) -> Result<(), ConversationError> {
+    TrustStore::of_user(env)?
+        .trust(files, fingerprint)
+        .map_err(ConversationError::failure)
 }
 
 #[cfg(test)]

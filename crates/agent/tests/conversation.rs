@@ -1,5 +1,6 @@
 //! The Conversation against the testkit: what both front-ends rely on.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 use std::path::Path;
 use std::sync::Arc;
 

@@ -2,6 +2,7 @@
 //! [`RequestEstimator`] after one new message vs a full recount with
 //! [`estimate_request`]. Target: the cached estimate under 1 ms. Run with
 //! `cargo bench -p pith-core --bench estimate` (or `cargo xtask bench`).
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use std::hint::black_box;
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! Dedup and prune on a 200k-token history (micro-compaction cost). Run with
 //! `cargo bench -p pith-core --bench pipeline`.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};

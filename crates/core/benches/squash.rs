@@ -2,6 +2,7 @@
 //! test sessions (multi-step) and a 1 MB `cat` of it (a view above the cap) (target:
 //! ≥ 100 MB/s on logs in release builds). Run with `cargo bench -p pith-core --bench
 //! squash`.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[path = "../tests/support/ci_log.rs"]
 mod ci_log;

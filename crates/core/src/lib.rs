@@ -1,44 +1,47 @@
 //! pith-core: the vocabulary every other pith crate shares.
 //!
-//! This crate is pure logic — no file system, no network, no terminal. It owns the
-//! message model, the context budget, token counting and the request estimate, the
-//! compaction summary schema and prompts, the lifecycle events that cross from the tool
-//! loop to front-ends, and the tool trait. Anything that must be computed the same way in
-//! two places (the budget, the estimate, the prompts) lives here exactly once.
+//! This crate is pure logic — no file system, no network, no terminal. Its folders show
+//! its two parts:
+//!
+//! - [`protocol`] — the data that crosses between the tool loop, tools, hooks, front-ends
+//!   and the transcript (messages, events, history rewrites, hook types, the tool trait)
+//!   and the seams it crosses through (the sink traits);
+//! - [`context`] — the rules of what the model sees: the budget, token counting and the
+//!   request estimate, the compaction decision and its governor, squash, dedup and prune,
+//!   the session ledger, the summary schema and every prompt.
+//!
+//! Beside them, one file each: the tool [`registry`] the loop runs calls through, the
+//! [`cost`] of requests and the job's ceilings, the doom-loop guard ([`repeat`]) and
+//! number [`format`]ting. Anything that must be computed the same way in two places
+//! (the budget, the estimate, the prompts) lives here exactly once.
 
-mod bpe;
-pub mod budget;
+#![forbid(unsafe_code)]
+
 pub mod context;
 pub mod cost;
-pub mod effect;
-pub mod events;
 pub mod format;
-pub mod hooks;
-pub mod message;
-pub mod prompts;
+pub mod protocol;
+pub mod registry;
 pub mod repeat;
-pub mod rewrite;
-pub mod subagent;
-pub mod summary;
-pub mod system_prompt;
-pub mod tokens;
-pub mod tool;
 
-pub use budget::ContextBudget;
-pub use cost::{usage_cost, CeilingReached, Ceilings, Pricing, SpendMeter};
-pub use effect::{FileAction, FileEffect};
-pub use events::{
-    AutoCompaction, Discard, EventSink, LoopEvent, RequestPurpose, RequestReport, Usage,
-};
-pub use hooks::{HookEvent, HookOutcome, HookRun, LoopHooks, NoHooks};
-pub use message::{Image, Message, Part, Reasoning, Role, ToolCall, ToolResult};
-pub use rewrite::{
-    Carried, Compaction, CompactionTrigger, HistoryRewrite, InMemory, PersistError, TurnSink,
-};
-pub use subagent::{ChildRun, Progress, SubagentEvent};
-pub use tokens::{
+// The module paths the other crates have always named these modules by
+// (`pith_core::events::…`, `pith_core::hooks::…`).
+pub use context::{budget, prompts, summary, system_prompt, tokens};
+pub use protocol::{effect, events, hooks, message, rewrite, subagent, tool};
+
+pub use context::budget::ContextBudget;
+pub use context::tokens::{
     BpeCounter, Encoding, ImageFormula, RequestEstimate, RequestEstimator, TokenCounter,
 };
-pub use tool::{
-    LoadOutcome, Tool, ToolContext, ToolDefinition, ToolError, ToolLoader, ToolOutput, ToolRegistry,
-};
+pub use cost::{usage_cost, CeilingReached, Ceilings, Pricing, SpendMeter};
+pub use protocol::effect::{FileAction, FileEffect};
+pub use protocol::events::SubagentEvent;
+pub use protocol::events::{AutoCompaction, LoopEvent, RequestPurpose, RequestReport};
+pub use protocol::hooks::{HookEvent, HookOutcome, HookRun, LoopHooks, NoHooks};
+pub use protocol::message::{Image, Message, Part, Reasoning, Role, ToolCall, ToolResult};
+pub use protocol::rewrite::{Carried, Compaction, CompactionTrigger, HistoryRewrite};
+pub use protocol::sink::{Discard, EventSink, InMemory, PersistError, Progress, TurnSink};
+pub use protocol::subagent::ChildRun;
+pub use protocol::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+pub use protocol::usage::Usage;
+pub use registry::{LoadOutcome, ToolLoader, ToolRegistry};

@@ -12,7 +12,7 @@ use std::hash::{Hash, Hasher};
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::message::{ToolCall, ToolResult};
+use crate::protocol::message::{ToolCall, ToolResult};
 
 /// Counts identical calls with identical results in a row.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

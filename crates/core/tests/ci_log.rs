@@ -5,6 +5,7 @@
 //! `cat` (a file view above the cap).
 //!
 //! The log is generated (`support/ci_log.rs`), not committed.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[path = "support/ci_log.rs"]
 mod fixture;

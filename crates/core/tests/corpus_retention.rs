@@ -6,6 +6,7 @@
 //!
 //! The probes are the exact code of `cargo xtask eval` (`xtask/src/eval_core.rs`,
 //! included by path), so the test and the eval table can never disagree.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[allow(dead_code)]
 #[path = "../../../xtask/src/eval_core.rs"]
@@ -21,13 +22,13 @@ fn sample_report() -> eval_core::Report {
     let mut samples = Vec::new();
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("the vendored sample exists")
-        .map(|e| e.unwrap().path())
+        .map(|e| e.expect("a readable entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
     files.sort();
     assert!(files.len() >= 10, "vendored sample is missing sessions");
     for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
+        let text = std::fs::read_to_string(&file).expect("a readable session");
         let (mut s, malformed) = eval_core::samples_from_session(&text);
         assert_eq!(malformed, 0, "{} has malformed lines", file.display());
         samples.append(&mut s);

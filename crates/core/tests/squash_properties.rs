@@ -1,6 +1,7 @@
 //! Property tests of `squash::apply`: it never panics, never grows the output, never
 //! alters `read`, and its gap markers account for every original line.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 use pith_core::context::squash::{self, parse_omitted, SquashConfig};
 use proptest::prelude::*;
 

@@ -8,6 +8,7 @@
 //! The whole-corpus run also prints the bytes-per-token floors measured on its two
 //! halves (sessions in name order, alternately), to show why pith's floor is 1 byte per
 //! token and not a figure measured on text.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

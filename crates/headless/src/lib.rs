@@ -4,6 +4,7 @@
 //! The job is one user turn of a [`pith_agent::Conversation`] (new, or continued with
 //! `--session`); this crate only renders it. In text mode only the answer (text before
 //! an automatic compaction + text after it) goes to stdout; notices go to stderr.
+#![forbid(unsafe_code)]
 
 pub mod report;
 pub mod run;

@@ -1,138 +1,13 @@
-//! The machine-readable result and stream events of a headless job (docs/headless.md).
+//! The stream-json lines of a headless job (docs/headless.md); the result object they
+//! end with is pith-agent's [`pith_agent::job::RunReport`].
 
-use pith_agent::CompactionNote;
+use pith_agent::job::RequestEntry;
 use pith_core::events::MicroReason;
-use pith_core::{AutoCompaction, ChildRun, LoopEvent, RequestPurpose, RequestReport, Role, Usage};
-use serde::Serialize;
+use pith_core::{AutoCompaction, LoopEvent, Role};
 use serde_json::{json, Value};
 
 /// Characters of a tool result shown in a stream-json `tool_result` event.
 pub const RESULT_PREVIEW_CHARS: usize = 500;
-
-/// One compaction in the result object.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CompactionReport {
-    /// `auto`, `micro` or `manual`.
-    pub trigger: &'static str,
-    /// Estimated tokens before.
-    pub tokens_before: u64,
-    /// Estimated tokens after.
-    pub tokens_after: u64,
-    /// Tokens of the session ledger the replacement carried (absent when none).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub ledger_tokens: u64,
-}
-
-fn is_zero(value: &u64) -> bool {
-    *value == 0
-}
-
-impl From<&CompactionNote> for CompactionReport {
-    fn from(note: &CompactionNote) -> Self {
-        Self {
-            trigger: note.kind(),
-            tokens_before: note.tokens_before,
-            tokens_after: note.tokens_after,
-            ledger_tokens: note.ledger_tokens,
-        }
-    }
-}
-
-/// The `compaction` object of the result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CompactionCost {
-    /// Counts and usage.
-    #[serde(flatten)]
-    pub totals: pith_agent::CompactionTotals,
-    /// The summary requests' cost in US dollars, when prices are known.
-    pub cost: Option<f64>,
-}
-
-/// One model request in the result's `requests` list and in a stream-json `request`
-/// event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RequestEntry {
-    /// Counts the job's requests from 1 (turn and compaction requests alike).
-    pub id: u64,
-    /// `turn` or `compaction`.
-    pub purpose: RequestPurpose,
-    /// The wire protocol.
-    pub protocol: String,
-    /// The model id sent.
-    pub model: String,
-    /// Input tokens, cached ones included.
-    pub input_tokens: u64,
-    /// Input tokens served from the provider's prompt cache.
-    pub cached_input_tokens: u64,
-    /// Output tokens, reasoning included.
-    pub output_tokens: u64,
-    /// The part of `output_tokens` spent reasoning (0 when the provider does not say).
-    pub reasoning_tokens: u64,
-    /// False when the provider reported no usage (the counts are then 0).
-    pub usage_reported: bool,
-    /// Wall time, retries included, milliseconds.
-    pub duration_ms: u64,
-    /// Attempts after the first.
-    pub retries: u32,
-    /// Why it failed for good, if it did.
-    pub error: Option<String>,
-}
-
-impl From<&RequestReport> for RequestEntry {
-    fn from(report: &RequestReport) -> Self {
-        Self {
-            id: report.id,
-            purpose: report.purpose,
-            protocol: report.protocol.clone(),
-            model: report.model.clone(),
-            input_tokens: report.usage.input_tokens,
-            cached_input_tokens: report.usage.cached_input_tokens,
-            output_tokens: report.usage.output_tokens,
-            reasoning_tokens: report.usage.reasoning_tokens,
-            usage_reported: report.usage_reported,
-            duration_ms: report.duration_ms,
-            retries: report.retries,
-            error: report.error.clone(),
-        }
-    }
-}
-
-/// The result of a job: `--format json` prints it, stream-json ends with it. `usage`
-/// carries `reasoning_tokens` (part of `output_tokens`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunReport {
-    /// The session the job recorded into.
-    pub session_id: String,
-    /// `provider/model`.
-    pub model: String,
-    /// The final answer (pre-compaction + post-compaction text).
-    pub text: String,
-    /// Model requests sent for the job (compaction requests excluded).
-    pub turns: u32,
-    /// Usage over all requests, compaction included, the subagents' (`children`) too.
-    pub usage: Usage,
-    /// Cost in US dollars: what the provider reported (OpenRouter), else computed from
-    /// the model's prices when they are known.
-    pub cost: Option<f64>,
-    /// The part of `cost` spent on reasoning tokens (at the output price), when the cost
-    /// is known and the provider counted reasoning tokens.
-    pub reasoning_cost: Option<f64>,
-    /// Compactions applied during the job.
-    pub compactions: Vec<CompactionReport>,
-    /// What compaction did and cost: attempts and how they ended, the summary requests'
-    /// usage (failed ones included) and its cost.
-    pub compaction: CompactionCost,
-    /// Every model request of the job, in order (the subagents' are in their own
-    /// transcripts).
-    pub requests: Vec<RequestEntry>,
-    /// The subagents the job's `task` calls ran, each with its session and usage.
-    pub children: Vec<ChildRun>,
-    /// The final answer as JSON, when `--output-schema` was given and the answer matched.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub structured_output: Option<Value>,
-    /// The error that ended the job, if any.
-    pub error: Option<String>,
-}
 
 /// Stream-json event for the start of the job.
 pub fn session_started(session_id: &str, model: &str, cwd: &str, resumed: bool) -> Value {
@@ -238,8 +113,10 @@ pub fn stream_event(event: &LoopEvent, include_partial: bool) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pith_agent::job::{CompactionCost, CompactionReport, RunReport};
     use pith_core::context::{GovernorNotice, PauseReason};
     use pith_core::events::{MicroCompaction, MicroReason};
+    use pith_core::{ChildRun, RequestPurpose, RequestReport, Usage};
     use pith_core::{
         HookEvent, HookOutcome, HookRun, Message, SubagentEvent, ToolCall, ToolResult,
     };

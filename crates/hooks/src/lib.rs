@@ -13,6 +13,9 @@
 //! rest. A hook that fails, crashes, prints garbage or times out is reported (its run has
 //! outcome `error` or `timeout`) and otherwise ignored: it never breaks a turn.
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod outcome;
 pub mod runner;

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use pith_tools::process_group::{self, KillOnDrop, ProcessGroup};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
@@ -62,30 +63,6 @@ pub struct Invocation<'a> {
     pub env: &'a [(&'a str, String)],
 }
 
-fn signal_group(pgid: libc::pid_t, signal: libc::c_int) {
-    // SAFETY: killpg only sends a signal; pgid > 1 is checked so a bogus id can never
-    // mean "every process" (0 = own group, -1 = all).
-    if pgid > 1 {
-        unsafe {
-            libc::killpg(pgid, signal);
-        }
-    }
-}
-
-/// Kills the process group when dropped while armed (the run's future was dropped).
-struct GroupGuard {
-    pgid: libc::pid_t,
-    armed: bool,
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            signal_group(self.pgid, libc::SIGKILL);
-        }
-    }
-}
-
 async fn read_bounded(mut stream: impl AsyncRead + Unpin) -> (Vec<u8>, u64) {
     let mut kept = Vec::new();
     let mut dropped = 0u64;
@@ -122,9 +99,8 @@ pub async fn run(invocation: Invocation<'_>, cancel: &CancellationToken) -> Capt
         .current_dir(invocation.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .stderr(Stdio::piped());
+    process_group::isolate(&mut command);
     for (name, value) in invocation.env {
         command.env(name, value);
     }
@@ -132,11 +108,7 @@ pub async fn run(invocation: Invocation<'_>, cancel: &CancellationToken) -> Capt
         Ok(child) => child,
         Err(error) => return failed(format!("cannot start `sh`: {error}")),
     };
-    let pgid = child
-        .id()
-        .and_then(|id| libc::pid_t::try_from(id).ok())
-        .unwrap_or(0);
-    let mut guard = GroupGuard { pgid, armed: true };
+    let mut guard = KillOnDrop::new(ProcessGroup::of(&child));
     let (Some(mut stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -167,7 +139,7 @@ pub async fn run(invocation: Invocation<'_>, cancel: &CancellationToken) -> Capt
     };
     match outcome {
         Ok((status, stdout, stdout_dropped, stderr, stderr_dropped)) => {
-            guard.armed = false;
+            guard.disarm();
             let ended = match status {
                 Ok(status) => match (
                     status.code(),
@@ -189,9 +161,9 @@ pub async fn run(invocation: Invocation<'_>, cancel: &CancellationToken) -> Capt
             }
         }
         Err(ended) => {
-            // The readers were dropped with `work`; kill the group, then reap the shell.
-            signal_group(pgid, libc::SIGKILL);
-            guard.armed = false;
+            // The readers were dropped with `work`: the guard kills the group, then the
+            // shell is reaped.
+            drop(guard);
             let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
             Captured {
                 ended,

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
+use pith_tools::process_group::{self, ProcessGroup};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ServerJsonRpcMessage};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
@@ -134,7 +135,10 @@ impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
             .field("closed", &self.is_closed())
-            .field("pid", &self.child.as_ref().map(|c| c.pid))
+            .field(
+                "pid",
+                &self.child.as_ref().map(|c| c.group.map(ProcessGroup::id)),
+            )
             .finish()
     }
 }
@@ -279,7 +283,7 @@ async fn read_line_capped<R: AsyncRead + Unpin>(
 #[derive(Debug)]
 pub struct ChildGuard {
     child: Mutex<tokio::process::Child>,
-    pid: Option<u32>,
+    group: Option<ProcessGroup>,
 }
 
 impl ChildGuard {
@@ -295,14 +299,9 @@ impl ChildGuard {
 impl Drop for ChildGuard {
     fn drop(&mut self) {
         let mut child = self.child.lock().unwrap_or_else(PoisonError::into_inner);
-        if let (Some(pid), Ok(None)) = (self.pid, child.try_wait()) {
+        if let (Some(group), Ok(None)) = (self.group, child.try_wait()) {
             // The server and whatever it started (npx starts node, uvx starts python).
-            if let Ok(group) = i32::try_from(pid) {
-                // SAFETY: kill(2) on our own child's process group; no memory involved.
-                unsafe {
-                    libc::kill(-group, libc::SIGTERM);
-                }
-            }
+            group.terminate();
         }
         let _ = child.start_kill();
     }
@@ -364,9 +363,8 @@ impl ConfiguredConnector {
             .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
+            .stderr(Stdio::piped());
+        process_group::isolate(&mut process);
         let excluded = |name: &str| {
             let upper = name.to_ascii_uppercase();
             self.env_exclude
@@ -400,11 +398,11 @@ impl ConfiguredConnector {
         else {
             return Err(format!("cannot start `{command}`: no pipes"));
         };
-        let pid = child.id();
+        let group = ProcessGroup::of(&child);
         let stderr_done = tokio::spawn(collect_stderr(stderr, diagnostics.clone()));
         let guard = ChildGuard {
             child: Mutex::new(child),
-            pid,
+            group,
         };
         match Connection::over(stdout, stdin, None, diagnostics.clone()).await {
             Ok(mut connection) => {

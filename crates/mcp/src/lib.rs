@@ -18,6 +18,7 @@
 //! documentation: docs/mcp.md.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod config;
 pub mod connection;

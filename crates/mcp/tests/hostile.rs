@@ -1,6 +1,7 @@
 //! Hostile servers: a 1 MiB result, a hang, a crash mid-call, an invalid schema, 200
 //! tools, garbage on stdout, servers that cannot start. Each must end as a clear tool
 //! error for the model or a warning for the user, never a broken loop.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

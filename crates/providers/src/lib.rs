@@ -17,12 +17,15 @@
 //! Providers never print and never write files: everything a front-end shows arrives as
 //! a [`pith_core::LoopEvent`], and persistence is the [`pith_core::TurnSink`]'s job.
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod models;
 pub mod tool_loop;
 pub mod wire;
 
 pub use tool_loop::{
-    AgentLoop, LedgerOptions, LoopError, LoopOptions, ManualCompaction, RepeatedCallLimits,
-    TurnFailure, TurnSummary,
+    AgentLoop, LedgerOptions, LoopError, LoopOptions, LoopSetup, ManualCompaction,
+    RepeatedCallLimits, TurnFailure, TurnSummary,
 };
 pub use wire::{ChunkStream, ModelRequest, ProviderAdapter, ProviderError, StreamChunk};

@@ -1,6 +1,7 @@
 //! The tool loop's compaction behaviour, driven through a scripted in-memory adapter.
 //! (The same scenarios run against the real wire formats in the testkit suites.)
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 mod mock_adapter;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -99,15 +100,15 @@ fn harness_with(adapter: MockAdapter, window: u64) -> Harness {
         },
         ..LoopOptions::default()
     };
-    let agent = AgentLoop::new(
-        Arc::new(adapter.clone()),
-        "test-model",
-        ContextBudget::for_window(window),
-        SYSTEM,
-        registry,
-        RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
+    let agent = AgentLoop::new(pith_providers::LoopSetup {
+        adapter: Arc::new(adapter.clone()),
+        model: "test-model".into(),
+        budget: ContextBudget::for_window(window),
+        system_prompt: SYSTEM.into(),
+        tools: registry,
+        estimator: RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
         options,
-    );
+    });
     Harness {
         agent,
         adapter,

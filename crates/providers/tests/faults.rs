@@ -2,6 +2,7 @@
 //! every wire protocol: each is retried (with the provider's `retry-after` honoured) or
 //! surfaces as a typed [`ProviderError`]; nothing panics and nothing hangs (the harness
 //! fails a turn that runs 20 s; the loop's idle timeout here is 500 ms).
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[macro_use]
 mod common;

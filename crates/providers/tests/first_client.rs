@@ -4,6 +4,7 @@
 //! inside `Client::with_config`. Before the fix the adapters installed the ring provider
 //! only after that call, so `pith --model openai/...` panicked on start. This binary holds
 //! one test so nothing else installs the provider first.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use pith_providers::wire::openai_chat::OpenAiChat;
 use pith_providers::wire::openai_responses::OpenAiResponses;

@@ -3,6 +3,7 @@
 //! that is not smaller (not applied), the per-turn ceiling, and a request nothing can make
 //! fit (no request, the error names what takes the room). These suites keep the default
 //! band of believed reports unless a scenario says otherwise.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

@@ -4,6 +4,7 @@
 //! turn once, within `--max-turns`; `PreCompact` blocks an automatic compaction or adds
 //! instructions to it; `PostCompact` context is part of the replacement; every request is
 //! reported with its purpose, id and retries.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[macro_use]
 mod common;

@@ -3,6 +3,7 @@
 //! `function_call_output`, in a user message after the Chat tool messages, which take text
 //! only — the testkit refuses an image there; inside the Bedrock `toolResult`), and a
 //! compaction's summary request carries the placeholder instead of the image.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[macro_use]
 mod common;
@@ -58,17 +59,17 @@ impl Tool for Screenshot {
 
 fn agent(protocol: Protocol, turns: Vec<Turn>) -> (AgentLoop, TestServer) {
     let server = TestServer::start(Script::new(protocol, turns)).unwrap();
-    let agent = AgentLoop::new(
-        adapter(protocol, &server),
-        model_id(protocol),
-        ContextBudget::for_window(WINDOW),
-        SYSTEM,
-        ToolRegistry::new(vec![Arc::new(Screenshot)]),
-        RequestEstimator::new(Arc::new(
+    let agent = AgentLoop::new(pith_providers::LoopSetup {
+        adapter: adapter(protocol, &server),
+        model: model_id(protocol).into(),
+        budget: ContextBudget::for_window(WINDOW),
+        system_prompt: SYSTEM.into(),
+        tools: ToolRegistry::new(vec![Arc::new(Screenshot)]),
+        estimator: RequestEstimator::new(Arc::new(
             BpeCounter::new(Encoding::O200kBase).with_image_formula(ImageFormula::Anthropic),
         )),
-        fast_options(),
-    );
+        options: fast_options(),
+    });
     (agent, server)
 }
 

@@ -2,6 +2,7 @@
 //! automatic and a manual compaction carry besides the model's summary (the user's
 //! messages verbatim, the files, the re-attached file contents), that it survives a
 //! second compaction, and that it stays within its budget.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[macro_use]
 mod common;

@@ -5,6 +5,7 @@
 //! `http://127.0.0.1:8077/v1`). Run without that variable they fail, never pass silently.
 //! They pin how the real server deviates from the OpenAI documentation (no usage in
 //! streams, `content: null` rejected, tool-call names repeated in every delta).
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,14 +36,14 @@ fn server() -> String {
 
 fn agent(url: &str, window: u64) -> AgentLoop {
     let adapter = OpenAiChat::new(url, None).expect("adapter");
-    AgentLoop::new(
-        Arc::new(adapter),
-        "smollm2",
-        ContextBudget::for_window(window),
-        "You are a helpful assistant. Answer briefly.",
-        ToolRegistry::default(),
-        RequestEstimator::new(std::sync::Arc::new(BpeCounter::new(Encoding::O200kBase))),
-        LoopOptions {
+    AgentLoop::new(pith_providers::LoopSetup {
+        adapter: Arc::new(adapter),
+        model: "smollm2".into(),
+        budget: ContextBudget::for_window(window),
+        system_prompt: "You are a helpful assistant. Answer briefly.".into(),
+        tools: ToolRegistry::default(),
+        estimator: RequestEstimator::new(std::sync::Arc::new(BpeCounter::new(Encoding::O200kBase))),
+        options: LoopOptions {
             max_output_tokens: Some(96),
             temperature: Some(0.0),
             timeouts: Timeouts {
@@ -52,7 +53,7 @@ fn agent(url: &str, window: u64) -> AgentLoop {
             },
             ..LoopOptions::default()
         },
-    )
+    })
 }
 
 fn drain(rx: &mut UnboundedReceiver<LoopEvent>) -> Vec<LoopEvent> {
@@ -264,11 +265,12 @@ async fn cancelling_mid_stream_stops_promptly() {
 #[tokio::test]
 #[ignore = "needs a local llama.cpp server: cargo xtask local-llm, PITH_LOCAL_LLM_URL"]
 async fn the_built_in_local_provider_caps_output_as_configured() {
-    use pith_providers::models::config::{resolve_model, Config, ModelConfig};
+    use pith_providers::models::resolve::resolve_model;
+    use pith_providers::models::tables::{ModelConfig, ModelTables};
     let url = server();
     let _turn = SERVER_TURN.lock().await;
     // The built-in `local` provider, as a user configures it: its own output-cap field.
-    let mut config = Config::default();
+    let mut config = ModelTables::default();
     config.models.insert(
         "local/smollm2".into(),
         ModelConfig {
@@ -280,14 +282,14 @@ async fn the_built_in_local_provider_caps_output_as_configured() {
     let model = resolve_model("local/smollm2", &config, &lookup).expect("resolves");
     assert_eq!(model.max_output_tokens, Some(8));
     let counter = std::sync::Arc::new(BpeCounter::new(Encoding::O200kBase));
-    let mut agent = AgentLoop::new(
-        model.adapter().expect("adapter"),
-        "smollm2",
-        ContextBudget::for_window(4096),
-        "You are a helpful assistant.",
-        ToolRegistry::default(),
-        RequestEstimator::new(counter.clone()),
-        LoopOptions {
+    let mut agent = AgentLoop::new(pith_providers::LoopSetup {
+        adapter: model.adapter().expect("adapter"),
+        model: "smollm2".into(),
+        budget: ContextBudget::for_window(4096),
+        system_prompt: "You are a helpful assistant.".into(),
+        tools: ToolRegistry::default(),
+        estimator: RequestEstimator::new(counter.clone()),
+        options: LoopOptions {
             max_output_tokens: model.max_output_tokens,
             temperature: Some(0.0),
             timeouts: Timeouts {
@@ -297,7 +299,7 @@ async fn the_built_in_local_provider_caps_output_as_configured() {
             },
             ..LoopOptions::default()
         },
-    );
+    });
     let (tx, mut rx) = unbounded_channel();
     agent
         .run_turn(

@@ -1,6 +1,7 @@
 //! A scripted in-memory [`ProviderAdapter`] for loop tests: each request takes the next
 //! scripted reply and is recorded.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

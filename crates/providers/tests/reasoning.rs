@@ -3,6 +3,7 @@
 //! an automatic compaction), Responses reasoning items go back with their encrypted
 //! content in their place, Chat keeps reasoning for the transcript only; reasoning tokens
 //! are reported apart. Plus the per-server output-cap field of Chat Completions.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[macro_use]
 mod common;
@@ -249,20 +250,20 @@ fn capped_chat(field: MaxTokensField, accepted: &str, text: &str) -> (AgentLoop,
             max_tokens_field: field,
             headers: Vec::new(),
         });
-    let agent = AgentLoop::new(
-        std::sync::Arc::new(adapter),
-        "o4-mini",
-        pith_core::ContextBudget::for_window(WINDOW),
-        SYSTEM,
-        pith_core::ToolRegistry::default(),
-        pith_core::RequestEstimator::new(std::sync::Arc::new(pith_core::BpeCounter::new(
-            pith_core::Encoding::O200kBase,
-        ))),
-        LoopOptions {
+    let agent = AgentLoop::new(pith_providers::LoopSetup {
+        adapter: std::sync::Arc::new(adapter),
+        model: "o4-mini".into(),
+        budget: pith_core::ContextBudget::for_window(WINDOW),
+        system_prompt: SYSTEM.into(),
+        tools: pith_core::ToolRegistry::default(),
+        estimator: pith_core::RequestEstimator::new(std::sync::Arc::new(
+            pith_core::BpeCounter::new(pith_core::Encoding::O200kBase),
+        )),
+        options: LoopOptions {
             max_output_tokens: Some(5),
             ..fast_options()
         },
-    );
+    });
     (agent, server)
 }
 

@@ -1,6 +1,7 @@
 //! pith's OpenAI request bodies read by async-openai's typed request structs (OpenAI's
 //! published schema): reasoning items in place, images in user messages and tool outputs,
 //! `max_completion_tokens`, `include` and `reasoning`.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use std::sync::Arc;
 

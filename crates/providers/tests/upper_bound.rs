@@ -5,6 +5,7 @@
 //! estimates far below the threshold by an upper bound, and near it by the exact count.
 //! Its decisions are checked against the same session with a ready counter: the same
 //! requests, the same compactions, at the same points, from the same token counts.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -194,15 +195,15 @@ async fn run_session_reporting(counter: Option<Arc<NeverReady>>, honest: bool) -
         },
         ..LoopOptions::default()
     };
-    let mut agent = AgentLoop::new(
-        Arc::new(adapter.clone()),
-        "test-model",
+    let mut agent = AgentLoop::new(pith_providers::LoopSetup {
+        adapter: Arc::new(adapter.clone()),
+        model: "test-model".into(),
         budget,
-        "You are pith, a coding agent.",
-        ToolRegistry::new(vec![Arc::new(BigRead)]),
-        RequestEstimator::new(counter).with_upper_bounds_below(budget.micro_threshold),
+        system_prompt: "You are pith, a coding agent.".into(),
+        tools: ToolRegistry::new(vec![Arc::new(BigRead)]),
+        estimator: RequestEstimator::new(counter).with_upper_bounds_below(budget.micro_threshold),
         options,
-    );
+    });
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     agent
         .run_turn(

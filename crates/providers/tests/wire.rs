@@ -1,6 +1,7 @@
 //! The real adapters on the testkit's wire formats, driven by the loop, for every
 //! protocol: request shape and headers, tool calls and results, reasoning, usage
 //! accounting, and manual compaction.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[macro_use]
 mod common;
@@ -450,15 +451,15 @@ async fn gemini_calls_without_ids_are_answered_in_order_without_made_up_ids() {
     let tool = Arc::new(ReadTool {
         runs: std::sync::atomic::AtomicUsize::new(0),
     });
-    let mut agent = pith_providers::AgentLoop::new(
-        adapter(Protocol::Gemini, &server),
-        "test-model",
-        ContextBudget::for_window(WINDOW),
-        SYSTEM,
-        ToolRegistry::new(vec![tool.clone()]),
-        RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
-        fast_options(),
-    );
+    let mut agent = pith_providers::AgentLoop::new(pith_providers::LoopSetup {
+        adapter: adapter(Protocol::Gemini, &server),
+        model: "test-model".into(),
+        budget: ContextBudget::for_window(WINDOW),
+        system_prompt: SYSTEM.into(),
+        tools: ToolRegistry::new(vec![tool.clone()]),
+        estimator: RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
+        options: fast_options(),
+    });
     let (tx, _rx) = unbounded_channel();
     agent
         .run_turn(

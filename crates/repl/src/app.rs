@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::sync::Arc;
 
-use pith_agent::{Conversation, ConversationError, ExitCode, Frontend, Overrides};
+use pith_agent::{Conversation, ConversationError, ExitCode, Frontend, Overrides, Workspace};
 use pith_session::{project_ui, render, Record};
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -67,122 +67,113 @@ pub fn run(overrides: Overrides) -> Result<(), ReplError> {
     Ok(())
 }
 
-/// Asks once whether the project's `.mcp.json` may start its servers, whether the
-/// hooks of its `.pith/config.toml` may run and whether its `.pith/agents` are offered
-/// (only at a terminal; piped input leaves them untrusted, and the conversation says
-/// so). A changed file asks again.
-fn ask_project_trust(overrides: &Overrides, frontend: &Frontend, screen: &mut Screen) {
+/// Asks once whether the hooks of the project's `.pith/config.toml` may run, whether its
+/// `.pith/agents` are offered and whether its `.mcp.json` may start its servers (only at
+/// a terminal; piped input leaves them untrusted, and the conversation says so). A
+/// changed file asks again.
+fn ask_project_trust(workspace: &Workspace, frontend: &Frontend, screen: &mut Screen) {
     if !screen.is_interactive() {
         return;
     }
-    let cwd = std::fs::canonicalize(&overrides.cwd).unwrap_or_else(|_| overrides.cwd.clone());
-    ask_hooks_trust(&cwd, frontend, screen);
-    ask_agents_trust(&cwd, frontend, screen);
-    let question = match pith_agent::mcp::trust_question(&cwd, &frontend.env) {
-        Ok(Some(question)) => question,
-        Ok(None) => return,
-        Err(error) => {
-            screen.message(Tone::Error, &format!("cannot check .mcp.json: {error}"));
-            return;
-        }
-    };
-    let mut text = format!(
-        "{} .mcp.json in {} would start these MCP servers:",
-        if question.changed {
-            "The changed"
-        } else {
-            "This project's"
+    let env = &frontend.env;
+    ask_trust(
+        screen,
+        TrustAsk {
+            checking: "the project's hooks",
+            file: ".pith/config.toml",
+            offers: "would run these hooks",
+            prompt: "Trust these hooks and let them run? [y/N]",
         },
-        cwd.display()
+        pith_agent::hooks::trust_question(workspace, env),
+        |q| (q.changed, &q.hooks),
+        |q| pith_agent::hooks::trust(q, env),
+        workspace.cwd(),
     );
-    for server in &question.servers {
-        text.push_str(&format!("\n  {server}"));
-    }
-    screen.message(Tone::Dim, &text);
-    screen.message(Tone::Dim, "Trust this .mcp.json and start them? [y/N]");
-    let mut answer = String::new();
-    if io::stdin().read_line(&mut answer).is_err() {
-        return;
-    }
-    if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
-        if let Err(error) = pith_agent::mcp::trust(&question, &frontend.env) {
-            screen.message(Tone::Error, &format!("cannot record the trust: {error}"));
-        }
-    }
+    ask_trust(
+        screen,
+        TrustAsk {
+            checking: "the project's agents",
+            file: ".pith/agents",
+            offers: "would offer these subagents",
+            prompt: "Trust these agents and offer them? [y/N]",
+        },
+        pith_agent::subagents::catalog::trust_question(workspace.cwd(), env),
+        |q| (q.changed, &q.agents),
+        |q| pith_agent::subagents::catalog::trust(q, env),
+        workspace.cwd(),
+    );
+    ask_trust(
+        screen,
+        TrustAsk {
+            checking: ".mcp.json",
+            file: ".mcp.json",
+            offers: "would start these MCP servers",
+            prompt: "Trust this .mcp.json and start them? [y/N]",
+        },
+        pith_agent::mcp::trust_question(workspace.cwd(), env),
+        |q| (q.changed, &q.servers),
+        |q| pith_agent::mcp::trust(q, env),
+        workspace.cwd(),
+    );
 }
 
-/// Asks once whether the agents of the project's `.pith/agents/` may be offered to the
-/// model (their prompts and tools come from the repository).
-fn ask_agents_trust(cwd: &std::path::Path, frontend: &Frontend, screen: &mut Screen) {
-    let question = match pith_agent::subagents::catalog::trust_question(cwd, &frontend.env) {
+/// The words of one trust question.
+struct TrustAsk {
+    /// What is checked, for the error line (`cannot check …`).
+    checking: &'static str,
+    /// The file set, as the question names it.
+    file: &'static str,
+    /// What trusting it would do.
+    offers: &'static str,
+    /// The question.
+    prompt: &'static str,
+}
+
+/// Shows a pending trust `question` of the project at `cwd` (`view` gives whether it
+/// changed since it was trusted, and its lines), asks, and `record`s the trust when the
+/// user says yes. An error checking it is shown and nothing is asked.
+fn ask_trust<Q>(
+    screen: &mut Screen,
+    ask: TrustAsk,
+    question: Result<Option<Q>, ConversationError>,
+    view: impl Fn(&Q) -> (bool, &Vec<String>),
+    record: impl FnOnce(&Q) -> Result<(), ConversationError>,
+    cwd: &std::path::Path,
+) {
+    let question = match question {
         Ok(Some(question)) => question,
         Ok(None) => return,
         Err(error) => {
             screen.message(
                 Tone::Error,
-                &format!("cannot check the project's agents: {error}"),
+                &format!("cannot check {}: {error}", ask.checking),
             );
             return;
         }
     };
+    let (changed, lines) = view(&question);
     let mut text = format!(
-        "{} .pith/agents in {} would offer these subagents:",
-        if question.changed {
+        "{} {} in {} {}:",
+        if changed {
             "The changed"
         } else {
             "This project's"
         },
-        cwd.display()
+        ask.file,
+        cwd.display(),
+        ask.offers
     );
-    for agent in &question.agents {
-        text.push_str(&format!("\n  {agent}"));
+    for line in lines {
+        text.push_str(&format!("\n  {line}"));
     }
     screen.message(Tone::Dim, &text);
-    screen.message(Tone::Dim, "Trust these agents and offer them? [y/N]");
+    screen.message(Tone::Dim, ask.prompt);
     let mut answer = String::new();
     if io::stdin().read_line(&mut answer).is_err() {
         return;
     }
     if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
-        if let Err(error) = pith_agent::subagents::catalog::trust(&question, &frontend.env) {
-            screen.message(Tone::Error, &format!("cannot record the trust: {error}"));
-        }
-    }
-}
-
-/// Asks once whether the hooks of the project's `.pith/config.toml` may run.
-fn ask_hooks_trust(cwd: &std::path::Path, frontend: &Frontend, screen: &mut Screen) {
-    let question = match pith_agent::hooks::trust_question(cwd, &frontend.env) {
-        Ok(Some(question)) => question,
-        Ok(None) => return,
-        Err(error) => {
-            screen.message(
-                Tone::Error,
-                &format!("cannot check the project's hooks: {error}"),
-            );
-            return;
-        }
-    };
-    let mut text = format!(
-        "{} .pith/config.toml in {} would run these hooks:",
-        if question.changed {
-            "The changed"
-        } else {
-            "This project's"
-        },
-        cwd.display()
-    );
-    for hook in &question.hooks {
-        text.push_str(&format!("\n  {hook}"));
-    }
-    screen.message(Tone::Dim, &text);
-    screen.message(Tone::Dim, "Trust these hooks and let them run? [y/N]");
-    let mut answer = String::new();
-    if io::stdin().read_line(&mut answer).is_err() {
-        return;
-    }
-    if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
-        if let Err(error) = pith_agent::hooks::trust(&question, &frontend.env) {
+        if let Err(error) = record(&question) {
             screen.message(Tone::Error, &format!("cannot record the trust: {error}"));
         }
     }
@@ -210,8 +201,11 @@ impl App {
             approver: Some(Arc::new(approver)),
             ..Frontend::process_env()
         };
-        ask_project_trust(&overrides, &frontend, &mut screen);
-        let opened = Conversation::open(overrides, frontend).map_err(ReplError)?;
+        // The configuration is read once: for the trust questions, then the conversation.
+        let workspace =
+            Workspace::open(&overrides.cwd, frontend.env.as_ref()).map_err(ReplError)?;
+        ask_project_trust(&workspace, &frontend, &mut screen);
+        let opened = Conversation::open_in(workspace, overrides, frontend).map_err(ReplError)?;
         for notice in &opened.notices {
             screen.message(Tone::Error, notice);
         }

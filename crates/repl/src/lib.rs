@@ -14,6 +14,7 @@
 //!   [`approver`]: `--approval ask` questions; [`terminal`]: raw mode and restoring it.
 //!
 //! User documentation: `docs/repl.md`.
+#![forbid(unsafe_code)]
 
 pub mod app;
 pub mod approver;

@@ -3,6 +3,7 @@
 //! decode, and read + decode + both projections).
 //!
 //! Targets (issue 4): replay ≥ 100 MB/s; `append_batch` on a 50 MB transcript < 0.5 s.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use std::hint::black_box;
 use std::path::Path;

@@ -19,6 +19,9 @@
 //! # let _ = history; Ok(()) }
 //! ```
 
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod error;
 pub mod event;
 pub mod externalize;

@@ -56,6 +56,7 @@ fn try_lock_exclusive(file: &File) -> std::io::Result<bool> {
     loop {
         // SAFETY: `flock` only reads the descriptor number, which `file` keeps open for
         // the duration of the call.
+        #[allow(unsafe_code)]
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if rc == 0 {
             return Ok(true);

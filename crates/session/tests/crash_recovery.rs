@@ -19,6 +19,7 @@
 //!
 //! `PITH_CRASH_TRIALS` (default 200) and `PITH_CRASH_SEED` tune a run; `cargo xtask crash
 //! --trials N` sets them.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use std::fs;
 use std::io::{BufRead, BufReader};

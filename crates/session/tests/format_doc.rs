@@ -1,6 +1,7 @@
 //! docs/session-format.md stays true: its example transcript reads strictly, contains
 //! every kind, projects as described, and is exactly what the encoder writes.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 use std::path::Path;
 
 use pith_session::event::{encode_line, KNOWN_KINDS};

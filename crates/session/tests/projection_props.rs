@@ -1,6 +1,7 @@
 //! Property: any byte prefix of a valid transcript reads without error (the cut line is a
 //! torn tail), keeps exactly the complete records, and projects into both views without
 //! panicking.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use std::path::Path;
 

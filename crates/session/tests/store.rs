@@ -1,6 +1,7 @@
 //! The session store seen from a front-end: create, append, batch, reopen, recover,
 //! lock, list and locate.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -484,6 +485,7 @@ fn a_write_that_fails_midway_leaves_no_torn_line_and_loses_nothing() {
 
 /// Child side: writes fail with EFBIG past a soft RLIMIT_FSIZE just above the current
 /// transcript, as they would on a full disk.
+#[allow(unsafe_code)] // setrlimit / signal: the test's stand-in for a full disk
 fn write_past_a_file_size_limit(dir: &Path) {
     let mut session = pith_session::Session::open_dir(dir).unwrap();
     let len = fs::metadata(session.transcript_path()).unwrap().len();

@@ -12,7 +12,8 @@ use hyper::body::Frame;
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Response, StatusCode};
 
-use crate::script::{Fault, Protocol, Turn};
+use crate::protocol::Protocol;
+use crate::turn::{Fault, Turn};
 use crate::wire::{self, ErrorKind, StreamEvent, TurnPlan, JSON_CONTENT_TYPE, SSE_CONTENT_TYPE};
 
 /// The body type of every answer.

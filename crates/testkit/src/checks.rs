@@ -21,7 +21,8 @@
 
 use serde_json::Value;
 
-use crate::script::{Protocol, Script};
+use crate::protocol::Protocol;
+use crate::script::Script;
 use crate::wire::{encrypted_content, redacted_data, thinking_signature, ErrorKind};
 
 /// The provider's 400 for `body`, or `Ok` when the real API would take it.

@@ -22,7 +22,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use crate::script::{Fault, Protocol, Turn};
+use crate::protocol::Protocol;
+use crate::turn::{Fault, Turn};
 use crate::wire::{bedrock, SseEvent};
 
 /// Size of one generated chunk of a large payload.

@@ -27,6 +27,7 @@
 //! OpenTelemetry's OTLP/HTTP.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod answer;
 mod checks;
@@ -34,14 +35,18 @@ mod count;
 mod error;
 mod hostile;
 pub mod otlp;
+mod protocol;
 mod record;
 mod script;
 mod server;
+mod turn;
 mod wire;
 
 pub use count::{last_message, request_tokens};
 pub use error::TestkitError;
 pub use otlp::{OtlpReceiver, ReceivedMetric, ReceivedSpan};
+pub use protocol::Protocol;
 pub use record::{RecordedRequest, REDACTED};
-pub use script::{Fault, Protocol, Responder, Script, ToolCall, Turn, Usage, UsageMode};
+pub use script::{Responder, Script, UsageMode};
 pub use server::{TestServer, TestServerBuilder};
+pub use turn::{Fault, ToolCall, Turn, Usage};

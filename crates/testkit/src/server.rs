@@ -22,8 +22,10 @@ use tokio::sync::oneshot;
 
 use crate::answer::{self, Answer, AnswerBody, RequestFacts};
 use crate::error::TestkitError;
+use crate::protocol::{Endpoint, Protocol};
 use crate::record::{recorded_header_value, RecordedRequest, RequestLog, StoredRequest};
-use crate::script::{Endpoint, Protocol, Script, Turn, Usage, UsageMode};
+use crate::script::{Script, UsageMode};
+use crate::turn::{Turn, Usage};
 use crate::wire::{ErrorKind, DEFAULT_MODEL};
 
 /// A running scripted provider server. Dropping it stops the server (open streams, hung

@@ -1,6 +1,7 @@
 //! The Bedrock protocol as a plain client sees it: binary event-stream frames (decoded with
 //! the AWS SDK's own `aws-smithy-eventstream`), text, tool calls, reasoning with
 //! signatures, usage, every fault in Bedrock's shape, and the reasoning check.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

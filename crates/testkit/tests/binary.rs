@@ -1,6 +1,7 @@
 //! The `pith-testkit` binary as end-to-end tests use it: the listening line, serving the
 //! script, `--record`, `--port`, clean exit on SIGTERM/SIGINT, and a clear error for a
 //! broken script.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! encrypted content or missing between tool calls, the wrong output-cap field, an image in
 //! a Chat `tool` message. Refusals use no turn. And it plays what clients read: encrypted
 //! reasoning, redacted thinking, reasoning tokens, OpenRouter's cost and error wrapper.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! cut or corrupt streams, hangs — and that a fault consumes its turn like any other.
 //! Gemini, whose path (not its body) says whether the answer streams, has its own suite
 //! in `tests/gemini.rs`.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

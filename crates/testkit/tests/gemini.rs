@@ -1,6 +1,7 @@
 //! The Gemini protocol as a real client sees it: the model in the path, `alt=sse`,
 //! data-only chunks ending with a `finishReason`, thought signatures (issued and checked
 //! when they come back), Google's error bodies for every fault, and the hostile answers.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

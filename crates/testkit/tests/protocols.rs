@@ -1,6 +1,7 @@
 //! Each protocol's answers read by a real HTTP client: event order, text and tool-call
 //! argument fragments that reassemble into the script, usage placement, non-streaming JSON,
 //! and — for the OpenAI kinds — that async-openai's strict typed structs accept every event.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! The server around the wire formats: the over-the-script 500, rejections, request
 //! recording and redaction, waiting for requests, the record file, chunk pacing, base URLs
 //! and shutdown.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

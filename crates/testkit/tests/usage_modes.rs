@@ -1,6 +1,7 @@
 //! Scripted usage (a constant, the request counted with a bias, none at all) and responders
 //! (requests matched by their last message), on every protocol's JSON answer.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 mod common;
 
 use common::{call_json, stream};

@@ -2,6 +2,7 @@
 //! must stay at the cap whatever the volume) and squash + spill of a large result.
 //!
 //! `cargo bench -p pith-tools --bench capture`
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use std::hint::black_box;
 

@@ -4,6 +4,7 @@
 //! plus the network namespace, the default). The target is < 5 ms per command.
 //!
 //! `cargo bench -p pith-tools --bench sandbox`
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use std::hint::black_box;
 

@@ -197,7 +197,7 @@ pub enum ToolsConfigError {
 pub struct ToolEnv {
     /// Path resolution and confinement.
     pub workspace: Workspace,
-    /// The permission policy (shared with the front-end through [`Toolset::permissions`]).
+    /// The permission policy (shared with the front-end through [`crate::Toolset::permissions`]).
     pub permissions: Arc<PermissionPolicy>,
     /// Squash and spill.
     pub capture: Capture,

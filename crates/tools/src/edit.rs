@@ -143,7 +143,7 @@ impl Tool for EditTool {
         arguments: serde_json::Value,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: EditArgs = crate::parse_args(arguments)?;
+        let args: EditArgs = crate::arguments::parse_args(arguments)?;
         if args.old_string.is_empty() {
             return Err(ToolError::InvalidArguments(
                 "`old_string` must not be empty; use write to create a file".into(),

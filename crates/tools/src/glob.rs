@@ -4,32 +4,36 @@
 //! crosses directories.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use async_trait::async_trait;
-use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
+use pith_core::ToolError;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::capture::RawOutput;
 use crate::config::ToolEnv;
+use crate::read_only::{blocking, Answer, Call, ReadOnly, ReadOnlyTool};
 
 /// `glob {pattern, path?}`.
-pub struct GlobTool {
-    env: Arc<ToolEnv>,
-}
+pub type GlobTool = ReadOnly<Glob>;
 
-impl GlobTool {
-    /// The tool over `env`.
-    pub fn new(env: Arc<ToolEnv>) -> Self {
-        Self { env }
-    }
-}
+/// What is glob's own (see [`crate::read_only`] for the rest).
+pub struct Glob;
 
+/// The arguments of `glob`.
 #[derive(Deserialize)]
-struct GlobArgs {
+pub struct GlobArgs {
     pattern: String,
     path: Option<String>,
+}
+
+impl GlobArgs {
+    /// The directory to search from and the glob below it (an absolute pattern names its
+    /// own directory).
+    fn split(&self) -> (&str, &str) {
+        let (absolute_base, pattern) = split_absolute(&self.pattern);
+        let base = absolute_base.or(self.path.as_deref()).unwrap_or(".");
+        (base, pattern)
+    }
 }
 
 /// Splits an absolute pattern (`/repo/src/**/*.rs`) into its literal directory and the
@@ -47,18 +51,15 @@ fn split_absolute(pattern: &str) -> (Option<&str>, &str) {
 }
 
 #[async_trait]
-impl Tool for GlobTool {
-    fn name(&self) -> &str {
-        "glob"
-    }
-
-    fn description(&self) -> &str {
+impl ReadOnlyTool for Glob {
+    const NAME: &'static str = "glob";
+    const DESCRIPTION: &'static str =
         "List files whose path matches a glob pattern, e.g. `**/*.rs` or `src/*.toml` \
          (`*` stays within a directory, `**` crosses directories). Honours .gitignore. \
-         Paths are returned in sorted order."
-    }
+         Paths are returned in sorted order.";
+    type Args = GlobArgs;
 
-    fn parameters(&self) -> serde_json::Value {
+    fn parameters(_env: &ToolEnv) -> serde_json::Value {
         json!({
             "type": "object",
             "properties": {
@@ -70,25 +71,19 @@ impl Tool for GlobTool {
         })
     }
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    async fn run(
-        &self,
-        arguments: serde_json::Value,
-        ctx: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let args: GlobArgs = crate::parse_args(arguments)?;
-        let (absolute_base, pattern) = split_absolute(&args.pattern);
+    fn path(args: &GlobArgs) -> Result<&str, ToolError> {
+        let (base, pattern) = args.split();
         if pattern.is_empty() {
             return Err(ToolError::InvalidArguments(
                 "`pattern` must not be empty".into(),
             ));
         }
-        let base = absolute_base.or(args.path.as_deref()).unwrap_or(".");
-        let target = crate::authorize_read(&self.env, "glob", base, ctx).await?;
-        if !target.path.is_dir() {
+        Ok(base)
+    }
+
+    async fn answer(call: Call<'_, GlobArgs>) -> Result<Answer, ToolError> {
+        let (base, pattern) = call.args.split();
+        if !call.target.path.is_dir() {
             return Err(ToolError::Failed(format!("`{base}` is not a directory")));
         }
         let matcher = globset::GlobBuilder::new(pattern)
@@ -96,18 +91,15 @@ impl Tool for GlobTool {
             .build()
             .map_err(|err| ToolError::InvalidArguments(format!("invalid glob `{pattern}`: {err}")))?
             .compile_matcher();
-        let env = self.env.clone();
-        let cancel = ctx.cancel.child_token();
-        let worker_cancel = cancel.clone();
-        let _stop_worker = cancel.drop_guard();
-        let root = target.path;
-        let max = self.env.limits.glob_max_paths;
+        let env = call.env.clone();
+        let root = call.target.path;
+        let max = env.limits.glob_max_paths;
         let pattern_text = pattern.to_owned();
-        let listed = tokio::task::spawn_blocking(move || {
+        let text = blocking(Self::NAME, call.ctx, move |cancel| {
             let mut out = String::new();
             let mut found = 0usize;
             for entry in crate::walk::walker(&root) {
-                if worker_cancel.is_cancelled() {
+                if cancel.is_cancelled() {
                     return Err(ToolError::Cancelled);
                 }
                 let Ok(entry) = entry else { continue };
@@ -135,16 +127,9 @@ impl Tool for GlobTool {
                 );
             }
             Ok(out)
-        });
-        let text = tokio::select! {
-            listed = listed => listed.map_err(|err| ToolError::Failed(format!("glob failed: {err}")))??,
-            () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
-        };
-        Ok(ToolOutput::ok(
-            self.env
-                .capture
-                .finish(&ctx.call_id, RawOutput::plain("glob", &text)),
-        ))
+        })
+        .await?;
+        Ok(Answer::Captured(text))
     }
 }
 

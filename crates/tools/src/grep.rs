@@ -3,37 +3,31 @@
 //! files skipped, results capped with a note saying how to narrow the search.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use globset::GlobMatcher;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
-use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
+use pith_core::ToolError;
 use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::capture::RawOutput;
 use crate::config::ToolEnv;
+use crate::read_only::{blocking, Answer, Call, ReadOnly, ReadOnlyTool};
 use crate::squash;
 use crate::workspace::Workspace;
 
 /// `grep {pattern, path?, glob?, case_insensitive?}`.
-pub struct GrepTool {
-    env: Arc<ToolEnv>,
-}
+pub type GrepTool = ReadOnly<Grep>;
 
-impl GrepTool {
-    /// The tool over `env`.
-    pub fn new(env: Arc<ToolEnv>) -> Self {
-        Self { env }
-    }
-}
+/// What is grep's own (see [`crate::read_only`] for the rest).
+pub struct Grep;
 
+/// The arguments of `grep`.
 #[derive(Deserialize)]
-struct GrepArgs {
+pub struct GrepArgs {
     pattern: String,
     path: Option<String>,
     glob: Option<String>,
@@ -167,18 +161,15 @@ fn search(
 }
 
 #[async_trait]
-impl Tool for GrepTool {
-    fn name(&self) -> &str {
-        "grep"
-    }
-
-    fn description(&self) -> &str {
+impl ReadOnlyTool for Grep {
+    const NAME: &'static str = "grep";
+    const DESCRIPTION: &'static str =
         "Search file contents with a regular expression (ripgrep syntax), honouring \
          .gitignore and skipping binary files. Returns `path:line:text` for each matching \
-         line, in path order."
-    }
+         line, in path order.";
+    type Args = GrepArgs;
 
-    fn parameters(&self) -> serde_json::Value {
+    fn parameters(_env: &ToolEnv) -> serde_json::Value {
         json!({
             "type": "object",
             "properties": {
@@ -192,46 +183,31 @@ impl Tool for GrepTool {
         })
     }
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    async fn run(
-        &self,
-        arguments: serde_json::Value,
-        ctx: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let args: GrepArgs = crate::parse_args(arguments)?;
+    fn path(args: &GrepArgs) -> Result<&str, ToolError> {
         if args.pattern.is_empty() {
             return Err(ToolError::InvalidArguments(
                 "`pattern` must not be empty".into(),
             ));
         }
-        let path = args.path.as_deref().unwrap_or(".");
-        let target = crate::authorize_read(&self.env, "grep", path, ctx).await?;
+        Ok(args.path.as_deref().unwrap_or("."))
+    }
+
+    async fn answer(call: Call<'_, GrepArgs>) -> Result<Answer, ToolError> {
+        let (env, args) = (call.env, call.args);
         let filter = args.glob.as_deref().map(NameFilter::new).transpose()?;
         let spec = Search {
-            base: target.path,
-            pattern: args.pattern.clone(),
+            base: call.target.path,
+            pattern: args.pattern,
             filter,
             case_insensitive: args.case_insensitive,
-            max_matches: self.env.limits.grep_max_matches,
-            max_line_chars: self.env.limits.read_max_line_chars,
+            max_matches: env.limits.grep_max_matches,
+            max_line_chars: env.limits.read_max_line_chars,
         };
-        let env = self.env.clone();
-        let cancel = ctx.cancel.child_token();
-        let worker_cancel = cancel.clone();
-        let _stop_worker = cancel.clone().drop_guard();
-        let found =
-            tokio::task::spawn_blocking(move || search(spec, &env.workspace, &worker_cancel));
-        let text = tokio::select! {
-            found = found => found.map_err(|err| ToolError::Failed(format!("grep failed: {err}")))??,
-            () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
-        };
-        Ok(ToolOutput::ok(
-            self.env
-                .capture
-                .finish(&ctx.call_id, RawOutput::plain("grep", &text)),
-        ))
+        let env = env.clone();
+        let text = blocking(Self::NAME, call.ctx, move |cancel| {
+            search(spec, &env.workspace, &cancel)
+        })
+        .await?;
+        Ok(Answer::Captured(text))
     }
 }

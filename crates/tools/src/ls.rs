@@ -2,31 +2,25 @@
 //! hidden entries included, symlinks shown with their target, capped with a note.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use async_trait::async_trait;
-use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
+use pith_core::ToolError;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::capture::RawOutput;
 use crate::config::ToolEnv;
+use crate::read_only::{blocking, Answer, Call, ReadOnly, ReadOnlyTool};
 use crate::workspace::describe_io;
 
 /// `ls {path?}`.
-pub struct LsTool {
-    env: Arc<ToolEnv>,
-}
+pub type LsTool = ReadOnly<Ls>;
 
-impl LsTool {
-    /// The tool over `env`.
-    pub fn new(env: Arc<ToolEnv>) -> Self {
-        Self { env }
-    }
-}
+/// What is ls's own (see [`crate::read_only`] for the rest).
+pub struct Ls;
 
+/// The arguments of `ls`.
 #[derive(Deserialize)]
-struct LsArgs {
+pub struct LsArgs {
     path: Option<String>,
 }
 
@@ -78,17 +72,15 @@ fn list(dir: &Path, shown: &str, max: usize) -> Result<String, ToolError> {
 }
 
 #[async_trait]
-impl Tool for LsTool {
-    fn name(&self) -> &str {
-        "ls"
-    }
-
-    fn description(&self) -> &str {
+impl ReadOnlyTool for Ls {
+    const NAME: &'static str = "ls";
+    const DESCRIPTION: &'static str =
         "List a directory: each entry's type (file, dir, link), size in bytes and name, \
-         sorted by name, hidden entries included."
-    }
+         sorted by name, hidden entries included.";
+    const ARGUMENTS_OPTIONAL: bool = true;
+    type Args = LsArgs;
 
-    fn parameters(&self) -> serde_json::Value {
+    fn parameters(_env: &ToolEnv) -> serde_json::Value {
         json!({
             "type": "object",
             "properties": {
@@ -98,35 +90,18 @@ impl Tool for LsTool {
         })
     }
 
-    fn read_only(&self) -> bool {
-        true
+    fn path(args: &LsArgs) -> Result<&str, ToolError> {
+        Ok(args.path.as_deref().unwrap_or("."))
     }
 
-    async fn run(
-        &self,
-        arguments: serde_json::Value,
-        ctx: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let arguments = if arguments.is_null() {
-            json!({})
-        } else {
-            arguments
-        };
-        let args: LsArgs = crate::parse_args(arguments)?;
-        let path = args.path.as_deref().unwrap_or(".");
-        let target = crate::authorize_read(&self.env, "ls", path, ctx).await?;
-        let shown = self.env.workspace.display(&target.path);
-        let max = self.env.limits.ls_max_entries;
+    async fn answer(call: Call<'_, LsArgs>) -> Result<Answer, ToolError> {
+        let Call {
+            env, target, ctx, ..
+        } = call;
+        let shown = env.workspace.display(&target.path);
+        let max = env.limits.ls_max_entries;
         let dir = target.path;
-        let listed = tokio::task::spawn_blocking(move || list(&dir, &shown, max));
-        let text = tokio::select! {
-            listed = listed => listed.map_err(|err| ToolError::Failed(format!("ls failed: {err}")))??,
-            () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
-        };
-        Ok(ToolOutput::ok(
-            self.env
-                .capture
-                .finish(&ctx.call_id, RawOutput::plain("ls", &text)),
-        ))
+        let text = blocking(Self::NAME, ctx, move |_| list(&dir, &shown, max)).await?;
+        Ok(Answer::Captured(text))
     }
 }

@@ -10,33 +10,28 @@
 //! gets a clear refusal instead.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read as _};
 use std::path::Path;
-use std::sync::Arc;
 
 use async_trait::async_trait;
-use pith_core::{FileAction, FileEffect, Tool, ToolContext, ToolError, ToolOutput};
+use pith_core::{FileAction, FileEffect, ToolContext, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::config::{Limits, ToolEnv};
+use crate::read_only::{blocking, Answer, Call, ReadOnly, ReadOnlyTool};
 use crate::squash;
 use crate::workspace::describe_io;
 
 /// `read {path, offset?, limit?}`.
-pub struct ReadTool {
-    env: Arc<ToolEnv>,
-}
+pub type ReadTool = ReadOnly<Read>;
 
-impl ReadTool {
-    /// The tool over `env`.
-    pub fn new(env: Arc<ToolEnv>) -> Self {
-        Self { env }
-    }
-}
+/// What is read's own (see [`crate::read_only`] for the rest).
+pub struct Read;
 
+/// The arguments of `read`.
 #[derive(Deserialize)]
-struct ReadArgs {
+pub struct ReadArgs {
     path: String,
     offset: Option<u64>,
     limit: Option<u64>,
@@ -49,65 +44,54 @@ const COUNT_MAX_BYTES: u64 = 512 * 1024 * 1024;
 const SNIFF_BYTES: usize = 8192;
 
 #[async_trait]
-impl Tool for ReadTool {
-    fn name(&self) -> &str {
-        "read"
-    }
-
-    fn description(&self) -> &str {
+impl ReadOnlyTool for Read {
+    const NAME: &'static str = "read";
+    const DESCRIPTION: &'static str =
         "Read a text file. Returns its exact lines prefixed with line numbers (number, tab, \
          text). Long files are returned one page at a time; the result says which \
          `offset` to pass to read on. PNG, JPEG, GIF and WebP images are returned as \
          images when the model accepts them. Directories (use ls) and other binary files \
-         are refused."
-    }
+         are refused.";
+    type Args = ReadArgs;
 
-    fn parameters(&self) -> serde_json::Value {
+    fn parameters(env: &ToolEnv) -> serde_json::Value {
         json!({
             "type": "object",
             "properties": {
                 "path": {"type": "string", "description": "File path, relative to the workspace root or absolute."},
                 "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."},
-                "limit": {"type": "integer", "minimum": 1, "description": format!("Number of lines to return. Default {}.", self.env.limits.read_default_lines)}
+                "limit": {"type": "integer", "minimum": 1, "description": format!("Number of lines to return. Default {}.", env.limits.read_default_lines)}
             },
             "required": ["path"],
             "additionalProperties": false
         })
     }
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    async fn run(
-        &self,
-        arguments: serde_json::Value,
-        ctx: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let args: ReadArgs = crate::parse_args(arguments)?;
-        let offset = args.offset.unwrap_or(1);
-        if offset == 0 {
+    fn path(args: &ReadArgs) -> Result<&str, ToolError> {
+        if args.offset == Some(0) {
             return Err(ToolError::InvalidArguments(
                 "`offset` is 1-based: the first line is offset=1".into(),
             ));
         }
-        let limit = match args.limit {
-            Some(0) => {
-                return Err(ToolError::InvalidArguments(
-                    "`limit` must be at least 1".into(),
-                ))
-            }
-            Some(n) => n,
-            None => self.env.limits.read_default_lines as u64,
-        };
-        let target = crate::authorize_read(&self.env, "read", &args.path, ctx).await?;
-        let shown = self.env.workspace.display(&target.path);
-        if let Some(media_type) = image_type(&target.path) {
-            return self.image(target.path, shown, media_type, ctx).await;
+        if args.limit == Some(0) {
+            return Err(ToolError::InvalidArguments(
+                "`limit` must be at least 1".into(),
+            ));
         }
-        let limits = self.env.limits.clone();
+        Ok(&args.path)
+    }
+
+    async fn answer(call: Call<'_, ReadArgs>) -> Result<Answer, ToolError> {
+        let (env, args, target) = (call.env, call.args, call.target);
+        let offset = args.offset.unwrap_or(1);
+        let limit = args.limit.unwrap_or(env.limits.read_default_lines as u64);
+        let shown = env.workspace.display(&target.path);
+        if let Some(media_type) = image_type(&target.path) {
+            return image(env, target.path, shown, media_type, call.ctx).await;
+        }
+        let limits = env.limits.clone();
         let path = target.path;
-        let page = tokio::task::spawn_blocking(move || {
+        let output = blocking(Self::NAME, call.ctx, move |_| {
             let page = read_lines(&path, &shown, offset, limit, &limits)?;
             let effect = FileEffect {
                 path: shown,
@@ -115,49 +99,44 @@ impl Tool for ReadTool {
                 lines: page.lines,
                 fingerprint: crate::fingerprint::of_file(&path),
             };
-            Ok::<_, ToolError>(ToolOutput::ok(page.text).with_effect(effect))
-        });
-        tokio::select! {
-            page = page => page
-                .map_err(|err| ToolError::Failed(format!("read failed: {err}")))?,
-            () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
-        }
+            Ok(ToolOutput::ok(page.text).with_effect(effect))
+        })
+        .await?;
+        Ok(Answer::Exact(output))
     }
 }
 
-impl ReadTool {
-    /// `read` of an image file: the image for a model that takes images, else a refusal.
-    async fn image(
-        &self,
-        path: std::path::PathBuf,
-        shown: String,
-        media_type: &'static str,
-        ctx: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let kind = media_type.trim_start_matches("image/").to_ascii_uppercase();
-        let Some(limits) = self.env.images else {
-            return Ok(ToolOutput::error(format!(
-                "`{shown}` is an image ({kind}); the model in use does not accept images, so \
-                 read cannot show it. Ask the user to describe it, or to switch to a model \
-                 that accepts images (/model)."
-            )));
-        };
-        let loading = {
-            let shown = shown.clone();
-            tokio::task::spawn_blocking(move || crate::image::load(&path, &shown, limits))
-        };
-        let image = tokio::select! {
-            loaded = loading => loaded
-                .map_err(|err| ToolError::Failed(format!("read failed: {err}")))?
-                .map_err(|err| ToolError::Failed(format!("cannot read `{shown}`: {err}")))?,
-            () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
-        };
-        Ok(ToolOutput::ok(format!(
+/// `read` of an image file: the image for a model that takes images, else a refusal.
+async fn image(
+    env: &ToolEnv,
+    path: std::path::PathBuf,
+    shown: String,
+    media_type: &'static str,
+    ctx: &ToolContext,
+) -> Result<Answer, ToolError> {
+    let kind = media_type.trim_start_matches("image/").to_ascii_uppercase();
+    let Some(limits) = env.images else {
+        return Ok(Answer::Exact(ToolOutput::error(format!(
+            "`{shown}` is an image ({kind}); the model in use does not accept images, so \
+             read cannot show it. Ask the user to describe it, or to switch to a model \
+             that accepts images (/model)."
+        ))));
+    };
+    let image = {
+        let shown = shown.clone();
+        blocking(Read::NAME, ctx, move |_| {
+            crate::image::load(&path, &shown, limits)
+                .map_err(|err| ToolError::Failed(format!("cannot read `{shown}`: {err}")))
+        })
+        .await?
+    };
+    Ok(Answer::Exact(
+        ToolOutput::ok(format!(
             "image {shown} ({kind}, {}\u{d7}{} as sent)",
             image.width, image.height
         ))
-        .with_image(image))
-    }
+        .with_image(image),
+    ))
 }
 
 /// The media type of `path` when its first bytes are a PNG, JPEG, GIF or WebP image.

@@ -100,7 +100,7 @@ impl Tool for WriteTool {
         arguments: serde_json::Value,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: WriteArgs = crate::parse_args(arguments)?;
+        let args: WriteArgs = crate::arguments::parse_args(arguments)?;
         let target = self.env.workspace.resolve_write(&args.path)?;
         let shown = self.env.workspace.display(&target);
         let metadata = std::fs::metadata(&target).ok();

@@ -1,6 +1,7 @@
 //! The bash tool under hostile commands: runaway output, timeouts, cancellation, children
 //! that ignore SIGTERM, invalid UTF-8, background processes. Timings are generous bounds
 //! that prove "no hang", never performance assertions.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

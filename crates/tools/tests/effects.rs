@@ -1,5 +1,6 @@
 //! The file effects tools attach to their results (the session ledger's facts).
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 mod common;
 
 use common::Fixture;

@@ -1,6 +1,7 @@
 //! read, write and edit through the registry, including hostile paths (traversal,
 //! symlink escapes) and hostile files (binary, invalid UTF-8, directories).
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 mod common;
 
 use std::os::unix::fs::{symlink, PermissionsExt};

@@ -1,6 +1,7 @@
 //! Property: whatever path the model sends, write and edit never change anything outside
 //! the workspace (the session's spill directory aside), and no tool panics on it.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 mod common;
 
 use std::os::unix::fs::symlink;

@@ -1,6 +1,7 @@
 //! `read` on images: returned as an image, scaled into the provider's limits, for a model
 //! that accepts images; refused in words for one that does not; broken files are errors.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 mod common;
 
 use std::io::Cursor;

@@ -1,6 +1,7 @@
 //! Permission modes end to end through the registry: what runs, what asks the front-end,
 //! and what a denial looks like to the model.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 mod common;
 
 use common::{Fixture, ScriptedApprover};

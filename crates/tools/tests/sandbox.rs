@@ -7,6 +7,7 @@
 //! (`<tmp>/pith-data`) holding the session's spill directory, as in a real session. The
 //! real home is never touched: commands that could run unsandboxed name the fake home by
 //! its absolute path.
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! grep, glob and ls: .gitignore honoured (also without a git repository), binary files
 //! skipped, output formats, caps, and concurrent read-only calls.
 
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 mod common;
 
 use common::Fixture;

@@ -3,7 +3,9 @@
 //! It fails when
 //! - a crate depends on a crate the map's dependency list puts above it;
 //! - a crate's workspace dependencies (Cargo.toml) differ from the list;
-//! - inside a crate, files import each other in a circle.
+//! - inside a crate, files import each other in a circle;
+//! - a non-test source file is longer than 700 lines, or a thin front-end crate holds
+//!   more non-test lines than its limit (`size.rs`).
 //!
 //! The file graph has an edge from A to B when A's non-test code names an item defined in
 //! B: through a `use`, or a path `crate::…`, `super::…`, `self::…` or a child module's
@@ -14,11 +16,13 @@
 mod crates;
 mod cycles;
 mod modules;
+mod paths;
 mod resolve;
+mod size;
 #[cfg(test)]
 mod tests;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
@@ -52,10 +56,13 @@ pub fn check(root: &Path) -> Result<Report> {
             .with_context(|| format!("reading crate {}", krate.name))?;
         let edges = resolve::file_edges(&modules);
         report.files += modules.files.len();
+        report
+            .problems
+            .extend(size::problems(root, &krate.name, &modules.files)?);
         report.edges += edges.len();
         let pairs: Vec<(usize, usize)> = edges.iter().map(|e| (e.from, e.to)).collect();
         for circle in cycles::cycles(modules.files.len(), &pairs) {
-            let name = |file: usize| relative(root, &modules.files[file]);
+            let name = |file: usize| paths::relative(root, &modules.files[file]);
             let mut lines = vec![format!(
                 "crate `{}`: {} files import each other in a circle: {}",
                 krate.name,
@@ -82,14 +89,6 @@ pub fn check(root: &Path) -> Result<Report> {
         }
     }
     Ok(report)
-}
-
-fn relative(root: &Path, file: &Path) -> String {
-    file.strip_prefix(root)
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| file.to_path_buf())
-        .display()
-        .to_string()
 }
 
 /// Runs the check on the workspace and prints what it found; fails on any violation.

@@ -187,6 +187,11 @@ fn module_file(dir: &Path, name: &str, attrs: &[syn::Attribute]) -> Result<PathB
     )
 }
 
+/// True for an item under `#[test]` or `#[cfg(test)]`.
+pub fn is_test_item(item: &syn::Item) -> bool {
+    is_test(item_attributes(item))
+}
+
 /// True for `#[test]`, and for `#[cfg(…)]` that requires `test` (not `not(test)`).
 fn is_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|attr| {

@@ -259,3 +259,90 @@ fn visibility_scopes_and_module_imports_are_not_edges() {
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     assert_eq!(report.edges, 1, "b → lib (root): {report:?}");
 }
+
+fn long_file(lines: usize) -> String {
+    (0..lines)
+        .map(|i| format!("pub const C{i}: u8 = 0;\n"))
+        .collect()
+}
+
+#[test]
+fn a_file_over_the_line_limit_is_found_and_one_at_the_limit_is_not() {
+    let limit = super::size::MAX_FILE_LINES;
+    let at = long_file(limit);
+    let over = long_file(limit + 1);
+    let report = one_crate(&[
+        ("lib.rs", "mod a;\nmod b;\n"),
+        ("a.rs", &at),
+        ("b.rs", &over),
+    ]);
+    let sizes: Vec<&String> = report
+        .problems
+        .iter()
+        .filter(|p| p.contains("split it by job"))
+        .collect();
+    assert_eq!(sizes.len(), 1, "{:?}", report.problems);
+    assert!(sizes[0].contains("b.rs has 701 lines"), "{}", sizes[0]);
+}
+
+#[test]
+fn a_long_test_module_file_is_not_counted() {
+    let tests = long_file(super::size::MAX_FILE_LINES * 2);
+    let report = one_crate(&[
+        ("lib.rs", "pub fn f() {}\n#[cfg(test)]\nmod tests;\n"),
+        ("tests.rs", &tests),
+    ]);
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+#[test]
+fn a_front_end_counts_its_lines_without_its_inline_tests() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (name, limit) = super::size::FRONT_END_LIMITS[0];
+    let code = long_file(limit - 3);
+    let inline_tests = format!("#[cfg(test)]\nmod tests {{\n{}}}\n", long_file(50));
+    let at_limit = format!("{code}{inline_tests}");
+    write(dir.path(), "lib.rs", &at_limit);
+    let file = dir.path().join("lib.rs");
+    assert_eq!(
+        super::size::non_test_lines(&file, &at_limit).expect("parses"),
+        limit - 3
+    );
+    let fine =
+        super::size::problems(dir.path(), name, std::slice::from_ref(&file)).expect("readable");
+    assert!(fine.is_empty(), "{fine:?}");
+
+    write(dir.path(), "more.rs", &long_file(4));
+    let more = dir.path().join("more.rs");
+    let over =
+        super::size::problems(dir.path(), name, &[file.clone(), more.clone()]).expect("readable");
+    assert_eq!(over.len(), 1, "{over:?}");
+    assert!(
+        over[0].contains(&format!("has {}", limit + 1)),
+        "{}",
+        over[0]
+    );
+    // The same files in a crate that is not a front-end: no limit.
+    let other = super::size::problems(dir.path(), "pith-core", &[file, more]).expect("readable");
+    assert!(other.is_empty(), "{other:?}");
+}
+
+/// The real workspace against its real map: `cargo test --workspace` fails on an arrow
+/// going up, a circle, a file over the limit or a list that no longer matches, as
+/// `cargo xtask arch` in `.ci/run` does.
+#[test]
+fn the_workspace_matches_docs_architecture_md() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits in the workspace");
+    let report = check(root).expect("the workspace and its map are readable");
+    assert!(
+        report.problems.is_empty(),
+        "the workspace does not match docs/architecture.md (run `cargo xtask arch`):\n{}",
+        report.problems.join("\n")
+    );
+    // It read the workspace, not an empty tree.
+    assert!(report.crates >= 12, "{} crates", report.crates);
+    assert!(report.files > 200, "{} files", report.files);
+    assert!(report.edges > 500, "{} edges", report.edges);
+}

@@ -68,15 +68,15 @@ async fn one_loop_run(tool_turns: usize) -> Result<f64> {
         Anthropic::new(&server.base_url(), Some("sk-ant-bench"))
             .map_err(|e| anyhow!("adapter: {e}"))?,
     );
-    let mut agent = AgentLoop::new(
+    let mut agent = AgentLoop::new(pith_providers::LoopSetup {
         adapter,
-        "bench-model",
-        ContextBudget::for_window(200_000),
-        "You are a benchmark.",
-        ToolRegistry::new(vec![Arc::new(Echo)]),
-        RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
-        LoopOptions::default(),
-    );
+        model: "bench-model".into(),
+        budget: ContextBudget::for_window(200_000),
+        system_prompt: "You are a benchmark.".into(),
+        tools: ToolRegistry::new(vec![Arc::new(Echo)]),
+        estimator: RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
+        options: LoopOptions::default(),
+    });
     let (events, mut drain) = tokio::sync::mpsc::unbounded_channel();
     let drainer = tokio::spawn(async move { while drain.recv().await.is_some() {} });
     let start = Instant::now();

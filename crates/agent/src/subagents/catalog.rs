@@ -6,9 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use pith_providers::models::config::Config;
-
-use crate::conversation::{ConversationError, Env};
+use crate::config::Config;
+use crate::env::Env;
+use crate::error::ConversationError;
 use crate::subagents::definition::{AgentDefinition, AgentOrigin};
 use crate::trust::{ProjectFiles, TrustState};
 
@@ -99,26 +99,8 @@ pub fn configured_agents(
     if files.files.is_empty() {
         return Ok(result);
     }
-    let trusted = match crate::mcp::trust_store(env)?
-        .state(&files)
-        .map_err(|e| ConversationError::Failure(e.to_string()))?
-    {
-        TrustState::Absent => false,
-        TrustState::Trusted => true,
-        TrustState::Untrusted { .. } if trust_project => true,
-        TrustState::Untrusted { changed, .. } => {
-            result.notices.push(format!(
-                "the agents of .pith/agents {}: they are not offered. Open the REPL here to \
-                 review and trust them, or pass --trust-project to pith run.",
-                if changed {
-                    "changed since you trusted them"
-                } else {
-                    "are not trusted yet"
-                }
-            ));
-            false
-        }
-    };
+    let (trusted, notice) = crate::trust::admit(&files, env, trust_project, DISTRUSTED)?;
+    result.notices.extend(notice);
     if trusted {
         load_dir(&project_dir(cwd), AgentOrigin::Project, &mut result);
     }
@@ -135,10 +117,7 @@ pub fn trust_question(
     if files.files.is_empty() {
         return Ok(None);
     }
-    match crate::mcp::trust_store(env)?
-        .state(&files)
-        .map_err(|e| ConversationError::Failure(e.to_string()))?
-    {
+    match crate::trust::state(&files, env)? {
         TrustState::Absent | TrustState::Trusted => Ok(None),
         TrustState::Untrusted {
             changed,
@@ -165,10 +144,15 @@ pub fn trust_question(
 
 /// Records the user's trust in the agents of `question`.
 pub fn trust(question: &AgentsTrustQuestion, env: &Env) -> Result<(), ConversationError> {
-    crate::mcp::trust_store(env)?
-        .trust(&question.files, &question.fingerprint)
-        .map_err(|e| ConversationError::Failure(e.to_string()))
+    crate::trust::record(&question.files, &question.fingerprint, env)
 }
+
+/// What the user is told about project agents not offered for want of trust.
+const DISTRUSTED: crate::trust::Distrusted = crate::trust::Distrusted {
+    subject: "the agents of .pith/agents",
+    plural: true,
+    consequence: "they are not offered",
+};
 
 /// Adds the `*.md` definitions of `dir` (in name order) to `result`; a missing directory
 /// adds nothing.

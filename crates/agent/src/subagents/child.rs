@@ -2,29 +2,37 @@
 //!
 //! A [`ChildLauncher`] belongs to the parent conversation's loop. For each call it waits
 //! for one of the parent's slots (at most [`SubagentLimits::max_parallel`] children run
-//! at a time), opens a child [`Conversation`] — a new session of the same store with its
-//! own history, budget and compaction, the agent's model (else the parent's), the
-//! agent's tools under the parent's approval mode *as it is now*, no MCP servers — and
-//! runs one turn of it with a child of the turn's cancellation token. The child's events
-//! go to the parent's front-end through the call's [`pith_core::Progress`] handle, each
-//! wrapped in a [`SubagentEvent`]. Questions of a child name its agent and never overlap
-//! with another child's.
+//! at a time), has its [`ChildRunner`] open a child conversation — a new session of the
+//! same store with its own history, budget and compaction, the parent's workspace and
+//! configuration, the agent's model (else the parent's), the agent's tools under the
+//! parent's approval mode *as it is now*, no MCP servers — and run one turn of it with a
+//! child of the turn's cancellation token. The child's events go to the parent's
+//! front-end through the call's [`pith_core::Progress`] handle, each wrapped in a
+//! [`SubagentEvent`]. Questions of a child name its agent and never overlap with another
+//! child's.
+//!
+//! A child is a conversation, and a conversation's loop holds a launcher: the runner is
+//! the conversation module's ([`crate::conversation`]), given to the launcher as a trait
+//! object, so that this module does not depend on the conversation that depends on it.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use pith_core::{
-    ChildRun, EventSink, LoopEvent, Progress, Role, SpendMeter, SubagentEvent, ToolContext,
-    ToolError,
+    ChildRun, EventSink, LoopEvent, Message, Progress, Role, SpendMeter, SubagentEvent,
+    ToolContext, ToolError,
 };
 use pith_tools::capture::Capture;
 use pith_tools::{Approval, Approver, PermissionPolicy, PermissionRequest};
 use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
 
-use crate::conversation::{Conversation, Frontend};
+use crate::conversation::outcome::TurnOutcome;
+use crate::env::Frontend;
 use crate::overrides::{Overrides, SessionChoice};
 use crate::subagents::catalog::Agents;
 use crate::subagents::definition::AgentDefinition;
+use crate::workspace::Workspace;
 
 /// How many children run at once, and how deep they may nest (`[agents]` in config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,9 +94,43 @@ pub struct ChildSpec {
     pub meter: Arc<SpendMeter>,
 }
 
+/// What a child conversation is opened with.
+pub struct ChildStart {
+    /// The parent's workspace and configuration (a child does not read them again).
+    pub workspace: Workspace,
+    /// The child's choices: the parent's, with the agent's model and turn limit and the
+    /// parent's approval mode as it is now.
+    pub overrides: Overrides,
+    /// The parent's environment, and its approver naming the agent.
+    pub frontend: Frontend,
+    /// What the child is.
+    pub spec: ChildSpec,
+}
+
+/// Opens and runs child conversations (implemented by the conversation module; see the
+/// module docs).
+#[async_trait]
+pub trait ChildRunner: Send + Sync {
+    /// Opens a child as `start` says, runs one turn of `prompt` in it with its events
+    /// going to `events` (announced once its session is open), and closes it. `Err` when
+    /// the child cannot be opened, saying why; a child that failed or was cancelled after
+    /// it started is an outcome with an error (its session exists).
+    async fn run(
+        &self,
+        start: ChildStart,
+        prompt: &str,
+        events: ChildEvents,
+        cancel: CancellationToken,
+    ) -> Result<ChildOutcome, String>;
+}
+
 /// What the parent needs to start its children; see the module docs.
 pub struct ChildLauncher {
-    /// The parent's command-line choices (workspace, window, sandbox, …).
+    /// Opens and runs each child.
+    pub runner: Arc<dyn ChildRunner>,
+    /// The parent's workspace and configuration.
+    pub workspace: Workspace,
+    /// The parent's command-line choices (window, sandbox, …).
     pub overrides: Overrides,
     /// The parent's environment and approver.
     pub frontend: Frontend,
@@ -186,33 +228,44 @@ impl ChildLauncher {
             parent_session: self.parent_session.clone(),
             meter: Arc::clone(&self.meter),
         };
-        let opened = Conversation::open_child(overrides, frontend, spec).map_err(|error| {
-            ToolError::Failed(format!("cannot start the `{}` agent: {error}", agent.name))
-        })?;
-        let mut child = opened.value;
-        let mut sink = Forward {
+        let events = ChildEvents {
             progress: ctx.progress.clone(),
             call_id: ctx.call_id.clone(),
             agent: agent.name.clone(),
-            session_id: child.session_id().to_owned(),
+            description: description.to_owned(),
         };
-        sink.emit(LoopEvent::Notice(format!(
-            "subagent {} started: {}",
-            agent.name,
-            if description.trim().is_empty() {
-                "(no description)"
-            } else {
-                description.trim()
-            }
-        )));
-        for notice in opened.notices {
-            sink.emit(LoopEvent::Notice(notice));
-        }
-        let outcome = child.run_turn(prompt, &mut sink, &cancel).await;
+        let start = ChildStart {
+            workspace: self.workspace.clone(),
+            overrides,
+            frontend,
+            spec,
+        };
+        self.runner
+            .run(start, prompt, events, cancel)
+            .await
+            .map_err(|error| {
+                ToolError::Failed(format!("cannot start the `{}` agent: {error}", agent.name))
+            })
+    }
+}
+
+impl ChildOutcome {
+    /// What a child's turn amounts to for its parent: the child (its `session_id`,
+    /// `agent`, `model`) and what it used; its report, which is its last answer
+    /// (`last`, the last message of its history) when the turn succeeded — what it said on
+    /// the way stays in its transcript — and everything it said when it failed; and why
+    /// it failed.
+    pub fn of_turn(
+        session_id: &str,
+        agent: &str,
+        model: String,
+        outcome: TurnOutcome,
+        last: Option<&Message>,
+    ) -> Self {
         let run = ChildRun {
-            session_id: child.session_id().to_owned(),
-            agent: agent.name.clone(),
-            model: child.model_spec(),
+            session_id: session_id.to_owned(),
+            agent: agent.to_owned(),
+            model,
             usage: outcome.total_usage(),
             requests: outcome.summary.requests,
             tool_calls: outcome.summary.tool_calls,
@@ -222,14 +275,47 @@ impl ChildLauncher {
             (None, Some(error)) => Some(error.clone()),
             (None, None) => None,
         };
-        // The report is the child's last answer; what it said on the way (before tool
-        // calls) stays in its transcript. A child that failed keeps everything it said.
-        let text = match (&outcome.error, child.history().last()) {
+        let text = match (&outcome.error, last) {
             (None, Some(last)) if last.role == Role::Assistant => last.text_content(),
             _ => outcome.text,
         };
-        child.close();
-        Ok(ChildOutcome { run, text, error })
+        Self { run, text, error }
+    }
+}
+
+/// Where a child's events go, before its session is open: the parent's front-end,
+/// through the `task` call's progress handle.
+pub struct ChildEvents {
+    progress: Option<Progress>,
+    call_id: String,
+    agent: String,
+    description: String,
+}
+
+impl ChildEvents {
+    /// The sink of the child's events once its session `session_id` is open: it first
+    /// says the child started (with the call's description) and shows `notices`, what
+    /// opening it said.
+    pub fn started(self, session_id: &str, notices: Vec<String>) -> impl EventSink {
+        let mut sink = Forward {
+            progress: self.progress,
+            call_id: self.call_id,
+            agent: self.agent,
+            session_id: session_id.to_owned(),
+        };
+        sink.emit(LoopEvent::Notice(format!(
+            "subagent {} started: {}",
+            sink.agent,
+            if self.description.trim().is_empty() {
+                "(no description)"
+            } else {
+                self.description.trim()
+            }
+        )));
+        for notice in notices {
+            sink.emit(LoopEvent::Notice(notice));
+        }
+        sink
     }
 }
 

@@ -15,6 +15,8 @@ pub mod depth;
 pub mod task;
 
 pub use catalog::{Agents, AgentsTrustQuestion, ConfiguredAgents};
-pub use child::{ChildLauncher, ChildOutcome, ChildSpec, SubagentLimits};
+pub use child::{
+    ChildEvents, ChildLauncher, ChildOutcome, ChildRunner, ChildSpec, ChildStart, SubagentLimits,
+};
 pub use definition::{AgentDefinition, AgentOrigin};
 pub use task::{TaskTool, TASK_TOOL};

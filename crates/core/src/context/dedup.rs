@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::message::{Message, Part};
+use crate::protocol::message::{Message, Part};
 
 /// What a superseded result's content becomes.
 pub const DUPLICATE_PLACEHOLDER: &str = "[Duplicate result: superseded by a later identical call]";
@@ -136,7 +136,7 @@ pub fn collapse(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolCall;
+    use crate::protocol::message::ToolCall;
     use serde_json::json;
 
     fn call(id: &str, name: &str, args: Value) -> Message {

@@ -13,7 +13,7 @@
 
 use serde::Serialize;
 
-use crate::budget::ContextBudget;
+use crate::context::budget::ContextBudget;
 use crate::format::thousands;
 
 use super::governor::useful_tokens;

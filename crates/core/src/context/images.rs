@@ -1,11 +1,11 @@
 //! Images leaving the history: every image becomes its placeholder text
-//! ([`crate::message::Image::placeholder`]: path, size, estimated tokens, and "read it
+//! ([`crate::protocol::message::Image::placeholder`]: path, size, estimated tokens, and "read it
 //! again to see it"). Used where old content must shrink whatever it is — the summary
 //! request of a compaction, pruning, overflow fitting — so a session full of screenshots
 //! can always be compacted.
 
-use crate::message::{Message, Part};
-use crate::tokens::TokenCounter;
+use crate::context::tokens::TokenCounter;
+use crate::protocol::message::{Message, Part};
 
 /// True when any message holds an image.
 pub fn has_images(messages: &[Message]) -> bool {
@@ -44,8 +44,8 @@ pub fn replace_images(messages: &[Message], counter: &dyn TokenCounter) -> Vec<M
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{Image, Role};
-    use crate::tokens::{BpeCounter, Encoding, ImageFormula};
+    use crate::context::tokens::{BpeCounter, Encoding, ImageFormula};
+    use crate::protocol::message::{Image, Role};
 
     #[test]
     fn images_become_their_placeholder_and_nothing_else_changes() {
@@ -56,7 +56,7 @@ mod tests {
             Message {
                 role: Role::Tool,
                 parts: vec![
-                    Part::ToolResult(crate::message::ToolResult::new(
+                    Part::ToolResult(crate::protocol::message::ToolResult::new(
                         "c1",
                         "image shot.png (1200×900)",
                         false,

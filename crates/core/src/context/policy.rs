@@ -29,7 +29,7 @@
 
 use serde::Serialize;
 
-use crate::budget::ContextBudget;
+use crate::context::budget::ContextBudget;
 
 use super::governor::Governor;
 
@@ -141,7 +141,7 @@ pub fn decide(facts: &Facts, budget: &ContextBudget, governor: &Governor) -> Act
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::governor::PauseReason;
+    use crate::protocol::notice::PauseReason;
 
     fn budget() -> ContextBudget {
         // input 190_000, auto 171_000, micro 142_500

@@ -11,8 +11,8 @@
 
 use serde::Deserialize;
 
-use crate::message::{Message, Part, Role};
-use crate::tokens::TokenCounter;
+use crate::context::tokens::TokenCounter;
+use crate::protocol::message::{Message, Part, Role};
 
 /// What a pruned tool result's content becomes.
 pub const PRUNE_PLACEHOLDER: &str = "[Old tool result content cleared]";
@@ -99,7 +99,7 @@ pub fn prune_old_tool_outputs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolCall;
+    use crate::protocol::message::ToolCall;
 
     /// One token per whitespace-separated word: makes the thresholds easy to reason about.
     struct WordCounter;
@@ -177,7 +177,7 @@ mod tests {
 
     #[test]
     fn old_screenshots_a_tool_returned_become_placeholders() {
-        use crate::message::Image;
+        use crate::protocol::message::Image;
         /// Words for text; a flat 30 000 tokens per image.
         struct Screens;
         impl TokenCounter for Screens {

@@ -55,24 +55,43 @@ impl std::fmt::Debug for AgentLoop {
     }
 }
 
+/// What an [`AgentLoop`] is built from (its history starts empty; hooks, the repeat gate,
+/// the spend guard, a history and a ledger are set afterwards).
+pub struct LoopSetup {
+    /// The provider's adapter.
+    pub adapter: Arc<dyn ProviderAdapter>,
+    /// The model id sent with every request.
+    pub model: String,
+    /// The budget of the model's window.
+    pub budget: ContextBudget,
+    /// The system prompt.
+    pub system_prompt: String,
+    /// The tools the model may call.
+    pub tools: ToolRegistry,
+    /// How requests are estimated before they are sent.
+    pub estimator: RequestEstimator,
+    /// The loop's options.
+    pub options: LoopOptions,
+}
+
 impl AgentLoop {
-    /// A loop for `model` on `adapter` with an empty history.
-    pub fn new(
-        adapter: Arc<dyn ProviderAdapter>,
-        model: impl Into<String>,
-        budget: ContextBudget,
-        system_prompt: impl Into<String>,
-        tools: ToolRegistry,
-        estimator: RequestEstimator,
-        options: LoopOptions,
-    ) -> Self {
-        let mut estimator = estimator;
+    /// A loop for `setup.model` on `setup.adapter` with an empty history.
+    pub fn new(setup: LoopSetup) -> Self {
+        let LoopSetup {
+            adapter,
+            model,
+            budget,
+            system_prompt,
+            tools,
+            mut estimator,
+            options,
+        } = setup;
         estimator.set_usage_band(options.usage_band);
         let context = ContextState::new(budget, estimator, options.max_auto_compactions_per_turn);
         Self {
             adapter,
-            model: model.into(),
-            system_prompt: system_prompt.into(),
+            model,
+            system_prompt,
             tools,
             context,
             options,

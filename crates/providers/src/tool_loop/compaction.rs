@@ -48,12 +48,12 @@ use pith_core::{
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
-use crate::tool_loop::decision::CompactionPlan;
+use crate::tool_loop::decision::{AutoCompactStart, CompactionPlan};
 use crate::tool_loop::execute::execute_calls;
 use crate::tool_loop::guard::{GuardLimits, Truncation};
 use crate::tool_loop::options::{LoopError, ManualCompaction, TurnSummary};
 use crate::tool_loop::report::{emit_hooks, request_report};
-use crate::tool_loop::request::{send_with_retries, Visibility};
+use crate::tool_loop::request::{send_with_retries, Exchange, Visibility};
 use crate::wire::adapter::ModelRequest;
 use crate::wire::error::ProviderError;
 
@@ -98,17 +98,21 @@ impl SummaryOutcome {
 }
 
 impl AgentLoop {
-    /// The automatic compaction of `plan`, run privately inside a turn. `Err` only when
-    /// the turn itself was cancelled; every other outcome lets the turn go on.
+    /// The automatic compaction of `start.plan`, run privately inside a turn. `Err` only
+    /// when the turn itself was cancelled; every other outcome lets the turn go on.
     pub(super) async fn auto_compact(
         &mut self,
-        plan: CompactionPlan,
-        (tokens_before, progress): (u64, u64),
-        last_user_text: &str,
+        start: AutoCompactStart<'_>,
         sink: &mut dyn TurnSink,
         cancel: &CancellationToken,
         turn: &mut TurnSummary,
     ) -> Result<(), LoopError> {
+        let AutoCompactStart {
+            plan,
+            tokens_before,
+            progress,
+            last_user_text,
+        } = start;
         let hooks = Arc::clone(&self.hooks);
         let gate = hooks
             .pre_compact(CompactionTrigger::Auto, tokens_before, None, cancel)
@@ -512,16 +516,14 @@ impl AgentLoop {
                 Visibility::Private => Visibility::Private,
             };
             let started = Instant::now();
-            let sent = send_with_retries(
-                self.adapter.as_ref(),
-                &request,
-                &self.options.retry,
-                &self.options.timeouts,
-                guard,
-                sent_visibility,
+            let exchange = Exchange {
+                adapter: self.adapter.as_ref(),
+                request: &request,
+                timeouts: &self.options.timeouts,
                 cancel,
-            )
-            .await;
+            };
+            let sent =
+                send_with_retries(exchange, &self.options.retry, guard, sent_visibility).await;
             reports.push(request_report(
                 self,
                 RequestPurpose::Compaction,

@@ -62,6 +62,20 @@ pub(super) struct CompactionPlan {
     pub floor: Floor,
 }
 
+/// What an automatic compaction starts from: the plan the decision chose and where the
+/// turn stands.
+pub(super) struct AutoCompactStart<'a> {
+    /// What the replacement carries.
+    pub plan: CompactionPlan,
+    /// The request's estimated size before compacting.
+    pub tokens_before: u64,
+    /// The session's progress, where a failure arms the breaker
+    /// (see [`pith_core::context::Facts::progress`]).
+    pub progress: u64,
+    /// The user's last message, repeated after the summary.
+    pub last_user_text: &'a str,
+}
+
 impl AgentLoop {
     /// Prepares the next request of a turn. See the module docs.
     pub(super) async fn prepare_turn_request(
@@ -112,15 +126,13 @@ impl AgentLoop {
                     llm_allowed = false;
                     match self.plan_compaction(last_user_text, &tools) {
                         Ok(plan) => {
-                            self.auto_compact(
+                            let start = AutoCompactStart {
                                 plan,
-                                (estimate, facts.progress()),
+                                tokens_before: estimate,
+                                progress: facts.progress(),
                                 last_user_text,
-                                sink,
-                                cancel,
-                                summary,
-                            )
-                            .await?;
+                            };
+                            self.auto_compact(start, sink, cancel, summary).await?;
                         }
                         Err(floor) => {
                             let notice = self.context.governor.pause(

@@ -36,7 +36,7 @@ pub mod retry;
 pub mod spend;
 mod turn;
 
-pub use agent::AgentLoop;
+pub use agent::{AgentLoop, LoopSetup};
 pub use options::{
     enforced_output_cap, LedgerOptions, LoopError, LoopOptions, ManualCompaction,
     RepeatedCallLimits, TurnFailure, TurnSummary, DEFAULT_OUTPUT_CAP_TOKENS,

@@ -175,17 +175,31 @@ impl Visibility<'_> {
     }
 }
 
-/// Sends `request` through `adapter` with retries, forwarding pieces according to
-/// `visibility`, until the response completes, fails for good, or `cancel` fires.
+/// One request to send: where it goes, what it says, how long each wait may last, and
+/// the token that abandons it.
+#[derive(Clone, Copy)]
+pub struct Exchange<'a> {
+    /// The protocol adapter that sends it.
+    pub adapter: &'a dyn ProviderAdapter,
+    /// The request.
+    pub request: &'a ModelRequest,
+    /// The timeouts of each attempt.
+    pub timeouts: &'a Timeouts,
+    /// Cancels the request (and any wait before a retry).
+    pub cancel: &'a CancellationToken,
+}
+
+/// Sends the exchange's request with retries, forwarding pieces according to
+/// `visibility`, until the response completes, fails for good, or its token fires.
 pub async fn send_with_retries(
-    adapter: &dyn ProviderAdapter,
-    request: &ModelRequest,
+    exchange: Exchange<'_>,
     retry: &RetryPolicy,
-    timeouts: &Timeouts,
     guard: GuardLimits<'_>,
     mut visibility: Visibility<'_>,
-    cancel: &CancellationToken,
 ) -> Result<Response, RequestFailure> {
+    let Exchange {
+        request, cancel, ..
+    } = exchange;
     let mut attempt = 1;
     loop {
         // The job's ceilings: a request that would cross one is never sent.
@@ -208,12 +222,9 @@ pub async fn send_with_retries(
         visibility.emit(LoopEvent::RequestStarted { attempt });
         let mut response = Response::default();
         let outcome = attempt_once(
-            adapter,
-            request,
-            timeouts,
+            &exchange,
             OutputGuard::new(guard),
             &mut visibility,
-            cancel,
             &mut response,
         )
         .await;
@@ -256,14 +267,17 @@ pub async fn send_with_retries(
 }
 
 async fn attempt_once(
-    adapter: &dyn ProviderAdapter,
-    request: &ModelRequest,
-    timeouts: &Timeouts,
+    exchange: &Exchange<'_>,
     mut guard: OutputGuard<'_>,
     visibility: &mut Visibility<'_>,
-    cancel: &CancellationToken,
     response: &mut Response,
 ) -> Result<(), ProviderError> {
+    let Exchange {
+        adapter,
+        request,
+        timeouts,
+        cancel,
+    } = *exchange;
     let started = tokio::select! {
         _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
         started = tokio::time::timeout(timeouts.request, adapter.start(request)) => started,

@@ -16,7 +16,7 @@ use crate::tool_loop::execute::execute_calls_with_images;
 use crate::tool_loop::guard::Truncation;
 use crate::tool_loop::options::{LoopError, TurnFailure, TurnSummary};
 use crate::tool_loop::report::{emit_hooks, request_report};
-use crate::tool_loop::request::{send_with_retries, Visibility};
+use crate::tool_loop::request::{send_with_retries, Exchange, Visibility};
 use crate::wire::error::ProviderError;
 
 impl AgentLoop {
@@ -60,14 +60,17 @@ impl AgentLoop {
             };
             summary.requests += 1;
             let started = Instant::now();
+            let exchange = Exchange {
+                adapter: self.adapter.as_ref(),
+                request: &prepared.request,
+                timeouts: &self.options.timeouts,
+                cancel,
+            };
             let sent = send_with_retries(
-                self.adapter.as_ref(),
-                &prepared.request,
+                exchange,
                 &self.options.retry,
-                &self.options.timeouts,
                 self.guard(),
                 Visibility::Visible(&mut *sink),
-                cancel,
             )
             .await;
             // The request shares the history: release it so appending does not copy it.

@@ -2,6 +2,9 @@
 //! response stream becomes [`StreamChunk`]s.
 //!
 //! - [`adapter`]: the [`ProviderAdapter`] contract and the one streaming state machine.
+//! - [`chunk`]: what a response stream yields ([`StreamChunk`], [`ChunkStream`]).
+//! - `client`: the outer layer of the SSE adapters (transport, auth header, event
+//!   stream, the error of an unparseable event).
 //! - [`http`]: the one HTTP layer every adapter sends through (client, failures).
 //! - [`error`]: [`ProviderError`] and its classification of HTTP failures.
 //! - [`limits`]: how much pith accepts from a server (events, arguments, calls, bodies).
@@ -16,6 +19,8 @@ pub mod adapter;
 pub mod anthropic;
 pub(crate) mod arguments;
 pub mod bedrock;
+pub mod chunk;
+pub(crate) mod client;
 pub mod error;
 pub mod eventstream;
 pub mod gemini;
@@ -28,7 +33,8 @@ pub mod sse;
 pub mod structured;
 pub(crate) mod turns;
 
-pub use adapter::{ChunkStream, ModelRequest, ProviderAdapter, StreamChunk};
+pub use adapter::{ModelRequest, ProviderAdapter};
+pub use chunk::{ChunkStream, StreamChunk};
 pub use error::ProviderError;
 pub use reasoning::ReasoningEffort;
 pub use structured::{StructuredOutput, STRUCTURED_OUTPUT_NAME};

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::wire::adapter::{ChunkStream, StreamChunk};
+use crate::wire::chunk::{ChunkStream, StreamChunk};
 
 /// The name of the schema (OpenAI) and of the forced tool (Anthropic, Bedrock).
 pub const STRUCTURED_OUTPUT_NAME: &str = "structured_output";

@@ -208,15 +208,15 @@ pub fn harness_with(
     let tool = Arc::new(ReadTool {
         runs: AtomicUsize::new(0),
     });
-    let agent = AgentLoop::new(
-        adapter(protocol, &server),
-        model_id(protocol),
-        ContextBudget::for_window(window),
-        SYSTEM,
-        ToolRegistry::new(vec![tool.clone()]),
-        RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
+    let agent = AgentLoop::new(pith_providers::LoopSetup {
+        adapter: adapter(protocol, &server),
+        model: model_id(protocol).into(),
+        budget: ContextBudget::for_window(window),
+        system_prompt: SYSTEM.into(),
+        tools: ToolRegistry::new(vec![tool.clone()]),
+        estimator: RequestEstimator::new(Arc::new(BpeCounter::new(Encoding::O200kBase))),
         options,
-    );
+    });
     Harness {
         agent,
         server,

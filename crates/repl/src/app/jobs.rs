@@ -139,7 +139,6 @@ fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, st
                 ),
             )
         }
-        LoopEvent::Notice(text) => screen.message(Tone::Dim, &text),
         LoopEvent::Governor(notice) => {
             status.note_governor(&notice);
             screen.message(Tone::Info, &notice.text());
@@ -148,18 +147,8 @@ fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, st
             Tone::Error,
             &format!("The answer was cut off: {reason}; incomplete tool calls were not run."),
         ),
-        LoopEvent::Retrying {
-            attempt,
-            delay_ms,
-            reason,
-        } => screen.message(
-            Tone::Dim,
-            &format!("request failed ({reason}); retry {attempt} in {delay_ms} ms"),
-        ),
-        LoopEvent::Hook(run) => {
-            if let Some((tone, text)) = hook_line(&run) {
-                screen.message(tone, &text);
-            }
+        LoopEvent::Notice(_) | LoopEvent::Retrying { .. } | LoopEvent::Hook(_) => {
+            show_line(screen, &event, "")
         }
         LoopEvent::Subagent(child) => on_child_event(&child, busy, screen),
         LoopEvent::RequestStarted { .. }
@@ -177,7 +166,6 @@ fn on_child_event(child: &pith_core::SubagentEvent, busy: &mut BusyState, screen
     }
     let agent = &child.agent;
     match child.event.as_ref() {
-        LoopEvent::Notice(text) => screen.message(Tone::Dim, &format!("[{agent}] {text}")),
         LoopEvent::Governor(notice) => {
             screen.message(Tone::Info, &format!("[{agent}] {}", notice.text()))
         }
@@ -186,20 +174,7 @@ fn on_child_event(child: &pith_core::SubagentEvent, busy: &mut BusyState, screen
                 screen.message(Tone::Info, &format!("[{agent}] {}", notice.text()));
             }
         }
-        LoopEvent::Retrying {
-            attempt,
-            delay_ms,
-            reason,
-        } => screen.message(
-            Tone::Dim,
-            &format!("[{agent}] request failed ({reason}); retry {attempt} in {delay_ms} ms"),
-        ),
-        LoopEvent::Hook(run) => {
-            if let Some((tone, text)) = hook_line(run) {
-                screen.message(tone, &format!("[{agent}] {text}"));
-            }
-        }
-        _ => {}
+        event => show_line(screen, event, &format!("[{agent}] ")),
     }
 }
 
@@ -210,21 +185,28 @@ fn on_compact_event(event: LoopEvent, _: &mut BusyState, screen: &mut Screen, _:
         LoopEvent::TextDelta(text) => screen.text(&text),
         LoopEvent::ToolCallStarted(call) => screen.tool_started(&call),
         LoopEvent::ToolCallFinished { result, .. } => screen.tool_finished(&result),
-        LoopEvent::Notice(text) => screen.message(Tone::Dim, &text),
+        event => show_line(screen, &event, ""),
+    }
+}
+
+/// Shows a notice, a retry or a hook run as one line after `prefix` (a turn's, a
+/// compaction's and a child's alike); other events show nothing here.
+fn show_line(screen: &mut Screen, event: &LoopEvent, prefix: &str) {
+    let line = match event {
+        LoopEvent::Notice(text) => Some((Tone::Dim, text.clone())),
         LoopEvent::Retrying {
             attempt,
             delay_ms,
             reason,
-        } => screen.message(
+        } => Some((
             Tone::Dim,
-            &format!("request failed ({reason}); retry {attempt} in {delay_ms} ms"),
-        ),
-        LoopEvent::Hook(run) => {
-            if let Some((tone, text)) = hook_line(&run) {
-                screen.message(tone, &text);
-            }
-        }
-        _ => {}
+            format!("request failed ({reason}); retry {attempt} in {delay_ms} ms"),
+        )),
+        LoopEvent::Hook(run) => hook_line(run),
+        _ => None,
+    };
+    if let Some((tone, text)) = line {
+        screen.message(tone, &format!("{prefix}{text}"));
     }
 }
 

@@ -6,7 +6,10 @@
 use hyper::StatusCode;
 use serde_json::{json, Value};
 
-use super::{argument_fragments, text_fragments, ErrorKind, SseEvent, TurnPlan};
+use super::error_kind::ErrorKind;
+use super::fragments::{argument_fragments, text_fragments};
+use super::plan::{redacted_data, thinking_signature, TurnPlan};
+use super::sse::SseEvent;
 
 /// Anthropic's non-standard "overloaded" status.
 const STATUS_OVERLOADED: u16 = 529;
@@ -97,12 +100,12 @@ pub(super) fn content_blocks(plan: &TurnPlan<'_>) -> Vec<ContentBlock> {
     if let Some(reasoning) = plan.reasoning() {
         blocks.push(ContentBlock::Thinking {
             text: reasoning.to_owned(),
-            signature: super::thinking_signature(plan.number),
+            signature: thinking_signature(plan.number),
         });
     }
     if plan.turn.redacted_thinking {
         blocks.push(ContentBlock::RedactedThinking {
-            data: super::redacted_data(plan.number),
+            data: redacted_data(plan.number),
         });
     }
     if plan.has_text_message() {

@@ -13,7 +13,9 @@ use hyper::StatusCode;
 use serde_json::{json, Value};
 
 use super::anthropic::{content_blocks as blocks, ContentBlock as Block};
-use super::{argument_fragments, text_fragments, ErrorKind, TurnPlan};
+use super::error_kind::ErrorKind;
+use super::fragments::{argument_fragments, text_fragments};
+use super::plan::TurnPlan;
 
 /// The `content-type` of a streamed answer.
 pub(crate) const CONTENT_TYPE: &str = "application/vnd.amazon.eventstream";
@@ -250,61 +252,9 @@ pub(crate) fn error_answer(kind: &ErrorKind) -> (StatusCode, Value, &'static str
     (status, json!({ "message": message }), error_type)
 }
 
-/// The model id of a Converse path, `/model/{modelId}/converse-stream` (or `/converse`),
-/// percent-decoded; `None` for any other path.
-pub(crate) fn model_of_path(path: &str) -> Option<(String, bool)> {
-    let rest = path.strip_prefix("/model/")?;
-    let (model, streaming) = if let Some(model) = rest.strip_suffix("/converse-stream") {
-        (model, true)
-    } else {
-        (rest.strip_suffix("/converse")?, false)
-    };
-    if model.is_empty() || model.contains('/') {
-        return None;
-    }
-    Some((percent_decode(model), streaming))
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn converse_paths_name_their_model() {
-        assert_eq!(
-            model_of_path("/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream"),
-            Some(("anthropic.claude-sonnet-4-5-20250929-v1:0".to_owned(), true))
-        );
-        assert_eq!(
-            model_of_path("/model/m/converse"),
-            Some(("m".to_owned(), false))
-        );
-        assert_eq!(model_of_path("/v1/messages"), None);
-        assert_eq!(model_of_path("/model//converse-stream"), None);
-    }
 
     #[test]
     fn frames_round_trip_and_a_corrupted_one_fails_its_crc() {

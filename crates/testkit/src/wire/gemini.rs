@@ -5,14 +5,17 @@
 //! `finishReason` and the `usageMetadata`; there is no final event, the stream just ends.
 //! Errors are Google's `{"error": {code, message, status}}`.
 //!
-//! Thought signatures: a reasoning turn's signature ([`super::thinking_signature`]) comes
+//! Thought signatures: a reasoning turn's signature ([`super::plan::thinking_signature`]) comes
 //! on its first `functionCall` part, or, for an answer without calls, on a final empty
 //! text part, as the API sends them.
 
 use hyper::StatusCode;
 use serde_json::{json, Value};
 
-use super::{text_fragments, ErrorKind, SseEvent, TurnPlan};
+use super::error_kind::ErrorKind;
+use super::fragments::text_fragments;
+use super::plan::{thinking_signature, TurnPlan};
+use super::sse::SseEvent;
 
 /// The testkit's response id of turn `number`.
 fn response_id(plan: &TurnPlan<'_>) -> String {
@@ -33,9 +36,7 @@ pub(crate) fn args(arguments: &Value) -> Value {
 /// The parts of the answer, each in its own chunk when streamed.
 fn parts(plan: &TurnPlan<'_>, streamed: bool) -> Vec<Value> {
     let mut parts = Vec::new();
-    let signature = plan
-        .reasoning()
-        .map(|_| super::thinking_signature(plan.number));
+    let signature = plan.reasoning().map(|_| thinking_signature(plan.number));
     if let Some(reasoning) = plan.reasoning() {
         if streamed {
             for piece in text_fragments(reasoning) {

@@ -5,8 +5,11 @@
 use hyper::StatusCode;
 use serde_json::{json, Value};
 
-use super::{argument_fragments, text_fragments, ErrorKind, SseEvent, TurnPlan, CREATED_AT};
-use crate::script::Protocol;
+use super::error_kind::ErrorKind;
+use super::fragments::{argument_fragments, text_fragments};
+use super::plan::{TurnPlan, CREATED_AT};
+use super::sse::SseEvent;
+use crate::protocol::Protocol;
 
 fn completion_id(plan: &TurnPlan<'_>) -> String {
     format!("chatcmpl-testkit-{}", plan.number)

@@ -5,7 +5,9 @@
 
 use serde_json::{json, Value};
 
-use super::{argument_fragments, text_fragments, SseEvent, TurnPlan, CREATED_AT};
+use super::fragments::{argument_fragments, text_fragments};
+use super::plan::{encrypted_content, TurnPlan, CREATED_AT};
+use super::sse::SseEvent;
 
 /// One output item of the response, in its final (completed) form, plus its ids.
 enum OutputItem {
@@ -109,7 +111,7 @@ fn output_items(plan: &TurnPlan<'_>) -> Vec<OutputItem> {
             text: reasoning.to_owned(),
             encrypted: plan
                 .encrypted_reasoning
-                .then(|| super::encrypted_content(plan.number)),
+                .then(|| encrypted_content(plan.number)),
         });
     }
     if plan.has_text_message() {

@@ -114,7 +114,7 @@ impl Tool for BashTool {
         arguments: serde_json::Value,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: BashArgs = crate::parse_args(arguments)?;
+        let args: BashArgs = crate::arguments::parse_args(arguments)?;
         if args.command.trim().is_empty() {
             return Err(ToolError::InvalidArguments(
                 "`command` must not be empty".into(),
@@ -189,12 +189,17 @@ impl BashTool {
         if outcome.termination == Termination::Cancelled {
             return Err(ToolError::Cancelled);
         }
+        let call = CommandCall {
+            call_id: &ctx.call_id,
+            command,
+            timeout,
+        };
         let Some(denial) = denial_in(&outcome, mode, network) else {
-            return self.finish(&ctx.call_id, command, timeout, outcome, notes, Vec::new());
+            return self.finish(&call, outcome, notes, Vec::new());
         };
         if !self.env.permissions.offers_escalation() {
             let after = vec![denial.note()];
-            return self.finish(&ctx.call_id, command, timeout, outcome, notes, after);
+            return self.finish(&call, outcome, notes, after);
         }
         let reason = format!(
             "The sandbox ({}) denied it:\n{}",
@@ -213,18 +218,29 @@ impl BashTool {
                     denial.quoted()
                 ));
                 let outcome = self.execute(command, timeout, None, &ctx.cancel).await?;
-                self.finish(&ctx.call_id, command, timeout, outcome, notes, Vec::new())
+                self.finish(&call, outcome, notes, Vec::new())
             }
             Err(ToolError::Denied(why)) => {
                 let after = vec![
                     denial.note(),
                     format!("[running it without the sandbox was not allowed: {why}]"),
                 ];
-                self.finish(&ctx.call_id, command, timeout, outcome, notes, after)
+                self.finish(&call, outcome, notes, after)
             }
             Err(other) => Err(other),
         }
     }
+}
+
+/// The call a result answers: what [`BashTool`]'s result names besides the outcome.
+#[derive(Clone, Copy)]
+struct CommandCall<'a> {
+    /// The tool call's id (names its spill file).
+    call_id: &'a str,
+    /// The command line as the model wrote it.
+    command: &'a str,
+    /// The timeout it ran under.
+    timeout: Duration,
 }
 
 /// The sandbox denial visible in a run's output, if it ran sandboxed.
@@ -285,13 +301,16 @@ impl BashTool {
     /// (sandbox denial).
     fn finish(
         &self,
-        call_id: &str,
-        command: &str,
-        timeout: Duration,
+        call: &CommandCall<'_>,
         outcome: CommandOutcome,
         before: Vec<String>,
         after: Vec<String>,
     ) -> Result<ToolOutput, ToolError> {
+        let CommandCall {
+            call_id,
+            command,
+            timeout,
+        } = *call;
         let limits = &self.env.limits;
         let mut status = before;
         let exit_code = match outcome.termination {

@@ -14,17 +14,18 @@
 //! every process it starts inherits, and gets the sandbox's variables (`TMPDIR`).
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::output::{CapturedOutput, OutputBuffer, SpillOpener};
+use crate::process_group::{self, KillOnDrop, ProcessGroup};
 use crate::sandbox::Confinement;
 
 /// What to run and the limits to run it under.
@@ -79,53 +80,11 @@ pub struct CommandOutcome {
     pub stragglers_killed: bool,
 }
 
-/// Kills the process group if dropped while armed (the caller's future was dropped).
-struct GroupGuard {
-    pgid: libc::pid_t,
-    armed: bool,
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            signal_group(self.pgid, libc::SIGKILL);
-        }
-    }
-}
-
-fn signal_group(pgid: libc::pid_t, signal: libc::c_int) -> bool {
-    // SAFETY: killpg only sends a signal; pgid > 1 is checked so a bogus id can never
-    // mean "every process" (0 = own group, -1 = all).
-    pgid > 1 && unsafe { libc::killpg(pgid, signal) } == 0
-}
-
-fn group_alive(pgid: libc::pid_t) -> bool {
-    signal_group(pgid, 0)
-}
-
 /// A close-on-exec pipe `(read end, write end)`: the child gets the write end as both
 /// stdout and stderr, so the two streams interleave in the order they were written.
-fn output_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds: [libc::c_int; 2] = [-1; 2];
-    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
-    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
-    let created = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
-    // SAFETY: as above; FD_CLOEXEC is set right after (a concurrent fork may briefly
-    // inherit the fds on platforms without pipe2).
-    let created = unsafe {
-        let created = libc::pipe(fds.as_mut_ptr());
-        if created == 0 {
-            libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
-            libc::fcntl(fds[1], libc::F_SETFD, libc::FD_CLOEXEC);
-        }
-        created
-    };
-    if created != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: pipe2/pipe succeeded, so both fds are open and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+fn output_pipe() -> io::Result<(OwnedFd, std::io::PipeWriter)> {
+    let (reader, writer) = std::io::pipe()?;
+    Ok((OwnedFd::from(reader), writer))
 }
 
 /// Runs `spec`, returning when the command and its output are done (or it was ended).
@@ -152,9 +111,8 @@ pub async fn run_command(
         .stderr(Stdio::from(writer_for_stderr))
         .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .process_group(0)
-        .kill_on_drop(true);
+        .env("GIT_TERMINAL_PROMPT", "0");
+    process_group::isolate(&mut command);
     for name in &spec.env_remove {
         command.env_remove(name);
     }
@@ -167,11 +125,9 @@ pub async fn run_command(
     let mut child = command.spawn()?;
     // The parent's copies of the write end must be closed, or EOF never comes.
     drop(command);
-    let pgid = child
-        .id()
-        .and_then(|id| libc::pid_t::try_from(id).ok())
+    let group = ProcessGroup::of(&child)
         .ok_or_else(|| io::Error::other("the shell exited before its id was known"))?;
-    let mut guard = GroupGuard { pgid, armed: true };
+    let mut guard = KillOnDrop::new(Some(group));
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader)?;
 
     let mut buffer = OutputBuffer::new(spec.memory_cap, spec.spill_cap, spec.spill_opener);
@@ -226,11 +182,11 @@ pub async fn run_command(
 
     // After the drain window, only processes still in the group are stragglers (the
     // pipe may also be held by one that left the group, which pith cannot end).
-    let stragglers_killed = drain_expired && group_alive(pgid);
+    let stragglers_killed = drain_expired && group.is_alive();
     if ended_by_pith.is_some() || stragglers_killed {
-        end_group(pgid, &mut child, spec.kill_grace).await;
+        group.end(&mut child, spec.kill_grace).await;
     }
-    guard.armed = false;
+    guard.disarm();
     // Whatever is still buffered in the pipe after the group ended is part of the output.
     if !eof {
         drain_ready(&mut pipe, &mut buffer, &mut chunk).await;
@@ -272,21 +228,4 @@ fn classify(status: ExitStatus) -> Termination {
         (None, Some(signal)) => Termination::Signaled(signal),
         (None, None) => Termination::Exited(-1),
     }
-}
-
-/// SIGTERM to the group, wait up to `grace` for it to empty, then SIGKILL; reaps the
-/// shell.
-async fn end_group(pgid: libc::pid_t, child: &mut Child, grace: Duration) {
-    signal_group(pgid, libc::SIGTERM);
-    let give_up = Instant::now() + grace;
-    loop {
-        // Reap the shell so a zombie shell does not keep the group "alive".
-        let _ = child.try_wait();
-        if !group_alive(pgid) || Instant::now() >= give_up {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    signal_group(pgid, libc::SIGKILL);
-    let _ = child.wait().await;
 }

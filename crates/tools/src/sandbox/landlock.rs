@@ -14,6 +14,11 @@
 //! required, because ABI 1 and 2 cannot stop `truncate(2)` on files outside the
 //! workspace. Without it, sandboxed modes refuse to run commands; they never fall back.
 
+// FFI by necessity: the system calls made in the child between fork and exec (prctl,
+// landlock_restrict_self) and the fstat of the rule paths. Each block has its SAFETY
+// comment.
+#![allow(unsafe_code)]
+
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;

@@ -2,8 +2,10 @@
 //! `auto-edit` or `full` mode cannot write outside the workspace, read the user's keys or
 //! reach the network. User documentation: `docs/sandbox.md`.
 //!
-//! - [`SandboxMode`] — `read-only`, `workspace-write` or `off`; the default follows the
-//!   permission mode ([`SandboxMode::for_permission`]), [`SandboxConfig::mode`] overrides.
+//! - [`SandboxMode`] (`mode`) — `read-only`, `workspace-write` or `off`; the default
+//!   follows the permission mode ([`SandboxMode::for_permission`]),
+//!   [`SandboxConfig::mode`] (`config`) overrides; the deny list starts from the user's
+//!   directories (`user_dirs`).
 //! - [`policy`] — what a sandboxed command may read and write (the deny list, the writable
 //!   roots), and the allow rules that express "read everywhere except …" for Landlock.
 //! - `landlock` (Linux) — the ruleset built before the fork, the kernel support check,
@@ -17,166 +19,28 @@
 //! the command starts: the restrictions are inherited across fork and exec and cannot be
 //! lifted by the command.
 
+mod config;
 pub mod denial;
 #[cfg(target_os = "linux")]
 mod landlock;
 #[cfg(any(target_os = "macos", test))]
 mod macos;
+mod mode;
 #[cfg(target_os = "linux")]
 mod network;
 pub mod policy;
+mod user_dirs;
 
 use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::{Mutex, PoisonError};
 
-use serde::{Deserialize, Serialize};
-
-use self::policy::{Policy, UserDirs};
+pub use self::config::SandboxConfig;
+pub use self::mode::{SandboxMode, UnknownSandboxMode};
+use self::policy::Policy;
 use crate::permission::PermissionMode;
-
-/// How far `bash` commands are confined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum SandboxMode {
-    /// No writes anywhere except the sandbox's private temporary directory and the
-    /// session's spill directory; reads everywhere except the deny list.
-    #[serde(rename = "read-only")]
-    ReadOnly,
-    /// Writes in the workspace, the private temporary directory and the spill directory
-    /// only; reads everywhere except the deny list.
-    #[serde(rename = "workspace-write")]
-    WorkspaceWrite,
-    /// No sandbox: commands can do anything the user can.
-    #[serde(rename = "off")]
-    Off,
-}
-
-impl SandboxMode {
-    /// Every mode, from the most to the least confined.
-    pub const ALL: [SandboxMode; 3] = [Self::ReadOnly, Self::WorkspaceWrite, Self::Off];
-
-    /// The name users type (`read-only`, `workspace-write`, `off`), as in `--sandbox MODE`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ReadOnly => "read-only",
-            Self::WorkspaceWrite => "workspace-write",
-            Self::Off => "off",
-        }
-    }
-
-    /// The default for a permission mode: `read-only` approval runs commands (where it
-    /// runs them at all) in `read-only`; `ask`, `auto-edit` and `full` in
-    /// `workspace-write`.
-    pub fn for_permission(mode: PermissionMode) -> Self {
-        match mode {
-            PermissionMode::ReadOnly => Self::ReadOnly,
-            PermissionMode::Ask | PermissionMode::AutoEdit | PermissionMode::Full => {
-                Self::WorkspaceWrite
-            }
-        }
-    }
-
-    /// True for the modes that confine commands.
-    pub fn is_sandboxed(self) -> bool {
-        self != Self::Off
-    }
-}
-
-impl fmt::Display for SandboxMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A sandbox mode name that is not one of `read-only | workspace-write | off`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown sandbox mode `{0}` (expected read-only, workspace-write or off)")]
-pub struct UnknownSandboxMode(pub String);
-
-impl FromStr for SandboxMode {
-    type Err = UnknownSandboxMode;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|mode| mode.as_str() == s)
-            .ok_or_else(|| UnknownSandboxMode(s.to_owned()))
-    }
-}
-
-/// The sandbox settings of a session (the `--sandbox` / `--allow-network` flags and the
-/// `sandbox` config key, once the front-ends parse them).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxConfig {
-    /// The mode; `None` follows the permission mode ([`SandboxMode::for_permission`]),
-    /// re-read at every command so a mode switch during the session takes effect.
-    pub mode: Option<SandboxMode>,
-    /// Let sandboxed commands use the network. Default `false`: they run in the
-    /// session's network namespace, whose only interface is a private loopback.
-    pub allow_network: bool,
-    /// Paths sandboxed commands may not read, in addition to the default deny list
-    /// ([`policy::default_deny_list`]). A leading `~/` is the home directory of
-    /// [`SandboxConfig::user_dirs`]; relative paths are relative to the workspace.
-    pub extra_deny: Vec<PathBuf>,
-    /// Directories `workspace-write` commands may also write (e.g. a shared build cache);
-    /// not writable in `read-only`. Same path rules as `extra_deny`.
-    pub extra_writable: Vec<PathBuf>,
-    /// The home and XDG directories the default deny list is computed from. Default: the
-    /// process environment. When `home` is set, sandboxed commands also get it as `HOME`,
-    /// so `~` means the same directory to the command and to the deny list.
-    pub user_dirs: UserDirs,
-    /// Pretend the kernel has this Landlock ABI version (0: none) instead of detecting
-    /// it. For tests of the refusal path; `None` (the default) detects.
-    pub assume_landlock_abi: Option<u32>,
-}
-
-impl Default for SandboxConfig {
-    fn default() -> Self {
-        Self {
-            mode: None,
-            allow_network: false,
-            extra_deny: Vec::new(),
-            extra_writable: Vec::new(),
-            user_dirs: UserDirs::from_env(),
-            assume_landlock_abi: None,
-        }
-    }
-}
-
-impl SandboxConfig {
-    /// Sets the mode explicitly (`None`: follow the permission mode).
-    pub fn with_mode(mut self, mode: Option<SandboxMode>) -> Self {
-        self.mode = mode;
-        self
-    }
-
-    /// Allows or forbids the network.
-    pub fn with_network(mut self, allow: bool) -> Self {
-        self.allow_network = allow;
-        self
-    }
-
-    /// Adds paths to the deny list.
-    pub fn with_extra_deny(mut self, paths: Vec<PathBuf>) -> Self {
-        self.extra_deny = paths;
-        self
-    }
-
-    /// Adds writable directories (`workspace-write` only).
-    pub fn with_extra_writable(mut self, paths: Vec<PathBuf>) -> Self {
-        self.extra_writable = paths;
-        self
-    }
-
-    /// Computes the deny list from these directories instead of the environment's.
-    pub fn with_user_dirs(mut self, dirs: UserDirs) -> Self {
-        self.user_dirs = dirs;
-        self
-    }
-}
 
 /// Why a sandboxed command could not be run. The message is meant for the model and the
 /// user: it says why and what to choose instead.
@@ -419,22 +283,6 @@ fn platform_support(_assumed_abi: Option<u32>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mode_names_round_trip_through_from_str_display_and_serde() {
-        for mode in SandboxMode::ALL {
-            assert_eq!(mode.as_str().parse::<SandboxMode>().unwrap(), mode);
-            assert_eq!(mode.to_string(), mode.as_str());
-            assert_eq!(
-                serde_json::to_string(&mode).unwrap(),
-                format!("\"{}\"", mode.as_str())
-            );
-        }
-        let err = "danger".parse::<SandboxMode>().unwrap_err();
-        assert!(err
-            .to_string()
-            .contains("read-only, workspace-write or off"));
-    }
 
     #[test]
     fn the_default_mode_follows_the_permission_mode_and_an_override_wins() {

@@ -28,6 +28,11 @@
 //! per architecture (and the 32-bit compat entry points, and io_uring), and leaves
 //! abstract Unix sockets to Landlock ABI 6. See `docs/sandbox.md`.
 
+// FFI by necessity: namespaces (unshare, setns), /proc writes and an ioctl in the child
+// between fork and exec, where only raw system calls are allowed. Each block has its
+// SAFETY comment.
+#![allow(unsafe_code)]
+
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -171,6 +171,7 @@ impl Approver for ScriptedApprover {
 }
 
 /// True when process `pid` no longer runs (gone, or a zombie waiting to be reaped).
+#[allow(unsafe_code)] // kill(pid, 0): the portable existence check, sends no signal
 pub fn process_is_dead(pid: i32) -> bool {
     // SAFETY: signal 0 only checks for existence.
     if unsafe { libc::kill(pid, 0) } != 0 {

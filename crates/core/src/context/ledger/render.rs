@@ -15,11 +15,13 @@
 //! messages are listed by number with how the ledger keeps them (whole, or head and
 //! tail) instead of being quoted a second time as uncached input.
 
-use crate::effect::FileAction;
-use crate::summary::head_tail_tokens;
-use crate::tokens::TokenCounter;
+use crate::context::summary::head_tail_tokens;
+use crate::context::tokens::TokenCounter;
+use crate::protocol::effect::FileAction;
 
-use super::{cut_chars, FileEntry, FileProbe, Ledger};
+use super::entries::{CommandEntry, FileEntry, FileProbe, UserEntry};
+use super::fold::Ledger;
+use super::reading::cut_chars;
 
 /// Opening tag of the rendered ledger.
 pub const LEDGER_OPEN: &str = "<session_ledger>";
@@ -366,7 +368,7 @@ fn user_section(
 ) -> Section {
     let users = ledger.user_messages();
     let latest = users.iter().map(|u| u.order).max();
-    let mut numbered: Vec<(usize, &super::UserEntry)> = users.iter().enumerate().collect();
+    let mut numbered: Vec<(usize, &UserEntry)> = users.iter().enumerate().collect();
     numbered.sort_by_key(|entry| std::cmp::Reverse(entry.1.order));
     let texts = numbered
         .into_iter()
@@ -379,7 +381,7 @@ fn user_section(
             };
             format!(
                 "--- message {}{repeats}\n{}",
-                index + 1 + ledger.users_forgotten as usize,
+                index + 1 + ledger.users_forgotten() as usize,
                 user.text
             )
         })
@@ -395,7 +397,7 @@ fn user_section(
         omitted_noun: "older user messages",
         cuttable: true,
         cap: budget.user_messages_tokens,
-        omitted_before: ledger.users_forgotten as usize,
+        omitted_before: ledger.users_forgotten() as usize,
         listed_heading: Some(
             "## User messages (listed, not quoted: their text is in the conversation above)"
                 .to_owned(),
@@ -482,7 +484,7 @@ fn files_section(
 }
 
 fn commands_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
-    let commands: Vec<&super::CommandEntry> = ledger.commands().collect();
+    let commands: Vec<&CommandEntry> = ledger.commands().collect();
     // The latest failure always stays: it is what the session last ran into, even when
     // a later run of the same command passed.
     let latest_failure = commands.iter().rev().find(|c| c.failed).map(|c| c.order);

@@ -1,9 +1,10 @@
 //! Which files a compaction re-attaches, and how: the most recently changed or read files
 //! that can be shown as text now, each as `read` shows it, within a token budget.
 
-use super::{FileProbe, Ledger};
-use crate::summary::RestoredFile;
-use crate::TokenCounter;
+use super::entries::FileProbe;
+use super::fold::Ledger;
+use crate::context::summary::RestoredFile;
+use crate::context::tokens::TokenCounter;
 
 /// Most bytes asked of one re-attached file (before it is fitted to its token share).
 const RESTORE_MAX_BYTES: usize = 256 * 1024;

@@ -4,7 +4,9 @@ use std::sync::Mutex;
 use serde_json::json;
 
 use super::*;
-use crate::effect::FileEffect;
+use crate::context::prompts::TRUNCATION_NOTICE_PREFIX;
+use crate::protocol::effect::{FileAction, FileEffect};
+use crate::protocol::message::{Message, Part, Role, ToolCall, ToolResult};
 use crate::{BpeCounter, Encoding, TokenCounter};
 
 fn counter() -> BpeCounter {
@@ -566,8 +568,8 @@ fn hook_context_appended_to_a_user_message_is_not_the_users_words() {
     let mut ledger = Ledger::new(None);
     let text = format!(
         "fix the bug{}{}",
-        crate::hooks::context_block(crate::HookEvent::SessionStart, "branch: main"),
-        crate::hooks::context_block(crate::HookEvent::UserPromptSubmit, "ticket 42")
+        crate::protocol::hooks::context_block(crate::HookEvent::SessionStart, "branch: main"),
+        crate::protocol::hooks::context_block(crate::HookEvent::UserPromptSubmit, "ticket 42")
     );
     ledger.observe_user(&text);
     ledger.observe_user("fix the bug");

@@ -10,10 +10,14 @@
 //! ([`super::lines::fit`]). Nothing above the budget reaches the model from a view above
 //! the cap.
 
-use super::detect::{detect_from_content, view_origin};
+use super::config::SquashConfig;
+use super::detect::detect_from_content;
+use super::detect::Family;
+use super::dispatch::{dispatch, Body};
 use super::failures;
 use super::lines::{fit, shorten, KeepPlan};
-use super::{dispatch, json, outline, Body, Family, SquashConfig};
+use super::{json, outline};
+use crate::context::shell::family::view_origin;
 
 /// Longest line kept in a budgeted view (a single line cannot defeat the budget).
 fn line_cap(budget: usize) -> usize {

@@ -9,7 +9,9 @@
 
 use regex::{Regex, RegexBuilder};
 
-use super::detect::{last_pipeline_head, shell_words};
+use crate::context::shell::family::output_head;
+use crate::context::shell::lexer::simple_commands;
+use crate::context::shell::program::{base_name, program_words};
 
 /// A grep invocation's pattern and shape.
 #[derive(Debug, Clone)]
@@ -106,11 +108,11 @@ impl Flags {
 
 /// Parses the grep that produces `command`'s output (the head of its last pipeline).
 pub(crate) fn parse(command: &str) -> Option<GrepArgs> {
-    let segment = last_pipeline_head(command)?;
-    let words = shell_words(&segment);
-    let mut words = words.iter().map(String::as_str);
-    let program = words.next()?;
-    let program = program.rsplit('/').next().unwrap_or(program);
+    let commands = simple_commands(command);
+    let head = output_head(&commands)?;
+    let words = program_words(head.words.iter().map(String::as_str));
+    let mut words = words.into_iter();
+    let program = base_name(words.next()?);
     let mut flags = Flags::default();
     match program {
         "grep" => {}

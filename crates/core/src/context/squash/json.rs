@@ -9,8 +9,9 @@
 
 use serde_json::{Map, Value};
 
+use super::config::SquashConfig;
 use super::marker::chars_omitted_suffix;
-use super::{SquashConfig, ERROR_LINE};
+use super::scan::ERROR_LINE;
 
 /// Minimum entropy (bits per char) of a whitespace-free string kept as an identifier.
 const IDENTIFIER_ENTROPY: f64 = 3.0;

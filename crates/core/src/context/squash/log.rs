@@ -13,8 +13,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::config::SquashConfig;
 use super::lines::{mark_runs, shorten, KeepPlan};
-use super::SquashConfig;
 
 /// Every keyword the log classifier looks at, found in one pass over the output.
 static LOG_WORDS: LazyLock<Regex> = LazyLock::new(|| {

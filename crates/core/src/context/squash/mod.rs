@@ -19,7 +19,9 @@
 // number; index loops over them read better than zipped iterators.
 #![allow(clippy::needless_range_loop)]
 
+pub mod config;
 pub mod detect;
+mod dispatch;
 pub mod failures;
 mod file_view;
 mod generic;
@@ -29,17 +31,19 @@ mod lines;
 mod log;
 pub mod marker;
 mod outline;
+mod scan;
 mod search;
 mod steps;
 mod test_runner;
 
-use std::sync::LazyLock;
-
-use regex::Regex;
 use serde::Serialize;
 
-pub use super::config::SquashConfig;
-pub use detect::{command_family, view_origin, CommandFamily, Family, ViewOrigin};
+use dispatch::{dispatch, Body, Outcome};
+use scan::{mark_matching_lines, ERROR_LINE};
+
+pub use crate::context::shell::family::{command_family, view_origin, CommandFamily, ViewOrigin};
+pub use config::SquashConfig;
+pub use detect::Family;
 pub use failures::{failing_tests, FailingTest};
 pub use marker::{omitted_marker, parse_omitted, spill_marker, with_spill_marker};
 
@@ -74,40 +78,6 @@ pub struct Squashed {
     pub dropped_anything: bool,
     /// Sizes before and after.
     pub stats: SquashStats,
-}
-
-/// The error-line pattern: the same definition the eval's error-line probe uses.
-pub(crate) static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i-u)\b(error|exception|traceback|failed|failure|fatal|panic)\b")
-        .expect("constant pattern compiles")
-});
-
-/// Marks lines matching `re`, scanning the whole text once (much faster than per line).
-pub(crate) fn mark_matching_lines(text: &str, lines: &[&str], re: &Regex) -> Vec<bool> {
-    let mut marks = vec![false; lines.len()];
-    if lines.is_empty() {
-        return marks;
-    }
-    let base = text.as_ptr() as usize;
-    let starts: Vec<usize> = lines.iter().map(|l| l.as_ptr() as usize - base).collect();
-    let mut from = 0usize;
-    while let Some(m) = re.find_at(text, from) {
-        let idx = starts
-            .partition_point(|s| *s <= m.start())
-            .saturating_sub(1);
-        marks[idx] = true;
-        // Skip to the next line: one match per line is enough.
-        let next = starts.get(idx + 1).copied().unwrap_or(text.len());
-        if next <= m.start() {
-            from = m.end().max(m.start() + 1);
-        } else {
-            from = next;
-        }
-        if from >= text.len() {
-            break;
-        }
-    }
-    marks
 }
 
 /// Squashes one tool output. See the module docs for the contract.
@@ -191,93 +161,6 @@ pub fn apply(
         },
         text: squashed.text,
         dropped_anything: true,
-    }
-}
-
-/// What a squasher produced: a plan over the original lines, or whole text (JSON, an
-/// outline), or nothing to do.
-pub(crate) enum Body {
-    /// Kept lines of the original.
-    Lines(lines::KeepPlan),
-    /// A rewritten text (JSON stays JSON; an outline adds lines of its own).
-    Whole(String),
-    /// Leave the output as it is.
-    Unchanged,
-}
-
-/// Runs the squasher of `family`; test-runner, log and generic outputs that hold several
-/// steps (`+ cmd` traces, repeated test sessions, …) are planned step by step.
-pub(crate) fn dispatch(
-    family: Family,
-    output: &str,
-    lines: &[&str],
-    errors: &[bool],
-    config: &SquashConfig,
-) -> (Family, Body) {
-    if matches!(family, Family::TestRunner | Family::Log | Family::Generic) {
-        if let Some(plan) = steps::plan(output, lines, errors, config) {
-            return (Family::MultiStep, Body::Lines(plan));
-        }
-    }
-    let body = match family {
-        Family::Read | Family::Small | Family::FileView => Body::Unchanged,
-        Family::Json => match json::squash(output, config) {
-            Some(text) => Body::Whole(text),
-            // Parses only shallowly (e.g. deeper than serde_json's recursion limit).
-            None => {
-                return (
-                    Family::Generic,
-                    Body::Lines(generic::plan(lines, errors, config.generic_budget_bytes)),
-                )
-            }
-        },
-        Family::TestRunner => Body::Lines(test_runner::plan(output, lines, errors, config)),
-        Family::Log => {
-            let mut plan = log::plan(output, lines, errors, config);
-            failures::keep_blocks(output, lines, config, &mut plan);
-            Body::Lines(plan)
-        }
-        Family::Grep => Body::Lines(search::grep_plan(lines, config)),
-        Family::PathList => Body::Lines(search::paths_plan(output, lines, config)),
-        Family::Ls => Body::Lines(search::ls_plan(lines, config)),
-        Family::Generic | Family::MultiStep | Family::SourceOutline => {
-            let mut plan = generic::plan(lines, errors, config.generic_budget_bytes);
-            failures::keep_blocks(output, lines, config, &mut plan);
-            Body::Lines(plan)
-        }
-    };
-    (family, body)
-}
-
-/// A squasher's text and its line accounting.
-pub(crate) struct Outcome {
-    pub text: String,
-    /// Original lines shown by kept lines (`None` for non-line squashers like JSON).
-    pub represented: Option<usize>,
-    pub lines_after: usize,
-    pub omitted: usize,
-}
-
-impl Outcome {
-    fn whole(text: String) -> Self {
-        let lines_after = lines::split_lines(&text).len();
-        Self {
-            text,
-            represented: None,
-            lines_after,
-            omitted: 0,
-        }
-    }
-}
-
-impl From<lines::Rendered> for Outcome {
-    fn from(r: lines::Rendered) -> Self {
-        Self {
-            text: r.text,
-            represented: Some(r.represented),
-            lines_after: r.lines_after,
-            omitted: r.omitted,
-        }
     }
 }
 

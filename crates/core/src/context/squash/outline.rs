@@ -17,9 +17,10 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::detect::ViewOrigin;
 use super::lines::shorten;
 use super::marker::{definitions_omitted_marker, omitted_marker, outline_header};
+use super::scan::mark_matching_lines;
+use crate::context::shell::family::ViewOrigin;
 
 /// A definition line of a common language (one alternation, scanned once).
 static DEFINITION: LazyLock<Regex> = LazyLock::new(|| {
@@ -66,7 +67,7 @@ fn is_definition_line(line: &str) -> bool {
 
 /// Line indices of definitions.
 fn definitions(text: &str, lines: &[&str]) -> Vec<usize> {
-    super::mark_matching_lines(text, lines, &DEFINITION)
+    mark_matching_lines(text, lines, &DEFINITION)
         .into_iter()
         .enumerate()
         .filter(|(i, d)| *d && is_definition_line(lines[*i]))

@@ -20,10 +20,10 @@
 
 use std::collections::HashMap;
 
+use super::config::SquashConfig;
 use super::detect::grep_path_prefix;
 use super::lines::{shorten, KeepPlan};
 use super::marker::chars_omitted_suffix;
-use super::SquashConfig;
 
 /// What one grep output line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

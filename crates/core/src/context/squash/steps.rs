@@ -19,10 +19,11 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::config::SquashConfig;
 use super::detect::looks_like_test_output;
 use super::failures;
 use super::lines::{priority, KeepPlan};
-use super::{log, test_runner, SquashConfig};
+use super::{log, test_runner};
 
 /// Command traces (checked only on lines whose first byte can start one).
 static TRACE: LazyLock<Regex> = LazyLock::new(|| {

@@ -19,9 +19,10 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::config::SquashConfig;
 use super::failures::{self, is_project_frame, Pick};
 use super::lines::{mark_runs, priority, shorten, KeepPlan};
-use super::{mark_matching_lines, SquashConfig};
+use super::scan::mark_matching_lines;
 
 fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("constant pattern compiles")

@@ -1,6 +1,7 @@
 //! Decoding the response stream.
 
 use crate::wire::adapter::{parse_arguments, StreamChunk};
+use crate::wire::client::parse_event;
 use crate::wire::error::ProviderError;
 use pith_core::{Reasoning, ToolCall, Usage};
 use serde::Deserialize;
@@ -74,10 +75,7 @@ pub(super) struct Parser {
 
 impl Parser {
     pub(super) fn event(&mut self, data: &str) -> Result<Vec<StreamChunk>, ProviderError> {
-        let event: Event = serde_json::from_str(data).map_err(|err| {
-            let excerpt: String = data.chars().take(200).collect();
-            ProviderError::Stream(format!("unparseable event ({err}): {excerpt}"))
-        })?;
+        let event: Event = parse_event(data)?;
         let mut out = Vec::new();
         match event {
             Event::MessageStart { message } => {

@@ -27,11 +27,15 @@ use pith_core::{Message, Part};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::DEFAULT_MAX_TOKENS;
 use crate::wire::adapter::ModelRequest;
 use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
 use crate::wire::turns::{alternate, Alternating, Side, CONVERSATION_CONTINUES};
 
+/// Output cap used when the request does not name one (the API requires `max_tokens`).
+pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
+
+/// The request body of the Messages API, typed so the same request always serialises to
+/// the same bytes (prompt-cache parity).
 #[derive(Serialize)]
 pub struct Body<'a> {
     model: &'a str,
@@ -168,6 +172,8 @@ impl Block<'_> {
     }
 }
 
+/// The typed body of `request`: roles merged, tool results first, cache breakpoints on
+/// the system prompt, the tools and the last message.
 pub fn body(request: &ModelRequest) -> Body<'_> {
     let forced = request.output.as_ref().filter(|o| o.force);
     // The API refuses thinking with a forced tool.

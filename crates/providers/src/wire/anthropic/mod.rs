@@ -9,9 +9,10 @@
 
 use async_trait::async_trait;
 
-use crate::wire::adapter::{decode_stream, ChunkStream, Decoded, ModelRequest, ProviderAdapter};
+use crate::wire::adapter::{ChunkStream, Decoded, ModelRequest, ProviderAdapter};
+use crate::wire::client::{base_without, Auth, SseClient};
 use crate::wire::error::ProviderError;
-use crate::wire::http::{HttpOptions, Transport};
+use crate::wire::http::HttpOptions;
 
 mod decode;
 pub mod encode;
@@ -21,15 +22,12 @@ pub use self::encode::*;
 
 /// The API version header pith speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
-/// Output cap used when the request does not name one (the API requires `max_tokens`).
-pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
 
 /// The Anthropic Messages adapter.
 #[derive(Debug, Clone)]
 pub struct Anthropic {
-    transport: Transport,
+    client: SseClient,
     url: String,
-    api_key: Option<String>,
 }
 
 impl Anthropic {
@@ -45,12 +43,9 @@ impl Anthropic {
         api_key: Option<&str>,
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
-        let base = base_url.trim_end_matches('/');
-        let base = base.strip_suffix("/v1").unwrap_or(base);
         Ok(Self {
-            transport: Transport::new(options)?,
-            url: format!("{base}/v1/messages"),
-            api_key: api_key.map(str::to_owned),
+            client: SseClient::new(options, Auth::Header("x-api-key", api_key))?,
+            url: format!("{}/v1/messages", base_without(base_url, "/v1")),
         })
     }
 }
@@ -62,16 +57,9 @@ impl ProviderAdapter for Anthropic {
     }
 
     async fn start(&self, request: &ModelRequest) -> Result<ChunkStream, ProviderError> {
-        let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION)];
-        if let Some(key) = &self.api_key {
-            headers.push(("x-api-key", key));
-        }
-        let events = self
-            .transport
-            .post_events(&self.url, &headers, encode_body(request))
-            .await?;
+        let headers = [("anthropic-version", ANTHROPIC_VERSION)];
         let mut parser = Parser::default();
-        let stream = decode_stream(events, *self.transport.limits(), move |event| match event {
+        let decode = move |event: Option<crate::wire::sse::SseEvent>| match event {
             Some(event) => parser.event(&event.data).map(|chunks| Decoded {
                 chunks,
                 done: parser.done,
@@ -79,7 +67,11 @@ impl ProviderAdapter for Anthropic {
             None => Err(ProviderError::Stream(
                 "the stream ended before message_stop".to_owned(),
             )),
-        });
+        };
+        let stream = self
+            .client
+            .stream(&self.url, &headers, encode_body(request), decode)
+            .await?;
         Ok(match request.output.as_ref().filter(|o| o.force) {
             Some(output) => crate::wire::structured::forced_call_as_text(stream, output),
             None => stream,

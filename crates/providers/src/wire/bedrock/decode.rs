@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::wire::adapter::{parse_arguments, StreamChunk};
+use crate::wire::client::unparseable;
 use crate::wire::error::ProviderError;
 use crate::wire::eventstream::header_str;
 
@@ -91,8 +92,8 @@ impl Parser {
             EventBody::default()
         } else {
             serde_json::from_slice(payload).map_err(|err| {
-                let excerpt: String = String::from_utf8_lossy(payload).chars().take(200).collect();
-                ProviderError::Stream(format!("unparseable {event_type} event ({err}): {excerpt}"))
+                let data = String::from_utf8_lossy(payload);
+                unparseable(&format!("{event_type} event"), &err, &data)
             })?
         };
         let index = body.content_block_index.unwrap_or(0);
@@ -180,7 +181,7 @@ impl Parser {
                     self.reasoning.push((
                         index,
                         Reasoning {
-                            origin: super::ORIGIN.to_owned(),
+                            origin: super::encode::ORIGIN.to_owned(),
                             ..Reasoning::default()
                         },
                     ));

@@ -31,10 +31,15 @@ use pith_core::{Message, Part};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::DEFAULT_MAX_TOKENS;
 use crate::wire::adapter::ModelRequest;
 use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
 use crate::wire::turns::{alternate, Alternating, Side, CONVERSATION_CONTINUES};
+
+/// The `origin` of reasoning blocks this protocol produced (only they are sent back).
+pub const ORIGIN: &str = "bedrock";
+
+/// Output cap used when the request does not name one.
+pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
 
 /// The request body of `ConverseStream` (the model id travels in the URL).
 #[derive(Serialize)]
@@ -339,7 +344,7 @@ fn assistant_blocks(message: &Message, thinking: bool) -> Vec<Block<'_>> {
     let mut blocks = Vec::new();
     for part in &message.parts {
         match part {
-            Part::Reasoning(reasoning) if thinking && reasoning.origin == super::ORIGIN => {
+            Part::Reasoning(reasoning) if thinking && reasoning.origin == ORIGIN => {
                 match (&reasoning.signature, &reasoning.encrypted) {
                     (Some(signature), _) => {
                         blocks.push(Block::ReasoningContent(ReasoningContent::ReasoningText {

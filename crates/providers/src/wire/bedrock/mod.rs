@@ -30,13 +30,9 @@ pub mod sign;
 
 pub use self::credentials::{AwsChain, CredentialSource, FixedCredentials};
 pub use self::decode::{classify_exception, classify_http};
-pub use self::encode::{encode_body, request_body, supports_cache_points};
-
-/// The `origin` of reasoning blocks this protocol produced (only they are sent back).
-pub const ORIGIN: &str = "bedrock";
-
-/// Output cap used when the request does not name one.
-pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
+pub use self::encode::{
+    encode_body, request_body, supports_cache_points, DEFAULT_MAX_TOKENS, ORIGIN,
+};
 
 /// The public endpoint, `{region}` filled in per request.
 pub const DEFAULT_BASE_URL: &str = "https://bedrock-runtime.{region}.amazonaws.com";

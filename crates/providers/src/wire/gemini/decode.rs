@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use super::encode::{GENERATED_ID_PREFIX, ORIGIN};
 use crate::wire::adapter::StreamChunk;
+use crate::wire::client::parse_event;
 use crate::wire::error::ProviderError;
 
 /// One event of the stream.
@@ -170,10 +171,7 @@ const WITHHELD: &[&str] = &[
 impl Parser {
     /// Decodes one event's data.
     pub(super) fn event(&mut self, data: &str) -> Result<Vec<StreamChunk>, ProviderError> {
-        let chunk: Chunk = serde_json::from_str(data).map_err(|err| {
-            let excerpt: String = data.chars().take(200).collect();
-            ProviderError::Stream(format!("unparseable event ({err}): {excerpt}"))
-        })?;
+        let chunk: Chunk = parse_event(data)?;
         if let Some(error) = chunk.error {
             return Err(error.classify());
         }

@@ -12,9 +12,10 @@
 
 use async_trait::async_trait;
 
-use crate::wire::adapter::{decode_stream, ChunkStream, Decoded, ModelRequest, ProviderAdapter};
+use crate::wire::adapter::{ChunkStream, Decoded, ModelRequest, ProviderAdapter};
+use crate::wire::client::{base_without, Auth, SseClient};
 use crate::wire::error::ProviderError;
-use crate::wire::http::{HttpOptions, Transport};
+use crate::wire::http::HttpOptions;
 
 mod decode;
 pub mod encode;
@@ -31,9 +32,8 @@ pub const API_VERSION: &str = "v1beta";
 /// The Gemini adapter.
 #[derive(Clone)]
 pub struct Gemini {
-    transport: Transport,
+    client: SseClient,
     base: String,
-    api_key: Option<String>,
 }
 
 impl std::fmt::Debug for Gemini {
@@ -57,14 +57,9 @@ impl Gemini {
         api_key: Option<&str>,
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
-        let base = base_url.trim_end_matches('/');
-        let base = base
-            .strip_suffix(&format!("/{API_VERSION}"))
-            .unwrap_or(base);
         Ok(Self {
-            transport: Transport::new(options)?,
-            base: base.to_owned(),
-            api_key: api_key.filter(|k| !k.is_empty()).map(str::to_owned),
+            client: SseClient::new(options, Auth::Header("x-goog-api-key", api_key))?,
+            base: base_without(base_url, &format!("/{API_VERSION}")).to_owned(),
         })
     }
 
@@ -100,26 +95,17 @@ impl ProviderAdapter for Gemini {
 
     async fn start(&self, request: &ModelRequest) -> Result<ChunkStream, ProviderError> {
         let url = self.stream_url(&request.model)?;
-        let mut headers = Vec::new();
-        if let Some(key) = &self.api_key {
-            headers.push(("x-goog-api-key", key.as_str()));
-        }
-        let events = self
-            .transport
-            .post_events(&url, &headers, encode_body(request))
-            .await?;
         let mut parser = Parser::default();
-        Ok(decode_stream(
-            events,
-            *self.transport.limits(),
-            move |event| match event {
-                Some(event) => parser.event(&event.data).map(|chunks| Decoded {
-                    chunks,
-                    done: false,
-                }),
-                None => parser.finish().map(|chunks| Decoded { chunks, done: true }),
-            },
-        ))
+        let decode = move |event: Option<crate::wire::sse::SseEvent>| match event {
+            Some(event) => parser.event(&event.data).map(|chunks| Decoded {
+                chunks,
+                done: false,
+            }),
+            None => parser.finish().map(|chunks| Decoded { chunks, done: true }),
+        };
+        self.client
+            .stream(&url, &[], encode_body(request), decode)
+            .await
     }
 }
 

@@ -10,9 +10,11 @@
 
 use async_trait::async_trait;
 
-use crate::wire::adapter::{decode_stream, ChunkStream, Decoded, ModelRequest, ProviderAdapter};
+use crate::wire::adapter::{ChunkStream, Decoded, ModelRequest, ProviderAdapter};
+use crate::wire::client::{base_without, parse_event, Auth, SseClient};
 use crate::wire::error::ProviderError;
-use crate::wire::http::{HttpOptions, Transport};
+use crate::wire::http::HttpOptions;
+use crate::wire::sse::SseEvent;
 
 mod decode;
 pub mod encode;
@@ -22,9 +24,8 @@ pub use self::encode::*;
 
 /// The Chat Completions adapter.
 pub struct OpenAiChat {
-    transport: Transport,
+    client: SseClient,
     url: String,
-    authorization: Option<String>,
     options: ChatOptions,
 }
 
@@ -57,11 +58,8 @@ impl OpenAiChat {
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
         Ok(Self {
-            transport: Transport::new(options)?,
-            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
-            authorization: api_key
-                .filter(|key| !key.is_empty())
-                .map(|key| format!("Bearer {key}")),
+            client: SseClient::new(options, Auth::Bearer(api_key))?,
+            url: format!("{}/chat/completions", base_without(base_url, "")),
             options: ChatOptions::default(),
         })
     }
@@ -81,27 +79,15 @@ impl ProviderAdapter for OpenAiChat {
 
     async fn start(&self, request: &ModelRequest) -> Result<ChunkStream, ProviderError> {
         let headers: Vec<(&str, &str)> = self
-            .authorization
-            .as_deref()
-            .map(|value| ("authorization", value))
-            .into_iter()
-            .chain(
-                self.options
-                    .headers
-                    .iter()
-                    .map(|(name, value)| (name.as_str(), value.as_str())),
-            )
+            .options
+            .headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
             .collect();
         let body = encode_body(request, self.options.max_tokens_field);
-        let events = self
-            .transport
-            .post_events(&self.url, &headers, body)
-            .await?;
         let mut assembler = Assembler::default();
-        Ok(decode_stream(
-            events,
-            *self.transport.limits(),
-            move |event| match event {
+        let decode = move |event: Option<SseEvent>| {
+            match event {
                 // `[DONE]` ends the answer; keep-alive events carry nothing.
                 Some(event) if event.data.trim() == "[DONE]" => Ok(Decoded {
                     chunks: assembler.finish(),
@@ -114,10 +100,7 @@ impl ProviderAdapter for OpenAiChat {
                     })
                 }
                 Some(event) => {
-                    let chunk: Chunk = serde_json::from_str(&event.data).map_err(|err| {
-                        let excerpt: String = event.data.chars().take(200).collect();
-                        ProviderError::Stream(format!("unparseable event ({err}): {excerpt}"))
-                    })?;
+                    let chunk: Chunk = parse_event(&event.data)?;
                     absorb(chunk, &mut assembler).map(|chunks| Decoded {
                         chunks,
                         done: false,
@@ -136,8 +119,9 @@ impl ProviderAdapter for OpenAiChat {
                     chunks: assembler.finish(),
                     done: true,
                 }),
-            },
-        ))
+            }
+        };
+        self.client.stream(&self.url, &headers, body, decode).await
     }
 }
 

@@ -8,9 +8,11 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::wire::adapter::{decode_stream, ChunkStream, Decoded, ModelRequest, ProviderAdapter};
+use crate::wire::adapter::{ChunkStream, Decoded, ModelRequest, ProviderAdapter};
+use crate::wire::client::{base_without, parse_event, Auth, SseClient};
 use crate::wire::error::ProviderError;
-use crate::wire::http::{HttpOptions, Transport};
+use crate::wire::http::HttpOptions;
+use crate::wire::sse::SseEvent;
 
 mod decode;
 pub mod encode;
@@ -20,9 +22,8 @@ pub use self::encode::*;
 
 /// The Responses adapter.
 pub struct OpenAiResponses {
-    transport: Transport,
+    client: SseClient,
     url: String,
-    authorization: Option<String>,
     reasoning_model: bool,
 }
 
@@ -45,11 +46,8 @@ impl OpenAiResponses {
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
         Ok(Self {
-            transport: Transport::new(options)?,
-            url: format!("{}/responses", base_url.trim_end_matches('/')),
-            authorization: api_key
-                .filter(|key| !key.is_empty())
-                .map(|key| format!("Bearer {key}")),
+            client: SseClient::new(options, Auth::Bearer(api_key))?,
+            url: format!("{}/responses", base_without(base_url, "")),
             reasoning_model: false,
         })
     }
@@ -70,46 +68,27 @@ impl ProviderAdapter for OpenAiResponses {
     }
 
     async fn start(&self, request: &ModelRequest) -> Result<ChunkStream, ProviderError> {
-        let headers: Vec<(&str, &str)> = self
-            .authorization
-            .as_deref()
-            .map(|value| ("authorization", value))
-            .into_iter()
-            .collect();
-        let events = self
-            .transport
-            .post_events(
-                &self.url,
-                &headers,
-                encode_body(request, self.reasoning_model),
-            )
-            .await?;
         let mut parser = Parser::default();
-        Ok(decode_stream(
-            events,
-            *self.transport.limits(),
-            move |event| match event {
-                Some(event) if event.data.trim() == "[DONE]" || event.data.trim().is_empty() => {
-                    Ok(Decoded {
-                        chunks: Vec::new(),
-                        done: false,
-                    })
-                }
-                Some(event) => {
-                    let value: Value = serde_json::from_str(&event.data).map_err(|err| {
-                        let excerpt: String = event.data.chars().take(200).collect();
-                        ProviderError::Stream(format!("unparseable event ({err}): {excerpt}"))
-                    })?;
-                    parser.event(&value).map(|chunks| Decoded {
-                        chunks,
-                        done: parser.done,
-                    })
-                }
-                None => Err(ProviderError::Stream(
-                    "the stream ended before response.completed".to_owned(),
-                )),
-            },
-        ))
+        let decode = move |event: Option<SseEvent>| match event {
+            Some(event) if event.data.trim() == "[DONE]" || event.data.trim().is_empty() => {
+                Ok(Decoded {
+                    chunks: Vec::new(),
+                    done: false,
+                })
+            }
+            Some(event) => {
+                let value: Value = parse_event(&event.data)?;
+                parser.event(&value).map(|chunks| Decoded {
+                    chunks,
+                    done: parser.done,
+                })
+            }
+            None => Err(ProviderError::Stream(
+                "the stream ended before response.completed".to_owned(),
+            )),
+        };
+        let body = encode_body(request, self.reasoning_model);
+        self.client.stream(&self.url, &[], body, decode).await
     }
 }
 

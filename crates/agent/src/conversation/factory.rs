@@ -1,0 +1,176 @@
+//! The loop factory: builds the tool loop of a conversation's session — its tools (a
+//! child's only its agent's), the `task` tool or its depth-limit stand-in, the spend
+//! guard, the hooks and the repeat gate — whenever the conversation opens, switches
+//! model, clears or resumes.
+
+use std::sync::Arc;
+
+use pith_core::context::ledger::Ledger;
+use pith_core::{Message, SpendMeter, ToolRegistry};
+use pith_hooks::{Hooks, HooksConfig, SessionInfo};
+use pith_providers::AgentLoop;
+use pith_session::Session;
+use pith_tools::{ToolsConfig, Toolset};
+
+use crate::env::Frontend;
+use crate::error::ConversationError;
+use crate::overrides::Overrides;
+use crate::settings::Settings;
+use crate::subagents::depth::DepthLimit;
+use crate::subagents::{Agents, ChildLauncher, ChildRunner, ChildSpec, SubagentLimits, TaskTool};
+use crate::workspace::Workspace;
+
+/// What a conversation may delegate to subagents, and what it is when it is one.
+#[derive(Clone)]
+pub(super) struct Delegation {
+    /// Opens and runs the children of `task` calls.
+    pub(super) runner: Arc<dyn ChildRunner>,
+    /// The agents offered to `task`.
+    pub(super) agents: Agents,
+    /// `[agents]` limits.
+    pub(super) limits: SubagentLimits,
+    /// Set for a child conversation.
+    pub(super) child: Option<ChildSpec>,
+}
+
+/// What every loop of a conversation is built from, fixed while it lives.
+pub(super) struct LoopFactory {
+    /// The workspace and its configuration.
+    pub(super) workspace: Workspace,
+    /// The environment and the approver.
+    pub(super) frontend: Frontend,
+    /// What the conversation may delegate, and what it is when it is a child.
+    pub(super) delegation: Delegation,
+    /// What the conversation (and its subagents) spent, against its ceilings.
+    pub(super) meter: Arc<SpendMeter>,
+    /// The hooks that run (the user's, and the project's once trusted).
+    pub(super) hooks_config: Arc<HooksConfig>,
+}
+
+/// What one loop is built for: the settings and choices in force, the session, and the
+/// history and session ledger it starts from.
+pub(super) struct LoopParts<'a> {
+    /// The settings (model, budget, tools, context).
+    pub(super) settings: &'a Settings,
+    /// The command line's choices, the children's starting point.
+    pub(super) overrides: &'a Overrides,
+    /// The session the loop records into.
+    pub(super) session: &'a mut Session,
+    /// The history to start from.
+    pub(super) history: Vec<Message>,
+    /// The session ledger to start from.
+    pub(super) ledger: Ledger,
+}
+
+/// A conversation's loop, its tool set (MCP tools join its registry before the first
+/// turn) and the session's hooks.
+pub(super) struct BuiltLoop {
+    /// The loop.
+    pub(super) agent: AgentLoop,
+    /// Its tools.
+    pub(super) toolset: Toolset,
+    /// The session's hooks (also installed in the loop).
+    pub(super) hooks: Arc<Hooks>,
+}
+
+impl LoopFactory {
+    /// The loop of `parts.session` with its tools, hooks, history and ledger. A child's
+    /// loop has only its agent's tools; a conversation above the depth limit also gets
+    /// the `task` tool, whose children start from `parts.overrides`.
+    pub(super) fn build(&self, parts: LoopParts<'_>) -> Result<BuiltLoop, ConversationError> {
+        let LoopParts {
+            settings,
+            overrides,
+            session,
+            history,
+            ledger,
+        } = parts;
+        let Self {
+            workspace,
+            frontend,
+            delegation,
+            meter,
+            hooks_config,
+        } = self;
+        let cwd = workspace.cwd();
+        session.set_max_record_bytes(settings.max_record_bytes);
+        let spill_dir = session.spill_dir().map_err(ConversationError::failure)?;
+        let mut tools = ToolsConfig::new(cwd, spill_dir)
+            .with_mode(settings.approval)
+            .with_sandbox(settings.sandbox.clone())
+            .with_images(settings.image_limits());
+        if let Some(approver) = &frontend.approver {
+            tools = tools.with_approver(approver.clone());
+        }
+        tools.squash = settings.context.squash.clone();
+        let tools = Toolset::new(tools).map_err(ConversationError::usage)?;
+        let registry = match &delegation.child {
+            None => tools.registry(),
+            Some(child) => {
+                let all = tools.registry();
+                ToolRegistry::new(
+                    child
+                        .agent
+                        .tools
+                        .iter()
+                        .filter_map(|name| all.get(name))
+                        .collect(),
+                )
+            }
+        };
+        let depth = delegation.child.as_ref().map_or(0, |c| c.depth);
+        if depth < delegation.limits.max_depth {
+            let launcher = ChildLauncher {
+                runner: Arc::clone(&delegation.runner),
+                workspace: workspace.clone(),
+                overrides: overrides.clone(),
+                frontend: frontend.clone(),
+                parent_model: settings.model.spec(),
+                permissions: tools.permissions(),
+                capture: tools.env().capture.clone(),
+                agents: delegation.agents.clone(),
+                limits: delegation.limits,
+                depth: depth + 1,
+                parent_session: session.id().to_owned(),
+                meter: Arc::clone(meter),
+                slots: Arc::new(tokio::sync::Semaphore::new(delegation.limits.max_parallel)),
+                questions: Arc::default(),
+            };
+            registry.register(Arc::new(TaskTool::new(Arc::new(launcher))));
+        } else {
+            registry.defer(Arc::new(DepthLimit {
+                max_depth: delegation.limits.max_depth,
+            }));
+        }
+        let mut agent = settings
+            .build_loop(cwd, registry)
+            .map_err(ConversationError::usage)?;
+        agent.set_history(history);
+        agent.set_ledger(ledger);
+        let guard = crate::ceilings::spend_guard(meter, settings, Arc::clone(agent.counter()))
+            .map_err(ConversationError::usage)?;
+        agent.set_spend_guard(guard);
+        agent.set_file_probe(tools.disk_probe());
+        let hooks = Arc::new(
+            Hooks::new(
+                Arc::clone(hooks_config),
+                SessionInfo {
+                    session_id: session.id().to_owned(),
+                    transcript_path: session.transcript_path().to_path_buf(),
+                    cwd: cwd.to_path_buf(),
+                },
+                settings.context.squash.clone(),
+            )
+            .with_approver(frontend.approver.clone()),
+        );
+        agent.set_hooks(hooks.clone());
+        agent.set_repeat_gate(Arc::new(crate::repeat_gate::AskToGoOn::new(
+            frontend.approver.clone(),
+        )));
+        Ok(BuiltLoop {
+            agent,
+            toolset: tools,
+            hooks,
+        })
+    }
+}

@@ -1,0 +1,314 @@
+//! Opening a conversation: a new or resumed session of the workspace, with the settings
+//! resolved once (the command line, then the configuration, then the defaults), its MCP
+//! servers, hooks, agents and telemetry; and opening the child conversations of `task`
+//! calls ([`ChildConversations`]).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use pith_core::SpendMeter;
+use pith_hooks::SessionSource;
+use pith_providers::models::builtin::secret_variables;
+use pith_session::{NewSession, Record, Session, SessionStore};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::conversation::factory::{Delegation, LoopFactory, LoopParts};
+use crate::conversation::state::Conversation;
+use crate::env::{Env, Frontend};
+use crate::error::ConversationError;
+use crate::overrides::{Overrides, SessionChoice};
+use crate::recording::CompactionTotals;
+use crate::settings::Settings;
+use crate::subagents::{
+    ChildEvents, ChildOutcome, ChildRunner, ChildSpec, ChildStart, SubagentLimits,
+};
+use crate::telemetry::Telemetry;
+use crate::workspace::Workspace;
+
+/// A conversation just opened (or switched to by `/resume`), with what the user should
+/// see first.
+pub struct Opened<T> {
+    /// The conversation (or, for `/resume`, nothing more).
+    pub value: T,
+    /// Warnings and notes (an unknown model's window, a quarantined transcript tail, …).
+    pub notices: Vec<String>,
+    /// The records of a resumed session, for rendering what happened before.
+    pub resumed: Option<Vec<Record>>,
+}
+
+impl Conversation {
+    /// Opens a new or resumed conversation in `overrides.cwd`, reading its configuration
+    /// (see [`Workspace::open`]) and resolving the settings once: `overrides`, then the
+    /// configuration files, then the defaults.
+    pub fn open(
+        overrides: Overrides,
+        frontend: Frontend,
+    ) -> Result<Opened<Conversation>, ConversationError> {
+        let workspace = Workspace::open(&overrides.cwd, frontend.env.as_ref())?;
+        Self::open_in(workspace, overrides, frontend)
+    }
+
+    /// [`Conversation::open`] in a workspace whose configuration was read already (the
+    /// REPL reads it before it asks about the project's files); `overrides.cwd` is not
+    /// read again.
+    pub fn open_in(
+        workspace: Workspace,
+        overrides: Overrides,
+        frontend: Frontend,
+    ) -> Result<Opened<Conversation>, ConversationError> {
+        Self::open_with(workspace, overrides, frontend, None)
+    }
+
+    /// Opens a child conversation for a `task` call (see [`crate::subagents::child`]): a
+    /// new session of the parent's workspace running the agent of `start.spec`, with its
+    /// system prompt and tools, no MCP servers and no prompt hooks.
+    pub fn open_child(start: ChildStart) -> Result<Opened<Conversation>, ConversationError> {
+        let ChildStart {
+            workspace,
+            overrides,
+            frontend,
+            spec,
+        } = start;
+        Self::open_with(workspace, overrides, frontend, Some(spec))
+    }
+
+    fn open_with(
+        workspace: Workspace,
+        overrides: Overrides,
+        frontend: Frontend,
+        child: Option<ChildSpec>,
+    ) -> Result<Opened<Conversation>, ConversationError> {
+        let cwd = workspace.cwd().to_path_buf();
+        let config = workspace.config();
+        let store =
+            SessionStore::from_lookup(frontend.env.as_ref()).map_err(ConversationError::usage)?;
+        let mut notices = Vec::new();
+        let servers = match child {
+            // Children get no MCP servers: each would start its own.
+            Some(_) => crate::mcp::McpServers {
+                servers: Vec::new(),
+                notices: Vec::new(),
+            },
+            None => {
+                crate::mcp::configured_servers(&workspace, &frontend.env, overrides.trust_project)?
+            }
+        };
+        notices.extend(servers.notices);
+        let configured_agents = crate::subagents::catalog::configured_agents(
+            &cwd,
+            &frontend.env,
+            overrides.trust_project,
+        )?;
+        if child.is_none() {
+            notices.extend(configured_agents.notices);
+        }
+        let delegation = Delegation {
+            runner: Arc::new(ChildConversations),
+            agents: configured_agents.agents,
+            limits: SubagentLimits::from_table(&config.agents)
+                .map_err(|e| ConversationError::usage(format!("invalid configuration: {e}")))?,
+            child,
+        };
+        let configured =
+            crate::hooks::configured_hooks(&workspace, &frontend.env, overrides.trust_project)?;
+        notices.extend(configured.notices);
+        let hooks_config = Arc::new(configured.config);
+        let query = match &overrides.session {
+            SessionChoice::New => None,
+            SessionChoice::Resume(query) => Some(query.clone()),
+            SessionChoice::Latest => {
+                let latest = store
+                    .latest_session_id(&cwd)
+                    .map_err(ConversationError::session)?;
+                if latest.is_none() {
+                    notices.push("No earlier session in this project; starting a new one.".into());
+                }
+                latest
+            }
+        };
+        let resumed = match query {
+            Some(query) => Some(store.resume(&query).map_err(ConversationError::session)?),
+            None => None,
+        };
+        let recorded = resumed.as_ref().and_then(|r| r.recorded_model.as_deref());
+        let settings = Settings::resolve(&overrides, recorded, config, frontend.env.as_ref())
+            .map_err(ConversationError::usage)?;
+        notices.extend(settings.notices.iter().cloned());
+        // A subagent spends from its parent's account.
+        let meter = match &delegation.child {
+            Some(child) => Arc::clone(&child.meter),
+            None => Arc::new(SpendMeter::new(settings.ceilings)),
+        };
+        let (mut session, history, records, unused) = match resumed {
+            Some(resumed) => {
+                notices.extend(resumed.warnings.iter().map(|w| format!("warning: {w}")));
+                (
+                    resumed.session,
+                    resumed.history,
+                    Some(resumed.records),
+                    false,
+                )
+            }
+            None => (
+                create_session(
+                    &store,
+                    &cwd,
+                    &settings,
+                    delegation.child.as_ref().map(|c| c.parent_session.as_str()),
+                )?,
+                Vec::new(),
+                None,
+                true,
+            ),
+        };
+        let ledger = match &records {
+            Some(records) => crate::ledger::rebuild(&cwd, records),
+            None => crate::ledger::fresh(&cwd),
+        };
+        let source = if records.is_some() {
+            SessionSource::Resume
+        } else {
+            SessionSource::New
+        };
+        let factory = LoopFactory {
+            workspace,
+            frontend,
+            delegation,
+            meter,
+            hooks_config,
+        };
+        let built = factory.build(LoopParts {
+            settings: &settings,
+            overrides: &overrides,
+            session: &mut session,
+            history,
+            ledger,
+        })?;
+        let telemetry = match &factory.delegation.child {
+            Some(_) => None,
+            None => start_telemetry(
+                factory.workspace.config(),
+                &factory.frontend.env,
+                session.id(),
+                &mut notices,
+            )?,
+        };
+        let mcp = crate::mcp::start(servers.servers, &factory.frontend.env, &cwd);
+        let (_, cut) = settings.system_prompt(&cwd);
+        let instructions_warned = cut.iter().map(|c| c.name.clone()).collect();
+        let is_child = factory.delegation.child.is_some();
+        if !is_child {
+            notices.extend(settings.instruction_warnings(&cut));
+        }
+        // A child's prompt comes from its parent's model: no prompt hooks run for it.
+        let session_start = (!is_child).then_some(source);
+        Ok(Opened {
+            value: Conversation {
+                factory,
+                overrides,
+                store,
+                settings,
+                session,
+                unused,
+                agent: built.agent,
+                toolset: built.toolset,
+                mcp,
+                mcp_installed: false,
+                hooks: built.hooks,
+                session_start,
+                session_context: None,
+                children: Vec::new(),
+                instructions_warned,
+                compaction_totals: CompactionTotals::default(),
+                output_schema: None,
+                telemetry,
+            },
+            notices,
+            resumed: records,
+        })
+    }
+}
+
+/// Telemetry, when `[telemetry]` or the `OTEL_*` variables configure it. A telemetry that
+/// cannot start is a notice, never a failure of the conversation.
+fn start_telemetry(
+    config: &Config,
+    env: &Env,
+    session_id: &str,
+    notices: &mut Vec<String>,
+) -> Result<Option<Arc<Telemetry>>, ConversationError> {
+    if config.project_telemetry_ignored {
+        notices.push(
+            "the project's [telemetry] is ignored: telemetry is configured in your own config.toml or the OTEL_* variables"
+                .into(),
+        );
+    }
+    let resolved = crate::telemetry::resolve(&config.telemetry, env.as_ref())
+        .map_err(ConversationError::usage)?;
+    notices.extend(resolved.notices);
+    let Some(settings) = resolved.settings else {
+        return Ok(None);
+    };
+    let secrets = secret_variables(&config.model_tables())
+        .iter()
+        .filter_map(|name| env(name))
+        .collect();
+    match Telemetry::start(&settings, session_id, secrets) {
+        Ok(telemetry) => Ok(Some(Arc::new(telemetry))),
+        Err(error) => {
+            notices.push(format!("telemetry is off: {error}"));
+            Ok(None)
+        }
+    }
+}
+
+/// A new session; a subagent's names its `parent`.
+pub(super) fn create_session(
+    store: &SessionStore,
+    cwd: &Path,
+    settings: &Settings,
+    parent: Option<&str>,
+) -> Result<Session, ConversationError> {
+    let new = NewSession {
+        cwd: cwd.to_path_buf(),
+        provider: settings.model.provider.clone(),
+        model: settings.model.model.clone(),
+    };
+    match parent {
+        Some(parent) => store.create_child(new, parent),
+        None => store.create(new),
+    }
+    .map_err(ConversationError::failure)
+}
+
+/// Opens and runs the child conversations of `task` calls (see
+/// [`crate::subagents::child`]).
+struct ChildConversations;
+
+#[async_trait]
+impl ChildRunner for ChildConversations {
+    async fn run(
+        &self,
+        start: ChildStart,
+        prompt: &str,
+        events: ChildEvents,
+        cancel: CancellationToken,
+    ) -> Result<ChildOutcome, String> {
+        let agent = start.spec.agent.name.clone();
+        let opened = Conversation::open_child(start).map_err(|error| error.to_string())?;
+        let mut child = opened.value;
+        let mut sink = events.started(child.session_id(), opened.notices);
+        let outcome = child.run_turn(prompt, &mut sink, &cancel).await;
+        let finished = ChildOutcome::of_turn(
+            child.session_id(),
+            &agent,
+            child.model_spec(),
+            outcome,
+            child.history().last(),
+        );
+        child.close();
+        Ok(finished)
+    }
+}

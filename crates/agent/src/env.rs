@@ -1,0 +1,29 @@
+//! What a front-end brings besides the command line: the environment lookup and who
+//! answers permission questions.
+
+use std::sync::Arc;
+
+use pith_tools::Approver;
+
+/// Looks up environment variables (keys, base URLs, config locations). Tests pass their
+/// own; the binary passes the process environment.
+pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// What a front-end brings besides the command line.
+#[derive(Clone)]
+pub struct Frontend {
+    /// Environment lookup.
+    pub env: Env,
+    /// Answers `ask` permission questions; `None` (headless) refuses what needs approval.
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+impl Frontend {
+    /// The process environment, no approver.
+    pub fn process_env() -> Self {
+        Self {
+            env: Arc::new(|name: &str| std::env::var(name).ok()),
+            approver: None,
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! The permission modes (`read-only`, `ask`, `auto-edit`, `full`) and their names.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// How much the agent may do without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum PermissionMode {
+    /// Only reading tools run; write, edit and bash are refused.
+    #[serde(rename = "read-only")]
+    ReadOnly,
+    /// Reading runs; writes, edits, commands and reads outside the workspace ask first.
+    #[default]
+    #[serde(rename = "ask")]
+    Ask,
+    /// Reading, writing and editing run; commands ask first.
+    #[serde(rename = "auto-edit")]
+    AutoEdit,
+    /// Everything runs without asking (writes stay confined to the workspace).
+    #[serde(rename = "full")]
+    Full,
+}
+
+impl PermissionMode {
+    /// Every mode, in increasing order of autonomy.
+    pub const ALL: [PermissionMode; 4] = [Self::ReadOnly, Self::Ask, Self::AutoEdit, Self::Full];
+
+    /// The name users type (`read-only`, `ask`, `auto-edit`, `full`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::Ask => "ask",
+            Self::AutoEdit => "auto-edit",
+            Self::Full => "full",
+        }
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A mode name that is not one of `read-only | ask | auto-edit | full`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown permission mode `{0}` (expected read-only, ask, auto-edit or full)")]
+pub struct UnknownPermissionMode(pub String);
+
+impl FromStr for PermissionMode {
+    type Err = UnknownPermissionMode;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == s)
+            .ok_or_else(|| UnknownPermissionMode(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_names_round_trip() {
+        for mode in PermissionMode::ALL {
+            assert_eq!(mode.as_str().parse::<PermissionMode>().unwrap(), mode);
+            assert_eq!(
+                serde_json::to_string(&mode).unwrap(),
+                format!("\"{}\"", mode.as_str())
+            );
+        }
+        assert!("yolo".parse::<PermissionMode>().is_err());
+    }
+}
