@@ -91,6 +91,40 @@ pub enum Command {
     Replay(ReplayArgs),
     /// MCP servers: `pith mcp list`.
     Mcp(McpArgs),
+    /// Serve an editor over the Agent Client Protocol on stdin/stdout (Zed, JetBrains,
+    /// Neovim; see docs/acp.md).
+    Acp(AcpArgs),
+}
+
+/// `pith acp`: the REPL's options, so an editor's agent settings can pass them.
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    /// Model as provider/model (default: the loaded session's, then config, then the
+    /// first provider whose API key is set, then the local model).
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    /// Override the model's context window (tokens).
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
+    /// Tool permissions a session starts with (the editor's mode selector changes
+    /// them): ask (default), read-only, auto-edit or full.
+    #[arg(long, value_enum)]
+    pub approval: Option<ReplApprovalArg>,
+    /// Disable automatic compaction.
+    #[arg(long)]
+    pub no_auto_compact: bool,
+    /// Where `bash` may write: read-only, workspace-write or off (see docs/sandbox.md).
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: Option<pith_tools::SandboxMode>,
+    /// Let sandboxed commands reach the network.
+    #[arg(long)]
+    pub allow_network: bool,
+    /// How hard the model may think: low, medium, high, off, or a token budget.
+    #[arg(long, value_name = "LEVEL|TOKENS", value_parser = parse_reasoning)]
+    pub reasoning: Option<pith_agent::ReasoningEffort>,
+    /// Most US dollars each session may spend (default: `[limits] max_cost`).
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
 }
 
 /// Arguments of a command whose issue has not landed yet (accepted, then refused).

@@ -21,6 +21,7 @@ fn main() {
         Some(cli::Command::Run(args)) => commands::run::run(args),
         Some(cli::Command::Compress(args)) => commands::compress::run(args),
         Some(cli::Command::Mcp(args)) => commands::mcp::run(args),
+        Some(cli::Command::Acp(args)) => commands::acp::run(args),
         None => commands::repl::run(cli.repl),
     };
     std::process::exit(exit::report(outcome));

@@ -1,5 +1,6 @@
 //! Command implementations that belong to the binary itself (thin glue over the crates).
 
+pub mod acp;
 pub mod compress;
 pub mod mcp;
 pub mod repl;

@@ -27,8 +27,7 @@ impl RepeatTracker {
     pub fn observe(&mut self, call: &ToolCall, result: &ToolResult) -> u32 {
         let mut hasher = DefaultHasher::new();
         call.name.hash(&mut hasher);
-        // serde_json's maps are sorted: the same arguments in another key order hash alike.
-        call.arguments.to_string().hash(&mut hasher);
+        hash_json(&call.arguments, &mut hasher);
         result.content.hash(&mut hasher);
         result.is_error.hash(&mut hasher);
         let key = hasher.finish();
@@ -44,6 +43,30 @@ impl RepeatTracker {
     /// Starts counting afresh (the user said to go on).
     pub fn reset(&mut self) {
         self.run = 0;
+    }
+}
+
+/// Hashes `value` with every object's keys in sorted order, so the same arguments in
+/// another key order hash alike — whether or not serde_json keeps insertion order (its
+/// `preserve_order` feature, which a dependency in the workspace turns on: the ACP SDK).
+fn hash_json(value: &serde_json::Value, hasher: &mut impl Hasher) {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            ('{', entries.len()).hash(hasher);
+            for (key, item) in entries {
+                key.hash(hasher);
+                hash_json(item, hasher);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            ('[', items.len()).hash(hasher);
+            for item in items {
+                hash_json(item, hasher);
+            }
+        }
+        scalar => scalar.to_string().hash(hasher),
     }
 }
 
@@ -122,6 +145,34 @@ mod tests {
         };
         tracker.observe(&a, &result("x"));
         assert_eq!(tracker.observe(&b, &result("x")), 2);
+    }
+
+    #[test]
+    fn nested_key_order_does_not_matter_but_values_do() {
+        let mut tracker = RepeatTracker::default();
+        let with = |text: &str| ToolCall {
+            arguments: serde_json::from_str(text).unwrap(),
+            ..call("a")
+        };
+        tracker.observe(
+            &with(r#"{"edits": [{"old": "x", "new": "y"}], "path": "a"}"#),
+            &result("r"),
+        );
+        assert_eq!(
+            tracker.observe(
+                &with(r#"{"path": "a", "edits": [{"new": "y", "old": "x"}]}"#),
+                &result("r")
+            ),
+            2
+        );
+        assert_eq!(
+            tracker.observe(
+                &with(r#"{"path": "a", "edits": [{"new": "x", "old": "y"}]}"#),
+                &result("r")
+            ),
+            1,
+            "other values are another call"
+        );
     }
 
     #[test]

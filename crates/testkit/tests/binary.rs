@@ -91,8 +91,12 @@ async fn binary_prints_the_listening_line_serves_records_and_exits_on_sigterm() 
     assert_eq!(body["content"][0]["text"], "Hello from the script.");
 
     let recorded = std::fs::read_to_string(&record).unwrap();
+    assert_eq!(recorded.lines().count(), 1, "{recorded}");
+    assert!(recorded.ends_with('\n'), "{recorded:?}");
+    let line: Value = serde_json::from_str(recorded.trim_end()).unwrap();
     assert_eq!(
-        recorded, "{\"max_tokens\":16,\"messages\":[],\"model\":\"m\"}\n",
+        line,
+        json!({"model": "m", "max_tokens": 16, "messages": []}),
         "the record file gets the body while the server runs"
     );
     assert!(!recorded.contains("sk-ant"));

@@ -142,6 +142,13 @@ impl Conversation {
         self.settings.approval
     }
 
+    /// The permission policy of the current session's tools, to switch the approval
+    /// mode while the conversation runs (ACP's `session/set_mode`). `/model`, `/clear`
+    /// and `/resume` build a new policy from the settings' mode.
+    pub fn permissions(&self) -> Arc<pith_tools::PermissionPolicy> {
+        self.toolset.permissions()
+    }
+
     /// Whether automatic compaction is on.
     pub fn auto_compaction(&self) -> bool {
         self.settings.loop_options.auto_compaction

@@ -1,0 +1,30 @@
+//! pith's extension method: `_pith/cancel_compaction` cancels only the automatic (or
+//! manual) compaction a session is running — the child token of the turn, as Esc does
+//! in the REPL — and the turn goes on with its history unchanged.
+//!
+//! Request `{"sessionId": "…"}`; response `{"cancelled": true}` when a compaction was
+//! running and is now cancelled, `false` when none was running. An unknown session is a
+//! `-32002` (resource not found) error.
+
+use agent_client_protocol::v1::schema::SessionId;
+use agent_client_protocol::{JsonRpcRequest, JsonRpcResponse};
+use serde::{Deserialize, Serialize};
+
+/// The method's name.
+pub const CANCEL_COMPACTION: &str = "_pith/cancel_compaction";
+
+/// `_pith/cancel_compaction`'s parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonRpcRequest)]
+#[request(method = "_pith/cancel_compaction", response = CancelCompactionResponse)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelCompactionRequest {
+    /// The session whose compaction to cancel.
+    pub session_id: SessionId,
+}
+
+/// `_pith/cancel_compaction`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonRpcResponse)]
+pub struct CancelCompactionResponse {
+    /// A compaction was running and is cancelled.
+    pub cancelled: bool,
+}

@@ -1,0 +1,58 @@
+//! pith-acp: `pith acp`, pith in the editor through the Agent Client Protocol (JSON-RPC
+//! over stdio). A front-end over `pith_agent::Conversation` like the REPL and `pith run`;
+//! it owns no engine logic. docs/acp.md describes what is supported.
+
+#![forbid(unsafe_code)]
+
+pub mod approver;
+pub mod commands;
+pub mod ext;
+pub mod mcp_servers;
+pub mod modes;
+pub mod prompt;
+pub mod replay;
+pub mod running;
+pub mod server;
+pub mod session;
+pub mod sessions;
+pub mod sink;
+pub mod stdio;
+pub mod tool_calls;
+pub mod updates;
+
+pub use server::{serve, AgentOptions};
+
+/// Why `pith acp` could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum AcpError {
+    /// The protocol's descriptors or the runtime could not be set up.
+    #[error("{0}")]
+    Setup(String),
+    /// The connection failed.
+    #[error("the ACP connection failed: {0}")]
+    Connection(String),
+}
+
+/// Serves the editor on the process's stdin and stdout until it closes them (see
+/// [`stdio`] for how stdout is kept for the protocol alone).
+pub fn run(options: AgentOptions) -> Result<(), AcpError> {
+    let stdio = stdio::take()
+        .map_err(|e| AcpError::Setup(format!("cannot take stdin/stdout for the protocol: {e}")))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AcpError::Setup(format!("cannot start the async runtime: {e}")))?;
+    let result = runtime.block_on(async move {
+        use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+        let input = tokio::fs::File::from_std(stdio.input).compat();
+        let output = tokio::fs::File::from_std(stdio.output).compat_write();
+        tracing::info!("pith acp: serving on stdio");
+        serve(
+            agent_client_protocol::ByteStreams::new(output, input),
+            options,
+        )
+        .await
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    result.map_err(|e| AcpError::Connection(e.to_string()))
+}
