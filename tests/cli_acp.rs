@@ -988,3 +988,94 @@ fn a_real_acp_client_drives_a_whole_session() {
         json!(before)
     );
 }
+
+#[test]
+fn acp_by_hand_an_mcp_server_the_editor_passes_is_started_and_its_tool_runs() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Asking the editor's server.").with_tool_call(
+            "mcp__editor__echo",
+            json!({"text": "from the editor's server"}),
+        ),
+        Turn::text("Echoed."),
+    ]))
+    .unwrap();
+    let mut command = sandbox.pith(Some(&server));
+    command.args(["acp", "--model", MODEL, "--approval", "full"]);
+    let mut agent = Agent::start(command);
+    agent.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+    let initialized = agent.until_response(json!(1));
+    let mcp = &initialized.last().unwrap()["result"]["agentCapabilities"]["mcpCapabilities"];
+    assert_eq!(mcp["http"], json!(true), "{mcp}");
+    assert_eq!(mcp["sse"], json!(false), "{mcp}");
+
+    let fake =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_fake_server.py");
+    agent.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": sandbox.workspace(), "mcpServers": [
+            {"name": "editor", "command": "python3", "args": [fake], "env": [{"name": "FAKE_MODE", "value": "1"}]},
+            {"type": "sse", "name": "legacy", "url": "http://127.0.0.1:9/sse", "headers": []}
+        ]}}));
+    let created = agent.until_response(json!(2));
+    let session = created.last().unwrap()["result"]["sessionId"].clone();
+    assert!(session.is_string(), "{created:#?}");
+
+    agent.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "echo it"}]}}),
+    );
+    let turn = agent.until_response(json!(3));
+    assert_eq!(
+        turn.last().unwrap()["result"]["stopReason"],
+        json!("end_turn"),
+        "{turn:#?}"
+    );
+    // The SSE server is refused in words, among the notices after the session opened.
+    assert!(
+        turn.iter()
+            .any(|m| m.to_string().contains("`legacy`") && m.to_string().contains("SSE")),
+        "no notice about the SSE server: {turn:#?}"
+    );
+    let (_, seen, stderr) = agent.finish();
+    let all: Vec<Value> = seen
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let updates = updates(&all);
+    let call = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == json!("tool_call"))
+        .unwrap_or_else(|| panic!("no tool_call: {all:#?}\n{stderr}"));
+    assert!(
+        call["title"].to_string().contains("echo"),
+        "the call names the MCP tool: {call}"
+    );
+    let result = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == json!("tool_call_update") && u["status"].is_string())
+        .unwrap_or_else(|| panic!("no tool_call_update: {all:#?}"));
+    assert_eq!(result["status"], json!("completed"), "{result}");
+    assert!(
+        result["content"]
+            .to_string()
+            .contains("from the editor's server"),
+        "the echo reaches the editor: {result}"
+    );
+    // And the model got the server's answer.
+    let requests = server.requests();
+    let tools: Vec<String> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert!(tools.contains(&"mcp__editor__echo".to_owned()), "{tools:?}");
+    assert!(
+        requests[1]
+            .body
+            .to_string()
+            .contains("from the editor's server"),
+        "the tool result reaches the model"
+    );
+}

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommandsUpdate, CancelNotification, Implementation,
     InitializeRequest, InitializeResponse, ListSessionsRequest, LoadSessionRequest,
-    LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, NoticeSeverity,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities, SessionId,
-    SessionListCapabilities, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse,
+    NoticeSeverity, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    SessionId, SessionListCapabilities, SessionNotification, SessionUpdate, SetSessionModeRequest,
     SetSessionModeResponse,
 };
 use agent_client_protocol::v1::ConnectionTo;
@@ -281,6 +281,7 @@ pub fn initialize(request: &InitializeRequest) -> InitializeResponse {
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(true)
+                .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
                 .session_capabilities(
                     SessionCapabilities::new().list(SessionListCapabilities::new()),
                 )
@@ -321,9 +322,11 @@ fn open(
         }
     }
     let resuming = matches!(session, SessionChoice::Resume(_));
+    let (extra_mcp_servers, mcp_notices) = crate::mcp_servers::from_client(mcp_servers);
     let overrides = Overrides {
         session,
         cwd: cwd.clone(),
+        extra_mcp_servers,
         ..state.options.overrides.clone()
     };
     let running = RunningCalls::default();
@@ -343,12 +346,7 @@ fn open(
     })?;
     let mut conversation = opened.value;
     let mut notices = opened.notices;
-    if !mcp_servers.is_empty() {
-        notices.push(format!(
-            "{} MCP server(s) from the editor were not started: pith takes MCP servers from its own configuration (docs/mcp.md) for now",
-            mcp_servers.len()
-        ));
-    }
+    notices.extend(mcp_notices);
     let view = state.view();
     let mut mapper = EventMapper::new(
         SessionId::new(conversation.session_id()),

@@ -92,7 +92,13 @@ impl Conversation {
                 notices: Vec::new(),
             },
             None => {
-                crate::mcp::configured_servers(&workspace, &frontend.env, overrides.trust_project)?
+                let mut servers = crate::mcp::configured_servers(
+                    &workspace,
+                    &frontend.env,
+                    overrides.trust_project,
+                )?;
+                crate::mcp::add_extra(&mut servers, &overrides.extra_mcp_servers);
+                servers
             }
         };
         notices.extend(servers.notices);
