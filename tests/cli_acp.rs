@@ -1079,3 +1079,113 @@ fn acp_by_hand_an_mcp_server_the_editor_passes_is_started_and_its_tool_runs() {
         "the tool result reaches the model"
     );
 }
+
+#[test]
+fn acp_by_hand_a_forked_session_starts_with_the_history_and_goes_its_own_way() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("The first answer."),
+        Turn::text("An answer in the fork."),
+        Turn::text("An answer in the original."),
+    ]))
+    .unwrap();
+    let mut command = sandbox.pith(Some(&server));
+    command.args(["acp", "--model", MODEL]);
+    let mut agent = Agent::start(command);
+    agent.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+    let initialized = agent.until_response(json!(1));
+    let capabilities = &initialized.last().unwrap()["result"]["agentCapabilities"];
+    assert!(
+        capabilities["sessionCapabilities"]["fork"].is_object(),
+        "{capabilities}"
+    );
+    let cwd = sandbox.workspace();
+    agent.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": cwd, "mcpServers": []}}));
+    let original = agent.until_response(json!(2)).last().unwrap()["result"]["sessionId"].clone();
+    let prompt = |id: u64, session: &Value, text: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}})
+    };
+    agent.send(&prompt(3, &original, "the first question"));
+    let first = agent.until_response(json!(3));
+    assert_eq!(
+        first.last().unwrap()["result"]["stopReason"],
+        json!("end_turn")
+    );
+
+    // An unknown session cannot be forked, and the connection goes on.
+    agent.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "session/fork",
+        "params": {"sessionId": "no-such-session", "cwd": cwd}}));
+    let unknown = agent.until_response(json!(4));
+    assert_eq!(
+        unknown.last().unwrap()["error"]["code"],
+        json!(-32002),
+        "{unknown:#?}"
+    );
+
+    agent.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "session/fork",
+        "params": {"sessionId": original, "cwd": cwd, "mcpServers": []}}));
+    let forked = agent.until_response(json!(5));
+    let fork = forked.last().unwrap()["result"]["sessionId"].clone();
+    assert!(fork.is_string(), "{forked:#?}");
+    assert_ne!(fork, original);
+    assert_eq!(
+        forked.last().unwrap()["result"]["modes"]["currentModeId"],
+        json!("ask")
+    );
+
+    // The fork's history is the original's: its first request carries the first turn;
+    // the client already shows that history, so nothing of it is replayed.
+    agent.send(&prompt(6, &fork, "a question in the fork"));
+    let in_fork = agent.until_response(json!(6));
+    assert_eq!(
+        in_fork.last().unwrap()["result"]["stopReason"],
+        json!("end_turn")
+    );
+    assert!(
+        !updates(&in_fork)
+            .iter()
+            .any(|u| u["sessionUpdate"] == json!("user_message_chunk")),
+        "a fork is not replayed: {in_fork:#?}"
+    );
+    // The original goes on without the fork's turn.
+    agent.send(&prompt(7, &original, "a question in the original"));
+    let in_original = agent.until_response(json!(7));
+    assert_eq!(
+        in_original.last().unwrap()["result"]["stopReason"],
+        json!("end_turn")
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let fork_request = requests[1].body.to_string();
+    assert!(
+        fork_request.contains("the first question"),
+        "{fork_request}"
+    );
+    assert!(fork_request.contains("The first answer."), "{fork_request}");
+    assert!(fork_request.contains("a question in the fork"));
+    let original_request = requests[2].body.to_string();
+    assert!(original_request.contains("The first answer."));
+    assert!(
+        !original_request.contains("a question in the fork"),
+        "the fork's turn stays in the fork"
+    );
+    let (code, _, stderr) = agent.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // Two transcripts: the fork's names its source.
+    let transcripts = common::transcripts(&sandbox.pith_home());
+    assert_eq!(transcripts.len(), 2, "{transcripts:?}");
+    let fork_id = fork.as_str().unwrap();
+    let fork_records = transcripts
+        .iter()
+        .map(|path| common::records(path))
+        .find(|records| records[0]["session_id"] == json!(fork_id))
+        .expect("the fork's transcript");
+    assert_eq!(fork_records[0]["forked_from"], original);
+    assert!(fork_records
+        .iter()
+        .any(|r| r.to_string().contains("a question in the fork")));
+}

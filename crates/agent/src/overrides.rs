@@ -16,6 +16,10 @@ pub enum SessionChoice {
     /// A given session: id, unique id prefix, directory or transcript path
     /// (`pith --resume`, `pith run --session`).
     Resume(String),
+    /// A new session that starts with a copy of a given session's history (`session/fork`
+    /// of `pith acp`, see [`pith_session::SessionStore::fork`]); the source goes on
+    /// unchanged.
+    Fork(String),
 }
 
 /// The command line's choices, as plain values. [`crate::Settings::resolve`] turns them,

@@ -124,6 +124,13 @@ impl Conversation {
         let query = match &overrides.session {
             SessionChoice::New => None,
             SessionChoice::Resume(query) => Some(query.clone()),
+            SessionChoice::Fork(query) => Some(
+                store
+                    .fork(query)
+                    .map_err(ConversationError::session)?
+                    .id()
+                    .to_owned(),
+            ),
             SessionChoice::Latest => {
                 let latest = store
                     .latest_session_id(&cwd)
