@@ -988,3 +988,204 @@ fn a_real_acp_client_drives_a_whole_session() {
         json!(before)
     );
 }
+
+#[test]
+fn acp_by_hand_an_mcp_server_the_editor_passes_is_started_and_its_tool_runs() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Asking the editor's server.").with_tool_call(
+            "mcp__editor__echo",
+            json!({"text": "from the editor's server"}),
+        ),
+        Turn::text("Echoed."),
+    ]))
+    .unwrap();
+    let mut command = sandbox.pith(Some(&server));
+    command.args(["acp", "--model", MODEL, "--approval", "full"]);
+    let mut agent = Agent::start(command);
+    agent.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+    let initialized = agent.until_response(json!(1));
+    let mcp = &initialized.last().unwrap()["result"]["agentCapabilities"]["mcpCapabilities"];
+    assert_eq!(mcp["http"], json!(true), "{mcp}");
+    assert_eq!(mcp["sse"], json!(false), "{mcp}");
+
+    let fake =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_fake_server.py");
+    agent.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": sandbox.workspace(), "mcpServers": [
+            {"name": "editor", "command": "python3", "args": [fake], "env": [{"name": "FAKE_MODE", "value": "1"}]},
+            {"type": "sse", "name": "legacy", "url": "http://127.0.0.1:9/sse", "headers": []}
+        ]}}));
+    let created = agent.until_response(json!(2));
+    let session = created.last().unwrap()["result"]["sessionId"].clone();
+    assert!(session.is_string(), "{created:#?}");
+
+    agent.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "echo it"}]}}),
+    );
+    let turn = agent.until_response(json!(3));
+    assert_eq!(
+        turn.last().unwrap()["result"]["stopReason"],
+        json!("end_turn"),
+        "{turn:#?}"
+    );
+    // The SSE server is refused in words, among the notices after the session opened.
+    assert!(
+        turn.iter()
+            .any(|m| m.to_string().contains("`legacy`") && m.to_string().contains("SSE")),
+        "no notice about the SSE server: {turn:#?}"
+    );
+    let (_, seen, stderr) = agent.finish();
+    let all: Vec<Value> = seen
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let updates = updates(&all);
+    let call = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == json!("tool_call"))
+        .unwrap_or_else(|| panic!("no tool_call: {all:#?}\n{stderr}"));
+    assert!(
+        call["title"].to_string().contains("echo"),
+        "the call names the MCP tool: {call}"
+    );
+    let result = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == json!("tool_call_update") && u["status"].is_string())
+        .unwrap_or_else(|| panic!("no tool_call_update: {all:#?}"));
+    assert_eq!(result["status"], json!("completed"), "{result}");
+    assert!(
+        result["content"]
+            .to_string()
+            .contains("from the editor's server"),
+        "the echo reaches the editor: {result}"
+    );
+    // And the model got the server's answer.
+    let requests = server.requests();
+    let tools: Vec<String> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert!(tools.contains(&"mcp__editor__echo".to_owned()), "{tools:?}");
+    assert!(
+        requests[1]
+            .body
+            .to_string()
+            .contains("from the editor's server"),
+        "the tool result reaches the model"
+    );
+}
+
+#[test]
+fn acp_by_hand_a_forked_session_starts_with_the_history_and_goes_its_own_way() {
+    let sandbox = Sandbox::new();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("The first answer."),
+        Turn::text("An answer in the fork."),
+        Turn::text("An answer in the original."),
+    ]))
+    .unwrap();
+    let mut command = sandbox.pith(Some(&server));
+    command.args(["acp", "--model", MODEL]);
+    let mut agent = Agent::start(command);
+    agent.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+    let initialized = agent.until_response(json!(1));
+    let capabilities = &initialized.last().unwrap()["result"]["agentCapabilities"];
+    assert!(
+        capabilities["sessionCapabilities"]["fork"].is_object(),
+        "{capabilities}"
+    );
+    let cwd = sandbox.workspace();
+    agent.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": cwd, "mcpServers": []}}));
+    let original = agent.until_response(json!(2)).last().unwrap()["result"]["sessionId"].clone();
+    let prompt = |id: u64, session: &Value, text: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}})
+    };
+    agent.send(&prompt(3, &original, "the first question"));
+    let first = agent.until_response(json!(3));
+    assert_eq!(
+        first.last().unwrap()["result"]["stopReason"],
+        json!("end_turn")
+    );
+
+    // An unknown session cannot be forked, and the connection goes on.
+    agent.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "session/fork",
+        "params": {"sessionId": "no-such-session", "cwd": cwd}}));
+    let unknown = agent.until_response(json!(4));
+    assert_eq!(
+        unknown.last().unwrap()["error"]["code"],
+        json!(-32002),
+        "{unknown:#?}"
+    );
+
+    agent.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "session/fork",
+        "params": {"sessionId": original, "cwd": cwd, "mcpServers": []}}));
+    let forked = agent.until_response(json!(5));
+    let fork = forked.last().unwrap()["result"]["sessionId"].clone();
+    assert!(fork.is_string(), "{forked:#?}");
+    assert_ne!(fork, original);
+    assert_eq!(
+        forked.last().unwrap()["result"]["modes"]["currentModeId"],
+        json!("ask")
+    );
+
+    // The fork's history is the original's: its first request carries the first turn;
+    // the client already shows that history, so nothing of it is replayed.
+    agent.send(&prompt(6, &fork, "a question in the fork"));
+    let in_fork = agent.until_response(json!(6));
+    assert_eq!(
+        in_fork.last().unwrap()["result"]["stopReason"],
+        json!("end_turn")
+    );
+    assert!(
+        !updates(&in_fork)
+            .iter()
+            .any(|u| u["sessionUpdate"] == json!("user_message_chunk")),
+        "a fork is not replayed: {in_fork:#?}"
+    );
+    // The original goes on without the fork's turn.
+    agent.send(&prompt(7, &original, "a question in the original"));
+    let in_original = agent.until_response(json!(7));
+    assert_eq!(
+        in_original.last().unwrap()["result"]["stopReason"],
+        json!("end_turn")
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let fork_request = requests[1].body.to_string();
+    assert!(
+        fork_request.contains("the first question"),
+        "{fork_request}"
+    );
+    assert!(fork_request.contains("The first answer."), "{fork_request}");
+    assert!(fork_request.contains("a question in the fork"));
+    let original_request = requests[2].body.to_string();
+    assert!(original_request.contains("The first answer."));
+    assert!(
+        !original_request.contains("a question in the fork"),
+        "the fork's turn stays in the fork"
+    );
+    let (code, _, stderr) = agent.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // Two transcripts: the fork's names its source.
+    let transcripts = common::transcripts(&sandbox.pith_home());
+    assert_eq!(transcripts.len(), 2, "{transcripts:?}");
+    let fork_id = fork.as_str().unwrap();
+    let fork_records = transcripts
+        .iter()
+        .map(|path| common::records(path))
+        .find(|records| records[0]["session_id"] == json!(fork_id))
+        .expect("the fork's transcript");
+    assert_eq!(fork_records[0]["forked_from"], original);
+    assert!(fork_records
+        .iter()
+        .any(|r| r.to_string().contains("a question in the fork")));
+}

@@ -35,6 +35,7 @@ pub fn run(args: ReplArgs) -> Result<()> {
         session,
         cwd,
         trust_project: false,
+        extra_mcp_servers: Vec::new(),
     };
     pith_repl::run(overrides).map_err(|error| {
         ExitError {

@@ -66,6 +66,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         },
         cwd,
         trust_project: args.trust_project,
+        extra_mcp_servers: Vec::new(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

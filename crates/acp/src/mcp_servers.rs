@@ -3,10 +3,8 @@
 //! in config.toml. The editor's entry wins over a configured server of the same name.
 //! Legacy SSE servers are refused (`mcpCapabilities.sse` is false), as pith-mcp does not
 //! speak that transport.
-//!
-//! Not wired yet: a conversation takes its servers from pith's configuration only, and
-//! `session/new` reports the editor's as not started (docs/acp.md). This is the mapping
-//! the wiring will use.
+//! The conversation gets them as `Overrides::extra_mcp_servers`: trusted like the
+//! user's own configuration, since the user set them up in the editor.
 
 use std::collections::BTreeMap;
 

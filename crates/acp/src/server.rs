@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, AvailableCommandsUpdate, CancelNotification, Implementation,
-    InitializeRequest, InitializeResponse, ListSessionsRequest, LoadSessionRequest,
-    LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, NoticeSeverity,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities, SessionId,
+    AgentCapabilities, AvailableCommandsUpdate, CancelNotification, ForkSessionRequest,
+    ForkSessionResponse, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
+    NewSessionRequest, NewSessionResponse, NoticeSeverity, PromptCapabilities, PromptRequest,
+    PromptResponse, SessionCapabilities, SessionForkCapabilities, SessionId,
     SessionListCapabilities, SessionNotification, SessionUpdate, SetSessionModeRequest,
     SetSessionModeResponse,
 };
@@ -95,7 +96,8 @@ pub async fn serve(
         sessions: Mutex::new(HashMap::new()),
         tasks: Mutex::new(Vec::new()),
     });
-    let (s1, s2, s3, s4, s5, s6, s7, s8) = (
+    let (s1, s2, s3, s4, s5, s6, s7, s8, s9) = (
+        state.clone(),
         state.clone(),
         state.clone(),
         state.clone(),
@@ -229,6 +231,26 @@ pub async fn serve(
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
+            async move |request: ForkSessionRequest, responder, cx: ConnectionTo<Client>| {
+                let state = s9.clone();
+                s9.spawn(async move {
+                    let choice = SessionChoice::Fork(request.session_id.0.to_string());
+                    match open(&state, &cx, request.cwd, choice, &request.mcp_servers) {
+                        Ok(opened) => {
+                            responder.respond(
+                                ForkSessionResponse::new(opened.session.id.clone())
+                                    .modes(crate::modes::state(opened.session.approval())),
+                            )?;
+                            after_open(&cx, opened);
+                            Ok(())
+                        }
+                        Err(error) => responder.respond_with_error(error),
+                    }
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
             async move |request: ListSessionsRequest, responder, _cx| {
                 responder
                     .respond_with_result(crate::sessions::list(&request, s8.options.env.as_ref()))
@@ -281,8 +303,11 @@ pub fn initialize(request: &InitializeRequest) -> InitializeResponse {
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(true)
+                .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
                 .session_capabilities(
-                    SessionCapabilities::new().list(SessionListCapabilities::new()),
+                    SessionCapabilities::new()
+                        .list(SessionListCapabilities::new())
+                        .fork(SessionForkCapabilities::new()),
                 )
                 .prompt_capabilities(
                     PromptCapabilities::new()
@@ -320,10 +345,18 @@ fn open(
                 .data(format!("session {id} is already open on this connection")));
         }
     }
-    let resuming = matches!(session, SessionChoice::Resume(_));
+    // A fork's history is the client's already (it forked its own thread): it is not
+    // replayed.
+    let (resuming, replaying) = match &session {
+        SessionChoice::Resume(_) => (true, true),
+        SessionChoice::Fork(_) => (true, false),
+        _ => (false, false),
+    };
+    let (extra_mcp_servers, mcp_notices) = crate::mcp_servers::from_client(mcp_servers);
     let overrides = Overrides {
         session,
         cwd: cwd.clone(),
+        extra_mcp_servers,
         ..state.options.overrides.clone()
     };
     let running = RunningCalls::default();
@@ -343,12 +376,7 @@ fn open(
     })?;
     let mut conversation = opened.value;
     let mut notices = opened.notices;
-    if !mcp_servers.is_empty() {
-        notices.push(format!(
-            "{} MCP server(s) from the editor were not started: pith takes MCP servers from its own configuration (docs/mcp.md) for now",
-            mcp_servers.len()
-        ));
-    }
+    notices.extend(mcp_notices);
     let view = state.view();
     let mut mapper = EventMapper::new(
         SessionId::new(conversation.session_id()),
@@ -358,7 +386,7 @@ fn open(
         running,
     );
     let mut replayed = Vec::new();
-    if let Some(records) = &opened.resumed {
+    if let Some(records) = opened.resumed.as_ref().filter(|_| replaying) {
         replayed = crate::replay::replay(records, &mut mapper, view);
     }
     // Where the context stands before the first prompt (a loaded session's history,

@@ -6,7 +6,8 @@
 //! background ([`pith_mcp::McpHub`]); the first turn waits for them, reports failures as
 //! notices and installs their tools into the loop's registry (advertised, or deferred
 //! behind a loader when they exceed `[context] mcp_defer_percent` of the input budget).
-//! A new session or model reuses the same connections.
+//! A new session or model reuses the same connections. A front-end may add servers of
+//! its own ([`add_extra`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -118,6 +119,23 @@ pub fn configured_servers(
     Ok(result)
 }
 
+/// Adds the servers a front-end passes ([`crate::Overrides::extra_mcp_servers`], an
+/// editor's over ACP) after the configured ones. They are trusted like the user's
+/// configuration, since the user set them up in the front-end; one named like a
+/// configured server replaces it, with a notice.
+pub fn add_extra(servers: &mut McpServers, extra: &[ServerConfig]) {
+    for server in extra {
+        if let Some(at) = servers.servers.iter().position(|s| s.name == server.name) {
+            servers.notices.push(format!(
+                "MCP server `{}` given by the client replaces the configured one",
+                server.name
+            ));
+            servers.servers.remove(at);
+        }
+        servers.servers.push(server.clone());
+    }
+}
+
 /// What the user is told about a `.mcp.json` not used for want of trust.
 const DISTRUSTED: crate::trust::Distrusted = crate::trust::Distrusted {
     subject: ".mcp.json",
@@ -163,4 +181,53 @@ pub async fn list(
     let reports = hub.report(&counter).await;
     hub.shut_down().await;
     Ok((reports, notices))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pith_mcp::Transport;
+
+    fn stdio(name: &str, command: &str) -> ServerConfig {
+        ServerConfig::with_transport(
+            name.to_owned(),
+            Transport::Stdio {
+                command: command.to_owned(),
+                args: Vec::new(),
+                env: Default::default(),
+                cwd: None,
+            },
+        )
+    }
+
+    #[test]
+    fn extra_servers_follow_the_configured_ones_and_replace_a_namesake_with_a_notice() {
+        let mut servers = McpServers {
+            servers: vec![stdio("docs", "configured-docs"), stdio("git", "git-server")],
+            notices: Vec::new(),
+        };
+        add_extra(
+            &mut servers,
+            &[stdio("docs", "editor-docs"), stdio("time", "time-server")],
+        );
+        let described: Vec<(String, String)> = servers
+            .servers
+            .iter()
+            .map(|s| (s.name.clone(), s.describe()))
+            .collect();
+        assert_eq!(
+            described,
+            [
+                ("git".to_owned(), "git-server".to_owned()),
+                ("docs".to_owned(), "editor-docs".to_owned()),
+                ("time".to_owned(), "time-server".to_owned()),
+            ]
+        );
+        assert_eq!(servers.notices.len(), 1);
+        assert!(
+            servers.notices[0].contains("`docs`"),
+            "{:?}",
+            servers.notices
+        );
+    }
 }

@@ -16,6 +16,10 @@ pub enum SessionChoice {
     /// A given session: id, unique id prefix, directory or transcript path
     /// (`pith --resume`, `pith run --session`).
     Resume(String),
+    /// A new session that starts with a copy of a given session's history (`session/fork`
+    /// of `pith acp`, see [`pith_session::SessionStore::fork`]); the source goes on
+    /// unchanged.
+    Fork(String),
 }
 
 /// The command line's choices, as plain values. [`crate::Settings::resolve`] turns them,
@@ -54,4 +58,8 @@ pub struct Overrides {
     /// `pith run --trust-project`: use the project's `.mcp.json` for this conversation
     /// even if the user has not trusted it (nothing is recorded).
     pub trust_project: bool,
+    /// MCP servers the front-end adds to the configured ones (an editor's, passed over
+    /// ACP in `session/new`). They are trusted like the user's configuration (the user
+    /// set them up in the front-end) and replace a configured server of the same name.
+    pub extra_mcp_servers: Vec<pith_mcp::ServerConfig>,
 }

@@ -54,6 +54,14 @@ pub enum Event {
             skip_serializing_if = "Option::is_none"
         )]
         parent_session: Option<String>,
+        /// For a fork (`session/fork` of `pith acp`): the session whose records it
+        /// starts with.
+        #[serde(
+            rename = "forked_from",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        forked_from: Option<String>,
     },
     /// A message the user sent.
     #[serde(rename = "user_message")]
@@ -423,6 +431,7 @@ mod tests {
             model: "gpt-4o".into(),
             pith_version: "0.1.0".into(),
             parent_session: None,
+            forked_from: None,
         };
         assert_eq!(
             line_json(&event),

@@ -25,6 +25,7 @@
 pub mod error;
 pub mod event;
 pub mod externalize;
+pub mod fork;
 pub mod items;
 pub mod listing;
 pub mod lock;

@@ -122,16 +122,21 @@ impl SessionStore {
     /// Creates a session (uuid v7) for `new.cwd`, takes its writer lock and writes its
     /// `session_started` record (seq 1, fsynced).
     pub fn create(&self, new: NewSession) -> Result<Session> {
-        self.create_with_parent(new, None)
+        self.create_with_parent(new, None, None)
     }
 
     /// [`SessionStore::create`] for a subagent's session: `session_started` names the
     /// `parent` session, and [`SessionStore::latest_session_id`] never picks it.
     pub fn create_child(&self, new: NewSession, parent: &str) -> Result<Session> {
-        self.create_with_parent(new, Some(parent.to_owned()))
+        self.create_with_parent(new, Some(parent.to_owned()), None)
     }
 
-    fn create_with_parent(&self, new: NewSession, parent: Option<String>) -> Result<Session> {
+    pub(crate) fn create_with_parent(
+        &self,
+        new: NewSession,
+        parent: Option<String>,
+        forked_from: Option<String>,
+    ) -> Result<Session> {
         let cwd = fs::canonicalize(&new.cwd)
             .map_err(|e| SessionError::io("cannot resolve the working directory", &new.cwd, e))?;
         let id = uuid::Uuid::now_v7().to_string();
@@ -174,6 +179,7 @@ impl SessionStore {
             model: new.model,
             pith_version: env!("CARGO_PKG_VERSION").to_owned(),
             parent_session: parent,
+            forked_from,
         })?;
         Ok(session)
     }

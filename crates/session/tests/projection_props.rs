@@ -122,6 +122,7 @@ fn transcript(events: &[Event]) -> String {
             model: "m".into(),
             pith_version: "0.1.0".into(),
             parent_session: None,
+            forked_from: None,
         },
     )
     .unwrap();

@@ -92,7 +92,13 @@ impl Conversation {
                 notices: Vec::new(),
             },
             None => {
-                crate::mcp::configured_servers(&workspace, &frontend.env, overrides.trust_project)?
+                let mut servers = crate::mcp::configured_servers(
+                    &workspace,
+                    &frontend.env,
+                    overrides.trust_project,
+                )?;
+                crate::mcp::add_extra(&mut servers, &overrides.extra_mcp_servers);
+                servers
             }
         };
         notices.extend(servers.notices);
@@ -118,6 +124,13 @@ impl Conversation {
         let query = match &overrides.session {
             SessionChoice::New => None,
             SessionChoice::Resume(query) => Some(query.clone()),
+            SessionChoice::Fork(query) => Some(
+                store
+                    .fork(query)
+                    .map_err(ConversationError::session)?
+                    .id()
+                    .to_owned(),
+            ),
             SessionChoice::Latest => {
                 let latest = store
                     .latest_session_id(&cwd)
