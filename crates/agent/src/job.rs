@@ -38,6 +38,21 @@ pub fn open(
     Ok(opened)
 }
 
+/// The stream-json line of kind `kind` (docs/headless.md): `value`'s fields with
+/// `"type": kind`; `None` when `value` is not an object.
+pub fn typed_line(kind: &str, value: impl Serialize) -> Option<Value> {
+    let mut line = serde_json::to_value(value).ok()?;
+    line.as_object_mut()?
+        .insert("type".to_owned(), Value::from(kind));
+    Some(line)
+}
+
+/// The stream-json `plan` line of a plan update (docs/headless.md):
+/// `{"type": "plan", "steps": [{step, status, note?}, …]}`, every step of the plan.
+pub fn plan_line(plan: &pith_core::Plan) -> Option<Value> {
+    typed_line("plan", plan)
+}
+
 /// One compaction in the result object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CompactionReport {
