@@ -212,3 +212,30 @@ impl RunReport {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn typed_lines_tag_objects_and_the_plan_line_carries_every_step() {
+        let plan = pith_core::Plan::from_arguments(&json!({"steps": [
+            {"step": "a", "status": "done", "note": "n"},
+            {"step": "b", "status": "pending"}
+        ]}))
+        .unwrap();
+        assert_eq!(
+            plan_line(&plan),
+            Some(json!({"type": "plan", "steps": [
+                {"step": "a", "status": "done", "note": "n"},
+                {"step": "b", "status": "pending"}
+            ]}))
+        );
+        assert_eq!(
+            plan_line(&pith_core::Plan::default()),
+            Some(json!({"type": "plan", "steps": []}))
+        );
+        assert_eq!(typed_line("x", 3), None, "only objects are lines");
+    }
+}
