@@ -185,3 +185,105 @@ fn ledger_percent_zero_turns_the_ledger_off() {
     let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
     assert_eq!(report["compactions"][0].get("ledger_tokens"), None);
 }
+
+#[test]
+fn a_plan_reaches_stream_json_and_survives_a_compaction_after_a_resume() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.workspace().join("notes.txt"), "x\n").unwrap();
+    let steps = json!([
+        {"step": "read notes.txt", "status": "done", "note": "one line"},
+        {"step": "write the report", "status": "in_progress"},
+        {"step": "ask the user to review it", "status": "pending"}
+    ]);
+    let server = TestServer::start(Script::anthropic([
+        // Job 1 (read-only, the default): a refused plan, then a good one.
+        Turn::text("Planning.").with_tool_call(
+            "update_plan",
+            json!({"steps": [
+                {"step": "a", "status": "in_progress"},
+                {"step": "b", "status": "in_progress"}
+            ]}),
+        ),
+        Turn::text("Again.").with_tool_call("update_plan", json!({ "steps": steps })),
+        Turn::text("Planned."),
+        // Job 2 (resumed): over the threshold, compacts, finishes.
+        Turn::text("Reading.")
+            .with_tool_call("read", json!({"path": "notes.txt"}))
+            .with_usage(180_000, 40),
+        Turn::text(SUMMARY),
+        Turn::text("Done."),
+    ]))
+    .unwrap();
+    sandbox.believe_scripted_usage();
+
+    let first = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--format",
+            "stream-json",
+            "plan the report",
+        ],
+    );
+    assert_eq!(first.status.code(), Some(0), "stderr: {}", stderr(&first));
+    let events: Vec<Value> = stdout(&first)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    let plans: Vec<usize> = (0..events.len())
+        .filter(|&i| events[i]["type"] == "plan")
+        .collect();
+    assert_eq!(plans.len(), 1, "only the accepted plan is sent: {events:?}");
+    assert_eq!(events[plans[0]], json!({"type": "plan", "steps": steps}));
+    let results: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_result")
+        .collect();
+    assert_eq!(results[0]["is_error"], json!(true));
+    assert!(results[0]["preview"]
+        .as_str()
+        .unwrap()
+        .contains("at most one step may be in progress"));
+    assert_eq!(results[1]["is_error"], json!(false));
+    assert_eq!(
+        results[1]["preview"],
+        json!("Plan updated (3 steps: 1 done, 1 in progress, 1 pending).")
+    );
+    let result_at = events
+        .iter()
+        .position(|e| e["type"] == "tool_result" && e["is_error"] == json!(false))
+        .unwrap();
+    assert!(
+        plans[0] < result_at,
+        "the plan comes before its call's result"
+    );
+    let session_id = events[0]["session_id"].as_str().unwrap().to_owned();
+
+    let second = sandbox.run(
+        &server,
+        &["--session", &session_id, "--format", "json", "go on"],
+    );
+    assert_eq!(second.status.code(), Some(0), "stderr: {}", stderr(&second));
+    let checklist = "[x] read notes.txt — one line\n[~] write the report\n\
+                     [ ] ask the user to review it\n";
+    let replacement = first_message_text(&server, 5);
+    assert!(replacement.starts_with(&format!("<compacted_context>{SUMMARY}")));
+    assert_eq!(
+        replacement.matches(checklist).count(),
+        1,
+        "the plan rebuilt from the transcript, verbatim: {replacement}"
+    );
+
+    let replay = sandbox
+        .pith(None)
+        .args(["replay", &session_id])
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+    let text = stdout(&replay);
+    assert!(
+        text.contains("* update_plan 3 steps: 1 done, 1 in progress, 1 pending\n      [x] read notes.txt — one line\n      [~] write the report\n"),
+        "{text}"
+    );
+}

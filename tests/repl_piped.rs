@@ -322,3 +322,40 @@ fn a_subagent_runs_from_the_repl_and_context_lists_what_it_used() {
         "parent and child transcripts"
     );
 }
+
+#[test]
+fn a_plan_shows_as_a_checklist_card_and_in_the_ledger() {
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Planning.").with_tool_call(
+            "update_plan",
+            serde_json::json!({"steps": [
+                {"step": "read the parser", "status": "done", "note": "depth is global"},
+                {"step": "fix the depth", "status": "in_progress"}
+            ]}),
+        ),
+        Turn::text("Planned."),
+    ]))
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    // The default approval is `ask`, which a pipe cannot answer: the plan asks nothing.
+    let output = pith(root.path(), &server)
+        .write_stdin("plan the fix\n/ledger\n/exit\n")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(output.status.success(), "pith failed: {stdout}");
+    assert!(stdout.contains("update_plan  2 steps"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "Plan · 2 steps: 1 done, 1 in progress, 0 pending\n  [x] read the parser — depth is global\n  [~] fix the depth\n"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Planned."), "{stdout}");
+    // /ledger shows the plan the next compaction carries.
+    let ledger = &stdout[stdout.find("<session_ledger>").expect("/ledger output")..];
+    assert!(
+        ledger.contains("## Plan (") && ledger.contains("\n[~] fix the depth\n"),
+        "{ledger}"
+    );
+}

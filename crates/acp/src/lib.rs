@@ -9,6 +9,7 @@ pub mod commands;
 pub mod ext;
 pub mod mcp_servers;
 pub mod modes;
+pub mod plan;
 pub mod prompt;
 pub mod replay;
 pub mod running;

@@ -123,6 +123,19 @@ fn assistant(
     }
     for part in &message.parts {
         let update = match part {
+            Part::ToolCall(call) if call.name == pith_core::PLAN_TOOL => {
+                out.push(
+                    mapper.notification(SessionUpdate::ToolCall(tool_calls::started(
+                        &call.id, call, cwd, false,
+                    ))),
+                );
+                // The plan as it stood after this call: the check the tool made, so a
+                // refused call changes nothing here either.
+                match pith_core::Plan::from_arguments(&call.arguments) {
+                    Ok(plan) => SessionUpdate::Plan(crate::plan::to_acp(&plan)),
+                    Err(_) => continue,
+                }
+            }
             Part::Text { text } if !text.is_empty() => {
                 SessionUpdate::AgentMessageChunk(chunk(text))
             }

@@ -233,6 +233,9 @@ impl EventMapper {
                 format!("The answer was cut off: {reason}; incomplete tool calls were not run."),
             ),
             LoopEvent::Subagent(child) => self.subagent(child, out),
+            LoopEvent::PlanUpdated(plan) => {
+                self.push(out, SessionUpdate::Plan(crate::plan::to_acp(plan)))
+            }
             LoopEvent::TextDelta(_)
             | LoopEvent::ReasoningDelta(_)
             | LoopEvent::RequestStarted { .. }

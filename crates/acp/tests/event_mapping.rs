@@ -515,3 +515,74 @@ fn turn_outcomes_are_stop_reasons_or_errors() {
     let failed = stop_reason(&ended(Some(TurnError::Record("disk full".into()))));
     assert!(failed.unwrap_err().to_string().contains("disk full"));
 }
+
+fn plan_arguments() -> Value {
+    json!({"steps": [
+        {"step": "read the parser", "status": "done"},
+        {"step": "fix the off-by-one", "status": "in_progress", "note": "line 42"},
+        {"step": "run the tests", "status": "pending"},
+    ]})
+}
+
+fn acp_plan() -> Value {
+    json!({
+        "sessionUpdate": "plan",
+        "entries": [
+            {"content": "read the parser", "priority": "medium", "status": "completed"},
+            {"content": "fix the off-by-one — line 42", "priority": "medium", "status": "in_progress"},
+            {"content": "run the tests", "priority": "medium", "status": "pending"},
+        ]
+    })
+}
+
+#[test]
+fn a_plan_update_is_the_editors_whole_checklist() {
+    let mut m = mapper(EVERYTHING, Path::new("/w"));
+    let plan = pith_core::Plan::from_arguments(&plan_arguments()).unwrap();
+    let sent = updates(m.map(&LoopEvent::PlanUpdated(plan)));
+    assert_eq!(sent, vec![acp_plan()]);
+    // A cleared plan clears the editor's checklist.
+    let cleared = updates(m.map(&LoopEvent::PlanUpdated(pith_core::Plan::default())));
+    assert_eq!(
+        cleared,
+        vec![json!({"sessionUpdate": "plan", "entries": []})]
+    );
+}
+
+#[test]
+fn a_loaded_session_replays_each_accepted_plan_after_its_call() {
+    use pith_session::{Event, Record};
+    let accepted = call("p1", pith_core::PLAN_TOOL, plan_arguments());
+    let refused = call(
+        "p2",
+        pith_core::PLAN_TOOL,
+        json!({"steps": [{"step": "a", "status": "in_progress"}, {"step": "b", "status": "in_progress"}]}),
+    );
+    let turn = Event::AssistantTurn {
+        messages: vec![Message::assistant_with_calls(
+            "Planning.",
+            vec![accepted, refused],
+        )],
+        items: Vec::new(),
+        usage: None,
+        interrupted: false,
+        error: None,
+    };
+    let records = vec![Record {
+        seq: 1,
+        ts: "2026-12-01T00:00:00.000Z".into(),
+        event: turn,
+    }];
+    let mut m = mapper(EVERYTHING, Path::new("/w"));
+    let sent = updates(pith_acp::replay::replay(&records, &mut m, EVERYTHING));
+    let kinds: Vec<&str> = sent
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec!["agent_message_chunk", "tool_call", "plan", "tool_call"],
+        "{sent:#?}"
+    );
+    assert_eq!(sent[2], acp_plan());
+}

@@ -38,6 +38,21 @@ pub fn open(
     Ok(opened)
 }
 
+/// The stream-json line of kind `kind` (docs/headless.md): `value`'s fields with
+/// `"type": kind`; `None` when `value` is not an object.
+pub fn typed_line(kind: &str, value: impl Serialize) -> Option<Value> {
+    let mut line = serde_json::to_value(value).ok()?;
+    line.as_object_mut()?
+        .insert("type".to_owned(), Value::from(kind));
+    Some(line)
+}
+
+/// The stream-json `plan` line of a plan update (docs/headless.md):
+/// `{"type": "plan", "steps": [{step, status, note?}, …]}`, every step of the plan.
+pub fn plan_line(plan: &pith_core::Plan) -> Option<Value> {
+    typed_line("plan", plan)
+}
+
 /// One compaction in the result object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CompactionReport {
@@ -195,5 +210,32 @@ impl RunReport {
                 .map(ToString::to_string)
                 .or_else(|| outcome.record_error.clone()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn typed_lines_tag_objects_and_the_plan_line_carries_every_step() {
+        let plan = pith_core::Plan::from_arguments(&json!({"steps": [
+            {"step": "a", "status": "done", "note": "n"},
+            {"step": "b", "status": "pending"}
+        ]}))
+        .unwrap();
+        assert_eq!(
+            plan_line(&plan),
+            Some(json!({"type": "plan", "steps": [
+                {"step": "a", "status": "done", "note": "n"},
+                {"step": "b", "status": "pending"}
+            ]}))
+        );
+        assert_eq!(
+            plan_line(&pith_core::Plan::default()),
+            Some(json!({"type": "plan", "steps": []}))
+        );
+        assert_eq!(typed_line("x", 3), None, "only objects are lines");
     }
 }

@@ -90,4 +90,56 @@ mod tests {
         assert_eq!(ledger.files()[0].path, "src/lib.rs");
         assert!(fresh(Path::new("/repo")).is_empty());
     }
+
+    #[test]
+    fn the_plan_of_the_latest_accepted_update_plan_call_is_rebuilt() {
+        let plan_turn = |id: &str, steps: serde_json::Value, refused: bool| {
+            let call = ToolCall {
+                id: id.into(),
+                name: pith_core::PLAN_TOOL.into(),
+                arguments: json!({ "steps": steps }),
+            };
+            Event::AssistantTurn {
+                messages: vec![
+                    Message::assistant_with_calls("", vec![call]),
+                    Message::tool_result(id, "Plan updated.", refused),
+                ],
+                items: Vec::new(),
+                usage: None,
+                interrupted: false,
+                error: None,
+            }
+        };
+        let records = vec![
+            record(
+                1,
+                plan_turn("p1", json!([{"step": "a", "status": "in_progress"}]), false),
+            ),
+            record(
+                2,
+                Event::CompactionApplied {
+                    trigger: pith_session::CompactionTrigger::Auto,
+                    messages: vec![Message::user("<compacted_context>S</compacted_context>")],
+                    summary: "S".into(),
+                    tokens_before: 9_000,
+                    tokens_after: 900,
+                    usage: None,
+                    ledger: None,
+                    ledger_tokens: 0,
+                    restored_files: Vec::new(),
+                },
+            ),
+            record(
+                3,
+                plan_turn(
+                    "p2",
+                    json!([{"step": "a", "status": "done", "note": "kept"}]),
+                    false,
+                ),
+            ),
+            record(4, plan_turn("p3", json!([{"step": "b"}]), true)),
+        ];
+        let ledger = rebuild(Path::new("/repo"), &records);
+        assert_eq!(ledger.plan().checklist(), "[x] a — kept");
+    }
 }

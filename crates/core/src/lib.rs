@@ -27,7 +27,7 @@ pub mod repeat;
 // The module paths the other crates have always named these modules by
 // (`pith_core::events::…`, `pith_core::hooks::…`).
 pub use context::{budget, prompts, summary, system_prompt, tokens};
-pub use protocol::{effect, events, hooks, message, rewrite, subagent, tool};
+pub use protocol::{effect, events, hooks, message, plan, rewrite, subagent, tool};
 
 pub use context::budget::ContextBudget;
 pub use context::tokens::{
@@ -39,6 +39,7 @@ pub use protocol::events::SubagentEvent;
 pub use protocol::events::{AutoCompaction, LoopEvent, RequestPurpose, RequestReport};
 pub use protocol::hooks::{HookEvent, HookOutcome, HookRun, LoopHooks, NoHooks};
 pub use protocol::message::{Image, Message, Part, Reasoning, Role, ToolCall, ToolResult};
+pub use protocol::plan::{Plan, PlanStatus, PlanStep, PLAN_TOOL};
 pub use protocol::rewrite::{Carried, Compaction, CompactionTrigger, HistoryRewrite};
 pub use protocol::sink::{Discard, EventSink, InMemory, PersistError, Progress, TurnSink};
 pub use protocol::subagent::ChildRun;

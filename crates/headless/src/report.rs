@@ -1,7 +1,7 @@
 //! The stream-json lines of a headless job (docs/headless.md); the result object they
 //! end with is pith-agent's [`pith_agent::job::RunReport`].
 
-use pith_agent::job::RequestEntry;
+use pith_agent::job::{plan_line, typed_line, RequestEntry};
 use pith_core::events::MicroReason;
 use pith_core::{AutoCompaction, LoopEvent, Role};
 use serde_json::{json, Value};
@@ -27,16 +27,8 @@ pub fn stream_event(event: &LoopEvent, include_partial: bool) -> Option<Value> {
         LoopEvent::ToolCallStarted(call) => {
             json!({"type": "tool_started", "call_id": call.id, "name": call.name, "arguments": call.arguments})
         }
-        LoopEvent::RequestFinished(report) => {
-            let mut value = serde_json::to_value(RequestEntry::from(report)).ok()?;
-            value["type"] = Value::from("request");
-            value
-        }
-        LoopEvent::Hook(run) => {
-            let mut value = serde_json::to_value(run).ok()?;
-            value["type"] = Value::from("hook");
-            value
-        }
+        LoopEvent::RequestFinished(report) => typed_line("request", RequestEntry::from(report))?,
+        LoopEvent::Hook(run) => typed_line("hook", run)?,
         LoopEvent::MessageAppended(message) if message.role == Role::Assistant => {
             let calls: Vec<Value> = message
                 .tool_calls()
@@ -106,6 +98,7 @@ pub fn stream_event(event: &LoopEvent, include_partial: bool) -> Option<Value> {
             line
         }
         LoopEvent::OutputTruncated { reason } => json!({"type": "truncated", "reason": reason}),
+        LoopEvent::PlanUpdated(plan) => plan_line(plan)?,
         _ => return None,
     })
 }
@@ -263,6 +256,14 @@ mod tests {
                 reason: "HTTP 529".into(),
             },
             LoopEvent::Notice("trimmed".into()),
+            LoopEvent::PlanUpdated(
+                pith_core::Plan::from_arguments(&json!({"steps": [
+                    {"step": "read", "status": "done", "note": "found it"},
+                    {"step": "fix", "status": "in_progress"},
+                ]}))
+                .unwrap(),
+            ),
+            LoopEvent::PlanUpdated(pith_core::Plan::default()),
             LoopEvent::OutputTruncated {
                 reason: "output cap".into(),
             },

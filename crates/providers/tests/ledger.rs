@@ -25,6 +25,7 @@ for_each_protocol!(
     the_first_instruction_survives_two_compactions_verbatim,
     a_manual_compaction_carries_the_ledger_too,
     a_file_changed_on_disk_since_it_was_read_is_flagged,
+    the_plan_survives_two_automatic_compactions_verbatim,
 );
 
 /// A disk held in memory: path → content.
@@ -278,4 +279,73 @@ async fn a_file_changed_on_disk_since_it_was_read_is_flagged(protocol: Protocol)
         .find(|l| l.starts_with("- other.rs"))
         .expect("other.rs in the ledger");
     assert!(!other.contains("CHANGED"), "{other}");
+}
+
+async fn the_plan_survives_two_automatic_compactions_verbatim(protocol: Protocol) {
+    let disk = MemoryDisk::with(&[("a.rs", "a\n"), ("b.rs", "b\n")]);
+    let steps = json!([
+        {"step": "read a.rs and b.rs", "status": "done", "note": "b.rs has the bug"},
+        {"step": "fix the off-by-one in b.rs", "status": "in_progress"},
+        {"step": "run the tests", "status": "pending"}
+    ]);
+    let mut h = ledger_harness(
+        protocol,
+        vec![
+            Turn::text("Planning.").with_tool_call("update_plan", json!({ "steps": steps })),
+            Turn::text("Looking.")
+                .with_tool_call("read", json!({"path": "a.rs"}))
+                .with_usage(OVER_THRESHOLD, 40),
+            // A summary that forgot the plan.
+            Turn::text("## Goal\nWork on a.rs."),
+            // The first report after the compaction verifies it: under the threshold.
+            Turn::text("Noted."),
+            Turn::text("Again.")
+                .with_tool_call("read", json!({"path": "b.rs"}))
+                .with_usage(OVER_THRESHOLD, 40),
+            Turn::text("## Goal\nWork on b.rs."),
+            Turn::text("Done."),
+        ],
+        disk,
+    );
+    h.agent
+        .tools()
+        .register(Arc::new(pith_tools::plan::PlanTool));
+    let first = h.turn("fix the bug").await;
+    first.outcome.expect("first turn");
+    let plan = pith_core::Plan::from_arguments(&json!({ "steps": steps })).unwrap();
+    let sent: Vec<&pith_core::Plan> = first
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            LoopEvent::PlanUpdated(plan) => Some(plan),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent, vec![&plan], "the event carries every step");
+    let second = h.turn("go on").await;
+    second.outcome.expect("second turn");
+    assert_eq!(applied_ledger_tokens(&first.events).len(), 1);
+    assert_eq!(applied_ledger_tokens(&second.events).len(), 1);
+    let expected = format!(
+        "{}\n[x] read a.rs and b.rs — b.rs has the bug\n[~] fix the off-by-one in b.rs\n\
+         [ ] run the tests\n",
+        pith_core::context::ledger::render::PLAN_HEADING
+    );
+    let requests = h.requests();
+    // The request right after each compaction carries the plan verbatim.
+    let after: Vec<String> = requests
+        .iter()
+        .map(|r| r.user_texts().first().cloned().unwrap_or_default())
+        .filter(|first| first.starts_with("<compacted_context>"))
+        .collect();
+    assert!(
+        after.len() >= 2,
+        "{} requests after compactions",
+        after.len()
+    );
+    for replacement in &after {
+        assert_eq!(replacement.matches(&expected).count(), 1, "{replacement}");
+    }
+    // So does the loop's history now.
+    assert!(h.agent.history()[0].text_content().contains(&expected));
 }

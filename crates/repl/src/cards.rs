@@ -1,7 +1,8 @@
 //! Tool cards: the one-line header of a tool call (tool and argument summary) and the
-//! preview of its result. Pure text, so the shortening rules are unit-tested.
+//! preview of its result; the plan's checklist card. Pure text, so the shortening rules
+//! are unit-tested.
 
-use pith_core::{ToolCall, ToolResult};
+use pith_core::{Plan, ToolCall, ToolResult, PLAN_TOOL};
 use serde_json::Value;
 
 /// Most characters of an argument summary.
@@ -14,6 +15,15 @@ pub const PREVIEW_LINE_CHARS: usize = 100;
 /// The argument that says most about a call (`command`, `path`, `pattern`, …), else the
 /// compact JSON of all arguments, shortened.
 pub fn argument_summary(call: &ToolCall) -> String {
+    if call.name == PLAN_TOOL {
+        // The plan itself shows as its own card (`plan_card`).
+        let steps = call.arguments.get("steps").and_then(Value::as_array);
+        return match steps {
+            Some(steps) if steps.len() == 1 => "1 step".to_owned(),
+            Some(steps) => format!("{} steps", steps.len()),
+            None => shorten(&single_line(&call.arguments.to_string()), SUMMARY_CHARS),
+        };
+    }
     const KEYS: [&str; 5] = ["command", "path", "file_path", "pattern", "query"];
     let text = match &call.arguments {
         Value::Object(map) => {
@@ -64,6 +74,17 @@ pub fn result_preview(result: &ToolResult) -> Vec<String> {
     preview
 }
 
+/// The plan as a checklist card: a heading with the progress, then one line per step
+/// (`[x]` done, `[~]` in progress, `[ ]` pending), each with its note, every step shown.
+pub fn plan_card(plan: &Plan) -> Vec<String> {
+    let mut lines = vec![format!("Plan · {}", plan.progress())];
+    for step in &plan.steps {
+        let line = pith_core::plan::step_line(step);
+        lines.push(format!("  {}", shorten(&line, PREVIEW_LINE_CHARS * 2)));
+    }
+    lines
+}
+
 fn single_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -105,6 +126,31 @@ mod tests {
         let long = argument_summary(&call(json!({"command": "x".repeat(500)})));
         assert_eq!(long.chars().count(), SUMMARY_CHARS);
         assert!(long.ends_with('…'));
+    }
+
+    #[test]
+    fn the_plan_card_is_a_checklist_of_every_step() {
+        let plan = Plan::from_arguments(&json!({"steps": [
+            {"step": "read the parser", "status": "done", "note": "depth is global"},
+            {"step": "fix it", "status": "in_progress"},
+            {"step": "test it", "status": "pending"},
+        ]}))
+        .unwrap();
+        assert_eq!(
+            plan_card(&plan),
+            vec![
+                "Plan · 3 steps: 1 done, 1 in progress, 1 pending",
+                "  [x] read the parser — depth is global",
+                "  [~] fix it",
+                "  [ ] test it",
+            ]
+        );
+        let call = ToolCall {
+            id: "p".into(),
+            name: PLAN_TOOL.into(),
+            arguments: json!({"steps": [{}, {}, {}]}),
+        };
+        assert_eq!(argument_summary(&call), "3 steps");
     }
 
     #[test]

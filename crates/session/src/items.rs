@@ -83,6 +83,20 @@ pub fn summarize_arguments(arguments: &serde_json::Value) -> String {
     }
 }
 
+/// An `update_plan` call's arguments as the plan they set: its progress, then its
+/// checklist, one step a line (`None` for other calls and for a plan the tool refused).
+fn plan_summary(call: &pith_core::ToolCall) -> Option<String> {
+    if call.name != pith_core::PLAN_TOOL {
+        return None;
+    }
+    let plan = pith_core::Plan::from_arguments(&call.arguments).ok()?;
+    Some(
+        format!("{}\n{}", plan.progress(), plan.checklist())
+            .trim_end()
+            .to_owned(),
+    )
+}
+
 /// The visible items of a turn reconstructed from its messages: assistant text, one card
 /// per tool call and one per tool result, in order. System and user messages show
 /// nothing here (user messages are their own records).
@@ -101,7 +115,8 @@ pub fn items_from_messages(messages: &[Message]) -> Vec<TranscriptItem> {
                 Part::ToolCall(call) => items.push(TranscriptItem::ToolCall {
                     call_id: call.id.clone(),
                     name: call.name.clone(),
-                    arguments: summarize_arguments(&call.arguments),
+                    arguments: plan_summary(call)
+                        .unwrap_or_else(|| summarize_arguments(&call.arguments)),
                 }),
                 Part::ToolResult(result) => items.push(TranscriptItem::ToolResult {
                     call_id: result.call_id.clone(),
@@ -123,6 +138,34 @@ mod tests {
     use super::*;
     use pith_core::ToolCall;
     use serde_json::json;
+
+    #[test]
+    fn a_plan_call_shows_as_its_checklist() {
+        let plan = |arguments| {
+            items_from_messages(&[Message::assistant_with_calls(
+                "",
+                vec![ToolCall {
+                    id: "p1".into(),
+                    name: pith_core::PLAN_TOOL.into(),
+                    arguments,
+                }],
+            )])
+        };
+        let items = plan(json!({"steps": [
+            {"step": "read", "status": "done", "note": "ok"},
+            {"step": "fix", "status": "pending"}
+        ]}));
+        assert!(
+            matches!(&items[0], TranscriptItem::ToolCall { arguments, .. }
+            if arguments == "2 steps: 1 done, 0 in progress, 1 pending\n[x] read — ok\n[ ] fix")
+        );
+        // A refused plan shows its raw arguments, as any call does.
+        let items = plan(json!({"steps": "x"}));
+        assert!(
+            matches!(&items[0], TranscriptItem::ToolCall { arguments, .. }
+            if arguments == r#"{"steps":"x"}"#)
+        );
+    }
 
     #[test]
     fn items_follow_the_turn_in_order() {

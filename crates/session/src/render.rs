@@ -231,7 +231,12 @@ fn write_item(out: &mut dyn Write, item: &TranscriptItem) -> io::Result<()> {
         TranscriptItem::AssistantText { text } => write_indented(out, text, "  ", usize::MAX),
         TranscriptItem::ToolCall {
             name, arguments, ..
-        } => writeln!(out, "  * {name} {arguments}"),
+        } => {
+            // One line, except a plan: its checklist under it.
+            let mut lines = arguments.lines();
+            writeln!(out, "  * {name} {}", lines.next().unwrap_or_default())?;
+            lines.try_for_each(|line| writeln!(out, "      {line}"))
+        }
         TranscriptItem::ToolResult {
             content,
             is_error,

@@ -1,4 +1,4 @@
-//! pith-tools: the agent's tools (read, write, edit, bash, grep, glob, ls) implementing
+//! pith-tools: the agent's tools (read, write, edit, bash, grep, glob, ls, update_plan) implementing
 //! `pith_core::Tool`, the permission policy (read-only / ask / auto-edit / full), workspace
 //! confinement, the kernel sandbox of `bash` ([`sandbox`]), and squash-at-capture with
 //! spill files for large outputs.
@@ -26,6 +26,7 @@ pub mod grep;
 pub mod image;
 pub mod ls;
 pub mod permission;
+pub mod plan;
 pub mod process_group;
 pub mod read;
 pub mod read_only;

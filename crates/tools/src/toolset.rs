@@ -1,4 +1,4 @@
-//! The session's tool set: the seven built-in tools assembled over one [`ToolEnv`].
+//! The session's tool set: the eight built-in tools assembled over one [`ToolEnv`].
 
 use std::sync::Arc;
 
@@ -15,7 +15,7 @@ pub struct Toolset {
 }
 
 impl Toolset {
-    /// Builds the seven tools over `config`.
+    /// Builds the eight tools over `config`.
     pub fn new(config: ToolsConfig) -> Result<Self, ToolsConfigError> {
         let env = Arc::new(ToolEnv::new(config)?);
         let registry = ToolRegistry::new(vec![
@@ -26,12 +26,13 @@ impl Toolset {
             Arc::new(crate::write::WriteTool::new(env.clone())),
             Arc::new(crate::edit::EditTool::new(env.clone())),
             Arc::new(crate::bash::BashTool::new(env.clone())),
+            Arc::new(crate::plan::PlanTool),
         ]);
         Ok(Self { env, registry })
     }
 
     /// The registry the tool loop executes calls through (read, grep, glob, ls, write,
-    /// edit, bash — in that advertisement order).
+    /// edit, bash, update_plan — in that advertisement order).
     pub fn registry(&self) -> ToolRegistry {
         self.registry.clone()
     }
@@ -56,7 +57,7 @@ impl Toolset {
     }
 }
 
-/// Builds the registry of the seven tools for one session.
+/// Builds the registry of the eight tools for one session.
 pub fn build_registry(config: ToolsConfig) -> Result<ToolRegistry, ToolsConfigError> {
     Ok(Toolset::new(config)?.registry())
 }

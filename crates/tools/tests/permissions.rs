@@ -142,7 +142,7 @@ async fn switching_modes_through_the_toolset_handle_applies_to_the_next_call() {
 }
 
 #[test]
-fn registry_advertises_seven_tools_with_schemas_and_the_read_only_set() {
+fn registry_advertises_eight_tools_with_schemas_and_the_read_only_set() {
     let fx = Fixture::new(PermissionMode::Ask);
     let names: Vec<String> = fx
         .registry
@@ -152,7 +152,16 @@ fn registry_advertises_seven_tools_with_schemas_and_the_read_only_set() {
         .collect();
     assert_eq!(
         names,
-        ["read", "grep", "glob", "ls", "write", "edit", "bash"]
+        [
+            "read",
+            "grep",
+            "glob",
+            "ls",
+            "write",
+            "edit",
+            "bash",
+            "update_plan"
+        ]
     );
     for definition in fx.registry.definitions() {
         assert_eq!(
@@ -167,7 +176,7 @@ fn registry_advertises_seven_tools_with_schemas_and_the_read_only_set() {
             .read_only_names()
             .into_iter()
             .collect::<Vec<_>>(),
-        ["glob", "grep", "ls", "read"]
+        ["glob", "grep", "ls", "read", "update_plan"]
     );
 }
 

@@ -7,7 +7,9 @@
 //! - b. each file written or edited so far;
 //! - c. the files read in the last 5 tool turns;
 //! - d. the failing test ids of the latest test run;
-//! - e. the last error line of the latest failing command.
+//! - e. the last error line of the latest failing command;
+//! - f. the plan: on a scripted session ([`plan`]), each step of the latest
+//!   `update_plan`, verbatim.
 //!
 //! Designs: `keen` (summary + last user message), `codex` (user messages within 20k
 //! tokens + summary), `pith` (summary + session ledger + re-attached files + last user
@@ -17,6 +19,8 @@
 //! ([`crate::split`]) are reported.
 
 pub mod facts;
+pub mod plan;
+mod view;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -24,7 +28,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use pith_core::message::{Message, Part, Role};
 use pith_core::{BpeCounter, Encoding};
 use serde::Serialize;
 
@@ -34,9 +37,8 @@ use crate::simulate::policy::{Carry, Policy};
 use crate::simulate::replay::{replay_with, CompactionView, SimParams};
 use crate::split::{half_of, Half};
 use facts::{facts_at, Facts};
+pub use view::{view_text, Tally, SUMMARY_TOKENS};
 
-/// Tokens of the stand-in summary (as `simulate`'s default).
-const SUMMARY_TOKENS: usize = 2_000;
 /// Characters of a long user message's head and tail probe a looks for.
 const HEAD_TAIL_CHARS: usize = 100;
 
@@ -53,36 +55,6 @@ pub struct FidelityOptions {
     pub json: Option<PathBuf>,
     /// Print what pith's views lost, for sessions of the tuning half only.
     pub missed: bool,
-}
-
-/// Probes asked and kept.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
-pub struct Tally {
-    /// Probes asked.
-    pub asked: u64,
-    /// Probes whose answer was in the view.
-    pub kept: u64,
-}
-
-impl Tally {
-    fn add(&mut self, kept: bool) {
-        self.asked += 1;
-        self.kept += u64::from(kept);
-    }
-
-    fn merge(&mut self, other: Tally) {
-        self.asked += other.asked;
-        self.kept += other.kept;
-    }
-
-    /// Percent kept (100 when nothing was asked).
-    pub fn percent(&self) -> f64 {
-        if self.asked == 0 {
-            100.0
-        } else {
-            self.kept as f64 * 100.0 / self.asked as f64
-        }
-    }
 }
 
 /// One design's retention over a set of sessions at one window.
@@ -129,39 +101,6 @@ impl Row {
         self.ledger_tokens_max = self.ledger_tokens_max.max(other.ledger_tokens_max);
         self.ledger_percent_max = self.ledger_percent_max.max(other.ledger_percent_max);
     }
-}
-
-/// A view as text: every message's text, each tool call as its name and arguments JSON,
-/// each tool result's content (the `--dump` format after its first line).
-pub fn view_text(messages: &[Message]) -> String {
-    let mut out = String::new();
-    for message in messages {
-        let role = match message.role {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        };
-        let _ = writeln!(out, "[{role}]");
-        for part in &message.parts {
-            match part {
-                Part::Text { text } => {
-                    out.push_str(text);
-                    out.push('\n');
-                }
-                Part::ToolCall(call) => {
-                    let _ = writeln!(out, "tool call {} {}", call.name, call.arguments);
-                }
-                Part::ToolResult(result) => {
-                    out.push_str(&result.content);
-                    out.push('\n');
-                }
-                // Reasoning and images say nothing the probes ask about.
-                _ => {}
-            }
-        }
-    }
-    out
 }
 
 /// Probes one view against the facts at its point; returns the five tallies.
@@ -228,6 +167,10 @@ pub fn probe_noting(view: &str, facts: &Facts, missed: &mut dyn FnMut(char, &str
 pub fn run(options: &FidelityOptions) -> Result<()> {
     let rows = measure(options)?;
     print!("{}", table(&rows));
+    print!(
+        "{}",
+        plan::plan_table(&plan::measure_plan(&options.windows))
+    );
     if let Some(path) = &options.json {
         std::fs::write(path, serde_json::to_string_pretty(&rows)?)
             .with_context(|| format!("writing {}", path.display()))?;

@@ -72,6 +72,13 @@ mod tests {
     }
 
     #[test]
+    fn asks_for_a_plan_only_on_multi_step_work() {
+        let prompt = build_system_prompt(&inputs());
+        assert!(prompt.contains("For multi-step work, keep a short plan with `update_plan`"));
+        assert!(prompt.contains("skip the plan for simple tasks"));
+    }
+
+    #[test]
     fn carries_environment_and_project_instructions_verbatim() {
         let prompt = build_system_prompt(&inputs());
         assert!(prompt.contains("- Working directory: /work/app"));

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::protocol::hooks::HookRun;
 use crate::protocol::message::{Message, ToolCall, ToolResult};
 use crate::protocol::notice::GovernorNotice;
+use crate::protocol::plan::Plan;
 use crate::protocol::usage::Usage;
 
 // A micro-compaction is a history rewrite and is defined with the others; the other
@@ -139,6 +140,11 @@ pub enum LoopEvent {
     /// An event of a child conversation a tool call runs (the `task` tool; see
     /// [`crate::protocol::subagent`]). It belongs to the child's transcript, not the parent's.
     Subagent(SubagentEvent),
+    /// The model replaced its plan (an `update_plan` call that succeeded): the whole
+    /// current plan, every step, emitted before the call's
+    /// [`LoopEvent::ToolCallFinished`]. Front-ends show it as a checklist; the transcript
+    /// holds the call, and the session ledger carries the plan across compactions.
+    PlanUpdated(Plan),
     /// Something the user should know that is not assistant content (e.g. a request
     /// was trimmed to fit the context window).
     Notice(String),

@@ -9,6 +9,7 @@
 //! - [`rewrite`] — history rewrites: summary compactions and micro-compactions.
 //! - [`hooks`] — hook events, runs and the [`hooks::LoopHooks`] seam.
 //! - [`notice`] — what the compaction governor tells the user.
+//! - [`plan`] — the agent's plan (`update_plan`): its steps and the checks on them.
 //! - [`events`] — everything the loop reports while a turn runs.
 //! - [`sink`] — where events, persisted rewrites and a tool's progress go.
 //! - [`tool`] — the tool trait and what a call gets and gives back.
@@ -18,6 +19,7 @@ pub mod events;
 pub mod hooks;
 pub mod message;
 pub mod notice;
+pub mod plan;
 pub mod rewrite;
 pub mod sink;
 pub mod subagent;

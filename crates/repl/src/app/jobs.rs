@@ -151,6 +151,9 @@ fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, st
             show_line(screen, &event, "")
         }
         LoopEvent::Subagent(child) => on_child_event(&child, busy, screen),
+        LoopEvent::PlanUpdated(plan) => {
+            screen.message(Tone::Info, &crate::cards::plan_card(&plan).join("\n"))
+        }
         LoopEvent::RequestStarted { .. }
         | LoopEvent::RequestFinished(_)
         | LoopEvent::TurnFinished { .. } => {}

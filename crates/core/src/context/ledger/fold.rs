@@ -16,6 +16,7 @@ use crate::context::shell::family::{command_family, CommandFamily};
 use crate::context::squash::failing_tests;
 use crate::protocol::effect::FileAction;
 use crate::protocol::message::{Message, Part, Role, ToolCall, ToolResult};
+use crate::protocol::plan::{Plan, PLAN_TOOL};
 
 /// Files the ledger tracks at most (the least recently touched are forgotten first).
 const MAX_FILES: usize = 500;
@@ -54,6 +55,7 @@ pub struct Ledger {
     commands: VecDeque<CommandEntry>,
     tests: Vec<TestRun>,
     spills: Vec<SpillEntry>,
+    plan: Plan,
     pending: HashMap<String, ToolCall>,
 }
 
@@ -148,6 +150,16 @@ impl Ledger {
 
     fn observe_result(&mut self, result: &ToolResult, probe: Option<&dyn FileProbe>) {
         let call = self.pending.remove(&result.call_id);
+        if let Some(call) = call.as_ref().filter(|c| c.name == PLAN_TOOL) {
+            // The tool checked these arguments with the same rule; a refused call
+            // leaves the plan as it was.
+            if !result.is_error {
+                if let Ok(plan) = Plan::from_arguments(&call.arguments) {
+                    self.plan = plan;
+                }
+            }
+            return;
+        }
         let tool = call.as_ref().map_or("tool", |c| c.name.as_str()).to_owned();
         let command = call.as_ref().and_then(shell_command);
         let exit_code = exit_code(&result.content);
@@ -430,6 +442,12 @@ impl Ledger {
         &self.spills
     }
 
+    /// The current plan: the steps of the latest successful `update_plan` call (empty
+    /// when none was made, or the latest cleared it).
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
     /// Tool turns (assistant messages with tool calls) observed.
     pub fn tool_turns(&self) -> u64 {
         self.tool_turns
@@ -441,6 +459,7 @@ impl Ledger {
             && self.files.is_empty()
             && self.commands.is_empty()
             && self.spills.is_empty()
+            && self.plan.is_empty()
     }
 
     /// The files to re-attach after a compaction: the `limit` most recently edited or

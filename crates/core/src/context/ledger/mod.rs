@@ -1,9 +1,11 @@
 //! The session ledger: the facts of a session that every compaction carries, built by
 //! pith from the conversation's own events. The model never writes it.
 //!
-//! Five sections (rendered by [`render`] as one `<session_ledger>` block within a hard
+//! Six sections (rendered by [`render`] as one `<session_ledger>` block within a hard
 //! token budget):
 //!
+//! - **Plan** — the model's latest accepted `update_plan` ([`crate::protocol::plan`]),
+//!   verbatim and first, outside the budget's sharing;
 //! - **User messages** — every user message, verbatim (identical repeats once, with
 //!   their count);
 //! - **Files** — every path a tool read, wrote, edited, created or deleted: the last

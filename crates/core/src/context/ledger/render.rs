@@ -9,6 +9,13 @@
 //! whole keeps its head and tail around `[N tokens omitted]`; whatever is left out is
 //! counted in a closing `[N older … omitted]` line, never dropped silently.
 //!
+//! The Plan (the model's latest `update_plan`, see [`crate::protocol::plan`]) comes
+//! first and is not shared out: it is carried verbatim, and the other sections share what
+//! it leaves. Only a plan larger than half the whole budget ([`plan_block`]; possible only
+//! with a tiny window, since the tool caps a plan at about 2,000 tokens) is cut: its done
+//! steps are counted instead of listed, and what still does not fit keeps its head and
+//! tail.
+//!
 //! Every render has two forms with the same cuts: the block a replacement carries, and
 //! the one a summary request shows. The summary request's history already holds every
 //! user message (verbatim, or in the previous compaction's ledger), so there the user
@@ -18,6 +25,7 @@
 use crate::context::summary::head_tail_tokens;
 use crate::context::tokens::TokenCounter;
 use crate::protocol::effect::FileAction;
+use crate::protocol::plan::{step_line, Plan, PlanStatus};
 
 use super::entries::{CommandEntry, FileEntry, FileProbe, UserEntry};
 use super::fold::Ledger;
@@ -130,22 +138,23 @@ pub fn render(
         return None;
     }
     let sections = sections(ledger, budget, exclude_latest_user, counter, probe);
-    if sections.iter().all(|s| s.entries.is_empty()) {
+    let plan = plan_block(ledger.plan(), budget.total_tokens / 2, counter);
+    if sections.iter().all(|s| s.entries.is_empty()) && plan.is_empty() {
         return None;
     }
-    let wrapper = format!("{LEDGER_OPEN}\n{LEDGER_INTRO}\n{LEDGER_CLOSE}");
+    let wrapper = format!("{LEDGER_OPEN}\n{LEDGER_INTRO}\n{plan}{LEDGER_CLOSE}");
     let available = budget
         .total_tokens
         .saturating_sub(counter.count(&wrapper) + 2);
     let mut shares = water_fill(&sections, available, counter);
+    let assemble = |shares: &[usize], form| assemble(&plan, &sections, shares, counter, form);
     // Entry counts are summed per entry: the joined text can differ by a few tokens.
     // Shrink the largest share until the whole block fits.
     for _ in 0..32 {
-        let (text, omitted) = assemble(&sections, &shares, counter, UserMessagesForm::Quoted);
+        let (text, omitted) = assemble(&shares, UserMessagesForm::Quoted);
         let tokens = counter.count(&text);
         if tokens <= budget.total_tokens {
-            let (summary_request_text, _) =
-                assemble(&sections, &shares, counter, UserMessagesForm::Listed);
+            let (summary_request_text, _) = assemble(&shares, UserMessagesForm::Listed);
             return Some(RenderedLedger {
                 text,
                 tokens,
@@ -160,9 +169,9 @@ pub fn render(
         shares[largest] = shares[largest].saturating_sub(excess + 8);
     }
     // Still too large (a budget smaller than the headings): the block's head and tail.
-    let (text, omitted) = assemble(&sections, &shares, counter, UserMessagesForm::Quoted);
+    let (text, omitted) = assemble(&shares, UserMessagesForm::Quoted);
     let text = head_tail_tokens(counter, &text, budget.total_tokens.saturating_sub(8));
-    let (listed, _) = assemble(&sections, &shares, counter, UserMessagesForm::Listed);
+    let (listed, _) = assemble(&shares, UserMessagesForm::Listed);
     let summary_request_text =
         head_tail_tokens(counter, &listed, budget.total_tokens.saturating_sub(8));
     let tokens = counter.count(&text);
@@ -193,14 +202,51 @@ fn water_fill(sections: &[Section], available: usize, counter: &dyn TokenCounter
     shares
 }
 
-/// The block with each section cut to its share, and the number of entries left out.
+/// Heading of the Plan section.
+pub const PLAN_HEADING: &str =
+    "## Plan (your latest update_plan, verbatim; [x] done, [~] in progress, [ ] pending)";
+
+/// The Plan section (heading, one line per step, a closing line break), empty without a
+/// plan. Whole when it takes at most `max_tokens`; else its done steps are counted
+/// instead of listed, and what still does not fit keeps its head and tail.
+pub fn plan_block(plan: &Plan, max_tokens: usize, counter: &dyn TokenCounter) -> String {
+    if plan.is_empty() {
+        return String::new();
+    }
+    let whole = format!("{PLAN_HEADING}\n{}\n", plan.checklist());
+    if counter.count(&whole) <= max_tokens {
+        return whole;
+    }
+    let done = plan.count(PlanStatus::Done);
+    let open: Vec<String> = plan
+        .steps
+        .iter()
+        .filter(|s| s.status != PlanStatus::Done)
+        .map(step_line)
+        .collect();
+    let cut = format!(
+        "{PLAN_HEADING}\n[{done} done steps omitted]\n{}\n",
+        open.join("\n")
+    );
+    if counter.count(&cut) <= max_tokens {
+        return cut;
+    }
+    format!(
+        "{}\n",
+        head_tail_tokens(counter, cut.trim_end(), max_tokens.saturating_sub(8))
+    )
+}
+
+/// The block with the plan, then each section cut to its share, and the number of
+/// entries left out.
 fn assemble(
+    plan: &str,
     sections: &[Section],
     shares: &[usize],
     counter: &dyn TokenCounter,
     form: UserMessagesForm,
 ) -> (String, usize) {
-    let mut out = format!("{LEDGER_OPEN}\n{LEDGER_INTRO}\n");
+    let mut out = format!("{LEDGER_OPEN}\n{LEDGER_INTRO}\n{plan}");
     let mut omitted_total = 0;
     for (section, &share) in sections.iter().zip(shares) {
         if section.entries.is_empty() {

@@ -642,3 +642,133 @@ fn a_user_message_stored_beside_the_transcript_is_listed_with_the_spills() {
     assert_eq!(ledger.spills()[0].path, "$PITH_SPILL_DIR/4.txt");
     assert_eq!(ledger.spills()[0].origin, "a user message");
 }
+
+fn plan_call(id: &str, steps: serde_json::Value) -> Message {
+    Message::assistant_with_calls(
+        "",
+        vec![ToolCall {
+            id: id.into(),
+            name: crate::PLAN_TOOL.into(),
+            arguments: json!({ "steps": steps }),
+        }],
+    )
+}
+
+fn set_plan(ledger: &mut Ledger, id: &str, steps: serde_json::Value, refused: bool) {
+    ledger.observe_message(&plan_call(id, steps), None);
+    let content = if refused {
+        "invalid arguments: no"
+    } else {
+        "Plan updated."
+    };
+    ledger.observe_message(&Message::tool_result(id, content, refused), None);
+}
+
+#[test]
+fn the_latest_accepted_plan_is_rendered_first_and_verbatim() {
+    let mut ledger = Ledger::new(None);
+    assert!(render(&ledger, big_budget(), false, &counter(), None).is_none());
+    set_plan(
+        &mut ledger,
+        "p1",
+        json!([{"step": "old step", "status": "pending"}]),
+        false,
+    );
+    // A plan alone is worth a ledger.
+    assert!(text(&ledger).contains("[ ] old step"));
+    ledger.observe_user("refactor the parser");
+    set_plan(
+        &mut ledger,
+        "p2",
+        json!([
+            {"step": "read src/parser.rs", "status": "done", "note": "depth is global"},
+            {"step": "thread depth through", "status": "in_progress"},
+            {"step": "run cargo test", "status": "pending"}
+        ]),
+        false,
+    );
+    // A refused call leaves the plan as it was.
+    set_plan(
+        &mut ledger,
+        "p3",
+        json!([{"step": "x", "status": "bogus"}]),
+        true,
+    );
+    let out = text(&ledger);
+    let expected = format!(
+        "{}\n[x] read src/parser.rs — depth is global\n[~] thread depth through\n\
+         [ ] run cargo test\n",
+        render::PLAN_HEADING
+    );
+    assert!(out.contains(&expected), "{out}");
+    assert!(!out.contains("old step"), "{out}");
+    assert!(out.find("## Plan").unwrap() < out.find("## User messages").unwrap());
+    // The summary request shows the same plan.
+    let rendered = render(&ledger, big_budget(), false, &counter(), None).unwrap();
+    assert!(rendered.summary_request_text.contains(&expected));
+    // No file, command or spill came from the plan calls.
+    assert!(ledger.files().is_empty() && ledger.spills().is_empty());
+    assert_eq!(ledger.commands().count(), 0);
+    // The rebuild of the same record has the same plan; /clear forgets it.
+    let rebuilt = Ledger::rebuild(
+        None,
+        [
+            Observed::Message(&plan_call(
+                "p9",
+                json!([{"step": "again", "status": "done"}]),
+            )),
+            Observed::Message(&Message::tool_result("p9", "Plan updated.", false)),
+        ],
+    );
+    assert_eq!(rebuilt.plan().checklist(), "[x] again");
+    ledger.reset();
+    assert!(ledger.plan().is_empty());
+}
+
+#[test]
+fn the_plan_stays_whole_when_other_sections_are_cut_and_a_huge_one_is_cut_by_rule() {
+    let mut ledger = Ledger::new(None);
+    let steps: Vec<serde_json::Value> = (0..40)
+        .map(|i| {
+            let status = if i < 30 { "done" } else { "pending" };
+            json!({"step": format!("step number {i} of the migration"), "status": status})
+        })
+        .collect();
+    set_plan(&mut ledger, "p1", serde_json::Value::from(steps), false);
+    for i in 0..200 {
+        run(
+            &mut ledger,
+            &format!("c{i}"),
+            &format!("cat src/file{i}.rs"),
+            "x",
+            0,
+        );
+    }
+    let checklist = ledger.plan().checklist();
+    let plan_tokens = counter().count(&checklist);
+    // A budget where files must be cut but the plan fits in half of it.
+    let budget = LedgerBudget {
+        total_tokens: plan_tokens * 2 + 200,
+        user_messages_tokens: 100,
+    };
+    let rendered = render(&ledger, budget, false, &counter(), None).unwrap();
+    assert!(rendered.tokens <= budget.total_tokens);
+    assert!(rendered.text.contains(&checklist), "{}", rendered.text);
+    assert!(rendered.omitted > 0, "the files were cut, not the plan");
+    // Over half the budget: the done steps are counted, the open ones kept.
+    let small = LedgerBudget {
+        total_tokens: plan_tokens,
+        user_messages_tokens: 100,
+    };
+    let rendered = render(&ledger, small, false, &counter(), None).unwrap();
+    assert!(rendered.tokens <= small.total_tokens, "{}", rendered.tokens);
+    assert!(
+        rendered.text.contains("[30 done steps omitted]"),
+        "{}",
+        rendered.text
+    );
+    assert!(rendered
+        .text
+        .contains("[ ] step number 39 of the migration"));
+    assert!(!rendered.text.contains("[x] step number 0 "));
+}
