@@ -82,7 +82,7 @@ impl Agent {
     }
 
     /// Like [`Agent::until_response`], answering each request pith sends (a permission
-    /// question) with `answer`'s result.
+    /// question) with `answer`'s result (an object whose only key is `error`: that error).
     fn until_response_answering(
         &mut self,
         id: Value,
@@ -93,7 +93,18 @@ impl Agent {
             let message = self.until_next();
             if message.get("method").is_some() && message.get("id").is_some() {
                 let result = answer(&message);
-                self.send(&json!({"jsonrpc": "2.0", "id": message["id"], "result": result}));
+                match result
+                    .as_object()
+                    .filter(|o| o.len() == 1)
+                    .and_then(|o| o.get("error"))
+                {
+                    Some(error) => {
+                        self.send(&json!({"jsonrpc": "2.0", "id": message["id"], "error": error}))
+                    }
+                    None => {
+                        self.send(&json!({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+                    }
+                }
             }
             let done = message.get("method").is_none() && message["id"] == id;
             messages.push(message);
@@ -1188,4 +1199,104 @@ fn acp_by_hand_a_forked_session_starts_with_the_history_and_goes_its_own_way() {
     assert!(fork_records
         .iter()
         .any(|r| r.to_string().contains("a question in the fork")));
+}
+
+#[test]
+fn acp_by_hand_an_editor_with_fs_serves_its_buffers_to_read_and_edit() {
+    let sandbox = Sandbox::new();
+    let cwd = sandbox.workspace();
+    let file = cwd.join("notes.txt");
+    std::fs::write(&file, "saved on disk\n").unwrap();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Reading.").with_tool_call("read", json!({"path": "notes.txt"})),
+        Turn::text("Editing.").with_tool_call(
+            "edit",
+            json!({"path": "notes.txt", "old_string": "unsaved", "new_string": "edited"}),
+        ),
+        Turn::text("Creating.")
+            .with_tool_call("write", json!({"path": "new.txt", "content": "fresh\n"})),
+        Turn::text("Done."),
+    ]))
+    .unwrap();
+    let mut command = sandbox.pith(Some(&server));
+    command.args(["acp", "--model", MODEL, "--approval", "full"]);
+    let mut agent = Agent::start(command);
+    agent.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities":
+            {"fs": {"readTextFile": true, "writeTextFile": true}}}}));
+    agent.until_response(json!(1));
+    agent.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": cwd, "mcpServers": []}}));
+    let created = agent.until_response(json!(2));
+    let session = created.last().unwrap()["result"]["sessionId"].clone();
+
+    // The editor's buffer differs from the disk: it holds unsaved text.
+    let mut buffer = String::from("unsaved in the editor\n");
+    let mut asked = Vec::new();
+    agent.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "fix notes"}]}}),
+    );
+    let turn = agent.until_response_answering(json!(3), |request| {
+        asked.push(request.clone());
+        let new_file = request["params"]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("new.txt");
+        match request["method"].as_str().unwrap() {
+            // The editor has no such file: "resource not found".
+            "fs/read_text_file" if new_file => {
+                json!({"error": {"code": -32002, "message": "Resource not found"}})
+            }
+            "fs/write_text_file" if new_file => json!({}),
+            "fs/read_text_file" => json!({"content": buffer}),
+            "fs/write_text_file" => {
+                buffer = request["params"]["content"].as_str().unwrap().to_owned();
+                json!({})
+            }
+            other => panic!("unexpected request {other}: {request:#}"),
+        }
+    });
+    assert_eq!(
+        turn.last().unwrap()["result"]["stopReason"],
+        json!("end_turn"),
+        "{turn:#?}"
+    );
+    let methods: Vec<&str> = asked
+        .iter()
+        .map(|r| r["method"].as_str().unwrap())
+        .collect();
+    assert!(methods.contains(&"fs/read_text_file"), "{methods:?}");
+    assert!(methods.contains(&"fs/write_text_file"), "{methods:?}");
+    let notes = json!(std::fs::canonicalize(&file).unwrap());
+    for request in &asked {
+        assert_eq!(request["params"]["sessionId"], session);
+    }
+    let writes: Vec<&Value> = asked
+        .iter()
+        .filter(|r| r["method"] == json!("fs/write_text_file"))
+        .collect();
+    assert_eq!(writes.len(), 2, "{asked:#?}");
+    let write = writes[0];
+    assert_eq!(write["params"]["path"], notes);
+    assert_eq!(write["params"]["content"], json!("edited in the editor\n"));
+    assert_eq!(buffer, "edited in the editor\n");
+    // A file the editor says is not found is created through it, not on disk.
+    assert_eq!(writes[1]["params"]["content"], json!("fresh\n"));
+    assert!(!cwd.join("new.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "saved on disk\n",
+        "the disk is the editor's to save"
+    );
+    // What the model read was the buffer.
+    let requests = server.requests();
+    let after_read = requests[1].body.to_string();
+    assert!(after_read.contains("unsaved in the editor"), "{after_read}");
+    assert!(!after_read.contains("saved on disk"), "{after_read}");
+    let after_write = requests[3].body.to_string();
+    assert!(after_write.contains("Created new.txt"), "{after_write}");
+    let (code, lines, stderr) = agent.finish();
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert_json_rpc(&lines);
 }

@@ -7,6 +7,7 @@
 pub mod approver;
 pub mod commands;
 pub mod ext;
+pub mod files;
 pub mod mcp_servers;
 pub mod modes;
 pub mod plan;

@@ -21,9 +21,11 @@ use pith_agent::{Conversation, Env, Frontend, Overrides, SessionChoice};
 
 use crate::approver::AcpApprover;
 use crate::ext::{CancelCompactionRequest, CancelCompactionResponse};
+use crate::files::{ClientFiles, FileAccess};
 use crate::running::RunningCalls;
 use crate::session::{figures, AcpSession, PromptError};
 use crate::updates::{ClientView, EventMapper};
+use pith_tools::TextFiles;
 
 /// How long the turns still running when the editor closes the connection get to end.
 const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -42,6 +44,8 @@ pub struct AgentOptions {
 struct State {
     options: AgentOptions,
     view: Mutex<ClientView>,
+    /// The file methods the client declared.
+    files: Mutex<FileAccess>,
     sessions: Mutex<HashMap<SessionId, Arc<AcpSession>>>,
     /// The work started by requests (opening sessions, turns), awaited when the
     /// connection closes so that every turn ends and is recorded.
@@ -93,6 +97,7 @@ pub async fn serve(
     let state = Arc::new(State {
         options,
         view: Mutex::new(ClientView::default()),
+        files: Mutex::new(FileAccess::default()),
         sessions: Mutex::new(HashMap::new()),
         tasks: Mutex::new(Vec::new()),
     });
@@ -113,6 +118,8 @@ pub async fn serve(
         .on_receive_request(
             async move |request: InitializeRequest, responder, _cx| {
                 *s1.view.lock().unwrap_or_else(PoisonError::into_inner) = client_view(&request);
+                *s1.files.lock().unwrap_or_else(PoisonError::into_inner) =
+                    FileAccess::declared(&request.client_capabilities.fs);
                 responder.respond(initialize(&request))
             },
             agent_client_protocol::on_receive_request!(),
@@ -362,9 +369,14 @@ fn open(
     let running = RunningCalls::default();
     let id_cell = Arc::new(OnceLock::new());
     let approver = AcpApprover::new(cx.clone(), id_cell.clone(), running.clone());
+    let access = *state.files.lock().unwrap_or_else(PoisonError::into_inner);
+    let files = (access.read || access.write).then(|| {
+        Arc::new(ClientFiles::new(cx.clone(), id_cell.clone(), access)) as Arc<dyn TextFiles>
+    });
     let frontend = Frontend {
         env: state.options.env.clone(),
         approver: Some(Arc::new(approver)),
+        files,
     };
     let opened = Conversation::open(overrides, frontend).map_err(|error| match error {
         pith_agent::ConversationError::Usage(message) if resuming => {

@@ -1,9 +1,10 @@
 //! What a front-end brings besides the command line: the environment lookup and who
-//! answers permission questions.
+//! answers permission questions, and where text files are read and written (an editor's
+//! buffers) instead of the disk.
 
 use std::sync::Arc;
 
-use pith_tools::Approver;
+use pith_tools::{Approver, TextFiles};
 
 /// Looks up environment variables (keys, base URLs, config locations). Tests pass their
 /// own; the binary passes the process environment.
@@ -16,6 +17,9 @@ pub struct Frontend {
     pub env: Env,
     /// Answers `ask` permission questions; `None` (headless) refuses what needs approval.
     pub approver: Option<Arc<dyn Approver>>,
+    /// Where `read`, `write` and `edit` take and put text instead of the disk (`pith
+    /// acp`: the editor's buffers); `None`: the disk.
+    pub files: Option<Arc<dyn TextFiles>>,
 }
 
 impl Frontend {
@@ -24,6 +28,7 @@ impl Frontend {
         Self {
             env: Arc::new(|name: &str| std::env::var(name).ok()),
             approver: None,
+            files: None,
         }
     }
 }

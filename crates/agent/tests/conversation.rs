@@ -41,6 +41,7 @@ impl Setup {
                 _ => None,
             }),
             approver: None,
+            files: None,
         }
     }
 

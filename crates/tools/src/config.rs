@@ -94,6 +94,9 @@ pub struct ToolsConfig {
     /// The `bash` sandbox. Default: the mode follows the permission mode
     /// (`workspace-write`, or `read-only` in read-only approval), no network.
     pub sandbox: SandboxConfig,
+    /// Where `read`, `write` and `edit` take and put text instead of the disk (an
+    /// editor's buffers, see [`crate::files`]); `None` (the default): the disk.
+    pub files: Option<Arc<dyn crate::files::TextFiles>>,
     /// What images the model accepts: `read` returns PNG, JPEG, GIF and WebP files as
     /// images within these limits; `None` (the default) when the model takes no images,
     /// and `read` then refuses them in words.
@@ -110,6 +113,7 @@ impl std::fmt::Debug for ToolsConfig {
             .field("spill_dir", &self.spill_dir)
             .field("mode", &self.mode)
             .field("has_approver", &self.approver.is_some())
+            .field("files", &self.files)
             .field("limits", &self.limits)
             .field("sandbox", &self.sandbox)
             .finish()
@@ -129,6 +133,7 @@ impl ToolsConfig {
             squash: squash::Config::default(),
             bash_env_exclude: DEFAULT_BASH_ENV_EXCLUDE.map(String::from).to_vec(),
             sandbox: SandboxConfig::default(),
+            files: None,
             images: None,
         }
     }
@@ -136,6 +141,12 @@ impl ToolsConfig {
     /// Sets what images the model accepts (`None`: none).
     pub fn with_images(mut self, images: Option<crate::image::ImageLimits>) -> Self {
         self.images = images;
+        self
+    }
+
+    /// Sets where text files are read and written instead of the disk.
+    pub fn with_files(mut self, files: Arc<dyn crate::files::TextFiles>) -> Self {
+        self.files = Some(files);
         self
     }
 
@@ -209,6 +220,8 @@ pub struct ToolEnv {
     pub sandbox: Sandbox,
     /// What images the model accepts (`None`: none).
     pub images: Option<crate::image::ImageLimits>,
+    /// Where text files are read and written instead of the disk (`None`: the disk).
+    pub files: Option<Arc<dyn crate::files::TextFiles>>,
 }
 
 impl ToolEnv {
@@ -255,6 +268,7 @@ impl ToolEnv {
             bash_env_exclude: config.bash_env_exclude,
             sandbox: Sandbox::new(config.sandbox),
             images: config.images,
+            files: config.files,
         })
     }
 }

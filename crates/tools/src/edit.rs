@@ -1,7 +1,8 @@
 //! The `edit` tool: exact string replacement in an existing text file. `old_string` must
 //! match exactly once unless `replace_all`; failures say why (not found, found N times
 //! at which lines, CRLF mismatch, binary or non-UTF-8 file) and change nothing. The
-//! replacement is written atomically through [`crate::write::write_atomically`].
+//! text is read and the replacement written through [`crate::files`]: the disk
+//! (atomically), or the editor's buffer when the front-end offers one.
 
 use std::sync::Arc;
 
@@ -13,9 +14,9 @@ use serde_json::json;
 use crate::capture::RawOutput;
 use crate::config::ToolEnv;
 use crate::diff::short_diff;
+use crate::files::Files;
 use crate::permission::Action;
 use crate::workspace::describe_io;
-use crate::write::write_atomically;
 
 /// Largest file edit loads into memory.
 const EDIT_MAX_BYTES: u64 = 64 * 1024 * 1024;
@@ -50,22 +51,32 @@ fn match_lines(haystack: &str, needle: &str, max: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Reads `path` as UTF-8 text for editing.
-fn read_text(path: &std::path::Path, shown: &str) -> Result<String, ToolError> {
-    let bytes = std::fs::read(path).map_err(|err| {
-        ToolError::Failed(format!("cannot read `{shown}`: {}", describe_io(&err)))
-    })?;
-    if bytes.contains(&0) {
-        return Err(ToolError::Failed(format!(
+/// Reads `path` as UTF-8 text for editing, from the editor's buffer or the disk.
+async fn read_text(
+    files: Files<'_>,
+    path: &std::path::Path,
+    shown: &str,
+) -> Result<String, ToolError> {
+    match files.read(path).await {
+        Ok(Some(text)) if text.contains('\0') => Err(ToolError::Failed(format!(
             "`{shown}` is a binary file; edit works on text files only"
-        )));
-    }
-    String::from_utf8(bytes).map_err(|_| {
-        ToolError::Failed(format!(
-            "`{shown}` is not valid UTF-8, so an exact match cannot be guaranteed; nothing \
+        ))),
+        Ok(Some(text)) => Ok(text),
+        Err(err) if crate::files::is_cancelled(&err) => Err(ToolError::Cancelled),
+        Ok(None) => Err(ToolError::Failed(format!(
+            "`{shown}` does not exist; use write to create it"
+        ))),
+        Err(err) if err.kind() == std::io::ErrorKind::InvalidData => {
+            Err(ToolError::Failed(format!(
+                "`{shown}` is not valid UTF-8, so an exact match cannot be guaranteed; nothing \
              was changed (use write to replace the whole file if needed)"
-        ))
-    })
+            )))
+        }
+        Err(err) => Err(ToolError::Failed(format!(
+            "cannot read `{shown}`: {}",
+            describe_io(&err)
+        ))),
+    }
 }
 
 /// Applies the replacement, or explains why it cannot be applied.
@@ -170,13 +181,11 @@ impl Tool for EditTool {
                     "`{shown}` is not a regular file"
                 )))
             }
-            Err(_) => {
-                return Err(ToolError::Failed(format!(
-                    "`{shown}` does not exist; use write to create it"
-                )))
-            }
+            // Not on disk: maybe an editor's unsaved new buffer (read_text says).
+            Err(_) => {}
         }
-        let before = read_text(&target, &shown)?;
+        let files = Files::new(self.env.files.as_deref(), &ctx.cancel);
+        let before = read_text(files, &target, &shown).await?;
         let (after, count) = replace(
             &before,
             &shown,
@@ -200,23 +209,22 @@ impl Tool for EditTool {
             )
             .await?;
         // The user may have taken a while: refuse to clobber a file that changed meanwhile.
-        if read_text(&target, &shown)? != before {
+        if read_text(files, &target, &shown).await? != before {
             return Err(ToolError::Failed(format!(
                 "`{shown}` changed while waiting for approval; nothing was changed. Read it \
                  again and retry."
             )));
         }
-        let path = target.clone();
         let effect = FileEffect {
             path: shown.clone(),
             action: FileAction::Edited,
             lines: None,
             fingerprint: Some(pith_core::effect::fingerprint(after.as_bytes())),
         };
-        let written =
-            tokio::task::spawn_blocking(move || write_atomically(&path, after.as_bytes()))
-                .await
-                .map_err(|err| ToolError::Failed(format!("edit failed: {err}")))?;
+        let written = files.write(&target, after).await;
+        if written.as_ref().is_err_and(crate::files::is_cancelled) {
+            return Err(ToolError::Cancelled);
+        }
         written.map_err(|err| {
             ToolError::Failed(format!(
                 "could not write `{shown}`: {}; the file is unchanged",

@@ -20,6 +20,7 @@ pub mod config;
 mod diff;
 pub mod disk_probe;
 pub mod edit;
+pub mod files;
 pub mod fingerprint;
 pub mod glob;
 pub mod grep;
@@ -38,6 +39,7 @@ pub mod workspace;
 pub mod write;
 
 pub use config::{Limits, ToolEnv, ToolsConfig, ToolsConfigError};
+pub use files::TextFiles;
 pub use permission::{
     Action, Approval, Approver, AutoApprove, PermissionMode, PermissionPolicy, PermissionRequest,
 };

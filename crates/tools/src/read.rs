@@ -1,6 +1,7 @@
 //! The `read` tool: a file's exact text with line numbers (`cat -n` style), one page at a
-//! time. Never squashed: what the model reads is what is on disk, so it can quote it back
-//! in an edit. Directories, binary files and non-regular files (devices, FIFOs, which
+//! time. Never squashed: what the model reads is what is on disk (or in the editor's
+//! buffer, when the front-end offers one: [`crate::files`]), so it can quote it back in
+//! an edit. Directories, binary files and non-regular files (devices, FIFOs, which
 //! could block forever) are refused with a clear message. A page ends at `limit` lines or
 //! `read_max_page_bytes`, whichever comes first, with an explicit `offset=N` hint.
 //!
@@ -89,6 +90,11 @@ impl ReadOnlyTool for Read {
         if let Some(media_type) = image_type(&target.path) {
             return image(env, target.path, shown, media_type, call.ctx).await;
         }
+        if let Some(files) =
+            crate::files::Files::new(env.files.as_deref(), &call.ctx.cancel).reader()
+        {
+            return buffer(files, env, target.path, shown, (offset, limit), call.ctx).await;
+        }
         let limits = env.limits.clone();
         let path = target.path;
         let output = blocking(Self::NAME, call.ctx, move |_| {
@@ -104,6 +110,55 @@ impl ReadOnlyTool for Read {
         .await?;
         Ok(Answer::Exact(output))
     }
+}
+
+/// `read` through the front-end's files (an editor's buffer): the disk still says what
+/// the path is (a directory, a device, a binary file are refused as they are without an
+/// editor); the text is the editor's.
+async fn buffer(
+    files: &dyn crate::files::TextFiles,
+    env: &ToolEnv,
+    path: std::path::PathBuf,
+    shown: String,
+    (offset, limit): (u64, u64),
+    ctx: &ToolContext,
+) -> Result<Answer, ToolError> {
+    {
+        let (path, shown) = (path.clone(), shown.clone());
+        blocking(Read::NAME, ctx, move |_| {
+            open_text(&path, &shown)?;
+            Ok(())
+        })
+        .await?;
+    }
+    let request = files.read_text(&path);
+    let answer = tokio::select! {
+        answer = request => answer,
+        () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+    };
+    let text = match answer {
+        Ok(Some(text)) => text,
+        Ok(None) => {
+            return Err(ToolError::Failed(format!(
+                "cannot read `{shown}`: the editor says it does not exist"
+            )))
+        }
+        Err(err) => {
+            return Err(ToolError::Failed(format!(
+                "cannot read `{shown}` from the editor: {err}"
+            )))
+        }
+    };
+    let reader = BufReader::new(std::io::Cursor::new(text.into_bytes()));
+    let page = page_of(reader, &shown, offset, limit, &env.limits)?;
+    let effect = FileEffect {
+        path: shown,
+        action: FileAction::Read,
+        lines: page.lines,
+        // The ledger compares fingerprints with the disk (docs/acp.md).
+        fingerprint: crate::fingerprint::of_file(&path),
+    };
+    Ok(Answer::Exact(ToolOutput::ok(page.text).with_effect(effect)))
 }
 
 /// `read` of an image file: the image for a model that takes images, else a refusal.
@@ -185,6 +240,13 @@ pub fn read_lines(
     limit: u64,
     limits: &Limits,
 ) -> Result<Page, ToolError> {
+    let reader = BufReader::new(open_text(path, shown)?);
+    page_of(reader, shown, offset, limit, limits)
+}
+
+/// Opens `path` for reading as text: refuses a directory, a device or FIFO, and a file
+/// whose first bytes hold a NUL (binary).
+fn open_text(path: &Path, shown: &str) -> Result<impl std::io::Read, ToolError> {
     let failed = |err: std::io::Error| {
         ToolError::Failed(format!("cannot read `{shown}`: {}", describe_io(&err)))
     };
@@ -211,7 +273,20 @@ pub fn read_lines(
             metadata.len()
         )));
     }
-    let mut reader = BufReader::new(std::io::Cursor::new(sniff).chain(file));
+    Ok(std::io::Cursor::new(sniff).chain(file))
+}
+
+/// One page of the text `reader` yields (`shown` names it in notes).
+fn page_of(
+    mut reader: impl BufRead,
+    shown: &str,
+    offset: u64,
+    limit: u64,
+    limits: &Limits,
+) -> Result<Page, ToolError> {
+    let failed = |err: std::io::Error| {
+        ToolError::Failed(format!("cannot read `{shown}`: {}", describe_io(&err)))
+    };
     let mut out = String::new();
     let mut line = Vec::new();
     let mut number: u64 = 0;

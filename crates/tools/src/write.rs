@@ -1,12 +1,7 @@
-//! The `write` tool (create or replace a whole file) and the atomic file replacement it
-//! shares with `edit`: a temporary file in the same directory, fsynced, renamed over the
-//! target, directory fsynced. Readers see the old file or the new one, never half of it;
-//! an existing file keeps its permission bits.
+//! The `write` tool: create or replace a whole file. On the disk the replacement is
+//! atomic ([`write_atomically`]); with an editor's buffers ([`crate::files`]) the old
+//! text for the diff comes from the editor, and the new text goes to it.
 
-use std::fs::Permissions;
-use std::io::{self, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -17,37 +12,13 @@ use serde_json::json;
 use crate::capture::RawOutput;
 use crate::config::ToolEnv;
 use crate::diff::short_diff;
+pub use crate::files::write_atomically;
+use crate::files::Files;
 use crate::permission::Action;
 use crate::workspace::describe_io;
 
 /// Largest old file whose content is diffed against the new one.
 const DIFF_MAX_BYTES: u64 = 1024 * 1024;
-
-/// Replaces `path` with `bytes` atomically, creating missing parent directories.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let parent = path
-        .parent()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no parent"))?;
-    std::fs::create_dir_all(parent)?;
-    let existing = std::fs::metadata(path).ok().map(|m| m.permissions());
-    // New files get 0666 minus the umask, like any editor would create them.
-    let mut temp = tempfile::Builder::new()
-        .prefix(".pith-write-")
-        .suffix(".tmp")
-        .permissions(Permissions::from_mode(0o666))
-        .tempfile_in(parent)?;
-    temp.write_all(bytes)?;
-    if let Some(permissions) = existing {
-        temp.as_file().set_permissions(permissions)?;
-    }
-    temp.as_file().sync_all()?;
-    temp.persist(path).map_err(|err| err.error)?;
-    if let Ok(dir) = std::fs::File::open(parent) {
-        // Durability of the rename; failure here cannot undo the write, so it is ignored.
-        let _ = dir.sync_all();
-    }
-    Ok(())
-}
 
 /// `write {path, content}`.
 pub struct WriteTool {
@@ -109,13 +80,20 @@ impl Tool for WriteTool {
                 "`{shown}` is a directory; give a file path"
             )));
         }
-        let exists = metadata.is_some();
-        let old = match &metadata {
-            Some(m) if m.len() <= DIFF_MAX_BYTES => std::fs::read(&target)
-                .ok()
-                .and_then(|bytes| String::from_utf8(bytes).ok()),
-            _ => None,
+        let files = Files::new(self.env.files.as_deref(), &ctx.cancel);
+        let too_big = metadata.as_ref().is_some_and(|m| m.len() > DIFF_MAX_BYTES);
+        // The editor's buffer is read whatever the disk says: it may exist before the
+        // file does on disk.
+        let old = if files.reader().is_some() || !too_big {
+            match files.read(&target).await {
+                Ok(old) => old,
+                Err(err) if crate::files::is_cancelled(&err) => return Err(ToolError::Cancelled),
+                Err(_) => None,
+            }
+        } else {
+            None
         };
+        let exists = metadata.is_some() || old.is_some();
         let diff = match (&old, exists) {
             (Some(old), _) => Some(short_diff(
                 &shown,
@@ -159,12 +137,10 @@ impl Tool for WriteTool {
             lines: None,
             fingerprint: Some(pith_core::effect::fingerprint(content.as_bytes())),
         };
-        let (written, content) = tokio::task::spawn_blocking(move || {
-            let result = write_atomically(&path, content.as_bytes());
-            (result, content)
-        })
-        .await
-        .map_err(|err| ToolError::Failed(format!("write failed: {err}")))?;
+        let written = files.write(&path, content.clone()).await;
+        if written.as_ref().is_err_and(crate::files::is_cancelled) {
+            return Err(ToolError::Cancelled);
+        }
         written.map_err(|err| {
             ToolError::Failed(format!(
                 "could not write `{shown}`: {}; the file is unchanged",
@@ -194,6 +170,8 @@ impl Tool for WriteTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::Permissions;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn atomic_write_keeps_existing_permissions_and_leaves_no_temp_files() {

@@ -102,6 +102,9 @@ impl LoopFactory {
         if let Some(approver) = &frontend.approver {
             tools = tools.with_approver(approver.clone());
         }
+        if let Some(files) = &frontend.files {
+            tools = tools.with_files(files.clone());
+        }
         tools.squash = settings.context.squash.clone();
         let tools = Toolset::new(tools).map_err(ConversationError::usage)?;
         let registry = match &delegation.child {

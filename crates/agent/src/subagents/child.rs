@@ -221,6 +221,7 @@ impl ChildLauncher {
                     questions: Arc::clone(&self.questions),
                 }) as Arc<dyn Approver>
             }),
+            files: self.frontend.files.clone(),
         };
         let spec = ChildSpec {
             agent: agent.clone(),
