@@ -19,6 +19,21 @@ pub struct Cli {
 /// `pith` with no subcommand: the interactive REPL.
 #[derive(Debug, Args)]
 pub struct ReplArgs {
+    /// The options the REPL shares with `pith acp`.
+    #[command(flatten)]
+    pub session: SessionOptions,
+    /// Continue the latest session of this project.
+    #[arg(long = "continue", conflicts_with = "resume")]
+    pub continue_latest: bool,
+    /// Continue this session (id, unique id prefix, or transcript path).
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+}
+
+/// The options of an interactive front-end, the REPL's and `pith acp`'s alike, so that an
+/// editor's agent settings can pass what a user types after `pith`.
+#[derive(Debug, Args)]
+pub struct SessionOptions {
     /// Model as provider/model (default: the resumed session's, then config, then the
     /// first provider whose API key is set, then the local model).
     #[arg(long, value_name = "PROVIDER/MODEL")]
@@ -27,15 +42,13 @@ pub struct ReplArgs {
     #[arg(long, value_name = "TOKENS")]
     pub context_window: Option<u64>,
     /// Tool permissions: ask (default: writes, edits and commands ask first), read-only,
-    /// auto-edit or full.
+    /// auto-edit or full. In `pith acp`, what a session starts with; the editor's mode
+    /// selector changes it.
     #[arg(long, value_enum)]
     pub approval: Option<ReplApprovalArg>,
     /// Disable automatic compaction.
     #[arg(long)]
     pub no_auto_compact: bool,
-    /// Continue the latest session of this project.
-    #[arg(long = "continue", conflicts_with = "resume")]
-    pub continue_latest: bool,
     /// Where `bash` may write: read-only, workspace-write or off (default: the
     /// configuration's `sandbox`, else workspace-write; read-only with --approval
     /// read-only). See docs/sandbox.md.
@@ -49,11 +62,8 @@ pub struct ReplArgs {
     /// `reasoning` in config, else the provider's default.
     #[arg(long, value_name = "LEVEL|TOKENS", value_parser = parse_reasoning)]
     pub reasoning: Option<pith_agent::ReasoningEffort>,
-    /// Continue this session (id, unique id prefix, or transcript path).
-    #[arg(long, value_name = "ID")]
-    pub resume: Option<String>,
-    /// Most US dollars this REPL may spend (default: `[limits] max_cost`); the status
-    /// line shows the spend against it.
+    /// Most US dollars a session may spend (default: `[limits] max_cost`); the REPL's
+    /// status line shows the spend against it.
     #[arg(long, value_name = "USD")]
     pub max_cost: Option<f64>,
 }
@@ -99,32 +109,9 @@ pub enum Command {
 /// `pith acp`: the REPL's options, so an editor's agent settings can pass them.
 #[derive(Debug, Args)]
 pub struct AcpArgs {
-    /// Model as provider/model (default: the loaded session's, then config, then the
-    /// first provider whose API key is set, then the local model).
-    #[arg(long, value_name = "PROVIDER/MODEL")]
-    pub model: Option<String>,
-    /// Override the model's context window (tokens).
-    #[arg(long, value_name = "TOKENS")]
-    pub context_window: Option<u64>,
-    /// Tool permissions a session starts with (the editor's mode selector changes
-    /// them): ask (default), read-only, auto-edit or full.
-    #[arg(long, value_enum)]
-    pub approval: Option<ReplApprovalArg>,
-    /// Disable automatic compaction.
-    #[arg(long)]
-    pub no_auto_compact: bool,
-    /// Where `bash` may write: read-only, workspace-write or off (see docs/sandbox.md).
-    #[arg(long, value_name = "MODE")]
-    pub sandbox: Option<pith_tools::SandboxMode>,
-    /// Let sandboxed commands reach the network.
-    #[arg(long)]
-    pub allow_network: bool,
-    /// How hard the model may think: low, medium, high, off, or a token budget.
-    #[arg(long, value_name = "LEVEL|TOKENS", value_parser = parse_reasoning)]
-    pub reasoning: Option<pith_agent::ReasoningEffort>,
-    /// Most US dollars each session may spend (default: `[limits] max_cost`).
-    #[arg(long, value_name = "USD")]
-    pub max_cost: Option<f64>,
+    /// The options `pith acp` shares with the REPL.
+    #[command(flatten)]
+    pub session: SessionOptions,
 }
 
 /// Arguments of a command whose issue has not landed yet (accepted, then refused).

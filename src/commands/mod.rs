@@ -3,6 +3,7 @@
 pub mod acp;
 pub mod compress;
 pub mod mcp;
+pub mod options;
 pub mod repl;
 pub mod replay;
 pub mod run;

@@ -2,9 +2,8 @@
 
 use anyhow::Result;
 use pith_agent::{Overrides, SessionChoice};
-use pith_tools::PermissionMode;
 
-use crate::cli::{ReplApprovalArg, ReplArgs};
+use crate::cli::ReplArgs;
 use crate::exit::ExitError;
 
 /// Runs the interactive REPL in the current directory.
@@ -17,25 +16,8 @@ pub fn run(args: ReplArgs) -> Result<()> {
         (false, None) => SessionChoice::New,
     };
     let overrides = Overrides {
-        model: args.model,
-        context_window: args.context_window,
-        approval: args.approval.map(|mode| match mode {
-            ReplApprovalArg::Ask => PermissionMode::Ask,
-            ReplApprovalArg::ReadOnly => PermissionMode::ReadOnly,
-            ReplApprovalArg::AutoEdit => PermissionMode::AutoEdit,
-            ReplApprovalArg::Full => PermissionMode::Full,
-        }),
-        no_auto_compact: args.no_auto_compact,
-        max_turns: None,
-        max_cost: args.max_cost,
-        max_duration: None,
-        sandbox: args.sandbox,
-        allow_network: args.allow_network,
-        reasoning: args.reasoning,
         session,
-        cwd,
-        trust_project: false,
-        extra_mcp_servers: Vec::new(),
+        ..super::options::overrides(args.session, cwd)
     };
     pith_repl::run(overrides).map_err(|error| {
         ExitError {
