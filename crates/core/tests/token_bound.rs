@@ -3,7 +3,8 @@
 //! real sessions: no text part has more tokens than bytes in either encoding, and at
 //! every request of every session the bound is at least the exact estimate, figure by
 //! figure. The vendored sample runs always; the whole shared corpus runs with
-//! `cargo test -p pith-core --test token_bound -- --ignored` (`.ci/run` does).
+//! `cargo test -p pith-core --test token_bound -- --ignored` (`.ci/run` does when the
+//! corpus is next to the checkout, and says it skips it otherwise).
 //!
 //! The whole-corpus run also prints the bytes-per-token floors measured on its two
 //! halves (sessions in name order, alternately), to show why pith's floor is 1 byte per
