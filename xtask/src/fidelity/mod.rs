@@ -186,20 +186,7 @@ pub fn measure(options: &FidelityOptions) -> Result<Vec<Row>> {
     for &window in &options.windows {
         let params = SimParams::new(window, SUMMARY_TOKENS, Prices::default(), counter.clone());
         for carry in Carry::ALL {
-            let policy = match Policy::tiered_default() {
-                Policy::Tiered {
-                    micro_percent,
-                    prune,
-                    restore_files,
-                    ..
-                } => Policy::Tiered {
-                    micro_percent,
-                    prune,
-                    carry,
-                    restore_files,
-                },
-                other => other,
-            };
+            let policy = Policy::tiered_with_carry(carry);
             let mut halves: BTreeMap<Half, Row> = BTreeMap::new();
             for file in &files {
                 let text = std::fs::read_to_string(file)

@@ -170,20 +170,7 @@ pub fn measure_plan(windows: &[u64]) -> Vec<PlanRow> {
     for &window in windows {
         let params = SimParams::new(window, SUMMARY_TOKENS, Prices::default(), counter.clone());
         for carry in Carry::ALL {
-            let policy = match Policy::tiered_default() {
-                Policy::Tiered {
-                    micro_percent,
-                    prune,
-                    restore_files,
-                    ..
-                } => Policy::Tiered {
-                    micro_percent,
-                    prune,
-                    carry,
-                    restore_files,
-                },
-                other => other,
-            };
+            let policy = Policy::tiered_with_carry(carry);
             let outcome = replay_with(&session, &policy, &params, true);
             let mut row = PlanRow {
                 window,

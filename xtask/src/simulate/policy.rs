@@ -86,6 +86,25 @@ impl Policy {
         }
     }
 
+    /// pith's defaults with another design of what a compaction carries (`carry`): the
+    /// fidelity probes compare the designs on the same tiered policy.
+    pub fn tiered_with_carry(carry: Carry) -> Self {
+        match Self::tiered_default() {
+            Self::Tiered {
+                micro_percent,
+                prune,
+                restore_files,
+                ..
+            } => Self::Tiered {
+                micro_percent,
+                prune,
+                carry,
+                restore_files,
+            },
+            other => other,
+        }
+    }
+
     /// Files a `pith` replacement re-attaches under this policy.
     pub fn restore_files(&self) -> usize {
         match self {
