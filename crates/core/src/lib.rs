@@ -27,13 +27,14 @@ pub mod repeat;
 // The module paths the other crates have always named these modules by
 // (`pith_core::events::…`, `pith_core::hooks::…`).
 pub use context::{budget, prompts, summary, system_prompt, tokens};
-pub use protocol::{effect, events, hooks, message, plan, rewrite, subagent, tool};
+pub use protocol::{checkpoint, effect, events, hooks, message, plan, rewrite, subagent, tool};
 
 pub use context::budget::ContextBudget;
 pub use context::tokens::{
     BpeCounter, Encoding, ImageFormula, RequestEstimate, RequestEstimator, TokenCounter,
 };
 pub use cost::{usage_cost, CeilingReached, Ceilings, Pricing, SpendMeter};
+pub use protocol::checkpoint::{ChangeFeed, ChangeMark, FileChange, FileState};
 pub use protocol::effect::{FileAction, FileEffect};
 pub use protocol::events::SubagentEvent;
 pub use protocol::events::{AutoCompaction, LoopEvent, RequestPurpose, RequestReport};

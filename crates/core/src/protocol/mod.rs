@@ -4,6 +4,8 @@
 //!
 //! - [`message`] — the provider-neutral message model every history is made of.
 //! - [`effect`] — what a tool call did to files (the ledger's facts).
+//! - [`checkpoint`] — file states before and after a change (checkpoints and rewind), and
+//!   the change-tracker seam.
 //! - [`usage`] — token usage a provider reported.
 //! - [`subagent`] — a child conversation a tool call ran.
 //! - [`rewrite`] — history rewrites: summary compactions and micro-compactions.
@@ -14,6 +16,7 @@
 //! - [`sink`] — where events, persisted rewrites and a tool's progress go.
 //! - [`tool`] — the tool trait and what a call gets and gives back.
 
+pub mod checkpoint;
 pub mod effect;
 pub mod events;
 pub mod hooks;

@@ -1,0 +1,132 @@
+//! Checkpoints: what a workspace path held before and after pith changed it, and the seam
+//! through which tools learn which paths changed while they ran.
+//!
+//! The checkpoint store (`pith-checkpoint`) keeps the contents; the transcript keeps these
+//! records of them (`checkpoint` records, docs/session-format.md); a rewind reads them back
+//! (docs/rewind.md). Paths are relative to the workspace root, with `/` separators.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// What one workspace path held at one moment, as the checkpoint store recorded it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "state")]
+pub enum FileState {
+    /// Nothing was there.
+    #[serde(rename = "absent")]
+    Absent,
+    /// A regular file whose bytes are in the store under `hash`.
+    #[serde(rename = "file")]
+    File {
+        /// The content's address in the store (lowercase hex SHA-256).
+        #[serde(rename = "hash")]
+        hash: String,
+        /// Its length in bytes.
+        #[serde(rename = "size")]
+        size: u64,
+        /// Its Unix permission bits (`0o644` is 420).
+        #[serde(rename = "mode")]
+        mode: u32,
+    },
+    /// A symbolic link (never followed) pointing at `target`.
+    #[serde(rename = "symlink")]
+    Symlink {
+        /// What the link says, verbatim.
+        #[serde(rename = "target")]
+        target: String,
+    },
+    /// A file the store did not keep (over a cap, or unreadable): a rewind to this state
+    /// refuses and names the path.
+    #[serde(rename = "omitted")]
+    Omitted {
+        /// Its length in bytes, when known.
+        #[serde(rename = "size")]
+        size: u64,
+        /// Why it was not kept, in words for the user (`over the per-file cap of 16 MiB`).
+        #[serde(rename = "reason")]
+        reason: String,
+    },
+}
+
+impl FileState {
+    /// True when a rewind can put this state back (everything but [`FileState::Omitted`]).
+    pub fn is_restorable(&self) -> bool {
+        !matches!(self, FileState::Omitted { .. })
+    }
+}
+
+/// One path pith saw change: what it held before and after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    /// The path, relative to the workspace root (`/` separators).
+    #[serde(rename = "path")]
+    pub path: String,
+    /// Its state before the change.
+    #[serde(rename = "before")]
+    pub before: FileState,
+    /// Its state after the change.
+    #[serde(rename = "after")]
+    pub after: FileState,
+}
+
+/// A point in a [`ChangeFeed`]'s stream of changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ChangeMark(pub u64);
+
+/// Which workspace paths changed, as a session-wide change tracker sees them. The `bash`
+/// tool marks before a command and asks after it, instead of scanning the tree: the cost
+/// of a question does not grow with the repository.
+#[async_trait]
+pub trait ChangeFeed: Send + Sync + std::fmt::Debug {
+    /// A mark of everything that has happened until now (every change made before this
+    /// call is before the mark).
+    async fn mark(&self) -> ChangeMark;
+
+    /// The paths (relative to the workspace root, `/` separators, sorted, each once) that
+    /// changed after `since` and before this call returns. `None` when the tracker cannot
+    /// tell (it overflowed or stopped): the caller then knows nothing about changes.
+    async fn changed_since(&self, since: ChangeMark) -> Option<Vec<String>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_states_have_a_fixed_json_form() {
+        let states = [
+            (FileState::Absent, r#"{"state":"absent"}"#),
+            (
+                FileState::File {
+                    hash: "ab".into(),
+                    size: 3,
+                    mode: 0o644,
+                },
+                r#"{"state":"file","hash":"ab","size":3,"mode":420}"#,
+            ),
+            (
+                FileState::Symlink {
+                    target: "../x".into(),
+                },
+                r#"{"state":"symlink","target":"../x"}"#,
+            ),
+            (
+                FileState::Omitted {
+                    size: 9,
+                    reason: "too big".into(),
+                },
+                r#"{"state":"omitted","size":9,"reason":"too big"}"#,
+            ),
+        ];
+        for (state, json) in states {
+            assert_eq!(serde_json::to_string(&state).unwrap(), json);
+            assert_eq!(serde_json::from_str::<FileState>(json).unwrap(), state);
+        }
+        assert!(!FileState::Omitted {
+            size: 1,
+            reason: String::new()
+        }
+        .is_restorable());
+        assert!(FileState::Absent.is_restorable());
+    }
+}
