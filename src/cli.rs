@@ -104,6 +104,18 @@ pub enum Command {
     /// Serve an editor over the Agent Client Protocol on stdin/stdout (Zed, JetBrains,
     /// Neovim; see docs/acp.md).
     Acp(AcpArgs),
+    /// Runs one `bash` command in the sandbox, for an editor's terminal (internal: `pith
+    /// acp` asks the editor to run it).
+    #[command(name = "sandbox-exec", hide = true)]
+    SandboxExec(SandboxExecArgs),
+}
+
+/// `pith sandbox-exec --spec JSON` (internal).
+#[derive(Debug, Args)]
+pub struct SandboxExecArgs {
+    /// The command and its sandbox settings, as JSON.
+    #[arg(long)]
+    pub spec: String,
 }
 
 /// `pith acp`: the REPL's options, so an editor's agent settings can pass them.

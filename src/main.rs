@@ -22,6 +22,9 @@ fn main() {
         Some(cli::Command::Compress(args)) => commands::compress::run(args),
         Some(cli::Command::Mcp(args)) => commands::mcp::run(args),
         Some(cli::Command::Acp(args)) => commands::acp::run(args),
+        Some(cli::Command::SandboxExec(args)) => {
+            std::process::exit(commands::sandbox_exec::run(args))
+        }
         None => commands::repl::run(cli.repl),
     };
     std::process::exit(exit::report(outcome));

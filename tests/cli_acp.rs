@@ -114,6 +114,16 @@ impl Agent {
         }
     }
 
+    /// The next message, if one comes within `wait`.
+    fn next_within(&mut self, wait: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(wait).ok()?;
+        self.seen.push(line.clone());
+        Some(
+            serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}")),
+        )
+    }
+
     /// The next message.
     fn until_next(&mut self) -> Value {
         let line = self
@@ -1296,6 +1306,232 @@ fn acp_by_hand_an_editor_with_fs_serves_its_buffers_to_read_and_edit() {
     assert!(!after_read.contains("saved on disk"), "{after_read}");
     let after_write = requests[3].body.to_string();
     assert!(after_write.contains("Created new.txt"), "{after_write}");
+    let (code, lines, stderr) = agent.finish();
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert_json_rpc(&lines);
+}
+
+/// An editor's terminal in the test: the process it started and what it printed.
+struct EditorTerminal {
+    child: Child,
+    output: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl EditorTerminal {
+    /// Starts `terminal/create`'s command as an editor would: its own environment (with a
+    /// secret in it), the cwd asked for, stdout and stderr captured together.
+    fn create(params: &Value) -> EditorTerminal {
+        let args: Vec<String> = params["args"]
+            .as_array()
+            .map(|a| a.iter().map(|v| v.as_str().unwrap().to_owned()).collect())
+            .unwrap_or_default();
+        let mut child = Command::new(params["command"].as_str().unwrap())
+            .args(&args)
+            .current_dir(params["cwd"].as_str().unwrap())
+            .env("PITH_TEST_EDITOR_API_TOKEN", "hunter2")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the editor starts the terminal's command");
+        let output = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut readers = Vec::new();
+        let pipes: [Box<dyn std::io::Read + Send>; 2] = [
+            Box::new(child.stdout.take().unwrap()),
+            Box::new(child.stderr.take().unwrap()),
+        ];
+        for mut pipe in pipes {
+            let output = output.clone();
+            readers.push(std::thread::spawn(move || {
+                let mut buffer = [0u8; 4096];
+                while let Ok(n) = std::io::Read::read(&mut pipe, &mut buffer) {
+                    if n == 0 {
+                        break;
+                    }
+                    output.lock().unwrap().extend_from_slice(&buffer[..n]);
+                }
+            }));
+        }
+        EditorTerminal {
+            child,
+            output,
+            readers,
+        }
+    }
+
+    fn exit_status(&mut self) -> Option<Value> {
+        use std::os::unix::process::ExitStatusExt;
+        let status = self.child.try_wait().unwrap()?;
+        for reader in self.readers.drain(..) {
+            reader.join().unwrap();
+        }
+        Some(match status.code() {
+            Some(code) => json!({"exitCode": code, "signal": null}),
+            None => json!({"exitCode": null, "signal": format!("{}", status.signal().unwrap())}),
+        })
+    }
+}
+
+#[test]
+fn acp_by_hand_bash_runs_in_the_editor_s_terminal_squashed_and_sandboxed() {
+    let sandbox = Sandbox::new();
+    let cwd = sandbox.workspace();
+    let outside = sandbox.root.path().join("escaped.txt");
+    let server = TestServer::start(Script::anthropic([
+        Turn::tool_call(
+            "bash",
+            json!({"command": "echo from-the-terminal; echo \"secret=${PITH_TEST_EDITOR_API_TOKEN:-removed}\"; seq 1 4000; exit 3"}),
+        ),
+        Turn::tool_call(
+            "bash",
+            json!({"command": format!("echo leak > {}; echo inside > in.txt", outside.display())}),
+        ),
+        Turn::tool_call(
+            "bash",
+            json!({"command": "echo $$ > shell.pid; sleep 30 & sleep 30", "timeout_ms": 500}),
+        ),
+        Turn::text("Done."),
+    ]))
+    .unwrap();
+    let mut command = sandbox.pith(Some(&server));
+    command.args(["acp", "--model", MODEL, "--approval", "full"]);
+    let mut agent = Agent::start(command);
+    agent.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {"terminal": true}}}));
+    agent.until_response(json!(1));
+    agent.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": cwd, "mcpServers": []}}));
+    let created = agent.until_response(json!(2));
+    let session = created.last().unwrap()["result"]["sessionId"].clone();
+    agent.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "run things"}]}}),
+    );
+
+    // Play the editor: terminals are processes; wait_for_exit is answered when the
+    // process exits (so a kill can come in between).
+    let mut terminals: std::collections::HashMap<String, EditorTerminal> = Default::default();
+    let mut waiting: Vec<(Value, String)> = Vec::new();
+    let mut methods = Vec::new();
+    let mut messages = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        assert!(std::time::Instant::now() < deadline, "{:#?}", agent.seen);
+        waiting.retain(
+            |(id, terminal)| match terminals.get_mut(terminal).unwrap().exit_status() {
+                Some(status) => {
+                    agent.send(&json!({"jsonrpc": "2.0", "id": id, "result": status}));
+                    false
+                }
+                None => true,
+            },
+        );
+        let Some(message) = agent.next_within(Duration::from_millis(20)) else {
+            continue;
+        };
+        messages.push(message.clone());
+        if message.get("method").is_none() && message["id"] == json!(3) {
+            break;
+        }
+        let (Some(method), Some(id)) = (message["method"].as_str(), message.get("id")) else {
+            continue;
+        };
+        methods.push(method.to_owned());
+        let params = &message["params"];
+        assert_eq!(params["sessionId"], session, "{message:#}");
+        let terminal = params["terminalId"].as_str().unwrap_or("").to_owned();
+        let result = match method {
+            "terminal/create" => {
+                let name = format!("t{}", terminals.len() + 1);
+                terminals.insert(name.clone(), EditorTerminal::create(params));
+                json!({"terminalId": name})
+            }
+            "terminal/wait_for_exit" => {
+                waiting.push((id.clone(), terminal));
+                continue;
+            }
+            "terminal/kill" => {
+                let _ = terminals.get_mut(&terminal).unwrap().child.kill();
+                json!({})
+            }
+            "terminal/output" => {
+                let term = terminals.get_mut(&terminal).unwrap();
+                let status = term.exit_status();
+                let output = String::from_utf8_lossy(&term.output.lock().unwrap()).into_owned();
+                json!({"output": output, "truncated": false, "exitStatus": status})
+            }
+            "terminal/release" => json!({}),
+            other => panic!("unexpected request {other}: {message:#}"),
+        };
+        agent.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+    assert_eq!(
+        messages.last().unwrap()["result"]["stopReason"],
+        json!("end_turn"),
+        "{messages:#?}"
+    );
+    assert_eq!(
+        methods.iter().filter(|m| *m == "terminal/create").count(),
+        3,
+        "{methods:?}"
+    );
+    assert_eq!(
+        methods.iter().filter(|m| *m == "terminal/release").count(),
+        3,
+        "{methods:?}"
+    );
+
+    // What the model saw of each run: the terminal's output, squashed, with the exit code.
+    let requests = server.requests();
+    let first = requests[1].body.to_string();
+    assert!(first.contains("from-the-terminal"), "{first}");
+    assert!(
+        first.contains("secret=removed"),
+        "the wrapper drops secrets: {first}"
+    );
+    assert!(!first.contains("hunter2"), "{first}");
+    assert!(first.contains("[exit code: 3]"), "{first}");
+    assert!(first.contains("4000"), "{first}");
+    assert!(
+        !first.contains("\\n2000\\n"),
+        "4,000 lines are squashed, not sent whole: {}",
+        first.len()
+    );
+    // The sandbox applied in the editor's terminal: nothing escaped the workspace.
+    let second = requests[2].body.to_string();
+    assert!(
+        !outside.exists(),
+        "the sandbox let a write escape: {second}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("in.txt")).unwrap(),
+        "inside\n"
+    );
+    assert!(second.contains("sandbox"), "{second}");
+    // The timeout ended the command's whole process group (pith does it: an editor's
+    // terminal/kill may end only the wrapper), background job included.
+    let third = requests[3].body.to_string();
+    assert!(third.contains("timed out after 500 ms"), "{third}");
+    let shell = std::fs::read_to_string(cwd.join("shell.pid")).unwrap();
+    let alive = Command::new("kill")
+        .args(["-0", shell.trim()])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!alive.success(), "the timed-out shell {shell} still runs");
+
+    // Each bash call showed its terminal: live, and still in its last update.
+    let terminal_contents: Vec<&Value> = updates(&messages)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] == json!("tool_call_update"))
+        .filter(|u| {
+            u["content"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["type"] == json!("terminal")))
+        })
+        .collect();
+    assert!(terminal_contents.len() >= 6, "{terminal_contents:#?}");
     let (code, lines, stderr) = agent.finish();
     assert_eq!(code, Some(0), "stderr: {stderr}");
     assert_json_rpc(&lines);

@@ -7,5 +7,6 @@ pub mod options;
 pub mod repl;
 pub mod replay;
 pub mod run;
+pub mod sandbox_exec;
 pub mod sessions;
 pub mod tokens;

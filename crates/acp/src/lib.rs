@@ -19,6 +19,7 @@ pub mod session;
 pub mod sessions;
 pub mod sink;
 pub mod stdio;
+pub mod terminal;
 pub mod tool_calls;
 pub mod updates;
 

@@ -146,7 +146,7 @@ fn assistant(
                 SessionUpdate::ToolCall(tool_calls::started(&call.id, call, cwd, false))
             }
             Part::ToolResult(result) => {
-                SessionUpdate::ToolCallUpdate(tool_calls::finished(&result.call_id, result))
+                SessionUpdate::ToolCallUpdate(tool_calls::finished(&result.call_id, result, None))
             }
             _ => continue,
         };

@@ -4,6 +4,7 @@
 //! `task` calls run side by side, so the latest running call of the tool is the one that
 //! asks.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::v1::schema::SessionId;
@@ -23,6 +24,9 @@ pub struct RunningCall {
 #[derive(Debug, Clone, Default)]
 pub struct RunningCalls {
     calls: Arc<Mutex<Vec<RunningCall>>>,
+    /// The editor terminal each `bash` call ran in (ACP call id → terminal id), so that
+    /// the call's last update keeps showing it.
+    terminals: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl RunningCalls {
@@ -39,6 +43,22 @@ impl RunningCalls {
     /// The latest running call of `tool`.
     pub fn latest(&self, tool: &str) -> Option<RunningCall> {
         self.lock().iter().rev().find(|c| c.tool == tool).cloned()
+    }
+
+    /// The call `id` runs in the editor's terminal `terminal`.
+    pub fn attach_terminal(&self, id: &str, terminal: &str) {
+        self.terminals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.to_owned(), terminal.to_owned());
+    }
+
+    /// The terminal the call `id` ran in, if any (forgotten once asked).
+    pub fn take_terminal(&self, id: &str) -> Option<String> {
+        self.terminals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id)
     }
 
     /// Takes every call still running (the turn ended without their results).
@@ -74,5 +94,8 @@ mod tests {
         assert_eq!(calls.latest("bash").map(|c| c.id), Some("a".into()));
         assert_eq!(calls.drain().len(), 2);
         assert_eq!(calls.latest("read"), None);
+        calls.attach_terminal("a", "t1");
+        assert_eq!(calls.take_terminal("a").as_deref(), Some("t1"));
+        assert_eq!(calls.take_terminal("a"), None);
     }
 }

@@ -24,7 +24,9 @@ use crate::ext::{CancelCompactionRequest, CancelCompactionResponse};
 use crate::files::{ClientFiles, FileAccess};
 use crate::running::RunningCalls;
 use crate::session::{figures, AcpSession, PromptError};
+use crate::terminal::ClientTerminal;
 use crate::updates::{ClientView, EventMapper};
+use pith_tools::bash::terminal::CommandTerminal;
 use pith_tools::TextFiles;
 
 /// How long the turns still running when the editor closes the connection get to end.
@@ -46,6 +48,8 @@ struct State {
     view: Mutex<ClientView>,
     /// The file methods the client declared.
     files: Mutex<FileAccess>,
+    /// Whether the client declared `terminal` (then `bash` runs in its terminals).
+    terminal: Mutex<bool>,
     sessions: Mutex<HashMap<SessionId, Arc<AcpSession>>>,
     /// The work started by requests (opening sessions, turns), awaited when the
     /// connection closes so that every turn ends and is recorded.
@@ -98,6 +102,7 @@ pub async fn serve(
         options,
         view: Mutex::new(ClientView::default()),
         files: Mutex::new(FileAccess::default()),
+        terminal: Mutex::new(false),
         sessions: Mutex::new(HashMap::new()),
         tasks: Mutex::new(Vec::new()),
     });
@@ -120,6 +125,8 @@ pub async fn serve(
                 *s1.view.lock().unwrap_or_else(PoisonError::into_inner) = client_view(&request);
                 *s1.files.lock().unwrap_or_else(PoisonError::into_inner) =
                     FileAccess::declared(&request.client_capabilities.fs);
+                *s1.terminal.lock().unwrap_or_else(PoisonError::into_inner) =
+                    request.client_capabilities.terminal;
                 responder.respond(initialize(&request))
             },
             agent_client_protocol::on_receive_request!(),
@@ -289,6 +296,32 @@ pub async fn serve(
     served
 }
 
+/// The editor's terminals for `bash`, when it declared them and this binary's path is
+/// known (the editor runs `pith sandbox-exec`).
+fn editor_terminal(
+    state: &State,
+    cx: &ConnectionTo<Client>,
+    id_cell: &Arc<OnceLock<SessionId>>,
+    running: &RunningCalls,
+) -> Option<Arc<dyn CommandTerminal>> {
+    if !*state
+        .terminal
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+    {
+        return None;
+    }
+    let program = match std::env::current_exe() {
+        Ok(program) => program,
+        Err(error) => {
+            tracing::warn!(%error, "the editor's terminals are not used: pith's path is unknown");
+            return None;
+        }
+    };
+    let terminal = ClientTerminal::new(cx.clone(), id_cell.clone(), program, running.clone());
+    Some(Arc::new(terminal))
+}
+
 /// What the client can show, from its capabilities.
 fn client_view(request: &InitializeRequest) -> ClientView {
     let capabilities = &request.client_capabilities;
@@ -373,10 +406,12 @@ fn open(
     let files = (access.read || access.write).then(|| {
         Arc::new(ClientFiles::new(cx.clone(), id_cell.clone(), access)) as Arc<dyn TextFiles>
     });
+    let terminal = editor_terminal(state, cx, &id_cell, &running);
     let frontend = Frontend {
         env: state.options.env.clone(),
         approver: Some(Arc::new(approver)),
         files,
+        terminal,
     };
     let opened = Conversation::open(overrides, frontend).map_err(|error| match error {
         pith_agent::ConversationError::Usage(message) if resuming => {

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
-    Diff, ToolCall as AcpToolCall, ToolCallContent, ToolCallId, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    Diff, Terminal, TerminalId, ToolCall as AcpToolCall, ToolCallContent, ToolCallId,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use pith_core::{ToolCall, ToolResult};
 use serde_json::Value;
@@ -145,15 +145,25 @@ pub fn started(id: &str, call: &ToolCall, cwd: &Path, live: bool) -> AcpToolCall
 
 /// The `tool_call_update` ending the call `id` with `result`: what the model saw (a
 /// `bash` output already squashed), failed when the tool failed or refused.
-pub fn finished(id: &str, result: &ToolResult) -> ToolCallUpdate {
+/// A `bash` call that ran in the editor's `terminal` keeps showing it, above that text.
+pub fn finished(id: &str, result: &ToolResult, terminal: Option<String>) -> ToolCallUpdate {
     let status = if result.is_error {
         ToolCallStatus::Failed
     } else {
         ToolCallStatus::Completed
     };
     let mut fields = ToolCallUpdateFields::new().status(status);
+    let mut content = Vec::new();
+    if let Some(terminal) = terminal {
+        content.push(ToolCallContent::Terminal(Terminal::new(TerminalId::new(
+            terminal,
+        ))));
+    }
     if !result.content.is_empty() {
-        fields = fields.content(vec![ToolCallContent::from(result.content.clone())]);
+        content.push(ToolCallContent::from(result.content.clone()));
+    }
+    if !content.is_empty() {
+        fields = fields.content(content);
     }
     ToolCallUpdate::new(ToolCallId::new(id), fields)
 }
@@ -302,7 +312,7 @@ mod tests {
 
     #[test]
     fn a_failed_result_is_a_failed_update_with_what_the_model_saw() {
-        let update = finished("c1", &ToolResult::new("c1", "denied", true));
+        let update = finished("c1", &ToolResult::new("c1", "denied", true), None);
         assert_eq!(update.fields.status, Some(ToolCallStatus::Failed));
         assert_eq!(
             update.fields.content,

@@ -157,9 +157,10 @@ impl EventMapper {
             LoopEvent::ToolCallFinished { call, result } => {
                 let id = self.call_id(&call.id);
                 self.running.finish(&id);
+                let terminal = self.running.take_terminal(&id);
                 self.push(
                     out,
-                    SessionUpdate::ToolCallUpdate(tool_calls::finished(&id, result)),
+                    SessionUpdate::ToolCallUpdate(tool_calls::finished(&id, result, terminal)),
                 );
                 if let Some(child) = &result.child_session {
                     self.child_finished(&child.session_id, result.is_error, out);

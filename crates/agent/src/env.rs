@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use pith_tools::bash::terminal::CommandTerminal;
 use pith_tools::{Approver, TextFiles};
 
 /// Looks up environment variables (keys, base URLs, config locations). Tests pass their
@@ -20,6 +21,9 @@ pub struct Frontend {
     /// Where `read`, `write` and `edit` take and put text instead of the disk (`pith
     /// acp`: the editor's buffers); `None`: the disk.
     pub files: Option<Arc<dyn TextFiles>>,
+    /// Where `bash` runs its commands instead of a child of pith (`pith acp`: the
+    /// editor's terminals); `None`: a child.
+    pub terminal: Option<Arc<dyn CommandTerminal>>,
 }
 
 impl Frontend {
@@ -29,6 +33,7 @@ impl Frontend {
             env: Arc::new(|name: &str| std::env::var(name).ok()),
             approver: None,
             files: None,
+            terminal: None,
         }
     }
 }

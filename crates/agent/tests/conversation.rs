@@ -42,6 +42,7 @@ impl Setup {
             }),
             approver: None,
             files: None,
+            terminal: None,
         }
     }
 

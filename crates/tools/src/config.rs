@@ -97,6 +97,9 @@ pub struct ToolsConfig {
     /// Where `read`, `write` and `edit` take and put text instead of the disk (an
     /// editor's buffers, see [`crate::files`]); `None` (the default): the disk.
     pub files: Option<Arc<dyn crate::files::TextFiles>>,
+    /// Where `bash` runs its commands instead of a child of pith (an editor's terminals,
+    /// see [`crate::bash::terminal`]); `None` (the default): pith's own child process.
+    pub terminal: Option<Arc<dyn crate::bash::terminal::CommandTerminal>>,
     /// What images the model accepts: `read` returns PNG, JPEG, GIF and WebP files as
     /// images within these limits; `None` (the default) when the model takes no images,
     /// and `read` then refuses them in words.
@@ -114,6 +117,7 @@ impl std::fmt::Debug for ToolsConfig {
             .field("mode", &self.mode)
             .field("has_approver", &self.approver.is_some())
             .field("files", &self.files)
+            .field("terminal", &self.terminal)
             .field("limits", &self.limits)
             .field("sandbox", &self.sandbox)
             .finish()
@@ -134,6 +138,7 @@ impl ToolsConfig {
             bash_env_exclude: DEFAULT_BASH_ENV_EXCLUDE.map(String::from).to_vec(),
             sandbox: SandboxConfig::default(),
             files: None,
+            terminal: None,
             images: None,
         }
     }
@@ -147,6 +152,15 @@ impl ToolsConfig {
     /// Sets where text files are read and written instead of the disk.
     pub fn with_files(mut self, files: Arc<dyn crate::files::TextFiles>) -> Self {
         self.files = Some(files);
+        self
+    }
+
+    /// Sets where `bash` runs its commands instead of a child of pith.
+    pub fn with_terminal(
+        mut self,
+        terminal: Arc<dyn crate::bash::terminal::CommandTerminal>,
+    ) -> Self {
+        self.terminal = Some(terminal);
         self
     }
 
@@ -222,6 +236,8 @@ pub struct ToolEnv {
     pub images: Option<crate::image::ImageLimits>,
     /// Where text files are read and written instead of the disk (`None`: the disk).
     pub files: Option<Arc<dyn crate::files::TextFiles>>,
+    /// Where `bash` runs commands instead of a child of pith (`None`: a child).
+    pub terminal: Option<Arc<dyn crate::bash::terminal::CommandTerminal>>,
 }
 
 impl ToolEnv {
@@ -269,6 +285,7 @@ impl ToolEnv {
             sandbox: Sandbox::new(config.sandbox),
             images: config.images,
             files: config.files,
+            terminal: config.terminal,
         })
     }
 }

@@ -43,6 +43,23 @@ impl ProcessGroup {
             .map(|pgid| Self { pgid })
     }
 
+    /// The group whose id another process reported (the `pith sandbox-exec` wrapper of a
+    /// command in an editor's terminal); `None` for ids that never name a child's group.
+    pub fn from_id(pgid: i32) -> Option<Self> {
+        (pgid > 1).then_some(Self { pgid })
+    }
+
+    /// Ends the group without a handle on its leader: SIGTERM, up to `grace` for it to
+    /// empty, then SIGKILL to whatever is left.
+    pub async fn end_detached(self, grace: Duration) {
+        self.terminate();
+        let give_up = Instant::now() + grace;
+        while self.is_alive() && Instant::now() < give_up {
+            tokio::time::sleep(END_POLL).await;
+        }
+        self.kill();
+    }
+
     /// The group id (the leader's process id).
     pub fn id(self) -> i32 {
         self.pgid

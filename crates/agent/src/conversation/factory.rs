@@ -105,6 +105,9 @@ impl LoopFactory {
         if let Some(files) = &frontend.files {
             tools = tools.with_files(files.clone());
         }
+        if let Some(terminal) = &frontend.terminal {
+            tools = tools.with_terminal(terminal.clone());
+        }
         tools.squash = settings.context.squash.clone();
         let tools = Toolset::new(tools).map_err(ConversationError::usage)?;
         let registry = match &delegation.child {

@@ -222,6 +222,7 @@ impl ChildLauncher {
                 }) as Arc<dyn Approver>
             }),
             files: self.frontend.files.clone(),
+            terminal: self.frontend.terminal.clone(),
         };
         let spec = ChildSpec {
             agent: agent.clone(),

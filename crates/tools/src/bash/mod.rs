@@ -10,8 +10,11 @@
 //! it once more without the sandbox; if allowed, the result is that second run's.
 
 mod changes;
+pub mod in_terminal;
 pub mod output;
 pub mod process;
+pub mod terminal;
+pub mod wrapper;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,10 +24,10 @@ use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
-use tokio_util::sync::CancellationToken;
-
+use self::in_terminal::TerminalCall;
 use self::output::CapturedOutput;
 use self::process::{run_command, CommandOutcome, CommandSpec, Termination};
+pub use self::wrapper::secret_env_names;
 use crate::capture::{Capture, Finished, Overflow, RawOutput};
 use crate::config::ToolEnv;
 use crate::permission::Action;
@@ -173,18 +176,9 @@ impl BashTool {
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let mode = self.env.sandbox.mode_for(self.env.permissions.mode());
-        let confinement = self
-            .env
-            .sandbox
-            .prepare(
-                mode,
-                self.env.workspace.root(),
-                self.env.capture.spill_dir().path(),
-            )
-            .map_err(|err| ToolError::Failed(err.to_string()))?;
-        let network = confinement.as_ref().is_none_or(|c| c.network());
+        let network = !mode.is_sandboxed() || self.env.sandbox.config().allow_network;
         let outcome = self
-            .execute(command, timeout, confinement, &ctx.cancel)
+            .execute(command, timeout, mode, ctx, &mut notes)
             .await?;
         if outcome.termination == Termination::Cancelled {
             return Err(ToolError::Cancelled);
@@ -217,7 +211,9 @@ impl BashTool {
                          allowed one run without the sandbox; this is its output]",
                     denial.quoted()
                 ));
-                let outcome = self.execute(command, timeout, None, &ctx.cancel).await?;
+                let outcome = self
+                    .execute(command, timeout, SandboxMode::Off, ctx, &mut notes)
+                    .await?;
                 self.finish(&call, outcome, notes, Vec::new())
             }
             Err(ToolError::Denied(why)) => {
@@ -254,14 +250,37 @@ fn denial_in(outcome: &CommandOutcome, mode: SandboxMode, network: bool) -> Opti
 }
 
 impl BashTool {
-    /// Runs `command` (confined when `confinement` is set) to its end.
+    /// Runs `command` in `mode`'s sandbox to its end: in the front-end's terminal when it
+    /// offers one (a note about its output joins `notes`), else as pith's own child.
     async fn execute(
         &self,
         command: &str,
         timeout: Duration,
-        confinement: Option<Confinement>,
-        cancel: &CancellationToken,
+        mode: SandboxMode,
+        ctx: &ToolContext,
+        notes: &mut Vec<String>,
     ) -> Result<CommandOutcome, ToolError> {
+        if let Some(terminal) = &self.env.terminal {
+            let call = TerminalCall {
+                env: &self.env,
+                call_id: &ctx.call_id,
+                command,
+                timeout,
+                mode,
+                cancel: &ctx.cancel,
+            };
+            return in_terminal::run_in_terminal(terminal.as_ref(), call, notes).await;
+        }
+        let confinement = self
+            .env
+            .sandbox
+            .prepare(
+                mode,
+                self.env.workspace.root(),
+                self.env.capture.spill_dir().path(),
+            )
+            .map_err(|err| ToolError::Failed(err.to_string()))?;
+        let cancel = &ctx.cancel;
         let limits = &self.env.limits;
         let spill = self.env.capture.spill_dir().clone();
         let spill_path = spill.path().as_os_str().to_owned();
@@ -414,21 +433,6 @@ pub fn model_text(
         };
     }
     finished
-}
-
-/// Names (from `names`) that contain one of `patterns`, case-insensitively: the
-/// variables `bash` does not pass on, so a command cannot print API keys into the
-/// transcript. Default patterns: `KEY`, `SECRET`, `TOKEN` (like Codex CLI).
-pub fn secret_env_names(names: impl Iterator<Item = String>, patterns: &[String]) -> Vec<String> {
-    let patterns: Vec<String> = patterns.iter().map(|p| p.to_ascii_uppercase()).collect();
-    names
-        .filter(|name| {
-            let upper = name.to_ascii_uppercase();
-            patterns
-                .iter()
-                .any(|p| !p.is_empty() && upper.contains(p.as_str()))
-        })
-        .collect()
 }
 
 /// The captured output as text.

@@ -1,0 +1,213 @@
+//! The editor's terminals for `bash`: when the client declares `terminal`, each command
+//! runs in a terminal the editor creates (`terminal/create`) and shows inside the tool
+//! call, live. What the editor runs is `pith sandbox-exec` (this very binary), which
+//! applies the session's sandbox and secret filter before it starts `bash -c`; pith waits
+//! for the exit (`terminal/wait_for_exit`), ends the command at its timeout or when the
+//! turn is cancelled (`terminal/kill`), reads the output back (`terminal/output`), squashes
+//! it for the model as always, and releases the terminal (`terminal/release`).
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema::{
+    CreateTerminalRequest, KillTerminalRequest, ReleaseTerminalRequest, SessionId,
+    SessionNotification, SessionUpdate, Terminal, TerminalExitStatus, TerminalId,
+    TerminalOutputRequest, ToolCallContent, ToolCallId, ToolCallUpdate, ToolCallUpdateFields,
+    WaitForTerminalExitRequest,
+};
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::Client;
+use async_trait::async_trait;
+use pith_tools::bash::process::Termination;
+use pith_tools::bash::terminal::{CommandTerminal, TerminalOutcome};
+use pith_tools::bash::wrapper::WrappedCommand;
+use tokio_util::sync::CancellationToken;
+
+use crate::running::RunningCalls;
+
+/// Runs `bash` commands in the editor's terminals, for one ACP session.
+#[derive(Debug)]
+pub struct ClientTerminal {
+    connection: ConnectionTo<Client>,
+    /// Set once the conversation is open (its id is the ACP session id).
+    session: Arc<OnceLock<SessionId>>,
+    /// The `pith` binary the editor runs (`pith sandbox-exec`).
+    program: PathBuf,
+    /// The session's running calls: which tool call a terminal belongs to.
+    running: RunningCalls,
+}
+
+impl ClientTerminal {
+    /// The editor's terminals over `connection`, running `program` (this binary);
+    /// `session` is filled in when the session's id is known.
+    pub fn new(
+        connection: ConnectionTo<Client>,
+        session: Arc<OnceLock<SessionId>>,
+        program: PathBuf,
+        running: RunningCalls,
+    ) -> Self {
+        Self {
+            connection,
+            session,
+            program,
+            running,
+        }
+    }
+
+    fn session(&self) -> io::Result<SessionId> {
+        self.session
+            .get()
+            .cloned()
+            .ok_or_else(|| io::Error::other("the ACP session is not open yet"))
+    }
+
+    /// Shows the terminal inside the running `bash` call, live.
+    fn show_in_call(&self, terminal: &TerminalId) {
+        let Some(call) = self.running.latest("bash") else {
+            return;
+        };
+        self.running.attach_terminal(&call.id, &terminal.0);
+        let fields = ToolCallUpdateFields::new().content(vec![ToolCallContent::Terminal(
+            Terminal::new(terminal.clone()),
+        )]);
+        let update = ToolCallUpdate::new(ToolCallId::new(call.id.as_str()), fields);
+        let notification =
+            SessionNotification::new(call.session, SessionUpdate::ToolCallUpdate(update));
+        if let Err(error) = self.connection.send_notification(notification) {
+            tracing::debug!(%error, "the terminal was not shown in its call");
+        }
+    }
+
+    /// Ends the command, reads what it printed, and lets the editor free the terminal.
+    async fn finish(
+        &self,
+        session: &SessionId,
+        terminal: &TerminalId,
+        ended: Option<Termination>,
+    ) -> io::Result<TerminalOutcome> {
+        if ended.is_some() {
+            let kill = KillTerminalRequest::new(session.clone(), terminal.clone());
+            if let Err(error) = self.connection.send_request(kill).block_task().await {
+                tracing::debug!(%error, "terminal/kill failed");
+            }
+        }
+        let asked = TerminalOutputRequest::new(session.clone(), terminal.clone());
+        let output = self.connection.send_request(asked).block_task().await;
+        let release = ReleaseTerminalRequest::new(session.clone(), terminal.clone());
+        if let Err(error) = self.connection.send_request(release).block_task().await {
+            tracing::debug!(%error, "terminal/release failed");
+        }
+        let output = output.map_err(|error| editor_error("terminal/output", &error))?;
+        let termination = match ended {
+            Some(termination) => termination,
+            None => output
+                .exit_status
+                .as_ref()
+                .map_or(Termination::Exited(0), termination_of),
+        };
+        Ok(TerminalOutcome {
+            termination,
+            output: output.output,
+            truncated: output.truncated,
+        })
+    }
+}
+
+/// The `io::Error` for a failed request to the editor (its code and message).
+fn editor_error(method: &str, error: &agent_client_protocol::Error) -> io::Error {
+    io::Error::other(format!(
+        "the editor answered {method} with an error: {error}"
+    ))
+}
+
+/// How an exit status the editor reports ended the command.
+fn termination_of(status: &TerminalExitStatus) -> Termination {
+    match (status.exit_code, status.signal.as_deref()) {
+        (Some(code), _) => Termination::Exited(i32::try_from(code).unwrap_or(i32::MAX)),
+        (None, Some(signal)) => Termination::Signaled(signal_number(signal)),
+        (None, None) => Termination::Exited(0),
+    }
+}
+
+/// The number of a signal the editor names (`SIGKILL`, `KILL` or `9`); 0 when unknown.
+fn signal_number(name: &str) -> i32 {
+    let bare = name.trim().trim_start_matches("SIG");
+    match bare {
+        "HUP" => 1,
+        "INT" => 2,
+        "QUIT" => 3,
+        "ABRT" => 6,
+        "KILL" => 9,
+        "SEGV" => 11,
+        "PIPE" => 13,
+        "TERM" => 15,
+        number => number.parse().unwrap_or(0),
+    }
+}
+
+#[async_trait]
+impl CommandTerminal for ClientTerminal {
+    async fn run(
+        &self,
+        _call_id: &str,
+        wrapped: &WrappedCommand,
+        output_limit: u64,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> io::Result<TerminalOutcome> {
+        let session = self.session()?;
+        let create =
+            CreateTerminalRequest::new(session.clone(), self.program.display().to_string())
+                .args(wrapped.args())
+                .cwd(wrapped.cwd.clone())
+                .output_byte_limit(output_limit);
+        let created = tokio::select! {
+            created = self.connection.send_request(create).block_task() => {
+                created.map_err(|error| editor_error("terminal/create", &error))?
+            }
+            () = cancel.cancelled() => {
+                return Ok(TerminalOutcome {
+                    termination: Termination::Cancelled,
+                    output: String::new(),
+                    truncated: false,
+                });
+            }
+        };
+        let terminal = created.terminal_id;
+        self.show_in_call(&terminal);
+        let wait = WaitForTerminalExitRequest::new(session.clone(), terminal.clone());
+        let ended = tokio::select! {
+            exited = self.connection.send_request(wait).block_task() => match exited {
+                Ok(_) => None,
+                Err(error) => {
+                    tracing::debug!(%error, "terminal/wait_for_exit failed; ending the command");
+                    Some(Termination::Signaled(0))
+                }
+            },
+            () = tokio::time::sleep(timeout) => Some(Termination::TimedOut),
+            () = cancel.cancelled() => Some(Termination::Cancelled),
+        };
+        self.finish(&session, &terminal, ended).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_statuses_become_terminations() {
+        let mut status = TerminalExitStatus::default();
+        status.exit_code = Some(3);
+        assert_eq!(termination_of(&status), Termination::Exited(3));
+        status.exit_code = None;
+        status.signal = Some("SIGKILL".into());
+        assert_eq!(termination_of(&status), Termination::Signaled(9));
+        status.signal = Some("15".into());
+        assert_eq!(termination_of(&status), Termination::Signaled(15));
+        status.signal = Some("SIGWHAT".into());
+        assert_eq!(termination_of(&status), Termination::Signaled(0));
+    }
+}
