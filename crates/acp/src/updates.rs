@@ -237,7 +237,9 @@ impl EventMapper {
             LoopEvent::PlanUpdated(plan) => {
                 self.push(out, SessionUpdate::Plan(crate::plan::to_acp(plan)))
             }
-            LoopEvent::TextDelta(_)
+            // ACP has no checkpoint update; rewinds are pith's own commands.
+            LoopEvent::Checkpoint(_)
+            | LoopEvent::TextDelta(_)
             | LoopEvent::ReasoningDelta(_)
             | LoopEvent::RequestStarted { .. }
             | LoopEvent::MessageAppended(_)

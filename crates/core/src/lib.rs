@@ -34,7 +34,7 @@ pub use context::tokens::{
     BpeCounter, Encoding, ImageFormula, RequestEstimate, RequestEstimator, TokenCounter,
 };
 pub use cost::{usage_cost, CeilingReached, Ceilings, Pricing, SpendMeter};
-pub use protocol::checkpoint::{ChangeFeed, ChangeMark, FileChange, FileState};
+pub use protocol::checkpoint::{ChangeFeed, ChangeMark, CheckpointSummary, FileChange, FileState};
 pub use protocol::effect::{FileAction, FileEffect};
 pub use protocol::events::SubagentEvent;
 pub use protocol::events::{AutoCompaction, LoopEvent, RequestPurpose, RequestReport};

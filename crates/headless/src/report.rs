@@ -99,6 +99,15 @@ pub fn stream_event(event: &LoopEvent, include_partial: bool) -> Option<Value> {
         }
         LoopEvent::OutputTruncated { reason } => json!({"type": "truncated", "reason": reason}),
         LoopEvent::PlanUpdated(plan) => plan_line(plan)?,
+        LoopEvent::Checkpoint(summary) => {
+            let mut line = json!({"type": "checkpoint"});
+            if let (Value::Object(line), Ok(Value::Object(fields))) =
+                (&mut line, serde_json::to_value(summary))
+            {
+                line.extend(fields);
+            }
+            line
+        }
         _ => return None,
     })
 }
@@ -264,6 +273,15 @@ mod tests {
                 .unwrap(),
             ),
             LoopEvent::PlanUpdated(pith_core::Plan::default()),
+            LoopEvent::Checkpoint(pith_core::CheckpointSummary {
+                id: "7".into(),
+                call_id: Some("c1".into()),
+                files: vec!["src/lib.rs".into()],
+                bytes: 120,
+                store_bytes: 4096,
+                omitted: vec!["big.bin".into()],
+            }),
+            LoopEvent::Checkpoint(pith_core::CheckpointSummary::default()),
             LoopEvent::OutputTruncated {
                 reason: "output cap".into(),
             },

@@ -23,6 +23,8 @@ pub struct Status {
     pub paused: Option<(PauseReason, u64)>,
     /// Dollars spent and the cost ceiling (`--max-cost`), when there is one.
     pub spend: Option<(f64, f64)>,
+    /// The checkpoint store's size for this project, once a checkpoint was taken.
+    pub checkpoints: Option<u64>,
 }
 
 impl Status {
@@ -44,6 +46,7 @@ impl Status {
                 .ceilings()
                 .max_cost
                 .map(|max| (conversation.spend().spent(), max)),
+            checkpoints: None,
         }
     }
 
@@ -85,8 +88,12 @@ impl Status {
             Some((spent, max)) => format!(" · ${spent:.2} / ${max:.2}"),
             None => String::new(),
         };
+        let checkpoints = match self.checkpoints {
+            Some(bytes) => format!(" · checkpoints {}", pith_core::format::human_bytes(bytes)),
+            None => String::new(),
+        };
         format!(
-            "{} · {} / {} tokens ({percent}%) · {distance}{spend}",
+            "{} · {} / {} tokens ({percent}%) · {distance}{spend}{checkpoints}",
             self.model,
             thousands(self.used),
             thousands(budget.input_budget)
@@ -108,6 +115,7 @@ mod tests {
             auto_compaction: true,
             paused: None,
             spend: None,
+            checkpoints: None,
         };
         assert_eq!(
             status.text(),

@@ -69,6 +69,32 @@ pub struct FileChange {
     pub after: FileState,
 }
 
+/// What one checkpoint recorded, as front-ends show it (stream-json `checkpoint`, the
+/// REPL's status line): which files pith saw change and kept a copy of.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CheckpointSummary {
+    /// The checkpoint's id (the transcript record's sequence number, as text).
+    #[serde(rename = "id")]
+    pub id: String,
+    /// The tool call whose changes these are; `None` for changes found at the start of a
+    /// turn (made outside pith).
+    #[serde(rename = "call_id", default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// The paths that changed (relative to the workspace root).
+    #[serde(rename = "files")]
+    pub files: Vec<String>,
+    /// Bytes this checkpoint added to the store (new contents only: the store dedupes).
+    #[serde(rename = "bytes")]
+    pub bytes: u64,
+    /// The store's size for this project after it, in bytes.
+    #[serde(rename = "store_bytes")]
+    pub store_bytes: u64,
+    /// Paths whose contents the store did not keep (over a cap): a rewind to before them
+    /// refuses.
+    #[serde(rename = "omitted", default, skip_serializing_if = "Vec::is_empty")]
+    pub omitted: Vec<String>,
+}
+
 /// A point in a [`ChangeFeed`]'s stream of changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ChangeMark(pub u64);

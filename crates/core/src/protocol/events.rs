@@ -145,6 +145,9 @@ pub enum LoopEvent {
     /// [`LoopEvent::ToolCallFinished`]. Front-ends show it as a checklist; the transcript
     /// holds the call, and the session ledger carries the plan across compactions.
     PlanUpdated(Plan),
+    /// pith kept a copy of workspace files a tool call (or, at a turn's start, something
+    /// outside pith) changed, so that a rewind can put them back (docs/rewind.md).
+    Checkpoint(crate::protocol::checkpoint::CheckpointSummary),
     /// Something the user should know that is not assistant content (e.g. a request
     /// was trimmed to fit the context window).
     Notice(String),

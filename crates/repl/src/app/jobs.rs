@@ -154,6 +154,7 @@ fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, st
         LoopEvent::PlanUpdated(plan) => {
             screen.message(Tone::Info, &crate::cards::plan_card(&plan).join("\n"))
         }
+        LoopEvent::Checkpoint(summary) => status.checkpoints = Some(summary.store_bytes),
         LoopEvent::RequestStarted { .. }
         | LoopEvent::RequestFinished(_)
         | LoopEvent::TurnFinished { .. } => {}
@@ -262,6 +263,7 @@ mod tests {
             auto_compaction: true,
             paused: None,
             spend: None,
+            checkpoints: None,
         };
         let events = vec![
             LoopEvent::TextDelta("Before".into()),
