@@ -45,6 +45,41 @@ pub struct Checkpoint {
     pub bytes: u64,
 }
 
+/// Most changes one `checkpoint` record holds: a command that changes more paths (a
+/// branch switch of a large repository) is recorded as several records, so no line
+/// grows past what readers hold (a change is about 200 bytes: 10,000 make 2 MB).
+pub const MAX_CHANGES_PER_RECORD: usize = 10_000;
+
+impl Checkpoint {
+    /// This checkpoint as records of at most [`MAX_CHANGES_PER_RECORD`] changes each, in
+    /// order (one record when it is small; none when it has no change). `bytes` is
+    /// counted once, on the first. Append them with one `append_batch`.
+    pub fn split(self) -> Vec<Checkpoint> {
+        let Checkpoint {
+            root,
+            call_id,
+            tool,
+            outside,
+            changes,
+            bytes,
+        } = self;
+        let mut parts = Vec::with_capacity(changes.len().div_ceil(MAX_CHANGES_PER_RECORD));
+        let mut changes = changes.into_iter().peekable();
+        while changes.peek().is_some() {
+            let chunk: Vec<FileChange> = changes.by_ref().take(MAX_CHANGES_PER_RECORD).collect();
+            parts.push(Checkpoint {
+                root: root.clone(),
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                outside,
+                changes: chunk,
+                bytes: if parts.is_empty() { bytes } else { 0 },
+            });
+        }
+        parts
+    }
+}
+
 /// What a rewind returned to the state before a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RewindMode {
@@ -252,6 +287,37 @@ mod tests {
         assert!(RewindMode::Both.rewinds_code() && RewindMode::Both.rewinds_conversation());
         assert!(!RewindMode::Code.rewinds_conversation());
         assert!(!RewindMode::Conversation.rewinds_code());
+    }
+
+    #[test]
+    fn a_large_checkpoint_splits_into_bounded_records_in_order() {
+        let checkpoint = |count: usize| Checkpoint {
+            root: "/w".into(),
+            call_id: Some("c".into()),
+            tool: Some("bash".into()),
+            outside: false,
+            changes: (0..count).map(|i| edit_of(&format!("f{i}"))).collect(),
+            bytes: 77,
+        };
+        assert!(checkpoint(0).split().is_empty());
+        assert_eq!(checkpoint(3).split(), vec![checkpoint(3)]);
+        let parts = checkpoint(2 * MAX_CHANGES_PER_RECORD + 1).split();
+        assert_eq!(
+            parts.iter().map(|p| p.changes.len()).collect::<Vec<_>>(),
+            vec![MAX_CHANGES_PER_RECORD, MAX_CHANGES_PER_RECORD, 1]
+        );
+        assert_eq!(
+            parts.iter().map(|p| p.bytes).collect::<Vec<_>>(),
+            vec![77, 0, 0]
+        );
+        assert!(parts.iter().all(|p| p.call_id.as_deref() == Some("c")));
+        let paths: Vec<&str> = parts
+            .iter()
+            .flat_map(|p| p.changes.iter().map(|c| c.path.as_str()))
+            .collect();
+        assert_eq!(paths.first(), Some(&"f0"));
+        assert_eq!(paths.last(), Some(&"f20000"));
+        assert_eq!(paths.len(), 2 * MAX_CHANGES_PER_RECORD + 1);
     }
 
     #[test]
