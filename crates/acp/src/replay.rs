@@ -92,7 +92,15 @@ pub fn replay(
                     out.push(mapper.notification(SessionUpdate::CompactionUpdate(update)));
                 }
             }
-            Event::HookRun(_) | Event::Unknown { .. } => {}
+            Event::Rewind(rewind) => out.extend(mapper.notice_updates(
+                NoticeSeverity::Info,
+                format!(
+                    "Rewound to turn {} ({})",
+                    rewind.turn,
+                    rewind.mode.describe()
+                ),
+            )),
+            Event::HookRun(_) | Event::Checkpoint(_) | Event::Unknown { .. } => {}
         }
     }
     out

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use pith_core::{Message, Usage};
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::{Checkpoint, Rewind};
 use crate::error::{Result, SessionError};
 use crate::items::TranscriptItem;
 
@@ -62,6 +63,15 @@ pub enum Event {
             skip_serializing_if = "Option::is_none"
         )]
         forked_from: Option<String>,
+        /// For a fork taken at a point (`pith run --fork <session>@<turn>`): the `seq`
+        /// of the source record the fork stops before (the records copied are those
+        /// before it). Absent for a fork of every record.
+        #[serde(
+            rename = "forked_at_seq",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        forked_at_seq: Option<u64>,
     },
     /// A message the user sent.
     #[serde(rename = "user_message")]
@@ -152,6 +162,16 @@ pub enum Event {
     /// the conversation is in the messages of the records around it).
     #[serde(rename = "hook_run")]
     HookRun(pith_core::HookRun),
+    /// Workspace paths changed (by a tool call, or outside pith between turns), with the
+    /// states the checkpoint store kept. A data record: projection into the model view
+    /// skips it; [`crate::turns`] reads it.
+    #[serde(rename = "checkpoint")]
+    Checkpoint(Checkpoint),
+    /// The session returned to the state just before a turn: its files, its
+    /// conversation or both. A conversation rewind makes the model history what it was
+    /// just before the record `to_seq` ([`crate::line`]).
+    #[serde(rename = "rewind")]
+    Rewind(Rewind),
     /// A record of a kind this version does not know (written by a newer pith). Kept
     /// verbatim so nothing is lost; skipped by projection. Never written by `append`.
     #[serde(skip)]
@@ -164,13 +184,15 @@ pub enum Event {
 }
 
 /// Kinds this version understands, as written in the `kind` field.
-pub const KNOWN_KINDS: [&str; 6] = [
+pub const KNOWN_KINDS: [&str; 8] = [
     "session_started",
     "user_message",
     "assistant_turn",
     "compaction_applied",
     "micro_compaction_applied",
     "hook_run",
+    "checkpoint",
+    "rewind",
 ];
 
 impl Event {
@@ -183,15 +205,22 @@ impl Event {
             Event::CompactionApplied { .. } => "compaction_applied",
             Event::MicroCompactionApplied { .. } => "micro_compaction_applied",
             Event::HookRun(_) => "hook_run",
+            Event::Checkpoint(_) => "checkpoint",
+            Event::Rewind(_) => "rewind",
             Event::Unknown { kind, .. } => kind,
         }
     }
 
-    /// True for events that close a turn (the default fsync points).
+    /// True for events that close a turn (the default fsync points). A `checkpoint`
+    /// is not one (it becomes durable with the turn that made it: no fsync per tool
+    /// call); a `rewind` is (the files were already written).
     pub fn ends_turn(&self) -> bool {
         !matches!(
             self,
-            Event::UserMessage { .. } | Event::HookRun(_) | Event::Unknown { .. }
+            Event::UserMessage { .. }
+                | Event::HookRun(_)
+                | Event::Checkpoint(_)
+                | Event::Unknown { .. }
         )
     }
 
@@ -325,6 +354,8 @@ fn static_kind(event: &Event) -> &'static str {
         Event::CompactionApplied { .. } => "compaction_applied",
         Event::MicroCompactionApplied { .. } => "micro_compaction_applied",
         Event::HookRun(_) => "hook_run",
+        Event::Checkpoint(_) => "checkpoint",
+        Event::Rewind(_) => "rewind",
         Event::Unknown { .. } => "unknown",
     }
 }
@@ -432,6 +463,7 @@ mod tests {
             pith_version: "0.1.0".into(),
             parent_session: None,
             forked_from: None,
+            forked_at_seq: None,
         };
         assert_eq!(
             line_json(&event),
@@ -439,6 +471,25 @@ mod tests {
                    "session_id": "0193", "cwd": "/work/p", "provider": "openai",
                    "model": "gpt-4o", "pith_version": "0.1.0"})
         );
+        let fork = Event::SessionStarted {
+            session_id: "0194".into(),
+            cwd: "/work/p".into(),
+            provider: "openai".into(),
+            model: "gpt-4o".into(),
+            pith_version: "0.1.0".into(),
+            parent_session: None,
+            forked_from: Some("0193".into()),
+            forked_at_seq: Some(12),
+        };
+        assert_eq!(
+            line_json(&fork),
+            json!({"v": 1, "seq": 7, "ts": "2026-11-29T13:10:15.123Z", "kind": "session_started",
+                   "session_id": "0194", "cwd": "/work/p", "provider": "openai",
+                   "model": "gpt-4o", "pith_version": "0.1.0", "forked_from": "0193",
+                   "forked_at_seq": 12})
+        );
+        let line = encode_line(1, "t", &fork).unwrap();
+        assert_eq!(decode_line(line.trim_end()).unwrap().event, fork);
     }
 
     #[test]

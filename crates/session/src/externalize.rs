@@ -68,7 +68,11 @@ fn payloads_mut(event: &mut Event) -> Vec<&mut String> {
         Event::CompactionApplied { messages, .. }
         | Event::MicroCompactionApplied { messages, .. } => of_messages(messages.iter_mut()),
         Event::HookRun(run) => vec![&mut run.stdout, &mut run.stderr],
-        Event::SessionStarted { .. } | Event::Unknown { .. } => Vec::new(),
+        // Paths and hashes only: nothing worth storing beside the record.
+        Event::SessionStarted { .. }
+        | Event::Checkpoint(_)
+        | Event::Rewind(_)
+        | Event::Unknown { .. } => Vec::new(),
     }
 }
 

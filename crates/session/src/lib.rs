@@ -22,11 +22,13 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod checkpoint;
 pub mod error;
 pub mod event;
 pub mod externalize;
 pub mod fork;
 pub mod items;
+pub mod line;
 pub mod listing;
 pub mod lock;
 pub mod paths;
@@ -35,12 +37,18 @@ pub mod read;
 pub mod render;
 pub mod resume;
 pub mod store;
+pub mod turns;
 
+pub use checkpoint::{Checkpoint, Rewind, RewindMode};
 pub use error::{Result, SessionError};
 pub use event::{CompactionTrigger, Event, Record, SCHEMA_VERSION};
 pub use items::{items_from_messages, TranscriptItem};
+pub use line::{current_line, current_line_owned, line_indices};
 pub use listing::SessionSummary;
 pub use projection::{project_model, project_model_owned, project_ui, UiEntry};
 pub use read::{read_transcript, ReadOptions, ReadReport, Transcript};
 pub use resume::Resumed;
 pub use store::{Durability, NewSession, Quarantine, Session, SessionStore};
+pub use turns::{
+    changes_after, changes_after_in, last_known_states, states_at, turn_seq, turns, Turn,
+};

@@ -1,11 +1,14 @@
 //! The two views of one event log.
 //!
 //! - Model view ([`project_model`]): the system-free conversation history a resumed
-//!   session continues from. `user_message` and `assistant_turn` append;
-//!   `compaction_applied` and `micro_compaction_applied` replace everything reconstructed
-//!   so far with their messages (the earlier checkpoint stays in the log for audit).
+//!   session continues from, read along the current line of the conversation
+//!   ([`crate::line`]: a conversation rewind returns to the state just before its
+//!   target). `user_message` and `assistant_turn` append; `compaction_applied` and
+//!   `micro_compaction_applied` replace everything reconstructed so far with their
+//!   messages (the earlier checkpoint stays in the log for audit).
 //! - UI view ([`project_ui`]): every visible item in order, pre-compaction checkpoints
-//!   included, for `pith replay` and `/resume`.
+//!   and abandoned turns included, with a marker for each file checkpoint and rewind,
+//!   for `pith replay` and `/resume`.
 //!
 //! Both skip records of unknown kinds and never panic on any prefix of a transcript.
 
@@ -14,25 +17,49 @@ use std::path::PathBuf;
 use pith_core::{Message, Usage};
 use serde::Serialize;
 
+use crate::checkpoint::RewindMode;
 use crate::event::{CompactionTrigger, Event, Record};
 use crate::items::{items_from_messages, TranscriptItem};
+use crate::line::line_indices;
 
 /// The conversation history (no system messages) after replaying `records`. Only the
-/// records from the last replacement on are cloned.
+/// records of the current line ([`crate::line`]) from its last replacement on are cloned.
 pub fn project_model(records: &[Record]) -> Vec<Message> {
-    let start = last_replacement(records).unwrap_or(0);
-    project_model_owned(records[start..].to_vec())
+    let line = line_indices(records);
+    let start = last_replacement(records, &line);
+    fold(line[start..].iter().map(|&index| records[index].clone()))
 }
 
 /// [`project_model`] consuming the records: moves messages instead of cloning them (what
 /// a resume or `pith replay --view model` wants).
 pub fn project_model_owned(records: Vec<Record>) -> Vec<Message> {
-    // Everything before the last replacement is discarded by it: skip it.
-    let start = last_replacement(&records).unwrap_or(0);
+    let line = line_indices(&records);
+    // Everything before the line's last replacement is discarded by it: skip it.
+    let start = last_replacement(&records, &line);
+    let mut keep = vec![false; records.len()];
+    for &index in &line[start..] {
+        keep[index] = true;
+    }
+    fold(
+        records
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(record, keep)| keep.then_some(record)),
+    )
+}
+
+/// The history the records of one line produce: `user_message` and `assistant_turn`
+/// append, replacements replace; everything else (a rewind included: the line already
+/// says where it returned to) adds nothing.
+fn fold(line: impl Iterator<Item = Record>) -> Vec<Message> {
     let mut history: Vec<Message> = Vec::new();
-    for record in records.into_iter().skip(start) {
+    for record in line {
         match record.event {
-            Event::SessionStarted { .. } | Event::HookRun(_) | Event::Unknown { .. } => {}
+            Event::SessionStarted { .. }
+            | Event::HookRun(_)
+            | Event::Checkpoint(_)
+            | Event::Rewind(_)
+            | Event::Unknown { .. } => {}
             Event::UserMessage { message } => history.push(message),
             Event::AssistantTurn { messages, .. } => history.extend(messages),
             Event::CompactionApplied { messages, .. }
@@ -48,14 +75,16 @@ fn is_prune(reason: &pith_core::events::MicroReason) -> bool {
     *reason == pith_core::events::MicroReason::Prune
 }
 
-/// Index of the last record that replaces the whole history.
-fn last_replacement(records: &[Record]) -> Option<usize> {
-    records.iter().rposition(|r| {
-        matches!(
-            r.event,
-            Event::CompactionApplied { .. } | Event::MicroCompactionApplied { .. }
-        )
-    })
+/// Position in `line` of its last record that replaces the whole history (0: none).
+fn last_replacement(records: &[Record], line: &[usize]) -> usize {
+    line.iter()
+        .rposition(|&index| {
+            matches!(
+                records[index].event,
+                Event::CompactionApplied { .. } | Event::MicroCompactionApplied { .. }
+            )
+        })
+        .unwrap_or(0)
 }
 
 /// One entry of the UI view.
@@ -184,6 +213,64 @@ pub enum UiEntry {
     /// A hook ran.
     #[serde(rename = "hook")]
     Hook(HookEntry),
+    /// Workspace files changed, and the checkpoint store kept their states.
+    #[serde(rename = "checkpoint")]
+    Checkpoint(CheckpointEntry),
+    /// The session was rewound to the state before a turn.
+    #[serde(rename = "rewind")]
+    Rewind(RewindEntry),
+}
+
+/// A `checkpoint` record, as `pith replay` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckpointEntry {
+    /// Record sequence number.
+    #[serde(rename = "seq")]
+    pub seq: u64,
+    /// Record time.
+    #[serde(rename = "ts")]
+    pub ts: String,
+    /// The tool call whose changes these are (absent: found at a turn's start).
+    #[serde(rename = "call_id", skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// Its tool, when recorded.
+    #[serde(rename = "tool", skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// True for changes made outside pith.
+    #[serde(rename = "outside")]
+    pub outside: bool,
+    /// The paths that changed, in record order.
+    #[serde(rename = "files")]
+    pub files: Vec<String>,
+    /// How many of them the store could not keep (over a cap, unreadable).
+    #[serde(rename = "omitted")]
+    pub omitted: usize,
+    /// Bytes the store newly took.
+    #[serde(rename = "bytes")]
+    pub bytes: u64,
+}
+
+/// A `rewind` record, as `pith replay` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RewindEntry {
+    /// Record sequence number.
+    #[serde(rename = "seq")]
+    pub seq: u64,
+    /// Record time.
+    #[serde(rename = "ts")]
+    pub ts: String,
+    /// The turn rewound to, as the user saw it.
+    #[serde(rename = "turn")]
+    pub turn: u64,
+    /// The `seq` of that turn's `user_message`.
+    #[serde(rename = "to_seq")]
+    pub to_seq: u64,
+    /// What was rewound.
+    #[serde(rename = "mode")]
+    pub mode: RewindMode,
+    /// The paths put back.
+    #[serde(rename = "restored")]
+    pub restored: Vec<String>,
 }
 
 /// A hook run, as `pith replay` shows it.
@@ -274,6 +361,28 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
                 ts,
                 run: run.clone(),
             }),
+            Event::Checkpoint(checkpoint) => UiEntry::Checkpoint(CheckpointEntry {
+                seq,
+                ts,
+                call_id: checkpoint.call_id.clone(),
+                tool: checkpoint.tool.clone(),
+                outside: checkpoint.outside,
+                files: checkpoint.changes.iter().map(|c| c.path.clone()).collect(),
+                omitted: checkpoint
+                    .changes
+                    .iter()
+                    .filter(|c| !c.before.is_restorable() || !c.after.is_restorable())
+                    .count(),
+                bytes: checkpoint.bytes,
+            }),
+            Event::Rewind(rewind) => UiEntry::Rewind(RewindEntry {
+                seq,
+                ts,
+                turn: rewind.turn,
+                to_seq: rewind.to_seq,
+                mode: rewind.mode,
+                restored: rewind.restored.clone(),
+            }),
             Event::MicroCompactionApplied {
                 reason,
                 tokens_reclaimed,
@@ -295,7 +404,7 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
 }
 
 /// The text of a user message; tool results in it (unusual) are shown as their content.
-fn user_text(message: &Message) -> String {
+pub(crate) fn user_text(message: &Message) -> String {
     let text = message.text_content();
     if !text.is_empty() {
         return text;

@@ -5,6 +5,9 @@
 //! tool results are cut to [`RESULT_PREVIEW_LINES`] lines with a count of what was left
 //! out; `--format json` always carries everything.
 
+mod checkpoints;
+mod size;
+
 use std::io::{self, Write};
 
 use pith_core::format::thousands;
@@ -16,6 +19,7 @@ use crate::items::{summarize_arguments, TranscriptItem};
 use crate::listing::SessionSummary;
 use crate::projection::UiEntry;
 use crate::read::ReadReport;
+use size::human_size;
 
 /// Lines of a tool result shown in text replay.
 pub const RESULT_PREVIEW_LINES: usize = 40;
@@ -159,6 +163,8 @@ fn ui_text_at(
                 )?;
             }
             UiEntry::Hook(entry) => write_hook(out, &entry.run)?,
+            UiEntry::Checkpoint(entry) => checkpoints::write_checkpoint(out, entry)?,
+            UiEntry::Rewind(entry) => checkpoints::write_rewind(out, entry)?,
         }
     }
     Ok(())
@@ -417,21 +423,6 @@ fn short_ts(ts: Option<&str>) -> String {
         Some(ts) if ts.len() >= 19 => ts[..19].replacen('T', " ", 1),
         Some(ts) => ts.to_owned(),
         None => "?".to_owned(),
-    }
-}
-
-fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
     }
 }
 

@@ -21,12 +21,22 @@ pub struct Resumed {
     pub session: Session,
     /// Every record, in order (for replay rendering).
     pub records: Vec<Record>,
-    /// The model history to continue from (compactions applied).
+    /// The model history to continue from (compactions and conversation rewinds
+    /// applied).
     pub history: Vec<Message>,
     /// `provider/model` from `session_started`, when present.
     pub recorded_model: Option<String>,
     /// Problems found while opening and reading, for the user.
     pub warnings: Vec<String>,
+}
+
+impl Resumed {
+    /// The records of the current line of the conversation (conversation rewinds
+    /// applied, [`crate::line`]): what a front-end rebuilds conversation state from, such
+    /// as the session ledger. `records` keeps every record, for replay.
+    pub fn line(&self) -> Vec<&Record> {
+        crate::line::current_line(&self.records)
+    }
 }
 
 impl SessionStore {

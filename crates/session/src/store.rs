@@ -122,13 +122,13 @@ impl SessionStore {
     /// Creates a session (uuid v7) for `new.cwd`, takes its writer lock and writes its
     /// `session_started` record (seq 1, fsynced).
     pub fn create(&self, new: NewSession) -> Result<Session> {
-        self.create_with_parent(new, None, None)
+        self.create_with_parent(new, None, None, None)
     }
 
     /// [`SessionStore::create`] for a subagent's session: `session_started` names the
     /// `parent` session, and [`SessionStore::latest_session_id`] never picks it.
     pub fn create_child(&self, new: NewSession, parent: &str) -> Result<Session> {
-        self.create_with_parent(new, Some(parent.to_owned()), None)
+        self.create_with_parent(new, Some(parent.to_owned()), None, None)
     }
 
     pub(crate) fn create_with_parent(
@@ -136,6 +136,7 @@ impl SessionStore {
         new: NewSession,
         parent: Option<String>,
         forked_from: Option<String>,
+        forked_at_seq: Option<u64>,
     ) -> Result<Session> {
         let cwd = fs::canonicalize(&new.cwd)
             .map_err(|e| SessionError::io("cannot resolve the working directory", &new.cwd, e))?;
@@ -180,6 +181,7 @@ impl SessionStore {
             pith_version: env!("CARGO_PKG_VERSION").to_owned(),
             parent_session: parent,
             forked_from,
+            forked_at_seq,
         })?;
         Ok(session)
     }

@@ -123,6 +123,7 @@ fn transcript(events: &[Event]) -> String {
             pith_version: "0.1.0".into(),
             parent_session: None,
             forked_from: None,
+            forked_at_seq: None,
         },
     )
     .unwrap();
