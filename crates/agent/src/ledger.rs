@@ -14,8 +14,12 @@ pub fn fresh(cwd: &Path) -> Ledger {
 }
 
 /// The ledger of the session whose records are `records`, in `cwd`.
+///
+/// Only the records on the current line of the conversation count: turns a conversation
+/// rewind abandoned are not the session's any more (docs/rewind.md).
 pub fn rebuild(cwd: &Path, records: &[Record]) -> Ledger {
-    let observed = records.iter().flat_map(|record| -> Vec<Observed<'_>> {
+    let line = pith_session::line::current_line(records);
+    let observed = line.into_iter().flat_map(|record| -> Vec<Observed<'_>> {
         match &record.event {
             Event::UserMessage { message } if message.role == Role::User => {
                 vec![Observed::User(message_text(message))]
