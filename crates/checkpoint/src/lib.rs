@@ -2,11 +2,21 @@
 //! shadow index of the workspace and rewind (docs/rewind.md).
 #![forbid(unsafe_code)]
 
+mod checkpointer;
+mod disk;
 mod error;
+mod index;
 mod paths;
+mod restore;
 mod rules;
-pub mod tracker;
+mod shadow;
+mod store;
+mod tracker;
 mod walk;
 
+pub use checkpointer::{CheckpointConfig, Checkpointer};
 pub use error::{CheckpointError, Refusal, Result};
+pub use restore::{apply, plan, rewind_targets, PlannedWrite, RestorePlan, Target};
+pub use shadow::{Observation, SnapshotReport};
+pub use store::{hash_bytes, project_key, GcReport, Store, StoreConfig, Stored};
 pub use tracker::{Tracker, TrackerConfig, TrackerMode};
