@@ -111,10 +111,16 @@ pub fn plan(root: &Path, store: &Store, targets: &BTreeMap<String, Target>) -> R
         }
         let abs = paths::absolute(&root, path);
         if fs::symlink_metadata(&abs).is_ok_and(|meta| meta.is_dir()) {
-            if target.restore != FileState::Absent {
-                refuse("is a directory now".into());
+            if target.restore == FileState::Absent {
+                continue;
             }
-            continue;
+            // A directory can give way to a file only when the rewind empties it.
+            let mut left = Vec::new();
+            entries_below(&abs, path, &mut left);
+            if let Some(kept) = left.iter().find(|entry| !removals.contains(entry.as_str())) {
+                refuse(format!("is a directory now, and {kept} in it would stay"));
+                continue;
+            }
         }
         let current = capture(keep, &abs)?.state;
         if current != target.last_known {
@@ -273,6 +279,28 @@ fn unsafe_parent(root: &Path, rel: &str, removals: &HashSet<&str>) -> Option<Str
     None
 }
 
+/// The files, symlinks and empty directories below the directory `abs` (relative path
+/// `rel`), never following a symlink.
+fn entries_below(abs: &Path, rel: &str, out: &mut Vec<String>) {
+    let Ok(entries) = fs::read_dir(abs) else {
+        return;
+    };
+    let mut empty = true;
+    for entry in entries.flatten() {
+        empty = false;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let child = paths::join(rel, &name);
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            entries_below(&entry.path(), &child, out);
+        } else {
+            out.push(child);
+        }
+    }
+    if empty {
+        out.push(format!("{rel}/"));
+    }
+}
+
 fn remove(root: &Path, rel: &str) -> Result<()> {
     let abs = paths::absolute(root, rel);
     match fs::symlink_metadata(&abs) {
@@ -292,12 +320,21 @@ fn remove(root: &Path, rel: &str) -> Result<()> {
     Ok(())
 }
 
+/// The parent directory of `abs`, created if missing; a directory at `abs` itself (emptied
+/// by the rewind's removals) is removed.
 fn parent_of(abs: &Path) -> Result<&Path> {
     let parent = abs.parent().ok_or_else(|| CheckpointError::Unsafe {
         path: abs.display().to_string(),
         reason: "has no parent directory".into(),
     })?;
     fs::create_dir_all(parent).map_err(io_context(format!("creating {}", parent.display())))?;
+    // An emptied directory gives way (the plan checked that the rewind empties it).
+    if fs::symlink_metadata(abs).is_ok_and(|meta| meta.is_dir()) {
+        fs::remove_dir(abs).map_err(io_context(format!(
+            "removing the directory {}",
+            abs.display()
+        )))?;
+    }
     Ok(parent)
 }
 
