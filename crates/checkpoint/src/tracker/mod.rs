@@ -4,9 +4,10 @@
 //! One inotify instance watches every directory the ignore rules keep (non-recursive
 //! watches, added for directories as they appear, so `target/` or `node_modules/` floods
 //! cost nothing). A question first passes a *barrier*: the tracker creates a directory in
-//! a private place the same instance watches and waits for its event; inotify delivers one
-//! instance's events in order, so every change made before the question has then been
-//! applied. When watches run out (`fs.inotify.max_user_watches`, or
+//! a private place the same instance watches, then reads the queue until that directory's
+//! event; one instance's events are queued in order, so every change made before the
+//! question has then been applied. (The queue is read under the tracker's lock by a thread
+//! woken by poll, or by the question itself, which usually finds its own event at once.) When watches run out (`fs.inotify.max_user_watches`, or
 //! [`TrackerConfig::max_watches`]) the tracker scans stat keys instead, up to
 //! [`TrackerConfig::scan_cap`] files; beyond that, and after a queue overflow for marks
 //! taken before it, it answers "unknown" (None).
@@ -121,8 +122,17 @@ impl Tracker {
             }
             None => (None, None, None),
         };
+        let poll_fd = match &inotify {
+            Some(inotify) => Some(
+                std::os::fd::AsFd::as_fd(inotify)
+                    .try_clone_to_owned()
+                    .map_err(io_context("duplicating the inotify descriptor"))?,
+            ),
+            None => None,
+        };
         let mut inner = Inner::new(
             root.clone(),
+            inotify,
             watches,
             sentinel_wd,
             config.max_watches,
@@ -133,11 +143,11 @@ impl Tracker {
             inner: std::sync::Mutex::new(inner),
             barrier,
         });
-        if let Some(inotify) = inotify {
+        if let Some(fd) = poll_fd {
             let thread_shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("pith-tracker".into())
-                .spawn(move || watch::run(thread_shared, inotify))
+                .spawn(move || watch::run(thread_shared, fd))
                 .map_err(io_context("starting the tracker's thread"))?;
         }
         Ok(Tracker {
@@ -206,12 +216,19 @@ impl Tracker {
             tracing::warn!("tracker: barrier {}: {error}", flag.display());
             return false;
         }
-        let arrived = tokio::time::timeout(
-            self.config.barrier_timeout,
-            seen.wait_for(|seen| *seen >= number),
-        )
-        .await
-        .is_ok_and(|result| result.is_ok());
+        // Usually the event is queued already: read it here.
+        let arrived_now = {
+            let mut inner = self.shared.lock();
+            inner.drain_events(&self.shared.barrier);
+            *self.shared.barrier.borrow() >= number
+        };
+        let arrived = arrived_now
+            || tokio::time::timeout(
+                self.config.barrier_timeout,
+                seen.wait_for(|seen| *seen >= number),
+            )
+            .await
+            .is_ok_and(|result| result.is_ok());
         let _ = std::fs::remove_dir(&flag);
         if !arrived {
             tracing::warn!("tracker: barrier {number} did not arrive in time");

@@ -1,9 +1,15 @@
-//! The tracker's inotify side: one non-recursive watch per kept directory, the thread that
-//! reads the events in order, and what each event means for the [`ChangeLog`].
+//! The tracker's inotify side: one non-recursive watch per kept directory, what each event
+//! means for the [`ChangeLog`], and the thread that applies events as they come.
+//!
+//! Events are read and applied only under the tracker's lock, by the thread (woken by
+//! poll) or by a question itself: inotify queues an event during the system call that
+//! caused it, so a question that drains the queue under the lock has every earlier change
+//! without waiting for another thread to be scheduled.
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -110,6 +116,8 @@ pub(crate) struct Inner {
     /// The generation the last drain reached.
     pub(crate) drained: u64,
     pub(crate) stopped: bool,
+    inotify: Option<Inotify>,
+    buffer: Vec<u8>,
     sentinel_wd: Option<i32>,
     scan_cap: usize,
 }
@@ -117,6 +125,7 @@ pub(crate) struct Inner {
 impl Inner {
     pub(crate) fn new(
         root: PathBuf,
+        inotify: Option<Inotify>,
         watches: Option<Watches>,
         sentinel_wd: Option<i32>,
         max_watches: usize,
@@ -135,6 +144,8 @@ impl Inner {
             },
             drained: 0,
             stopped: false,
+            inotify,
+            buffer: vec![0; 64 * 1024],
             sentinel_wd,
             scan_cap,
         }
@@ -185,6 +196,42 @@ impl Inner {
         self.watched.remove_below("");
         self.log.lose();
         self.mode = Mode::Scanning(ScanState::new(&self.root, &mut self.rules, self.scan_cap));
+    }
+
+    /// Reads and applies every queued event, without blocking. False when inotify failed
+    /// (the tracker then scans).
+    pub(crate) fn drain_events(&mut self, barrier: &watch::Sender<u64>) -> bool {
+        loop {
+            let Some(inotify) = self.inotify.as_mut() else {
+                return false;
+            };
+            let events: Vec<(i32, EventMask, Option<OsString>)> =
+                match inotify.read_events(&mut self.buffer) {
+                    Ok(events) => events
+                        .map(|event| {
+                            (
+                                event.wd.get_watch_descriptor_id(),
+                                event.mask,
+                                event.name.map(OsStr::to_os_string),
+                            )
+                        })
+                        .collect(),
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(error) => {
+                        tracing::warn!("tracker: reading inotify events failed: {error}");
+                        self.inotify = None;
+                        self.start_scanning();
+                        return false;
+                    }
+                };
+            if events.is_empty() {
+                return true;
+            }
+            for (wd, mask, name) in events {
+                self.handle(wd, mask, name.as_deref(), barrier);
+            }
+        }
     }
 
     /// Applies one inotify event.
@@ -305,32 +352,24 @@ impl Shared {
     }
 }
 
-/// The event thread: reads inotify's events in order and applies them, until the tracker
-/// stops.
-pub(crate) fn run(shared: Arc<Shared>, mut inotify: Inotify) {
-    let mut buffer = vec![0u8; 64 * 1024];
+/// The event thread: waits until events are queued and applies them, until the tracker
+/// stops. `fd` is a duplicate of the inotify descriptor, polled without the lock.
+pub(crate) fn run(shared: Arc<Shared>, fd: OwnedFd) {
+    use rustix::event::{poll, PollFd, PollFlags};
     loop {
-        let events = match inotify.read_events_blocking(&mut buffer) {
-            Ok(events) => events,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        match poll(&mut fds, None) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
             Err(error) => {
-                tracing::warn!("tracker: reading inotify events failed: {error}");
-                let mut inner = shared.lock();
-                inner.start_scanning();
+                tracing::warn!("tracker: polling inotify failed: {error}");
+                shared.lock().start_scanning();
                 return;
             }
-        };
-        let mut inner = shared.lock();
-        if inner.stopped {
-            return;
         }
-        for event in events {
-            inner.handle(
-                event.wd.get_watch_descriptor_id(),
-                event.mask,
-                event.name,
-                &shared.barrier,
-            );
+        let mut inner = shared.lock();
+        if inner.stopped || !inner.drain_events(&shared.barrier) {
+            return;
         }
     }
 }
