@@ -1,8 +1,11 @@
 //! The cost per tool call of the change tracker and the checkpointer, on a tiny tree and
 //! on a generated 60,000-file tree (3,000 directories × 20 files of a few hundred bytes):
-//! - `tracker/mark+changed_since/*`: a bash call's question (mark, one small write,
+//! - `checkpoint/tracker_{tiny,60k}`: a bash call's question (mark, one small write,
 //!   changed_since);
-//! - `checkpointer/observe/*`: one small write, then `observe` (the new content stored).
+//! - `checkpoint/observe_{tiny,60k}`: one small write, then `observe` (the new content
+//!   stored).
+//!
+//! `cargo xtask bench` reads these (xtask/src/bench/checkpoint.rs).
 //!
 //! Target (issue 32): the 60k tree within 5 ms of the tiny one for the tracker, 10 ms with
 //! the checkpointer. Also prints the first snapshot's time and the store's size for the
@@ -14,7 +17,8 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use pith_checkpoint::{CheckpointConfig, Checkpointer, Tracker, TrackerConfig};
 use pith_core::ChangeFeed;
 
@@ -41,11 +45,16 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn bench_tree(c: &mut Criterion, name: &str, root: &Path, rt: &tokio::runtime::Runtime) {
+fn bench_tree(
+    c: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    root: &Path,
+    rt: &tokio::runtime::Runtime,
+) {
     let tracker = Tracker::start(root, TrackerConfig::default()).unwrap();
     let probe = root.join("probe.txt");
     let mut n = 0u64;
-    c.bench_function(&format!("tracker/mark+changed_since/{name}"), |b| {
+    c.bench_function(format!("tracker_{name}"), |b| {
         b.iter(|| {
             rt.block_on(async {
                 let mark = tracker.mark().await;
@@ -63,7 +72,7 @@ fn bench_tree(c: &mut Criterion, name: &str, root: &Path, rt: &tokio::runtime::R
     let checkpointer =
         Checkpointer::start(root, store.path(), CheckpointConfig::default()).unwrap();
     rt.block_on(checkpointer.snapshot_report()).unwrap();
-    c.bench_function(&format!("checkpointer/observe/{name}"), |b| {
+    c.bench_function(format!("observe_{name}"), |b| {
         b.iter(|| {
             rt.block_on(async {
                 n += 1;
@@ -117,18 +126,20 @@ fn benches(c: &mut Criterion) {
     let rt = runtime();
     let tiny = tempfile::tempdir().unwrap();
     generate(tiny.path(), 2, 5);
-    bench_tree(c, "tiny", tiny.path(), &rt);
     let large = tempfile::tempdir().unwrap();
     let started = Instant::now();
     generate(large.path(), 3000, 20);
     println!("generated the 60k tree in {:?}", started.elapsed());
     first_snapshot(large.path(), &rt);
-    bench_tree(c, "60k", large.path(), &rt);
+    let mut group = c.benchmark_group("checkpoint");
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1));
+    bench_tree(&mut group, "tiny", tiny.path(), &rt);
+    bench_tree(&mut group, "60k", large.path(), &rt);
+    group.finish();
 }
 
-criterion_group! {
-    name = checkpoint;
-    config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = benches
-}
+criterion_group!(checkpoint, benches);
 criterion_main!(checkpoint);
