@@ -327,7 +327,7 @@ impl Shared {
     }
 
     /// In scanning mode, scans and records what changed; false when the tree is over the
-    /// scan cap. True in watching mode (nothing to do).
+    /// scan cap (it is then not scanned again). True in watching mode (nothing to do).
     pub(crate) fn rescan(&self) -> bool {
         let mut inner = self.lock();
         let Inner {
@@ -340,6 +340,10 @@ impl Shared {
         let Mode::Scanning(state) = mode else {
             return true;
         };
+        if state.over_cap() {
+            // Too large to scan on every question: the answer stays "unknown".
+            return false;
+        }
         match state.rescan(root, rules) {
             Some(changed) => {
                 for path in changed {
