@@ -377,3 +377,52 @@ pub(crate) fn run(shared: Arc<Shared>, fd: OwnedFd) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_overflow_voids_older_marks_and_rewatches_what_was_missed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let inotify = Inotify::init().unwrap();
+        let watches = inotify.watches();
+        let mut inner = Inner::new(
+            root.clone(),
+            Some(inotify),
+            Some(watches),
+            None,
+            usize::MAX,
+            100,
+        );
+        let (barrier, _) = watch::channel(0u64);
+        inner.watch_tree("", false);
+        let mark = inner.log.generation();
+        std::fs::write(root.join("a"), "a").unwrap();
+        assert!(inner.drain_events(&barrier));
+        assert_eq!(inner.log.since(mark).unwrap(), ["a"]);
+
+        // Events lost in an overflow: a directory created meanwhile has no watch.
+        std::fs::create_dir(root.join("late")).unwrap();
+        let mut buffer = vec![0; 4096];
+        let lost = inner
+            .inotify
+            .as_mut()
+            .unwrap()
+            .read_events(&mut buffer)
+            .unwrap()
+            .count();
+        assert!(lost > 0);
+        inner.handle(0, EventMask::Q_OVERFLOW, None, &barrier);
+        assert_eq!(inner.log.since(mark), None, "changes may have been missed");
+        let after = inner.log.generation();
+        std::fs::write(root.join("late/x"), "x").unwrap();
+        assert!(inner.drain_events(&barrier));
+        assert_eq!(
+            inner.log.since(after).unwrap(),
+            ["late/x"],
+            "the missed directory is watched now"
+        );
+    }
+}
