@@ -22,6 +22,9 @@ use crate::error::{io_context, CheckpointError, Refusal, Result};
 use crate::paths;
 use crate::store::Store;
 
+/// The name prefix of a rewind's temp files.
+const TEMP_PREFIX: &str = ".pith-rewind-";
+
 /// Where a rewind takes one path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Target {
@@ -73,6 +76,9 @@ pub struct RestorePlan {
     pub changed_outside: Vec<String>,
     /// Paths the rewind cannot restore, with why. [`apply`] refuses a plan with any.
     pub refused: Vec<Refusal>,
+    /// Temp files an interrupted rewind left in these directories (`.pith-rewind-…`):
+    /// [`apply`] removes them.
+    pub stray_temp_files: Vec<String>,
 }
 
 /// Plans a rewind of `root` to `targets`, reading the disk and checking the store (every
@@ -91,7 +97,10 @@ pub fn plan(root: &Path, store: &Store, targets: &BTreeMap<String, Target>) -> R
         writes: Vec::new(),
         changed_outside: Vec::new(),
         refused: Vec::new(),
+        stray_temp_files: Vec::new(),
     };
+    let mut strays = BTreeSet::new();
+    let mut dirs_seen = HashSet::new();
     let keep = Keep::HashOnly {
         max_file_bytes: store.config().max_file_bytes,
     };
@@ -108,6 +117,10 @@ pub fn plan(root: &Path, store: &Store, targets: &BTreeMap<String, Target>) -> R
         {
             refuse(reason);
             continue;
+        }
+        let dir = paths::parent(path);
+        if dirs_seen.insert(dir) {
+            stray_temp_files(&root, dir, &mut strays);
         }
         let abs = paths::absolute(&root, path);
         if fs::symlink_metadata(&abs).is_ok_and(|meta| meta.is_dir()) {
@@ -152,6 +165,7 @@ pub fn plan(root: &Path, store: &Store, targets: &BTreeMap<String, Target>) -> R
             target: target.restore.clone(),
         });
     }
+    plan.stray_temp_files = strays.into_iter().collect();
     Ok(plan)
 }
 
@@ -176,6 +190,10 @@ pub fn apply(plan: &RestorePlan, store: &Store) -> Result<Vec<FileChange>> {
             });
         }
         befores.push(state);
+    }
+    // Temp files an interrupted rewind left go first.
+    for stray in &plan.stray_temp_files {
+        let _ = fs::remove_file(paths::absolute(root, stray));
     }
     // Removals first, deepest first (a file may stand where a directory goes back), then
     // the writes, parents before children.
@@ -237,6 +255,20 @@ pub fn apply(plan: &RestorePlan, store: &Store) -> Result<Vec<FileChange>> {
             after: write.target.clone(),
         })
         .collect())
+}
+
+/// The `.pith-rewind-…` temp files (never directories) in the directory `rel`: what a
+/// rewind killed mid-write left behind.
+fn stray_temp_files(root: &Path, rel: &str, out: &mut BTreeSet<String>) {
+    let Ok(entries) = fs::read_dir(paths::absolute(root, rel)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(TEMP_PREFIX) && entry.file_type().is_ok_and(|kind| !kind.is_dir()) {
+            out.insert(paths::join(rel, &name));
+        }
+    }
 }
 
 /// Why `path` is not a plain workspace-relative path, if it is not.
@@ -342,7 +374,7 @@ fn write_file(abs: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let parent = parent_of(abs)?;
     let context = || format!("writing {}", abs.display());
     let mut file = tempfile::Builder::new()
-        .prefix(".pith-rewind-")
+        .prefix(TEMP_PREFIX)
         .tempfile_in(parent)
         .map_err(io_context(context()))?;
     file.write_all(bytes).map_err(io_context(context()))?;
@@ -360,7 +392,7 @@ fn write_symlink(abs: &Path, target: &str) -> Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let parent = parent_of(abs)?;
     let temp = parent.join(format!(
-        ".pith-rewind-{}-{}",
+        "{TEMP_PREFIX}{}-{}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     ));

@@ -1,6 +1,7 @@
 //! Crash trials: SIGKILL a process applying a large rewind at random moments; after each
 //! kill every file must hold, byte for byte, its old content or its new one (never a mix,
-//! never a truncation), and the only stray files are the rewind's own temp files.
+//! never a truncation), and the only stray files are the rewind's own temp files, which
+//! the next rewind of those directories removes.
 //!
 //! `PITH_CRASH_TRIALS` (default 30) and `PITH_CRASH_SEED` tune a run.
 #![allow(clippy::unwrap_used, missing_docs)] // test code
@@ -191,6 +192,14 @@ fn sigkill_during_a_rewind_never_leaves_a_torn_file() {
             Err(problem) => panic!("trial {trial} (seed {seed}, kill after {delay:?}): {problem}"),
         }
     }
+    // A complete rewind after the last kill leaves no stray temp file.
+    let mut child = spawn_planned();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        check(&root, &all).unwrap(),
+        (changed, 0),
+        "no temp file is left"
+    );
     println!(
         "writes took {full:?}; {partial} of {trials} kills landed mid-rewind; {strays_seen} stray temp files"
     );
