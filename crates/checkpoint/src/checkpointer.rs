@@ -3,15 +3,16 @@
 //! [`Checkpointer::observe`], turns what the tracker saw into [`FileChange`]s whose
 //! `before` and `after` contents are both in the store.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use pith_core::{ChangeFeed, ChangeMark, FileState};
+use pith_core::{ChangeFeed, ChangeMark, FileChange, FileState};
 use tokio::sync::watch;
 
 use crate::error::{io_context, CheckpointError, Result};
+use crate::restore::{apply, plan, RestorePlan, Target};
 use crate::shadow::{Observation, Shadow, SnapshotReport};
 use crate::store::{Store, StoreConfig};
 use crate::tracker::{Tracker, TrackerConfig};
@@ -37,6 +38,17 @@ impl Default for CheckpointConfig {
             track: true,
         }
     }
+}
+
+/// What [`Checkpointer::rewind`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Rewound {
+    /// The changes found just before the rewind (since the last observation): record them
+    /// like any observation, before the rewind.
+    pub pending: Observation,
+    /// The rewind's own changes (`before` = what was there, stored; `after` = the target).
+    /// Rewinding them undoes the rewind.
+    pub applied: Vec<FileChange>,
 }
 
 /// What the background start produced.
@@ -148,6 +160,29 @@ impl Checkpointer {
         let store = Arc::clone(&self.store);
         let paths = paths.to_vec();
         blocking(move || ready.shadow().observe(&root, &store, &paths)).await
+    }
+
+    /// Plans a rewind of the workspace to `targets` (see [`plan`]); writes nothing.
+    pub async fn plan_rewind(&self, targets: BTreeMap<String, Target>) -> Result<RestorePlan> {
+        let root = self.root.clone();
+        let store = Arc::clone(&self.store);
+        blocking(move || plan(&root, &store, &targets)).await
+    }
+
+    /// Applies a rewind plan (see [`apply`]) and keeps the shadow in step: first observes
+    /// what changed since the last observation (so those changes are not mistaken for the
+    /// rewind's), then applies, then re-reads the rewound paths (so the next observation
+    /// does not report the rewind again).
+    pub async fn rewind(&self, plan: RestorePlan) -> Result<Rewound> {
+        if !plan.refused.is_empty() {
+            return Err(CheckpointError::Refused(plan.refused));
+        }
+        let pending = self.observe().await?;
+        let store = Arc::clone(&self.store);
+        let applied = blocking(move || apply(&plan, &store)).await?;
+        let paths: Vec<String> = applied.iter().map(|change| change.path.clone()).collect();
+        self.observe_paths(&paths).await?;
+        Ok(Rewound { pending, applied })
     }
 
     /// The state the shadow knows for `path` now (as of the last observation).

@@ -14,7 +14,7 @@ mod store;
 mod tracker;
 mod walk;
 
-pub use checkpointer::{CheckpointConfig, Checkpointer};
+pub use checkpointer::{CheckpointConfig, Checkpointer, Rewound};
 pub use error::{CheckpointError, Refusal, Result};
 pub use restore::{apply, plan, rewind_targets, PlannedWrite, RestorePlan, Target};
 pub use shadow::{Observation, SnapshotReport};

@@ -266,3 +266,51 @@ async fn a_state_left_out_by_the_cap_is_refused() {
         rewind.refused[0].reason
     );
 }
+
+#[tokio::test]
+async fn the_checkpointer_rewinds_and_keeps_its_shadow_in_step() {
+    let s = session().await;
+    let root = s.work.path();
+    fs::write(root.join("a.txt"), "edited by hand\n").unwrap();
+    let plan = s
+        .checkpointer
+        .plan_rewind(rewind_targets(&s.changes))
+        .await
+        .unwrap();
+    assert_eq!(plan.changed_outside, ["a.txt"]);
+    let rewound = s.checkpointer.rewind(plan).await.unwrap();
+    // The hand edit is found before the rewind, as its own change.
+    assert_eq!(rewound.pending.changes.len(), 1);
+    assert_eq!(rewound.pending.changes[0].path, "a.txt");
+    assert_eq!(rewound.applied.len(), 10);
+    let FileState::File { hash, .. } = &rewound
+        .applied
+        .iter()
+        .find(|c| c.path == "a.txt")
+        .unwrap()
+        .before
+    else {
+        panic!("a.txt was a file")
+    };
+    assert_eq!(
+        s.checkpointer.store().get(hash).unwrap().unwrap(),
+        b"edited by hand\n"
+    );
+    assert_eq!(tree(root), s.before);
+    // The rewind is not reported again.
+    assert_eq!(s.checkpointer.observe().await.unwrap().changes, []);
+    // A refused plan is refused before anything happens.
+    let mut targets = BTreeMap::new();
+    targets.insert(
+        "../x".to_owned(),
+        Target {
+            restore: FileState::Absent,
+            last_known: FileState::Absent,
+        },
+    );
+    let refused = s.checkpointer.plan_rewind(targets).await.unwrap();
+    assert!(matches!(
+        s.checkpointer.rewind(refused).await,
+        Err(CheckpointError::Refused(_))
+    ));
+}
