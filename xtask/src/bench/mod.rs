@@ -10,6 +10,7 @@
 //! - [`criterion`] — runs and reads the crates' criterion benches (estimate, squash,
 //!   session store, bash sandbox);
 //! - [`sandbox`] — the bash sandbox's cost per command;
+//! - [`checkpoint`] — the change tracker's and the checkpointer's cost per tool call;
 //! - [`governor`] — the compaction stress suite's figures (compactions per 100 tool
 //!   turns, wasted ones, the largest request) for servers that misbehave;
 //! - [`report`] — the markdown.
@@ -18,6 +19,7 @@
 //! invocation; ratios compare medians measured in that invocation.
 
 pub mod agent;
+pub mod checkpoint;
 pub mod criterion;
 pub mod governor;
 pub mod measurements;
@@ -192,6 +194,7 @@ pub fn run(options: &BenchOptions) -> Result<()> {
         ("pith-core", "squash"),
         ("pith-session", "store"),
         ("pith-tools", "sandbox"),
+        ("pith-checkpoint", "checkpoint"),
     ] {
         eprintln!("bench: cargo bench -p {package} --bench {bench}");
         criterion::run_bench(package, bench, options.quick)?;
@@ -204,6 +207,7 @@ pub fn run(options: &BenchOptions) -> Result<()> {
         "append_batch",
         "replay",
         sandbox::GROUP,
+        checkpoint::GROUP,
     ] {
         criterion_results.extend(criterion::read_group(&target, group)?);
     }

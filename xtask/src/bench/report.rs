@@ -303,6 +303,9 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
     if let Some(row) = super::sandbox::target_row(&m.criterion) {
         let _ = writeln!(w, "{row}");
     }
+    for row in super::checkpoint::target_rows(&m.criterion) {
+        let _ = writeln!(w, "{row}");
+    }
     if let Some(version) = m.startup.row(super::startup::VERSION) {
         let _ = writeln!(
             w,
@@ -393,6 +396,7 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
     }
 
     w.push_str(&super::sandbox::section(&m.criterion));
+    w.push_str(&super::checkpoint::section(&m.criterion));
 
     // Agent.
     let _ = writeln!(w, "\n## Agent loop and start-up\n");

@@ -1,0 +1,466 @@
+//! Rewind: which state each path goes back to, a plan that says what a rewind would do
+//! (and what it refuses), and applying it so that a crash leaves every file old or new.
+//!
+//! Safety rules: a path must be relative and plain (no `..`, `.`, or empty parts); no
+//! existing parent of it may be a symlink or a file (unless the rewind removes that file
+//! first); writes never follow a symlink (a link in the way is replaced, not written
+//! through). Before anything is overwritten, its current content is stored, so a rewind
+//! is itself undoable.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pith_core::{FileChange, FileState};
+use serde::{Deserialize, Serialize};
+
+use crate::disk::{capture, is_absent, Keep};
+use crate::error::{io_context, CheckpointError, Refusal, Result};
+use crate::paths;
+use crate::store::Store;
+
+/// The name prefix of a rewind's temp files.
+const TEMP_PREFIX: &str = ".pith-rewind-";
+
+/// Where a rewind takes one path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    /// The state to put back: the `before` of the first change after the rewind point.
+    pub restore: FileState,
+    /// The state pith last knew: the `after` of the last change. A different state on
+    /// disk means something outside pith changed the path since.
+    pub last_known: FileState,
+}
+
+/// The targets of a rewind to just before `changes` (every change recorded after the
+/// rewind point, oldest first).
+pub fn rewind_targets<'a>(
+    changes: impl IntoIterator<Item = &'a FileChange>,
+) -> BTreeMap<String, Target> {
+    let mut targets: BTreeMap<String, Target> = BTreeMap::new();
+    for change in changes {
+        targets
+            .entry(change.path.clone())
+            .and_modify(|target| target.last_known = change.after.clone())
+            .or_insert_with(|| Target {
+                restore: change.before.clone(),
+                last_known: change.after.clone(),
+            });
+    }
+    targets
+}
+
+/// One path a rewind will write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedWrite {
+    /// The workspace path.
+    pub path: String,
+    /// What it holds now (hashed, not stored).
+    pub current: FileState,
+    /// What it will hold.
+    pub target: FileState,
+}
+
+/// What a rewind would do, computed without writing anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestorePlan {
+    /// The workspace root (canonical).
+    pub root: PathBuf,
+    /// The paths to write (those already in their target state are left out), by path.
+    pub writes: Vec<PlannedWrite>,
+    /// Paths whose state on disk is not the one pith last knew: changed outside pith. A
+    /// rewind overwrites them; ask first.
+    pub changed_outside: Vec<String>,
+    /// Paths the rewind cannot restore, with why. [`apply`] refuses a plan with any.
+    pub refused: Vec<Refusal>,
+    /// Temp files an interrupted rewind left in these directories (`.pith-rewind-…`):
+    /// [`apply`] removes them.
+    pub stray_temp_files: Vec<String>,
+}
+
+/// Plans a rewind of `root` to `targets`, reading the disk and checking the store (every
+/// blob it needs is read and verified).
+pub fn plan(root: &Path, store: &Store, targets: &BTreeMap<String, Target>) -> Result<RestorePlan> {
+    let root = root
+        .canonicalize()
+        .map_err(io_context(format!("resolving {}", root.display())))?;
+    let removals: HashSet<&str> = targets
+        .iter()
+        .filter(|(_, target)| target.restore == FileState::Absent)
+        .map(|(path, _)| path.as_str())
+        .collect();
+    let mut plan = RestorePlan {
+        root: root.clone(),
+        writes: Vec::new(),
+        changed_outside: Vec::new(),
+        refused: Vec::new(),
+        stray_temp_files: Vec::new(),
+    };
+    let mut strays = BTreeSet::new();
+    let mut dirs_seen = HashSet::new();
+    let keep = Keep::HashOnly {
+        max_file_bytes: store.config().max_file_bytes,
+    };
+    for (path, target) in targets {
+        let mut refuse = |reason: String| {
+            plan.refused.push(Refusal {
+                path: path.clone(),
+                reason,
+            })
+        };
+        if let Some(reason) = unsafe_shape(path)
+            .map(str::to_owned)
+            .or_else(|| unsafe_parent(&root, path, &removals))
+        {
+            refuse(reason);
+            continue;
+        }
+        let dir = paths::parent(path);
+        if dirs_seen.insert(dir) {
+            stray_temp_files(&root, dir, &mut strays);
+        }
+        let abs = paths::absolute(&root, path);
+        if fs::symlink_metadata(&abs).is_ok_and(|meta| meta.is_dir()) {
+            if target.restore == FileState::Absent {
+                continue;
+            }
+            // A directory can give way to a file only when the rewind empties it.
+            let mut left = Vec::new();
+            entries_below(&abs, path, &mut left);
+            if let Some(kept) = left.iter().find(|entry| !removals.contains(entry.as_str())) {
+                refuse(format!("is a directory now, and {kept} in it would stay"));
+                continue;
+            }
+        }
+        let current = capture(keep, &abs)?.state;
+        if current != target.last_known {
+            plan.changed_outside.push(path.clone());
+        }
+        if current == target.restore {
+            continue;
+        }
+        match &target.restore {
+            FileState::Omitted { reason, .. } => {
+                refuse(format!("its content was not kept ({reason})"));
+                continue;
+            }
+            FileState::File { hash, .. } if store.get(hash)?.is_none() => {
+                refuse("its content is no longer in the checkpoint store (removed by the size cap, or damaged)".into());
+                continue;
+            }
+            _ => {}
+        }
+        if let FileState::Omitted { reason, .. } = &current {
+            refuse(format!(
+                "its current content cannot be saved before it is overwritten ({reason})"
+            ));
+            continue;
+        }
+        plan.writes.push(PlannedWrite {
+            path: path.clone(),
+            current,
+            target: target.restore.clone(),
+        });
+    }
+    plan.stray_temp_files = strays.into_iter().collect();
+    Ok(plan)
+}
+
+/// Applies `plan`: stores the current content of every path it writes (so the rewind can
+/// be undone), then writes each path through a temp file renamed over it. Returns the
+/// changes made (`before` = what was there, `after` = the target), by path. Refuses the
+/// whole plan, writing nothing, when it has refusals.
+pub fn apply(plan: &RestorePlan, store: &Store) -> Result<Vec<FileChange>> {
+    if !plan.refused.is_empty() {
+        return Err(CheckpointError::Refused(plan.refused.clone()));
+    }
+    let root = &plan.root;
+    let mut befores = Vec::with_capacity(plan.writes.len());
+    for write in &plan.writes {
+        let state = capture(Keep::Store(store), &paths::absolute(root, &write.path))?.state;
+        if let FileState::Omitted { reason, .. } = &state {
+            return Err(CheckpointError::Unsafe {
+                path: write.path.clone(),
+                reason: format!(
+                    "its current content cannot be saved before it is overwritten ({reason})"
+                ),
+            });
+        }
+        befores.push(state);
+    }
+    // Temp files an interrupted rewind left go first.
+    for stray in &plan.stray_temp_files {
+        let _ = fs::remove_file(paths::absolute(root, stray));
+    }
+    // Removals first, deepest first (a file may stand where a directory goes back), then
+    // the writes, parents before children.
+    let mut order: Vec<usize> = (0..plan.writes.len()).collect();
+    order.sort_by_key(|&i| {
+        let write = &plan.writes[i];
+        let removal = write.target == FileState::Absent;
+        let depth = write.path.matches('/').count();
+        (
+            !removal,
+            if removal { usize::MAX - depth } else { depth },
+            write.path.clone(),
+        )
+    });
+    let mut touched_dirs = BTreeSet::new();
+    for i in order {
+        let write = &plan.writes[i];
+        if let Some(reason) = unsafe_parent(root, &write.path, &HashSet::new()) {
+            return Err(CheckpointError::Unsafe {
+                path: write.path.clone(),
+                reason,
+            });
+        }
+        let abs = paths::absolute(root, &write.path);
+        touched_dirs.insert(paths::parent(&write.path).to_owned());
+        match &write.target {
+            FileState::Absent => remove(root, &write.path)?,
+            FileState::File { hash, mode, .. } => {
+                let bytes = store
+                    .get(hash)?
+                    .ok_or_else(|| CheckpointError::MissingBlob {
+                        path: write.path.clone(),
+                        hash: hash.clone(),
+                    })?;
+                write_file(&abs, &bytes, *mode)?;
+            }
+            FileState::Symlink { target } => write_symlink(&abs, target)?,
+            FileState::Omitted { reason, .. } => {
+                return Err(CheckpointError::Unsafe {
+                    path: write.path.clone(),
+                    reason: format!("its content was not kept ({reason})"),
+                })
+            }
+        }
+    }
+    for dir in touched_dirs {
+        if let Ok(handle) = fs::File::open(paths::absolute(root, &dir)) {
+            let _ = handle.sync_all();
+        }
+    }
+    Ok(plan
+        .writes
+        .iter()
+        .zip(befores)
+        .filter(|(write, before)| *before != write.target)
+        .map(|(write, before)| FileChange {
+            path: write.path.clone(),
+            before,
+            after: write.target.clone(),
+        })
+        .collect())
+}
+
+/// The `.pith-rewind-…` temp files (never directories) in the directory `rel`: what a
+/// rewind killed mid-write left behind.
+fn stray_temp_files(root: &Path, rel: &str, out: &mut BTreeSet<String>) {
+    let Ok(entries) = fs::read_dir(paths::absolute(root, rel)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(TEMP_PREFIX) && entry.file_type().is_ok_and(|kind| !kind.is_dir()) {
+            out.insert(paths::join(rel, &name));
+        }
+    }
+}
+
+/// Why `path` is not a plain workspace-relative path, if it is not.
+pub(crate) fn unsafe_shape(path: &str) -> Option<&'static str> {
+    if path.is_empty() {
+        Some("is empty")
+    } else if path.starts_with('/') {
+        Some("is absolute: it escapes the workspace")
+    } else if path.contains('\0') {
+        Some("contains a NUL byte")
+    } else if path.split('/').any(|part| part == "..") {
+        Some("climbs out with `..`: it escapes the workspace")
+    } else if path.split('/').any(|part| part.is_empty() || part == ".") {
+        Some("is not a plain relative path")
+    } else {
+        None
+    }
+}
+
+/// Why writing `rel` would leave the workspace or write through something, if it would:
+/// an existing parent that is a symlink, or a file the rewind does not remove first.
+fn unsafe_parent(root: &Path, rel: &str, removals: &HashSet<&str>) -> Option<String> {
+    let mut end = 0;
+    while let Some(offset) = rel[end..].find('/') {
+        end += offset;
+        let parent = &rel[..end];
+        end += 1;
+        match fs::symlink_metadata(paths::absolute(root, parent)) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Some(format!(
+                "its parent {parent} is a symlink: writing through it could leave the workspace"
+            ))
+            }
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) if removals.contains(parent) => return None,
+            Ok(_) => return Some(format!("its parent {parent} is a file now")),
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// The files, symlinks and empty directories below the directory `abs` (relative path
+/// `rel`), never following a symlink.
+fn entries_below(abs: &Path, rel: &str, out: &mut Vec<String>) {
+    let Ok(entries) = fs::read_dir(abs) else {
+        return;
+    };
+    let mut empty = true;
+    for entry in entries.flatten() {
+        empty = false;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let child = paths::join(rel, &name);
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            entries_below(&entry.path(), &child, out);
+        } else {
+            out.push(child);
+        }
+    }
+    if empty {
+        out.push(format!("{rel}/"));
+    }
+}
+
+fn remove(root: &Path, rel: &str) -> Result<()> {
+    let abs = paths::absolute(root, rel);
+    match fs::symlink_metadata(&abs) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => match fs::remove_file(&abs) {
+            Ok(()) => {}
+            Err(error) if is_absent(&error) => {}
+            Err(error) => return Err(io_context(format!("removing {}", abs.display()))(error)),
+        },
+        Err(_) => {}
+    }
+    // Directories left empty go too, up to the root.
+    let mut dir = paths::parent(rel);
+    while !dir.is_empty() && fs::remove_dir(paths::absolute(root, dir)).is_ok() {
+        dir = paths::parent(dir);
+    }
+    Ok(())
+}
+
+/// The parent directory of `abs`, created if missing; a directory at `abs` itself (emptied
+/// by the rewind's removals) is removed.
+fn parent_of(abs: &Path) -> Result<&Path> {
+    let parent = abs.parent().ok_or_else(|| CheckpointError::Unsafe {
+        path: abs.display().to_string(),
+        reason: "has no parent directory".into(),
+    })?;
+    fs::create_dir_all(parent).map_err(io_context(format!("creating {}", parent.display())))?;
+    // An emptied directory gives way (the plan checked that the rewind empties it).
+    if fs::symlink_metadata(abs).is_ok_and(|meta| meta.is_dir()) {
+        fs::remove_dir(abs).map_err(io_context(format!(
+            "removing the directory {}",
+            abs.display()
+        )))?;
+    }
+    Ok(parent)
+}
+
+fn write_file(abs: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let parent = parent_of(abs)?;
+    let context = || format!("writing {}", abs.display());
+    let mut file = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .tempfile_in(parent)
+        .map_err(io_context(context()))?;
+    file.write_all(bytes).map_err(io_context(context()))?;
+    file.as_file()
+        .set_permissions(fs::Permissions::from_mode(mode))
+        .map_err(io_context(context()))?;
+    file.as_file().sync_all().map_err(io_context(context()))?;
+    file.persist(abs)
+        .map_err(|error| error.error)
+        .map_err(io_context(context()))?;
+    Ok(())
+}
+
+fn write_symlink(abs: &Path, target: &str) -> Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let parent = parent_of(abs)?;
+    let temp = parent.join(format!(
+        "{TEMP_PREFIX}{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let context = || format!("writing the symlink {}", abs.display());
+    let _ = fs::remove_file(&temp);
+    std::os::unix::fs::symlink(target, &temp).map_err(io_context(context()))?;
+    if let Err(error) = fs::rename(&temp, abs) {
+        let _ = fs::remove_file(&temp);
+        return Err(io_context(context())(error));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(hash: &str) -> FileState {
+        FileState::File {
+            hash: hash.into(),
+            size: 1,
+            mode: 0o644,
+        }
+    }
+
+    #[test]
+    fn targets_take_the_first_before_and_the_last_after() {
+        let changes = [
+            FileChange {
+                path: "a".into(),
+                before: FileState::Absent,
+                after: file("1"),
+            },
+            FileChange {
+                path: "b".into(),
+                before: file("x"),
+                after: FileState::Absent,
+            },
+            FileChange {
+                path: "a".into(),
+                before: file("1"),
+                after: file("2"),
+            },
+        ];
+        let targets = rewind_targets(&changes);
+        assert_eq!(
+            targets["a"],
+            Target {
+                restore: FileState::Absent,
+                last_known: file("2")
+            }
+        );
+        assert_eq!(
+            targets["b"],
+            Target {
+                restore: file("x"),
+                last_known: FileState::Absent
+            }
+        );
+    }
+
+    #[test]
+    fn only_plain_relative_paths_are_safe() {
+        for bad in ["", "/etc/passwd", "../x", "a/../../x", "a//b", "./a", "a/"] {
+            assert!(unsafe_shape(bad).is_some(), "{bad}");
+        }
+        for good in ["a", "a/b.c", ".env", "a/.hidden/..x"] {
+            assert_eq!(unsafe_shape(good), None, "{good}");
+        }
+    }
+}

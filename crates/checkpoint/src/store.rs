@@ -1,0 +1,377 @@
+//! The content-addressed blob store: each distinct content once, under its SHA-256, in a
+//! directory outside the workspace (`$PITH_HOME/checkpoints/<project_key>/`).
+//!
+//! Layout: `blobs/<2 hex>/<62 hex>` (the raw bytes), `tmp/` (blobs being written; a
+//! crash leaves at most a stray temp file there, never a torn blob), `index.json` (the
+//! shadow's stat index, see `index.rs`). A blob is written to a temp file and renamed into
+//! place; a blob whose bytes do not hash to its name is treated as missing. Blobs are not
+//! fsynced: after a power cut a blob may be empty, which [`Store::get`] reports as missing.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{io_context, Result};
+
+/// A blob referenced again after this long gets its mtime refreshed (GC removes the
+/// oldest first).
+const TOUCH_AFTER: Duration = Duration::from_secs(3600);
+
+/// The store's caps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// A file larger than this is not kept: its state is `Omitted` (default 16 MiB).
+    pub max_file_bytes: u64,
+    /// [`Store::gc`] removes the oldest unreferenced blobs until the store is under this
+    /// (default 1 GiB per project).
+    pub max_store_bytes: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            max_file_bytes: 16 << 20,
+            max_store_bytes: 1 << 30,
+        }
+    }
+}
+
+/// What [`Store::put`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// The content's address.
+    pub hash: String,
+    /// Bytes added to the store (0 when the content was already there).
+    pub added_bytes: u64,
+}
+
+/// What [`Store::gc`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GcReport {
+    /// Blobs removed.
+    pub removed: usize,
+    /// Their bytes.
+    pub freed_bytes: u64,
+    /// The store's size afterwards.
+    pub size_bytes: u64,
+}
+
+/// One project's blob store.
+#[derive(Debug)]
+pub struct Store {
+    dir: PathBuf,
+    config: StoreConfig,
+    /// The blobs' total size, once counted.
+    size: Mutex<Option<u64>>,
+}
+
+impl Store {
+    /// Opens (creating) the store in `dir`.
+    pub fn open(dir: &Path, config: StoreConfig) -> Result<Store> {
+        for sub in ["blobs", "tmp"] {
+            let path = dir.join(sub);
+            fs::create_dir_all(&path)
+                .map_err(io_context(format!("creating {}", path.display())))?;
+        }
+        Ok(Store {
+            dir: dir.to_path_buf(),
+            config,
+            size: Mutex::new(None),
+        })
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The store's caps.
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// Stores `bytes` (once: an existing blob is only touched) and returns its address.
+    pub fn put(&self, bytes: &[u8]) -> Result<Stored> {
+        let hash = hash_bytes(bytes);
+        let path = self.blob_path(&hash).unwrap_or_default();
+        if let Ok(meta) = fs::metadata(&path) {
+            if meta.len() == bytes.len() as u64 {
+                touch_if_old(&path, &meta);
+                return Ok(Stored {
+                    hash,
+                    added_bytes: 0,
+                });
+            }
+        }
+        let tmp = self.dir.join("tmp");
+        let mut file = tempfile::NamedTempFile::new_in(&tmp)
+            .map_err(io_context(format!("creating a blob in {}", tmp.display())))?;
+        file.write_all(bytes)
+            .map_err(io_context(format!("writing a blob in {}", tmp.display())))?;
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)
+                .map_err(io_context(format!("creating {}", parent.display())))?;
+        }
+        file.persist(&path)
+            .map_err(|error| error.error)
+            .map_err(io_context(format!("storing {}", path.display())))?;
+        if let Some(size) = self.lock_size().as_mut() {
+            *size += bytes.len() as u64;
+        }
+        Ok(Stored {
+            hash,
+            added_bytes: bytes.len() as u64,
+        })
+    }
+
+    /// The bytes stored under `hash`, or None when the blob is missing or damaged (its
+    /// bytes do not hash to its name).
+    pub fn get(&self, hash: &str) -> Result<Option<Vec<u8>>> {
+        let Some(path) = self.blob_path(hash) else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        match fs::File::open(&path) {
+            Ok(mut file) => {
+                file.read_to_end(&mut bytes)
+                    .map_err(io_context(format!("reading {}", path.display())))?;
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(io_context(format!("opening {}", path.display()))(error)),
+        }
+        if hash_bytes(&bytes) != hash {
+            tracing::warn!("checkpoint store: blob {hash} is damaged");
+            return Ok(None);
+        }
+        Ok(Some(bytes))
+    }
+
+    /// True when a blob named `hash` is present (not verified; [`Store::get`] verifies),
+    /// refreshing its age like [`Store::put`].
+    pub fn contains(&self, hash: &str) -> bool {
+        let Some(path) = self.blob_path(hash) else {
+            return false;
+        };
+        match fs::metadata(&path) {
+            Ok(meta) => {
+                touch_if_old(&path, &meta);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The total size of the blobs, in bytes (counted once, then kept up to date).
+    pub fn size_bytes(&self) -> Result<u64> {
+        if let Some(size) = *self.lock_size() {
+            return Ok(size);
+        }
+        let size = self.blobs()?.iter().map(|blob| blob.size).sum();
+        *self.lock_size() = Some(size);
+        Ok(size)
+    }
+
+    /// Brings the store under its size cap: removes the least recently used blobs whose
+    /// hash is not in `keep` until it fits. Also removes temp files a crash left behind.
+    pub fn gc(&self, keep: &HashSet<String>) -> Result<GcReport> {
+        self.remove_stale_temp_files();
+        let mut blobs = self.blobs()?;
+        let mut size: u64 = blobs.iter().map(|blob| blob.size).sum();
+        let mut report = GcReport::default();
+        if size > self.config.max_store_bytes {
+            blobs.sort_by_key(|blob| blob.modified);
+            for blob in blobs {
+                if size <= self.config.max_store_bytes {
+                    break;
+                }
+                if keep.contains(&blob.hash) {
+                    continue;
+                }
+                match fs::remove_file(&blob.path) {
+                    Ok(()) => {
+                        size -= blob.size;
+                        report.removed += 1;
+                        report.freed_bytes += blob.size;
+                    }
+                    Err(error) => tracing::warn!("gc: {}: {error}", blob.path.display()),
+                }
+            }
+        }
+        report.size_bytes = size;
+        *self.lock_size() = Some(size);
+        Ok(report)
+    }
+
+    fn lock_size(&self) -> std::sync::MutexGuard<'_, Option<u64>> {
+        self.size
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Where the blob `hash` lives; None for a name that is not a SHA-256 in lowercase hex
+    /// (a hostile or damaged record can name nothing outside the store).
+    fn blob_path(&self, hash: &str) -> Option<PathBuf> {
+        let valid =
+            hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        valid.then(|| self.dir.join("blobs").join(&hash[..2]).join(&hash[2..]))
+    }
+
+    fn blobs(&self) -> Result<Vec<BlobFile>> {
+        let root = self.dir.join("blobs");
+        let mut blobs = Vec::new();
+        let shards =
+            fs::read_dir(&root).map_err(io_context(format!("listing {}", root.display())))?;
+        for shard in shards.flatten() {
+            let prefix = shard.file_name().to_string_lossy().into_owned();
+            let Ok(entries) = fs::read_dir(shard.path()) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Ok(meta) = entry.metadata() else { continue };
+                blobs.push(BlobFile {
+                    hash: format!("{prefix}{}", entry.file_name().to_string_lossy()),
+                    path: entry.path(),
+                    size: meta.len(),
+                    modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                });
+            }
+        }
+        Ok(blobs)
+    }
+
+    fn remove_stale_temp_files(&self) {
+        let Ok(entries) = fs::read_dir(self.dir.join("tmp")) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let old = entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age > TOUCH_AFTER);
+            if old {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+struct BlobFile {
+    hash: String,
+    path: PathBuf,
+    size: u64,
+    modified: SystemTime,
+}
+
+fn touch_if_old(path: &Path, meta: &fs::Metadata) {
+    let old = meta
+        .modified()
+        .ok()
+        .and_then(|modified| modified.elapsed().ok())
+        .is_some_and(|age| age > TOUCH_AFTER);
+    if old {
+        if let Ok(file) = fs::File::options().write(true).open(path) {
+            let _ = file.set_modified(SystemTime::now());
+        }
+    }
+}
+
+/// The lowercase hex SHA-256 of `bytes`: a blob's address.
+pub fn hash_bytes(bytes: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+/// The name of a workspace's store directory under `$PITH_HOME/checkpoints/`: the last
+/// component of its canonical path and a short hash of the whole (`pith-3f2a9c01d4e5b6a7`).
+pub fn project_key(root: &Path) -> String {
+    let canonical = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let digest = hash_bytes(canonical.as_os_str().as_encoded_bytes());
+    let name: String = canonical
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    let name = name.trim_start_matches('.');
+    if name.is_empty() {
+        digest[..16].to_owned()
+    } else {
+        format!("{name}-{}", &digest[..16])
+    }
+}
+
+/// `16 MiB`, `1 GiB`, `300 B`: a size for the user.
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value.fract() == 0.0 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blobs_are_deduplicated_and_verified() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), StoreConfig::default()).unwrap();
+        let first = store.put(b"hello").unwrap();
+        assert_eq!(first.added_bytes, 5);
+        assert_eq!(first.hash, hash_bytes(b"hello"));
+        assert_eq!(store.put(b"hello").unwrap().added_bytes, 0);
+        assert_eq!(store.size_bytes().unwrap(), 5);
+        assert_eq!(store.get(&first.hash).unwrap().unwrap(), b"hello");
+        // A damaged blob is missing.
+        let path = store.blob_path(&first.hash).unwrap();
+        fs::write(&path, b"jello").unwrap();
+        assert_eq!(store.get(&first.hash).unwrap(), None);
+        // Names that are not addresses name nothing.
+        assert_eq!(store.get("../../etc/passwd").unwrap(), None);
+        assert!(!store.contains("ab"));
+    }
+
+    #[test]
+    fn project_keys_are_stable_and_distinct() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        assert_eq!(project_key(a.path()), project_key(a.path()));
+        assert_ne!(project_key(a.path()), project_key(b.path()));
+        assert!(project_key(Path::new("/")).len() == 16);
+        let key = project_key(Path::new("/nonexistent/my repo"));
+        assert!(key.starts_with("my_repo-"), "{key}");
+    }
+
+    #[test]
+    fn sizes_read_well() {
+        assert_eq!(human_bytes(300), "300 B");
+        assert_eq!(human_bytes(16 << 20), "16 MiB");
+        assert_eq!(human_bytes(1 << 30), "1 GiB");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+    }
+}

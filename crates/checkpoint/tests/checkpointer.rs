@@ -1,0 +1,217 @@
+//! The checkpointer: the first snapshot, then observations of what changed, with both
+//! sides of every change in the store.
+#![allow(clippy::unwrap_used, missing_docs)] // test code
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use pith_checkpoint::{hash_bytes, CheckpointConfig, Checkpointer, StoreConfig, TrackerConfig};
+use pith_core::{FileChange, FileState};
+
+fn file(bytes: &[u8], mode: u32) -> FileState {
+    FileState::File {
+        hash: hash_bytes(bytes),
+        size: bytes.len() as u64,
+        mode,
+    }
+}
+
+fn paths(changes: &[FileChange]) -> Vec<&str> {
+    changes.iter().map(|c| c.path.as_str()).collect()
+}
+
+fn config(track: bool, max_watches: usize) -> CheckpointConfig {
+    CheckpointConfig {
+        store: StoreConfig {
+            max_file_bytes: 1000,
+            ..StoreConfig::default()
+        },
+        tracker: TrackerConfig {
+            max_watches,
+            ..TrackerConfig::default()
+        },
+        track,
+    }
+}
+
+fn seed(root: &Path) {
+    fs::create_dir_all(root.join("src")).unwrap();
+    fs::write(root.join("src/main.rs"), "fn main() {}\n").unwrap();
+    fs::write(root.join("README"), "hello\n").unwrap();
+    fs::write(root.join("big.bin"), vec![7u8; 2000]).unwrap();
+    fs::write(root.join(".gitignore"), "target/\n").unwrap();
+    fs::create_dir_all(root.join("target")).unwrap();
+    fs::write(root.join("target/out"), "ignored").unwrap();
+}
+
+async fn scripted_changes(checkpointer: &Checkpointer, root: &Path) {
+    // sed -i: a new file renamed over the old one.
+    fs::write(root.join("src/.sedtmp"), "fn main() { run() }\n").unwrap();
+    fs::rename(root.join("src/.sedtmp"), root.join("src/main.rs")).unwrap();
+    fs::remove_file(root.join("README")).unwrap();
+    fs::set_permissions(root.join(".gitignore"), fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::symlink("src/main.rs", root.join("main-link")).unwrap();
+    fs::write(root.join("target/out"), "still ignored").unwrap();
+    let observation = checkpointer.observe().await.unwrap();
+    assert_eq!(
+        paths(&observation.changes),
+        [".gitignore", "README", "main-link", "src/main.rs"]
+    );
+    let by_path = |p: &str| observation.changes.iter().find(|c| c.path == p).unwrap();
+    assert_eq!(
+        *by_path("src/main.rs"),
+        FileChange {
+            path: "src/main.rs".into(),
+            before: file(b"fn main() {}\n", 0o644),
+            after: file(b"fn main() { run() }\n", 0o644),
+        }
+    );
+    assert_eq!(by_path("README").after, FileState::Absent);
+    assert_eq!(by_path(".gitignore").after, file(b"target/\n", 0o600));
+    assert_eq!(
+        by_path("main-link").after,
+        FileState::Symlink {
+            target: "src/main.rs".into()
+        }
+    );
+    assert_eq!(observation.bytes_added, 20);
+    // Both sides are in the store.
+    let store = checkpointer.store();
+    assert_eq!(
+        store.get(&hash_bytes(b"fn main() {}\n")).unwrap().unwrap(),
+        b"fn main() {}\n"
+    );
+    assert!(store
+        .get(&hash_bytes(b"fn main() { run() }\n"))
+        .unwrap()
+        .is_some());
+    // Nothing more.
+    assert_eq!(checkpointer.observe().await.unwrap().changes, []);
+}
+
+#[tokio::test]
+async fn snapshot_then_observe_finds_each_kind_of_change() {
+    let work = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    seed(work.path());
+    umask_safe_modes(work.path());
+    let checkpointer =
+        Checkpointer::start(work.path(), store.path(), config(true, usize::MAX)).unwrap();
+    let report = checkpointer.snapshot_report().await.unwrap();
+    assert_eq!(report.files, 4);
+    assert_eq!(report.reused, 0);
+    assert_eq!(
+        report.omitted,
+        [(
+            "big.bin".to_owned(),
+            "over the per-file cap of 1000 B".to_owned()
+        )]
+    );
+    assert_eq!(
+        checkpointer.known_state("big.bin").await.unwrap(),
+        FileState::Omitted {
+            size: 2000,
+            reason: "over the per-file cap of 1000 B".into()
+        }
+    );
+    scripted_changes(&checkpointer, work.path()).await;
+}
+
+#[tokio::test]
+async fn without_watches_the_scan_finds_the_same_changes() {
+    let work = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    seed(work.path());
+    umask_safe_modes(work.path());
+    let checkpointer = Checkpointer::start(work.path(), store.path(), config(true, 0)).unwrap();
+    checkpointer.snapshot_report().await.unwrap();
+    scripted_changes(&checkpointer, work.path()).await;
+}
+
+#[tokio::test]
+async fn without_a_tracker_observe_compares_the_tree_and_observe_paths_reads_given_paths() {
+    let work = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    seed(work.path());
+    umask_safe_modes(work.path());
+    let checkpointer =
+        Checkpointer::start(work.path(), store.path(), config(false, usize::MAX)).unwrap();
+    checkpointer.snapshot_report().await.unwrap();
+    fs::write(work.path().join("src/main.rs"), "v2").unwrap();
+    let observation = checkpointer
+        .observe_paths(&["src/main.rs".into()])
+        .await
+        .unwrap();
+    assert_eq!(paths(&observation.changes), ["src/main.rs"]);
+    assert_eq!(observation.changes[0].after, file(b"v2", 0o644));
+    fs::write(work.path().join("src/main.rs"), "fn main() {}\n").unwrap();
+    let observation = checkpointer
+        .observe_paths(&["src/main.rs".into()])
+        .await
+        .unwrap();
+    assert_eq!(observation.changes[0].after, file(b"fn main() {}\n", 0o644));
+    assert!(checkpointer.observe_paths(&["../x".into()]).await.is_err());
+    assert_eq!(checkpointer.observe().await.unwrap().changes, []);
+    scripted_changes(&checkpointer, work.path()).await;
+}
+
+#[tokio::test]
+async fn a_directory_moved_away_shows_its_files_absent_and_a_new_one_its_files() {
+    let work = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let root = work.path();
+    fs::create_dir_all(root.join("a/b")).unwrap();
+    fs::write(root.join("a/b/f"), "f").unwrap();
+    fs::write(root.join("a/g"), "g").unwrap();
+    let checkpointer = Checkpointer::start(root, store.path(), config(true, usize::MAX)).unwrap();
+    checkpointer.snapshot_report().await.unwrap();
+    fs::rename(root.join("a"), root.join("z")).unwrap();
+    let observation = checkpointer.observe().await.unwrap();
+    assert_eq!(
+        paths(&observation.changes),
+        ["a/b/f", "a/g", "z/b/f", "z/g"]
+    );
+    assert_eq!(observation.changes[0].after, FileState::Absent);
+    assert_eq!(observation.bytes_added, 0, "same content, already stored");
+}
+
+#[tokio::test]
+async fn the_next_session_reuses_the_index() {
+    let work = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let root = work.path();
+    fs::create_dir_all(root.join("d")).unwrap();
+    for i in 0..20 {
+        fs::write(root.join(format!("d/{i}")), i.to_string()).unwrap();
+    }
+    // Old enough that the index trusts them.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    for i in 0..20 {
+        fs::File::options()
+            .write(true)
+            .open(root.join(format!("d/{i}")))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    let first = Checkpointer::start(root, store.path(), config(true, usize::MAX)).unwrap();
+    assert_eq!(first.snapshot_report().await.unwrap().reused, 0);
+    drop(first);
+    fs::write(root.join("d/3"), "changed").unwrap();
+    let second = Checkpointer::start(root, store.path(), config(true, usize::MAX)).unwrap();
+    let report = second.snapshot_report().await.unwrap();
+    assert_eq!(report.files, 20);
+    assert_eq!(report.reused, 19);
+    assert_eq!(
+        second.known_state("d/3").await.unwrap(),
+        file(b"changed", 0o644)
+    );
+}
+
+/// The tests expect 0o644 files whatever the umask.
+fn umask_safe_modes(root: &Path) {
+    for path in ["src/main.rs", "README", "big.bin", ".gitignore"] {
+        fs::set_permissions(root.join(path), fs::Permissions::from_mode(0o644)).unwrap();
+    }
+}
