@@ -89,27 +89,23 @@ pub fn stream_event(event: &LoopEvent, include_partial: bool) -> Option<Value> {
         } => json!({"type": "retry", "attempt": attempt, "delay_ms": delay_ms, "reason": reason}),
         LoopEvent::Notice(text) => json!({"type": "notice", "text": text}),
         LoopEvent::Governor(notice) => {
-            let mut line = json!({"type": "governor", "text": notice.text()});
-            if let (Value::Object(line), Ok(Value::Object(fields))) =
-                (&mut line, serde_json::to_value(notice))
-            {
-                line.extend(fields);
-            }
-            line
+            with_fields(json!({"type": "governor", "text": notice.text()}), notice)
         }
         LoopEvent::OutputTruncated { reason } => json!({"type": "truncated", "reason": reason}),
         LoopEvent::PlanUpdated(plan) => plan_line(plan)?,
-        LoopEvent::Checkpoint(summary) => {
-            let mut line = json!({"type": "checkpoint"});
-            if let (Value::Object(line), Ok(Value::Object(fields))) =
-                (&mut line, serde_json::to_value(summary))
-            {
-                line.extend(fields);
-            }
-            line
-        }
+        LoopEvent::Checkpoint(summary) => with_fields(json!({"type": "checkpoint"}), summary),
         _ => return None,
     })
+}
+
+/// `line` with the fields `value` serialises to added.
+fn with_fields(mut line: Value, value: &impl serde::Serialize) -> Value {
+    if let (Value::Object(line), Ok(Value::Object(fields))) =
+        (&mut line, serde_json::to_value(value))
+    {
+        line.extend(fields);
+    }
+    line
 }
 
 #[cfg(test)]
