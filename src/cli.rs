@@ -104,10 +104,43 @@ pub enum Command {
     /// Serve an editor over the Agent Client Protocol on stdin/stdout (Zed, JetBrains,
     /// Neovim; see docs/acp.md).
     Acp(AcpArgs),
+    /// Rewind a session to just before one of its turns: the files pith changed, the
+    /// conversation, or both (without --to: list its turns). See docs/rewind.md.
+    Rewind(RewindArgs),
     /// Runs one `bash` command in the sandbox, for an editor's terminal (internal: `pith
     /// acp` asks the editor to run it).
     #[command(name = "sandbox-exec", hide = true)]
     SandboxExec(SandboxExecArgs),
+}
+
+/// `pith rewind SESSION [--to TURN] [--code|--conversation|--both] [--dry-run] [--force]`.
+#[derive(Debug, Args)]
+pub struct RewindArgs {
+    /// Session id (or a unique prefix of one), session directory, or transcript path.
+    pub session: String,
+    /// The turn to go back to: the state just before it (turn numbers as listed without
+    /// --to, 1 is the first).
+    #[arg(long, value_name = "TURN")]
+    pub to: Option<u64>,
+    /// Restore the files only (the conversation goes on as it is).
+    #[arg(long, conflicts_with_all = ["conversation", "both"])]
+    pub code: bool,
+    /// Continue the conversation from before the turn (the files stay as they are).
+    #[arg(long, conflicts_with_all = ["code", "both"])]
+    pub conversation: bool,
+    /// Both (the default).
+    #[arg(long, conflicts_with_all = ["code", "conversation"])]
+    pub both: bool,
+    /// Say what would be done, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Overwrite files changed outside pith since pith last saw them (without it, such a
+    /// rewind stops and names them).
+    #[arg(long)]
+    pub force: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `pith sandbox-exec --spec JSON` (internal).
@@ -243,8 +276,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "PROVIDER/MODEL")]
     pub model: Option<String>,
     /// Continue this session (id, unique id prefix, or transcript path).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", conflicts_with = "fork")]
     pub session: Option<String>,
+    /// Start a new session that branches from another: `ID` continues from its whole
+    /// history, `ID@TURN` from just before its turn TURN (see docs/rewind.md).
+    #[arg(long, value_name = "ID[@TURN]")]
+    pub fork: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,

@@ -22,6 +22,7 @@ fn main() {
         Some(cli::Command::Compress(args)) => commands::compress::run(args),
         Some(cli::Command::Mcp(args)) => commands::mcp::run(args),
         Some(cli::Command::Acp(args)) => commands::acp::run(args),
+        Some(cli::Command::Rewind(args)) => commands::rewind::run(args),
         Some(cli::Command::SandboxExec(args)) => {
             std::process::exit(commands::sandbox_exec::run(args))
         }

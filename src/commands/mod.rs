@@ -6,6 +6,7 @@ pub mod mcp;
 pub mod options;
 pub mod repl;
 pub mod replay;
+pub mod rewind;
 pub mod run;
 pub mod sandbox_exec;
 pub mod sessions;

@@ -60,9 +60,10 @@ pub fn run(args: RunArgs) -> Result<()> {
         sandbox: args.sandbox,
         allow_network: args.allow_network,
         reasoning: args.reasoning,
-        session: match args.session {
-            Some(query) => SessionChoice::Resume(query),
-            None => SessionChoice::New,
+        session: match (args.session, args.fork) {
+            (Some(query), _) => SessionChoice::Resume(query),
+            (None, Some(fork)) => fork_choice(&fork)?,
+            (None, None) => SessionChoice::New,
         },
         cwd,
         trust_project: args.trust_project,
@@ -108,5 +109,23 @@ async fn wait_for_termination() {
     tokio::select! {
         _ = interrupt.recv() => {}
         _ = terminate.recv() => {}
+    }
+}
+
+/// `--fork ID` or `--fork ID@TURN`.
+fn fork_choice(fork: &str) -> Result<SessionChoice> {
+    match fork.rsplit_once('@') {
+        Some((query, turn)) if !query.is_empty() => {
+            let turn: u64 = turn.parse().ok().filter(|t| *t > 0).ok_or_else(|| {
+                ExitError::usage(format!(
+                    "--fork {fork}: the turn after @ must be a number from 1 (as `pith rewind {query}` lists them)"
+                ))
+            })?;
+            Ok(SessionChoice::ForkAt {
+                query: query.to_owned(),
+                turn,
+            })
+        }
+        _ => Ok(SessionChoice::Fork(fork.to_owned())),
     }
 }

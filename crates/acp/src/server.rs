@@ -412,6 +412,7 @@ fn open(
         approver: Some(Arc::new(approver)),
         files,
         terminal,
+        changes: None,
     };
     let opened = Conversation::open(overrides, frontend).map_err(|error| match error {
         pith_agent::ConversationError::Usage(message) if resuming => {

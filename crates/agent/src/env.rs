@@ -24,6 +24,10 @@ pub struct Frontend {
     /// Where `bash` runs its commands instead of a child of pith (`pith acp`: the
     /// editor's terminals); `None`: a child.
     pub terminal: Option<Arc<dyn CommandTerminal>>,
+    /// The session's change tracker, for `bash`'s file effects: set by the conversation
+    /// when its checkpoints start (a subagent gets its parent's); front-ends leave it
+    /// `None`.
+    pub changes: Option<Arc<dyn pith_core::ChangeFeed>>,
 }
 
 impl Frontend {
@@ -34,6 +38,7 @@ impl Frontend {
             approver: None,
             files: None,
             terminal: None,
+            changes: None,
         }
     }
 }

@@ -12,6 +12,7 @@
 //!   rewrite is written before the loop applies it.
 //! - [`ExitCode`] ([`exit`]): the process exit codes every command shares.
 //! - [`ceilings`]: the job's cost and time ceilings around a turn.
+//! - [`checkpoints`]: copies of what pith changes in the workspace, and rewind.
 //! - [`diagnostics`]: `PITH_LOG` / `RUST_LOG` tracing into `$PITH_HOME/logs/pith.log`.
 //! - [`mcp`]: which MCP servers a conversation gets (config files, trusted `.mcp.json`)
 //!   and `pith mcp list`; [`hooks`]: which hooks it runs (config files, trusted
@@ -27,6 +28,7 @@
 
 pub mod attachments;
 pub mod ceilings;
+pub mod checkpoints;
 pub mod config;
 pub mod conversation;
 pub mod cost;

@@ -20,6 +20,15 @@ pub enum SessionChoice {
     /// of `pith acp`, see [`pith_session::SessionStore::fork`]); the source goes on
     /// unchanged.
     Fork(String),
+    /// A new session that starts with a given session's history up to just before its
+    /// turn `turn` (1-based), and goes its own way from there (`pith run --fork
+    /// SESSION@TURN`); the source goes on unchanged.
+    ForkAt {
+        /// The source: id, unique id prefix, directory or transcript path.
+        query: String,
+        /// The turn the fork replaces (its history stops just before it).
+        turn: u64,
+    },
 }
 
 /// The command line's choices, as plain values. [`crate::Settings::resolve`] turns them,

@@ -13,6 +13,7 @@
 //! Consecutive assistant messages with text are separated by one newline when the earlier
 //! text does not already end with one (two model requests are two messages).
 
+use crate::checkpoints::Checkpoints;
 use pith_core::{
     ChildRun, CompactionTrigger, EventSink, HistoryRewrite, LoopEvent, Message, PersistError,
     RequestReport, Role, TurnSink, Usage,
@@ -310,10 +311,51 @@ pub struct Recording<'a> {
     pub session: &'a mut Session,
     /// Where the front-end wants the events.
     pub frontend: &'a mut dyn EventSink,
+    /// The conversation's checkpoints, whose observed changes are written as they come.
+    pub checkpoints: Option<&'a Checkpoints>,
+}
+
+impl Recording<'_> {
+    /// Writes the checkpoints observed since the last event, and shows each.
+    pub fn flush_checkpoints(&mut self) {
+        let Some(checkpoints) = self.checkpoints else {
+            return;
+        };
+        for record in checkpoints.take_pending() {
+            write_checkpoint(self.session, checkpoints, record, self.frontend);
+        }
+    }
+}
+
+/// Appends `record` (in parts when it is large) and shows it to `frontend`; a record that
+/// cannot be written is a notice (the copies are in the store all the same).
+pub fn write_checkpoint(
+    session: &mut Session,
+    checkpoints: &Checkpoints,
+    record: pith_session::Checkpoint,
+    frontend: &mut dyn EventSink,
+) {
+    let events = record
+        .clone()
+        .split()
+        .into_iter()
+        .map(Event::Checkpoint)
+        .collect();
+    match session.append_batch(events) {
+        Ok(seqs) => {
+            let seq = seqs.first().copied().unwrap_or_default();
+            frontend.emit(LoopEvent::Checkpoint(checkpoints.summary(&record, seq)));
+        }
+        Err(error) => frontend.emit(LoopEvent::Notice(format!(
+            "cannot record a checkpoint of {} file(s): {error}",
+            record.changes.len()
+        ))),
+    }
 }
 
 impl EventSink for Recording<'_> {
     fn emit(&mut self, event: LoopEvent) {
+        self.flush_checkpoints();
         self.recorder.observe(&event);
         if let LoopEvent::Hook(run) = &event {
             // Every hook run is in the transcript; one that cannot be written is still

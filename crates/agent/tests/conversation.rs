@@ -43,6 +43,7 @@ impl Setup {
             approver: None,
             files: None,
             terminal: None,
+            changes: None,
         }
     }
 

@@ -100,6 +100,9 @@ pub struct ToolsConfig {
     /// Where `bash` runs its commands instead of a child of pith (an editor's terminals,
     /// see [`crate::bash::terminal`]); `None` (the default): pith's own child process.
     pub terminal: Option<Arc<dyn crate::bash::terminal::CommandTerminal>>,
+    /// The session's change tracker: which files a `bash` command changed (for the
+    /// ledger); `None` (the default): only the command's own write forms are recognised.
+    pub changes: Option<Arc<dyn pith_core::ChangeFeed>>,
     /// What images the model accepts: `read` returns PNG, JPEG, GIF and WebP files as
     /// images within these limits; `None` (the default) when the model takes no images,
     /// and `read` then refuses them in words.
@@ -139,6 +142,7 @@ impl ToolsConfig {
             sandbox: SandboxConfig::default(),
             files: None,
             terminal: None,
+            changes: None,
             images: None,
         }
     }
@@ -161,6 +165,12 @@ impl ToolsConfig {
         terminal: Arc<dyn crate::bash::terminal::CommandTerminal>,
     ) -> Self {
         self.terminal = Some(terminal);
+        self
+    }
+
+    /// Sets the session's change tracker.
+    pub fn with_changes(mut self, changes: Arc<dyn pith_core::ChangeFeed>) -> Self {
+        self.changes = Some(changes);
         self
     }
 
@@ -238,6 +248,8 @@ pub struct ToolEnv {
     pub files: Option<Arc<dyn crate::files::TextFiles>>,
     /// Where `bash` runs commands instead of a child of pith (`None`: a child).
     pub terminal: Option<Arc<dyn crate::bash::terminal::CommandTerminal>>,
+    /// The session's change tracker (`None`: none).
+    pub changes: Option<Arc<dyn pith_core::ChangeFeed>>,
 }
 
 impl ToolEnv {
@@ -286,6 +298,7 @@ impl ToolEnv {
             images: config.images,
             files: config.files,
             terminal: config.terminal,
+            changes: config.changes,
         })
     }
 }

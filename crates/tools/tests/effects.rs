@@ -5,7 +5,7 @@ mod common;
 
 use common::Fixture;
 use pith_core::{effect::fingerprint, FileAction, FileEffect};
-use pith_tools::PermissionMode;
+use pith_tools::{Limits, PermissionMode, ToolsConfig};
 use serde_json::json;
 
 #[tokio::test]
@@ -62,29 +62,30 @@ async fn write_and_edit_report_what_they_did_with_the_new_content() {
 }
 
 #[tokio::test]
-async fn bash_in_a_git_work_tree_reports_the_files_the_command_changed() {
-    let fx = Fixture::new(PermissionMode::Full);
-    let root = fx.root();
-    let git = |args: &[&str]| {
-        let status = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&root)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@t")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@t")
-            .status()
-            .unwrap();
-        assert!(status.success());
-    };
-    git(&["init", "-q"]);
+async fn bash_reports_the_files_the_command_changed_as_the_session_s_tracker_saw_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
     std::fs::write(root.join("src.py"), "x = 1\n").unwrap();
-    git(&["add", "."]);
-    git(&["commit", "-qm", "start"]);
+    std::fs::write(root.join(".gitignore"), "build/\n").unwrap();
+    let tracker =
+        pith_checkpoint::Tracker::start(&root, pith_checkpoint::TrackerConfig::default()).unwrap();
+    let fx = Fixture::build_with(
+        PermissionMode::Full,
+        None,
+        Limits::default(),
+        |_, config| {
+            ToolsConfig {
+                workspace_root: root.clone(),
+                ..config
+            }
+            .with_changes(std::sync::Arc::new(tracker))
+        },
+    );
     let result = fx
         .call(
             "bash",
-            json!({"command": "python3 -c \"open('src.py','w').write('x = 2\\n')\"; echo made > out.log"}),
+            json!({"command": "python3 -c \"open('src.py','w').write('x = 2\\n')\"; echo made > out.log; mkdir -p build && echo o > build/x.o"}),
         )
         .await;
     let mut changed: Vec<(String, FileAction)> = result
@@ -99,7 +100,25 @@ async fn bash_in_a_git_work_tree_reports_the_files_the_command_changed() {
             ("out.log".to_owned(), FileAction::Changed),
             ("src.py".to_owned(), FileAction::Changed)
         ],
-        "{}",
+        "ignored paths are not reported: {}",
         result.content
     );
+    assert_eq!(
+        result
+            .effects
+            .iter()
+            .find(|e| e.path == "src.py")
+            .unwrap()
+            .fingerprint
+            .as_deref(),
+        Some(pith_core::effect::fingerprint(b"x = 2\n").as_str())
+    );
+    // A second command sees only its own change.
+    let again = fx.call("bash", json!({"command": "rm out.log"})).await;
+    let effects: Vec<(String, FileAction)> = again
+        .effects
+        .iter()
+        .map(|e| (e.path.clone(), e.action))
+        .collect();
+    assert_eq!(effects, [("out.log".to_owned(), FileAction::Deleted)]);
 }

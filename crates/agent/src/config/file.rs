@@ -12,7 +12,7 @@ use pith_providers::models::tables::{ModelConfig, ModelTables, ProviderConfig};
 use serde::Deserialize;
 
 use crate::config::error::ConfigError;
-use crate::config::sections::{context_section, DoomLoopConfig, LimitsConfig};
+use crate::config::sections::{context_section, CheckpointsConfig, DoomLoopConfig, LimitsConfig};
 
 /// The whole configuration, after merging user and project files.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -35,6 +35,9 @@ pub struct Config {
     /// The `[doom_loop]` section.
     #[serde(default)]
     pub doom_loop: DoomLoopConfig,
+    /// The `[checkpoints]` section (docs/rewind.md).
+    #[serde(default)]
+    pub checkpoints: CheckpointsConfig,
     /// The `bash` sandbox: `read-only`, `workspace-write` or `off` (default: follows the
     /// approval mode). See docs/sandbox.md.
     pub sandbox: Option<String>,

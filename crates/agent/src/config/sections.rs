@@ -23,6 +23,20 @@ pub struct DoomLoopConfig {
     pub stop_after: Option<u32>,
 }
 
+/// The `[checkpoints]` table: the copies pith keeps of the files it changes, for rewind
+/// (docs/rewind.md). Every key is optional.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointsConfig {
+    /// Keep checkpoints at all (default true).
+    pub enabled: Option<bool>,
+    /// The store's cap per project, MiB (default 1024); the oldest copies go first.
+    pub max_store_mib: Option<u64>,
+    /// Files larger than this, MiB, are not copied (default 16): a rewind past them
+    /// refuses and names them.
+    pub max_file_mib: Option<u64>,
+}
+
 /// The `[limits]` table: how much pith accepts from a server and writes per record, and
 /// the job's ceilings. Every key is optional; see `WireLimits` for the defaults.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]

@@ -8,6 +8,9 @@ use std::sync::Arc;
 use pith_core::context::ledger::Ledger;
 use pith_core::{Message, SpendMeter, ToolRegistry};
 use pith_hooks::{Hooks, HooksConfig, SessionInfo};
+
+use crate::checkpoints::hooks::CheckpointHooks;
+use crate::checkpoints::Checkpoints;
 use pith_providers::AgentLoop;
 use pith_session::Session;
 use pith_tools::{ToolsConfig, Toolset};
@@ -45,6 +48,8 @@ pub(super) struct LoopFactory {
     pub(super) meter: Arc<SpendMeter>,
     /// The hooks that run (the user's, and the project's once trusted).
     pub(super) hooks_config: Arc<HooksConfig>,
+    /// The conversation's checkpoints (a top-level conversation's, when on).
+    pub(super) checkpoints: Option<Arc<Checkpoints>>,
 }
 
 /// What one loop is built for: the settings and choices in force, the session, and the
@@ -91,6 +96,7 @@ impl LoopFactory {
             delegation,
             meter,
             hooks_config,
+            checkpoints,
         } = self;
         let cwd = workspace.cwd();
         session.set_max_record_bytes(settings.max_record_bytes);
@@ -107,6 +113,9 @@ impl LoopFactory {
         }
         if let Some(terminal) = &frontend.terminal {
             tools = tools.with_terminal(terminal.clone());
+        }
+        if let Some(changes) = &frontend.changes {
+            tools = tools.with_changes(changes.clone());
         }
         tools.squash = settings.context.squash.clone();
         let tools = Toolset::new(tools).map_err(ConversationError::usage)?;
@@ -169,7 +178,14 @@ impl LoopFactory {
             )
             .with_approver(frontend.approver.clone()),
         );
-        agent.set_hooks(hooks.clone());
+        let loop_hooks: Arc<dyn pith_core::LoopHooks> = match checkpoints {
+            Some(checkpoints) => Arc::new(CheckpointHooks {
+                inner: hooks.clone(),
+                checkpoints: Arc::clone(checkpoints),
+            }),
+            None => hooks.clone(),
+        };
+        agent.set_hooks(loop_hooks);
         agent.set_repeat_gate(Arc::new(crate::repeat_gate::AskToGoOn::new(
             frontend.approver.clone(),
         )));

@@ -21,12 +21,14 @@
 //! - [`open`]: opening (new, resumed, a subagent's child);
 //! - [`turn`]: running a turn (hooks, MCP tools, output schema) and `/compact`;
 //! - [`switch`]: `/model`, `/clear`, `/resume`;
+//! - [`rewind`]: `/rewind`, the turns and the checkpoint store's size;
 //! - [`factory`]: building the loop of a session;
 //! - [`outcome`]: what a turn did and why it stopped.
 
 pub mod factory;
 pub mod open;
 pub mod outcome;
+pub mod rewind;
 pub mod state;
 pub mod switch;
 pub mod turn;

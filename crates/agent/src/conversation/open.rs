@@ -13,6 +13,7 @@ use pith_providers::models::builtin::secret_variables;
 use pith_session::{NewSession, Record, Session, SessionStore};
 use tokio_util::sync::CancellationToken;
 
+use crate::checkpoints::Checkpoints;
 use crate::config::Config;
 use crate::conversation::factory::{Delegation, LoopFactory, LoopParts};
 use crate::conversation::state::Conversation;
@@ -131,6 +132,7 @@ impl Conversation {
                     .id()
                     .to_owned(),
             ),
+            SessionChoice::ForkAt { query, turn } => Some(fork_at_turn(&store, query, *turn)?),
             SessionChoice::Latest => {
                 let latest = store
                     .latest_session_id(&cwd)
@@ -185,12 +187,34 @@ impl Conversation {
         } else {
             SessionSource::New
         };
+        // Checkpoints (a top-level conversation's): started here, the first snapshot
+        // runs in the background; bash's file effects come from its tracker.
+        let checkpoints = match &delegation.child {
+            Some(_) => None,
+            None => {
+                let data_dir = store.root().parent().unwrap_or(store.root());
+                Checkpoints::start(&cwd, data_dir, &workspace.config().checkpoints).unwrap_or_else(
+                    |notice| {
+                        notices.push(notice);
+                        None
+                    },
+                )
+            }
+        };
+        let frontend = match &checkpoints {
+            Some(checkpoints) => Frontend {
+                changes: Some(checkpoints.feed()),
+                ..frontend
+            },
+            None => frontend,
+        };
         let factory = LoopFactory {
             workspace,
             frontend,
             delegation,
             meter,
             hooks_config,
+            checkpoints,
         };
         let built = factory.build(LoopParts {
             settings: &settings,
@@ -242,6 +266,25 @@ impl Conversation {
             resumed: records,
         })
     }
+}
+
+/// Forks the session `query` from just before its turn `turn` (1-based, on its current
+/// line): the new session's id.
+fn fork_at_turn(store: &SessionStore, query: &str, turn: u64) -> Result<String, ConversationError> {
+    let source = store
+        .read(query, pith_session::ReadOptions::default())
+        .map_err(ConversationError::session)?;
+    let listed = pith_session::turns::turns(&source.records);
+    let seq = pith_session::turns::turn_seq(&source.records, turn).ok_or_else(|| {
+        ConversationError::usage(format!(
+            "cannot fork {query} at turn {turn}: it has {} turn(s)",
+            listed.len()
+        ))
+    })?;
+    let fork = store
+        .fork_at(query, Some(seq))
+        .map_err(ConversationError::session)?;
+    Ok(fork.id().to_owned())
 }
 
 /// Telemetry, when `[telemetry]` or the `OTEL_*` variables configure it. A telemetry that

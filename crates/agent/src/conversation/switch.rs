@@ -113,7 +113,7 @@ impl Conversation {
 
     /// Makes `built` the conversation's loop (its MCP tools are installed again before
     /// the next turn).
-    fn install(&mut self, built: BuiltLoop) {
+    pub(super) fn install(&mut self, built: BuiltLoop) {
         self.agent = built.agent;
         self.toolset = built.toolset;
         self.hooks = built.hooks;

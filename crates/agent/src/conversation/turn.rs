@@ -5,6 +5,7 @@
 //! checked after it, the time ceiling around it, telemetry over it; and manual
 //! compaction.
 
+use crate::recording::write_checkpoint;
 use std::sync::Arc;
 
 use pith_core::hooks::context_block;
@@ -216,6 +217,9 @@ impl Conversation {
             Ok(user) => user,
             Err(error) => return TurnOutcome::failed(error),
         };
+        // What changed since the last look was changed outside pith: recorded before the
+        // message, so that a rewind to this turn keeps it.
+        self.checkpoint(true, sink).await;
         if let Err(error) = self.session.append(Event::UserMessage {
             message: user.clone(),
         }) {
@@ -247,6 +251,9 @@ impl Conversation {
             let (agent, mut recording) = self.recording(&mut recorder, sink);
             agent.run_turn(user, &mut recording, cancel).await
         };
+        // Changes no call accounted for (a call cancelled before its checkpoint) are the
+        // turn's.
+        self.checkpoint(false, sink).await;
         // MCP failures during the turn: the model had each as a tool error; tell the user.
         if let Some(hub) = &self.mcp {
             for notice in hub.take_notices().await {
@@ -471,6 +478,21 @@ impl Conversation {
         result
     }
 
+    /// Observes the workspace and records what changed, as made `outside` pith or not
+    /// (see [`crate::checkpoints::Checkpoints::observe`]), when the conversation keeps
+    /// checkpoints; records observed after calls and not written yet go first.
+    async fn checkpoint(&mut self, outside: bool, sink: &mut dyn EventSink) {
+        let Some(checkpoints) = self.factory.checkpoints.clone() else {
+            return;
+        };
+        for record in checkpoints.take_pending() {
+            write_checkpoint(&mut self.session, &checkpoints, record, sink);
+        }
+        if let Some(record) = checkpoints.observe(None, outside).await {
+            write_checkpoint(&mut self.session, &checkpoints, record, sink);
+        }
+    }
+
     /// The loop, and the sink that records its events through `recorder` into the
     /// session before they reach `sink`.
     fn recording<'a>(
@@ -482,6 +504,7 @@ impl Conversation {
             recorder,
             session: &mut self.session,
             frontend: sink,
+            checkpoints: self.factory.checkpoints.as_deref(),
         };
         (&mut self.agent, recording)
     }

@@ -223,6 +223,7 @@ impl ChildLauncher {
             }),
             files: self.frontend.files.clone(),
             terminal: self.frontend.terminal.clone(),
+            changes: self.frontend.changes.clone(),
         };
         let spec = ChildSpec {
             agent: agent.clone(),

@@ -26,7 +26,7 @@ pub enum FileAction {
     /// Removed.
     #[serde(rename = "deleted")]
     Deleted,
-    /// Changed by a command (seen in `git status`, or by the command's write forms).
+    /// Changed by a command (seen by the session's change tracker, or by the command's write forms).
     #[serde(rename = "changed")]
     Changed,
 }

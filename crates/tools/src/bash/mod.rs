@@ -151,16 +151,13 @@ impl Tool for BashTool {
             )
             .await?;
 
-        // Files the command changes, seen from outside it (git work trees only).
-        let root = self.env.workspace.root();
-        let before = changes::snapshot(root).await;
+        // Files the command changes, seen from outside it (the session's change tracker).
+        let feed = self.env.changes.as_deref();
+        let before = changes::mark(feed).await;
         let output = self
             .run_authorized(&args.command, timeout, notes, ctx)
             .await?;
-        let effects = match (&before, changes::snapshot(root).await) {
-            (Some(before), Some(after)) => changes::changed(before, &after, root),
-            _ => Vec::new(),
-        };
+        let effects = changes::since(feed, before, self.env.workspace.root()).await;
         Ok(effects.into_iter().fold(output, ToolOutput::with_effect))
     }
 }

@@ -177,7 +177,7 @@ impl Ledger {
             );
         }
         if let Some(command) = &command {
-            // The tool's effects (bash: what `git status` saw change) are exact; the
+            // The tool's effects (bash: what the change tracker saw change) are exact; the
             // parse adds what they cannot see: reads, and writes outside a git work tree
             // or to ignored files.
             let effects = shell::file_effects(command);

@@ -23,8 +23,8 @@
 //!   with globs, variables or command substitutions are left out: their files are
 //!   unknown.
 //!
-//! Anything else (a program that writes files itself) is not seen here; in a git work
-//! tree the bash tool also compares `git status` before and after each command.
+//! Anything else (a program that writes files itself) is not seen here; the bash tool
+//! also asks the session's change tracker what changed while the command ran.
 //!
 //! Files: [`effects`] (what the rule finds), [`line`] (the walk over a line's simple
 //! commands, `cd` and pipelines), [`programs`] (each program's arguments), [`python`]

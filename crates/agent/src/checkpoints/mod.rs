@@ -1,0 +1,163 @@
+//! Checkpoints of a conversation (docs/rewind.md): the session's [`Checkpointer`] (change
+//! tracker, content store, first snapshot) wired to the loop and the transcript.
+//!
+//! - After every tool call ([`hooks`]), what changed in the workspace is observed: the
+//!   store then holds the contents before and after, and a `checkpoint` record (written
+//!   by the turn's recording, [`Checkpoints::take_pending`]) names them.
+//! - At a turn's start, changes made since the last observation are recorded first, as
+//!   made outside pith; at its end, changes no call accounted for (a cancelled call) are
+//!   recorded as the turn's.
+//! - [`rewind`] plans and carries out a return to the state before a turn, live or from
+//!   a transcript (`pith rewind`).
+//!
+//! Only a top-level conversation keeps checkpoints: a subagent's changes are observed when
+//! its parent's `task` call ends. A conversation whose checkpoints cannot start goes on
+//! without them, with a notice.
+
+pub mod hooks;
+pub mod offline;
+pub mod rewind;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use pith_checkpoint::{CheckpointConfig, Checkpointer, StoreConfig};
+use pith_core::{ChangeFeed, CheckpointSummary};
+use pith_session::Checkpoint;
+
+use crate::config::CheckpointsConfig;
+
+/// One MiB.
+const MIB: u64 = 1024 * 1024;
+
+/// Where the checkpoint store of the project at `root` lives: `DATA/checkpoints/KEY`, with
+/// `DATA` pith's data directory (`$PITH_HOME`).
+pub fn store_dir(data_dir: &Path, root: &Path) -> PathBuf {
+    data_dir
+        .join("checkpoints")
+        .join(pith_checkpoint::project_key(root))
+}
+
+/// The store's caps from `[checkpoints]`.
+pub fn store_config(config: &CheckpointsConfig) -> StoreConfig {
+    let defaults = StoreConfig::default();
+    StoreConfig {
+        max_file_bytes: config
+            .max_file_mib
+            .map_or(defaults.max_file_bytes, |mib| mib.saturating_mul(MIB)),
+        max_store_bytes: config
+            .max_store_mib
+            .map_or(defaults.max_store_bytes, |mib| mib.saturating_mul(MIB)),
+    }
+}
+
+/// The checkpoints of one conversation.
+#[derive(Debug)]
+pub struct Checkpoints {
+    engine: Arc<Checkpointer>,
+    /// Observed changes not yet written to the transcript.
+    pending: Mutex<Vec<Checkpoint>>,
+}
+
+impl Checkpoints {
+    /// Starts checkpoints of the workspace `root` with the store under `data_dir`; returns
+    /// at once (the first snapshot runs in the background). `None` when `[checkpoints]`
+    /// turns them off; an error in words when they cannot start.
+    pub fn start(
+        root: &Path,
+        data_dir: &Path,
+        config: &CheckpointsConfig,
+    ) -> Result<Option<Arc<Self>>, String> {
+        if config.enabled == Some(false) {
+            return Ok(None);
+        }
+        let settings = CheckpointConfig {
+            store: store_config(config),
+            ..CheckpointConfig::default()
+        };
+        let engine = Checkpointer::start(root, &store_dir(data_dir, root), settings)
+            .map_err(|error| format!("checkpoints are off for this session: {error}"))?;
+        Ok(Some(Arc::new(Self {
+            engine: Arc::new(engine),
+            pending: Mutex::new(Vec::new()),
+        })))
+    }
+
+    /// The session's change tracker, for `bash`'s file effects.
+    pub fn feed(&self) -> Arc<dyn ChangeFeed> {
+        Arc::clone(&self.engine) as Arc<dyn ChangeFeed>
+    }
+
+    /// The engine (store, tracker, rewind).
+    pub fn engine(&self) -> &Arc<Checkpointer> {
+        &self.engine
+    }
+
+    /// The workspace root (canonical).
+    pub fn root(&self) -> &Path {
+        self.engine.root()
+    }
+
+    /// Observes the workspace and returns a record of what changed: attributed to the call
+    /// `call` (id and tool) when given, else to the turn (`outside` false) or to someone
+    /// outside pith (`outside` true). `None` when nothing changed or the observation
+    /// failed (logged: checkpoints never fail a turn).
+    pub async fn observe(&self, call: Option<(&str, &str)>, outside: bool) -> Option<Checkpoint> {
+        let observation = match self.engine.observe().await {
+            Ok(observation) => observation,
+            Err(error) => {
+                tracing::warn!(%error, "checkpoint: the workspace could not be observed");
+                return None;
+            }
+        };
+        if observation.changes.is_empty() {
+            return None;
+        }
+        Some(Checkpoint {
+            root: self.root().to_path_buf(),
+            call_id: call.map(|(id, _)| id.to_owned()),
+            tool: call.map(|(_, tool)| tool.to_owned()),
+            outside,
+            changes: observation.changes,
+            bytes: observation.bytes_added,
+        })
+    }
+
+    /// Observes after the call `id` of `tool` and keeps the record for the transcript.
+    pub async fn after_call(&self, id: &str, tool: &str) {
+        if let Some(record) = self.observe(Some((id, tool)), false).await {
+            self.lock().push(record);
+        }
+    }
+
+    /// The records observed since the last call, oldest first.
+    pub fn take_pending(&self) -> Vec<Checkpoint> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    /// The store's size for this project, in bytes (0 when it cannot be read).
+    pub fn store_bytes(&self) -> u64 {
+        self.engine.store().size_bytes().unwrap_or(0)
+    }
+
+    /// What front-ends show of `record`, written as record `seq`.
+    pub fn summary(&self, record: &Checkpoint, seq: u64) -> CheckpointSummary {
+        CheckpointSummary {
+            id: seq.to_string(),
+            call_id: record.call_id.clone(),
+            files: record.changes.iter().map(|c| c.path.clone()).collect(),
+            bytes: record.bytes,
+            store_bytes: self.store_bytes(),
+            omitted: record
+                .changes
+                .iter()
+                .filter(|c| !c.after.is_restorable() || !c.before.is_restorable())
+                .map(|c| c.path.clone())
+                .collect(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Checkpoint>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}

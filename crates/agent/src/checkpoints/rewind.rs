@@ -1,0 +1,173 @@
+//! A rewind: back to the state just before a user turn, of the files (`code`), of the
+//! conversation, or both (docs/rewind.md). The same two steps serve `/rewind` in a live
+//! conversation and `pith rewind` on a transcript:
+//!
+//! 1. [`plan`] reads the records: which turn, and for the files, the state each path had
+//!    then (the `before` of its first change recorded after the turn's message), what is
+//!    on disk now, and what pith last knew (a difference is a change made outside pith,
+//!    which the user is asked about). Nothing is written.
+//! 2. [`carry_out`] writes the files (each through a temporary file and a rename; the
+//!    contents it overwrites are stored first, so the rewind can itself be undone) and
+//!    appends one `rewind` record. Nothing earlier in the transcript changes; a
+//!    conversation rewind is read from that record by projection.
+
+use std::path::{Path, PathBuf};
+
+use pith_checkpoint::{rewind_targets, Checkpointer, RestorePlan, Store};
+use pith_session::turns::{changes_after_in, turn_seq, turns, Turn};
+use pith_session::{Checkpoint, Event, Record, Rewind, RewindMode, Session};
+
+/// Why a rewind cannot be planned or carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum RewindError {
+    /// The session has no such turn on its current line.
+    #[error("the session has no turn {turn} (its turns are 1 to {count})")]
+    NoSuchTurn {
+        /// The turn asked for.
+        turn: u64,
+        /// How many turns the session has.
+        count: usize,
+    },
+    /// Some files cannot be put back (caps, a missing copy, a path escaping the
+    /// workspace): nothing was written.
+    #[error("the rewind was refused, nothing was written: {0}")]
+    Refused(String),
+    /// The checkpoint store failed.
+    #[error("checkpoints: {0}")]
+    Checkpoint(#[from] pith_checkpoint::CheckpointError),
+    /// The transcript could not be written (the files, if any, were rewound).
+    #[error("cannot record the rewind: {0}")]
+    Record(#[from] pith_session::SessionError),
+}
+
+/// What a rewind would do.
+#[derive(Debug, Clone)]
+pub struct RewindPlan {
+    /// The turn rewound to (the state just before it).
+    pub turn: Turn,
+    /// What is rewound.
+    pub mode: RewindMode,
+    /// The workspace root.
+    pub root: PathBuf,
+    /// For a code rewind: the files to write, and what is in the way.
+    pub files: Option<RestorePlan>,
+}
+
+impl RewindPlan {
+    /// The paths the rewind writes.
+    pub fn writes(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .flat_map(|f| f.writes.iter().map(|w| w.path.clone()))
+            .collect()
+    }
+
+    /// The paths it would overwrite that changed outside pith since pith last saw them:
+    /// the user is asked first.
+    pub fn changed_outside(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .flat_map(|f| f.changed_outside.iter().cloned())
+            .collect()
+    }
+
+    /// The paths it cannot put back, each with why: a plan with any is refused.
+    pub fn refused(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .flat_map(|f| {
+                f.refused
+                    .iter()
+                    .map(|r| format!("{} ({})", r.path, r.reason))
+            })
+            .collect()
+    }
+}
+
+/// What a rewind did.
+#[derive(Debug, Clone)]
+pub struct RewindDone {
+    /// The record appended.
+    pub record: Rewind,
+    /// Changes made outside pith found just before the files were written (recorded
+    /// first, so that a rewind of the rewind brings them back).
+    pub outside: Option<Checkpoint>,
+}
+
+/// Plans a rewind of the session whose records are `records` to just before turn `turn`
+/// (1-based, on the current line), for the workspace `root`, with the contents in `store`.
+pub fn plan(
+    records: &[Record],
+    root: &Path,
+    store: &Store,
+    turn: u64,
+    mode: RewindMode,
+) -> Result<RewindPlan, RewindError> {
+    let listed = turns(records);
+    let found = turn_seq(records, turn)
+        .and_then(|seq| listed.iter().find(|t| t.seq == seq).cloned())
+        .ok_or(RewindError::NoSuchTurn {
+            turn,
+            count: listed.len(),
+        })?;
+    let files = if mode.rewinds_code() {
+        let changes = changes_after_in(records, found.seq, root);
+        let targets = rewind_targets(&changes);
+        Some(pith_checkpoint::plan(root, store, &targets)?)
+    } else {
+        None
+    };
+    Ok(RewindPlan {
+        turn: found,
+        mode,
+        root: root.to_path_buf(),
+        files,
+    })
+}
+
+/// Carries out `plan` and records it in `session`: with the live `engine` of the
+/// conversation when there is one (it observes what changed since its last look first,
+/// and keeps its shadow in step), else directly against `store`.
+pub async fn carry_out(
+    plan: RewindPlan,
+    session: &mut Session,
+    store: &Store,
+    engine: Option<&Checkpointer>,
+) -> Result<RewindDone, RewindError> {
+    let refused = plan.refused();
+    if !refused.is_empty() {
+        return Err(RewindError::Refused(refused.join("; ")));
+    }
+    let mut outside = None;
+    let applied = match (plan.files, engine) {
+        (None, _) => Vec::new(),
+        (Some(files), Some(engine)) => {
+            let rewound = engine.rewind(files).await?;
+            if !rewound.pending.changes.is_empty() {
+                let record = Checkpoint {
+                    root: plan.root.clone(),
+                    call_id: None,
+                    tool: None,
+                    outside: true,
+                    changes: rewound.pending.changes,
+                    bytes: rewound.pending.bytes_added,
+                };
+                let events = record.clone().split().into_iter().map(Event::Checkpoint);
+                session.append_batch(events.collect())?;
+                outside = Some(record);
+            }
+            rewound.applied
+        }
+        (Some(files), None) => pith_checkpoint::apply(&files, store)?,
+    };
+    let record = Rewind {
+        to_seq: plan.turn.seq,
+        turn: plan.turn.number,
+        mode: plan.mode,
+        root: plan.root,
+        restored: applied.iter().map(|c| c.path.clone()).collect(),
+        changes: applied,
+    };
+    session.append(Event::Rewind(record.clone()))?;
+    Ok(RewindDone { record, outside })
+}

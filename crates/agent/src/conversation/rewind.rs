@@ -1,0 +1,105 @@
+//! `/rewind` in a live conversation (docs/rewind.md): the session's turns, a plan, and
+//! carrying it out with the conversation's own checkpoints; a conversation rewind then
+//! rebuilds the loop from the transcript as projection reads it after the `rewind`
+//! record (the history before the turn, uncompacted if the compaction came later, and
+//! the ledger of that line).
+
+use pith_session::turns::Turn;
+use pith_session::{project_model, ReadOptions, Record, RewindMode};
+
+use crate::checkpoints::rewind::{carry_out, plan, RewindDone, RewindPlan};
+use crate::conversation::factory::LoopParts;
+use crate::conversation::state::Conversation;
+use crate::error::ConversationError;
+
+impl Conversation {
+    /// The user turns of this session's current line, oldest first.
+    pub fn turns(&self) -> Result<Vec<Turn>, ConversationError> {
+        Ok(pith_session::turns::turns(&self.records()?))
+    }
+
+    /// Whether this conversation keeps checkpoints (a code rewind needs them).
+    pub fn keeps_checkpoints(&self) -> bool {
+        self.factory.checkpoints.is_some()
+    }
+
+    /// The checkpoint store's size for this project, when checkpoints are kept.
+    pub fn checkpoint_store_bytes(&self) -> Option<u64> {
+        self.factory
+            .checkpoints
+            .as_ref()
+            .map(|checkpoints| checkpoints.store_bytes())
+    }
+
+    /// What a rewind to just before turn `turn` would do; writes nothing.
+    pub async fn plan_rewind(
+        &self,
+        turn: u64,
+        mode: RewindMode,
+    ) -> Result<RewindPlan, ConversationError> {
+        let records = self.records()?;
+        match (&self.factory.checkpoints, mode.rewinds_code()) {
+            (Some(checkpoints), _) => {
+                let engine = checkpoints.engine();
+                plan(&records, engine.root(), engine.store(), turn, mode)
+                    .map_err(|e| ConversationError::Usage(e.to_string()))
+            }
+            (None, true) => Err(ConversationError::Usage(
+                "checkpoints are off ([checkpoints] enabled = false): only the conversation can be rewound"
+                    .into(),
+            )),
+            (None, false) => {
+                // A conversation rewind needs no store: an empty one in a scratch place.
+                let scratch = tempfile::tempdir().map_err(ConversationError::failure)?;
+                let store = pith_checkpoint::Store::open(scratch.path(), Default::default())
+                    .map_err(ConversationError::failure)?;
+                plan(&records, self.cwd(), &store, turn, mode)
+                    .map_err(|e| ConversationError::Usage(e.to_string()))
+            }
+        }
+    }
+
+    /// Carries out `plan` (from [`Conversation::plan_rewind`]): the files, then the
+    /// `rewind` record; for a conversation rewind, the loop continues from the history
+    /// and ledger of that point.
+    pub async fn rewind(&mut self, plan: RewindPlan) -> Result<RewindDone, ConversationError> {
+        let mode = plan.mode;
+        let done = match self.factory.checkpoints.clone() {
+            Some(checkpoints) => {
+                let engine = checkpoints.engine();
+                carry_out(plan, &mut self.session, engine.store(), Some(engine)).await
+            }
+            None => {
+                let scratch = tempfile::tempdir().map_err(ConversationError::failure)?;
+                let store = pith_checkpoint::Store::open(scratch.path(), Default::default())
+                    .map_err(ConversationError::failure)?;
+                carry_out(plan, &mut self.session, &store, None).await
+            }
+        }
+        .map_err(|e| ConversationError::Usage(e.to_string()))?;
+        if mode.rewinds_conversation() {
+            let records = self.records()?;
+            let history = project_model(&records);
+            let ledger = crate::ledger::rebuild(self.cwd(), &records);
+            let settings = self.settings.clone();
+            let overrides = self.overrides.clone();
+            let built = self.factory.build(LoopParts {
+                settings: &settings,
+                overrides: &overrides,
+                session: &mut self.session,
+                history,
+                ledger,
+            })?;
+            self.install(built);
+        }
+        Ok(done)
+    }
+
+    /// Every record of the open session.
+    fn records(&self) -> Result<Vec<Record>, ConversationError> {
+        self.session
+            .read(ReadOptions::default())
+            .map(|transcript| transcript.records)
+            .map_err(ConversationError::session)
+    }
+}

@@ -1,0 +1,447 @@
+//! End-to-end: checkpoints and rewind with the real `pith` binary against the testkit.
+//! Three scripted sessions change the workspace (the `edit` and `write` tools; `bash`
+//! with `sed -i` and `rm`; a subagent's `write`), and `pith rewind --code` must bring the
+//! tree back byte for byte, checked against a copy taken before the session. A
+//! conversation rewind continues from the history as it was, across a compaction;
+//! `pith run --fork ID@TURN` branches from a turn.
+
+#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Output;
+
+use common::{json_lines, records, stderr, stdout, Sandbox};
+use pith_testkit::{Script, TestServer, Turn};
+use serde_json::{json, Value};
+
+const MODEL: &str = "anthropic/claude-sonnet-4-5"; // 200k window: auto threshold 171,000
+const SUMMARY: &str = "## Goal\nTidy the files.\n## Key Instructions\nNone.";
+
+/// Every file under `root` (hidden ones too): its bytes and permission bits.
+fn tree(root: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+            } else {
+                let name = path.strip_prefix(root).unwrap().display().to_string();
+                let mode = meta.permissions().mode() & 0o7777;
+                files.insert(name, (std::fs::read(&path).unwrap(), mode));
+            }
+        }
+    }
+    files
+}
+
+/// Every directory under `root`, relative.
+fn dirs(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                found.push(path.strip_prefix(root).unwrap().display().to_string());
+                stack.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn session_of(output: &Output) -> String {
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(output));
+    let result: Value = serde_json::from_str(stdout(output).trim()).unwrap();
+    result["session_id"].as_str().unwrap().to_owned()
+}
+
+fn rewind(sandbox: &Sandbox, args: &[&str]) -> Output {
+    sandbox
+        .pith(None)
+        .arg("rewind")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The text of every message of a provider request, joined.
+fn request_text(body: &Value) -> String {
+    body["messages"].to_string()
+}
+
+#[test]
+fn edits_by_the_edit_and_write_tools_are_rewound_byte_for_byte_and_the_rewind_is_undoable() {
+    let sandbox = Sandbox::new();
+    let cwd = sandbox.workspace();
+    std::fs::write(cwd.join("a.txt"), "alpha\nbeta\n").unwrap();
+    std::fs::create_dir(cwd.join("docs")).unwrap();
+    std::fs::write(cwd.join("docs/keep.md"), "# keep\n").unwrap();
+    std::fs::set_permissions(cwd.join("a.txt"), std::fs::Permissions::from_mode(0o640)).unwrap();
+    let before = tree(&cwd);
+    let before_dirs = dirs(&cwd);
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Editing.")
+            .with_tool_call(
+                "edit",
+                json!({"path": "a.txt", "old_string": "alpha", "new_string": "ALPHA"}),
+            )
+            .with_tool_call(
+                "write",
+                json!({"path": "new/deep/c.txt", "content": "fresh\n"}),
+            ),
+        Turn::text("Done."),
+    ]))
+    .unwrap();
+    let output = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "stream-json",
+            "edit the files",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let lines = json_lines(&output);
+    let checkpoints: Vec<&Value> = lines.iter().filter(|l| l["type"] == "checkpoint").collect();
+    assert!(
+        !checkpoints.is_empty(),
+        "stream-json shows checkpoints: {lines:#?}"
+    );
+    let files: Vec<&str> = checkpoints
+        .iter()
+        .flat_map(|c| c["files"].as_array().unwrap())
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        files.contains(&"a.txt") && files.contains(&"new/deep/c.txt"),
+        "{files:?}"
+    );
+    assert!(checkpoints[0]["store_bytes"].as_u64().unwrap() > 0);
+    let session = lines
+        .iter()
+        .find_map(|l| l["session_id"].as_str())
+        .unwrap()
+        .to_owned();
+    assert_ne!(tree(&cwd), before);
+
+    // The turns, with the files each changed.
+    let listed = rewind(&sandbox, &[&session, "--json"]);
+    assert_eq!(listed.status.code(), Some(0), "stderr: {}", stderr(&listed));
+    let listed: Value = serde_json::from_str(&stdout(&listed)).unwrap();
+    assert_eq!(listed["turns"][0]["number"], json!(1));
+    assert_eq!(
+        listed["turns"][0]["files"],
+        json!(["a.txt", "new/deep/c.txt"])
+    );
+
+    // A dry run writes nothing.
+    let dry = rewind(&sandbox, &[&session, "--to", "1", "--code", "--dry-run"]);
+    assert_eq!(dry.status.code(), Some(0), "stderr: {}", stderr(&dry));
+    assert!(stdout(&dry).contains("restore a.txt"), "{}", stdout(&dry));
+    assert_ne!(tree(&cwd), before);
+
+    let done = rewind(&sandbox, &[&session, "--to", "1", "--code"]);
+    assert_eq!(done.status.code(), Some(0), "stderr: {}", stderr(&done));
+    assert_eq!(tree(&cwd), before, "byte for byte, with the mode");
+    assert_eq!(
+        dirs(&cwd),
+        before_dirs,
+        "the directories the turn made are gone"
+    );
+
+    // The rewind is recorded, shown by replay, and can itself be rewound (undo).
+    let replay = sandbox
+        .pith(None)
+        .args(["replay", &session])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&replay).contains("rewound to turn 1"),
+        "{}",
+        stdout(&replay)
+    );
+    let kinds: Vec<String> = records(&sandbox.only_transcript())
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(kinds.contains(&"checkpoint".to_owned()) && kinds.last().unwrap() == "rewind");
+}
+
+#[test]
+fn bash_sed_and_rm_are_rewound_and_the_conversation_continues_from_before_a_compaction() {
+    let sandbox = Sandbox::new();
+    sandbox.believe_scripted_usage();
+    let cwd = sandbox.workspace();
+    std::fs::write(cwd.join("src.txt"), "one\ntwo\n").unwrap();
+    std::fs::write(cwd.join("gone.txt"), "bye\n").unwrap();
+    std::fs::write(cwd.join(".gitignore"), "build/\n").unwrap();
+    let before = tree(&cwd);
+    let server = TestServer::start(Script::anthropic([
+        // Turn 1.
+        Turn::text("Fixing.").with_tool_call("bash", json!({"command": "sed -i s/one/ONE/ src.txt"})),
+        Turn::text("First done."),
+        // Turn 2: the request after the tool call reports usage over the threshold, so
+        // the loop compacts before it goes on.
+        Turn::text("Cleaning.")
+            .with_tool_call(
+                "bash",
+                json!({"command": "rm gone.txt; echo made > made.txt; mkdir -p build && echo o > build/x.o"}),
+            )
+            .with_usage(180_000, 40),
+        Turn::text(SUMMARY),
+        Turn::text("Second done."),
+        // After the rewind.
+        Turn::text("Third answer."),
+    ]))
+    .unwrap();
+    let first = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "first task",
+        ],
+    );
+    let session = session_of(&first);
+    let second = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "--session",
+            &session,
+            "second task",
+        ],
+    );
+    assert_eq!(session_of(&second), session);
+    let kinds: Vec<String> = records(&sandbox.only_transcript())
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        kinds.contains(&"compaction_applied".to_owned()),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("src.txt")).unwrap(),
+        "ONE\ntwo\n"
+    );
+    assert!(!cwd.join("gone.txt").exists());
+
+    // The code of both turns back, byte for byte; the ignored build output is not pith's
+    // to restore (it is left as it is).
+    let code = rewind(&sandbox, &[&session, "--to", "1", "--code"]);
+    assert_eq!(code.status.code(), Some(0), "stderr: {}", stderr(&code));
+    let mut after = tree(&cwd);
+    assert!(after.remove("build/x.o").is_some());
+    assert_eq!(after, before);
+
+    // The conversation back to before turn 2: from the transcript, not the summary.
+    let conversation = rewind(&sandbox, &[&session, "--to", "2", "--conversation"]);
+    assert_eq!(
+        conversation.status.code(),
+        Some(0),
+        "stderr: {}",
+        stderr(&conversation)
+    );
+    let third = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--session",
+            &session,
+            "third task",
+        ],
+    );
+    assert_eq!(third.status.code(), Some(0), "stderr: {}", stderr(&third));
+    assert_eq!(stdout(&third), "Third answer.\n");
+    let requests = server.requests();
+    let last = request_text(&requests.last().unwrap().body);
+    assert!(
+        last.contains("first task") && last.contains("sed -i s/one/ONE/"),
+        "{last}"
+    );
+    assert!(!last.contains("second task"), "turn 2 was rewound: {last}");
+    assert!(
+        !last.contains("compacted_context"),
+        "not the summary: {last}"
+    );
+    assert!(last.contains("third task"), "{last}");
+    // The code rewind left the files alone this time.
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("src.txt")).unwrap(),
+        "one\ntwo\n"
+    );
+}
+
+#[test]
+fn a_subagent_s_write_is_rewound() {
+    let sandbox = Sandbox::new();
+    let agents = sandbox.root.path().join("config/pith/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("writer.md"),
+        "---\nname: writer\ndescription: Writes files.\ntools: Write\n---\nYou write files.\n",
+    )
+    .unwrap();
+    let cwd = sandbox.workspace();
+    std::fs::write(cwd.join("existing.txt"), "old\n").unwrap();
+    let before = tree(&cwd);
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Delegating.").with_tool_call(
+            "task",
+            json!({"description": "write", "prompt": "write the files", "agent": "writer"}),
+        ),
+        Turn::text("Writing.")
+            .with_tool_call(
+                "write",
+                json!({"path": "from-child.txt", "content": "child\n"}),
+            )
+            .with_tool_call("write", json!({"path": "existing.txt", "content": "new\n"})),
+        Turn::text("Written."),
+        Turn::text("Done."),
+    ]))
+    .unwrap();
+    let output = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "delegate",
+        ],
+    );
+    let session = session_of(&output);
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("from-child.txt")).unwrap(),
+        "child\n"
+    );
+    let done = rewind(&sandbox, &[&session, "--to", "1", "--code"]);
+    assert_eq!(done.status.code(), Some(0), "stderr: {}", stderr(&done));
+    assert_eq!(tree(&cwd), before);
+}
+
+#[test]
+fn a_file_changed_outside_pith_is_named_and_kept_unless_forced_and_a_fork_branches_at_a_turn() {
+    let sandbox = Sandbox::new();
+    let cwd = sandbox.workspace();
+    std::fs::write(cwd.join("notes.txt"), "v1\n").unwrap();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Writing.")
+            .with_tool_call("write", json!({"path": "notes.txt", "content": "v2\n"})),
+        Turn::text("First done."),
+        Turn::text("Second done."),
+        Turn::text("Forked answer."),
+    ]))
+    .unwrap();
+    let first = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "write v2",
+        ],
+    );
+    let session = session_of(&first);
+    let second = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--format",
+            "json",
+            "--session",
+            &session,
+            "just talk",
+        ],
+    );
+    session_of(&second);
+    // The user edits the file by hand after pith wrote it.
+    std::fs::write(cwd.join("notes.txt"), "edited by hand\n").unwrap();
+    let blocked = rewind(&sandbox, &[&session, "--to", "1", "--code"]);
+    assert_eq!(
+        blocked.status.code(),
+        Some(2),
+        "stdout: {}",
+        stdout(&blocked)
+    );
+    assert!(
+        stdout(&blocked).contains("changed outside pith since: notes.txt"),
+        "{}",
+        stdout(&blocked)
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
+        "edited by hand\n"
+    );
+    let forced = rewind(&sandbox, &[&session, "--to", "1", "--code", "--force"]);
+    assert_eq!(forced.status.code(), Some(0), "stderr: {}", stderr(&forced));
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
+        "v1\n"
+    );
+    // The hand edit was kept in the store: rewinding the rewind (to turn 2, before it)
+    // brings it back.
+    let undo = rewind(&sandbox, &[&session, "--to", "2", "--code", "--force"]);
+    assert_eq!(undo.status.code(), Some(0), "stderr: {}", stderr(&undo));
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
+        "edited by hand\n"
+    );
+
+    // A fork from before turn 2 has turn 1's history and goes its own way.
+    let fork = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--format",
+            "json",
+            "--fork",
+            &format!("{session}@2"),
+            "other question",
+        ],
+    );
+    let forked = session_of(&fork);
+    assert_ne!(forked, session);
+    let last = request_text(&server.requests().last().unwrap().body);
+    assert!(
+        last.contains("write v2") && !last.contains("just talk"),
+        "{last}"
+    );
+    let bad = sandbox.run(
+        &server,
+        &["--model", MODEL, "--fork", &format!("{session}@9"), "x"],
+    );
+    assert_eq!(bad.status.code(), Some(2), "stderr: {}", stderr(&bad));
+}
