@@ -181,6 +181,15 @@ fn at_empty_prompt(screen: &str) -> bool {
         .is_some_and(|line| line.trim_end() == "›")
 }
 
+/// The last non-blank line of the screen, without trailing blanks.
+fn last_line(screen: &str) -> &str {
+    screen
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .map_or("", str::trim_end)
+}
+
 fn shell_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
 }
@@ -650,4 +659,120 @@ fn the_status_line_shows_the_spend_against_the_cost_ceiling_and_a_request_past_i
         1,
         "the request past the ceiling was not sent"
     );
+}
+
+/// Issue 32: Esc Esc lists the turns, `/rewind 1 both` names the file edited by hand
+/// since pith last saw it and asks, yes puts the files back byte for byte, and the next
+/// request holds nothing of turn 2.
+#[test]
+#[ignore = "needs tmux"]
+fn esc_esc_opens_rewind_which_warns_about_a_hand_edit_and_puts_files_and_conversation_back() {
+    require_tmux!();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Editing.")
+            .with_tool_call(
+                "edit",
+                json!({"path": "notes.txt", "old_string": "api notes", "new_string": "API NOTES v1"}),
+            )
+            .with_tool_call("write", json!({"path": "new/fresh.txt", "content": "fresh\n"})),
+        Turn::text("FIRST-DONE"),
+        Turn::text("Again.").with_tool_call(
+            "edit",
+            json!({"path": "notes.txt", "old_string": "API NOTES v1", "new_string": "API NOTES v2"}),
+        ),
+        Turn::text("SECOND-DONE"),
+        Turn::text("AFTER-REWIND-DONE"),
+    ]))
+    .unwrap();
+    let pane = Pane::start("rewind", &server, &["--approval", "full"]);
+    let project = pane.root.path().join("project");
+    let original = std::fs::read(project.join("notes.txt")).unwrap();
+    pane.wait_for_prompt();
+    pane.type_line("first change");
+    pane.wait_for_text("FIRST-DONE");
+    pane.wait_for_prompt();
+    pane.type_line("second change SECOND-PROMPT");
+    pane.wait_for_text("SECOND-DONE");
+    pane.wait_for_prompt();
+    assert_eq!(
+        std::fs::read_to_string(project.join("notes.txt")).unwrap(),
+        "API NOTES v2\n"
+    );
+    // The user edits the file by hand, outside pith.
+    std::fs::write(project.join("notes.txt"), "edited by hand\n").unwrap();
+
+    // Esc Esc at the empty prompt lists the turns, with the files each changed, and
+    // leaves `/rewind ` in the input line.
+    pane.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(150));
+    pane.keys(&["Escape"]);
+    let screen = pane.wait_for_text("Turns of this session:");
+    assert!(
+        screen.contains("first change  [new/fresh.txt, notes.txt]"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("second change SECOND-PROMPT  [notes.txt]"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("› /rewind\n"),
+        "Esc Esc shows as /rewind: {screen}"
+    );
+    pane.wait_for("`/rewind ` in the input line", |s| {
+        last_line(s) == "› /rewind"
+    });
+    pane.type_line("1 both");
+
+    // The plan, then the warning naming the hand-edited file, and a question.
+    let screen = pane.wait_for_text("Overwrite them and rewind? [y/N]");
+    assert!(screen.contains("restore notes.txt"), "{screen}");
+    assert!(screen.contains("restore new/fresh.txt"), "{screen}");
+    assert!(screen.contains("changed outside pith"), "{screen}");
+    assert!(
+        screen.lines().any(|line| line.trim() == "notes.txt"),
+        "the warning names the file: {screen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("notes.txt")).unwrap(),
+        "edited by hand\n",
+        "nothing is written before the answer"
+    );
+    // No keeps everything as it is.
+    pane.type_line("n");
+    pane.wait_for_text("Rewind cancelled: nothing was written.");
+    assert_eq!(
+        std::fs::read_to_string(project.join("notes.txt")).unwrap(),
+        "edited by hand\n"
+    );
+    assert!(project.join("new/fresh.txt").exists());
+    // Asked again, yes rewinds.
+    pane.type_line("/rewind 1 both");
+    pane.wait_for("the question again", |s| {
+        let mut lines = s.lines().rev().filter(|line| !line.trim().is_empty());
+        lines.next().map(str::trim_end) == Some("›")
+            && lines.next().map(str::trim_end) == Some("Overwrite them and rewind? [y/N]")
+    });
+    pane.type_line("y");
+    pane.wait_for_text("Rewound to before turn 1");
+
+    // The files are back to their bytes before turn 1.
+    assert_eq!(std::fs::read(project.join("notes.txt")).unwrap(), original);
+    assert!(!project.join("new/fresh.txt").exists());
+    // Turn 1's message is back in the input line: Enter sends it again.
+    pane.wait_for("turn 1's text in the input line", |s| {
+        last_line(s) == "› first change"
+    });
+    pane.keys(&["Enter"]);
+    pane.wait_for_text("AFTER-REWIND-DONE");
+    pane.exit();
+
+    let requests = server.requests();
+    let last = requests.last().unwrap().body["messages"].to_string();
+    assert!(last.contains("first change"), "{last}");
+    for gone in ["SECOND-PROMPT", "FIRST-DONE", "API NOTES v1"] {
+        assert!(!last.contains(gone), "`{gone}` is rewound away: {last}");
+    }
+    let transcript = pane.transcript();
+    assert!(kinds(&transcript).contains(&"rewind"));
 }

@@ -18,10 +18,12 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::approver::{ApprovalQuestion, ChannelApprover};
 use crate::commands::{parse_input, Command, Input};
 use crate::input::{Entry, LineSource};
+use crate::keys::PromptEsc;
 use crate::render::{Screen, Tone};
 use crate::status::Status;
 
 mod jobs;
+mod rewind;
 mod slash;
 
 /// Why the REPL could not start (the conversation could not be opened).
@@ -260,8 +262,7 @@ impl App {
                         let status = self.status.text();
                         self.screen.message(Tone::Dim, &status);
                     }
-                    let initial = std::mem::take(&mut self.type_ahead);
-                    match source.read(&initial) {
+                    match self.read_entry(source) {
                         Ok(Entry::Line(line)) => line,
                         Ok(Entry::Interrupted) => {
                             self.screen
@@ -269,6 +270,7 @@ impl App {
                             continue;
                         }
                         Ok(Entry::End) => break,
+                        Ok(Entry::Esc { .. }) => continue,
                         Err(e) => {
                             self.screen
                                 .message(Tone::Error, &format!("cannot read input: {e}"));
@@ -287,6 +289,10 @@ impl App {
                     runtime.block_on(self.turn(text));
                     Flow::Continue
                 }
+                Input::Command(Command::Rewind { turn, mode }) => {
+                    self.rewind(runtime, source, turn, mode);
+                    Flow::Continue
+                }
                 Input::Command(command) => self.command(runtime, command),
             };
             if matches!(flow, Flow::Exit) {
@@ -295,8 +301,38 @@ impl App {
         }
     }
 
+    /// Reads the next entry at the prompt: Esc presses are handled here (Esc Esc on an
+    /// empty line gives `/rewind`, on a line with text clears it), the line kept between
+    /// them.
+    fn read_entry(&mut self, source: &mut LineSource) -> std::io::Result<Entry> {
+        let mut initial = std::mem::take(&mut self.type_ahead);
+        let mut previous_esc = None;
+        loop {
+            let entry = source.read(&initial)?;
+            initial.clear();
+            let Entry::Esc { line_empty } = entry else {
+                return Ok(entry);
+            };
+            let now = std::time::Instant::now();
+            match crate::keys::esc_at_prompt(previous_esc, now, line_empty) {
+                PromptEsc::Wait => previous_esc = Some(now),
+                PromptEsc::ClearLine => {
+                    previous_esc = None;
+                    source.clear_line();
+                }
+                PromptEsc::OpenRewind => {
+                    // Shown on the prompt's line as if typed, so the list starts below it.
+                    self.screen.echo_command("/rewind");
+                    return Ok(Entry::Line("/rewind".to_owned()));
+                }
+            }
+        }
+    }
+
     fn command(&mut self, runtime: &Runtime, command: Command) -> Flow {
         match command {
+            // Needs the line source for its question: the prompt loop runs it.
+            Command::Rewind { .. } => {}
             Command::Exit => return Flow::Exit,
             Command::Help => self.help(),
             Command::Compact { focus } => runtime.block_on(self.compact(focus)),

@@ -1,6 +1,8 @@
 //! Slash commands: parsing what the user typed at the prompt into a [`Command`]. Pure;
 //! the REPL session carries them out.
 
+use pith_session::RewindMode;
+
 /// One line of input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
@@ -40,6 +42,14 @@ pub enum Command {
         /// The new model.
         name: Option<String>,
     },
+    /// `/rewind [N [code|conversation|both]]`: without N, list the turns; with N, go
+    /// back to just before turn N.
+    Rewind {
+        /// The turn to go back to (the state just before it); `None` lists the turns.
+        turn: Option<u64>,
+        /// What is rewound (both when not said).
+        mode: RewindMode,
+    },
     /// `/help`.
     Help,
     /// `/exit` (also `/quit`).
@@ -47,7 +57,7 @@ pub enum Command {
 }
 
 /// Every command with its one-line help, in `/help` order.
-pub const HELP: [(&str, &str); 9] = [
+pub const HELP: [(&str, &str); 10] = [
     (
         "/compact [focus]",
         "summarise the conversation now; the focus text steers what the summary keeps",
@@ -69,6 +79,10 @@ pub const HELP: [(&str, &str); 9] = [
     (
         "/model NAME",
         "switch model, e.g. /model anthropic/claude-sonnet-4-5",
+    ),
+    (
+        "/rewind [N [mode]]",
+        "list the turns (Esc Esc does too); /rewind N code|conversation|both goes back to before turn N (default both)",
     ),
     ("/help", "this list"),
     (
@@ -110,12 +124,45 @@ pub fn parse_input(line: &str) -> Input {
             }
             name => Ok(Command::Model { name }),
         },
+        "rewind" => parse_rewind(argument.as_deref()),
         _ => Err(format!("unknown command /{name}; /help lists the commands")),
     };
     match command {
         Ok(command) => Input::Command(command),
         Err(message) => Input::Invalid(message),
     }
+}
+
+/// How `/rewind` is used, for its errors.
+const REWIND_USAGE: &str = "/rewind N [code|conversation|both]: N is a turn number from /rewind";
+
+/// `/rewind`'s arguments: nothing, or a turn number and an optional mode.
+fn parse_rewind(argument: Option<&str>) -> Result<Command, String> {
+    let Some(argument) = argument else {
+        return Ok(Command::Rewind {
+            turn: None,
+            mode: RewindMode::Both,
+        });
+    };
+    let mut words = argument.split_whitespace();
+    let turn = words
+        .next()
+        .and_then(|word| word.parse::<u64>().ok())
+        .filter(|turn| *turn > 0)
+        .ok_or_else(|| REWIND_USAGE.to_owned())?;
+    let mode = match words.next() {
+        None | Some("both") => RewindMode::Both,
+        Some("code") => RewindMode::Code,
+        Some("conversation" | "conv") => RewindMode::Conversation,
+        Some(other) => return Err(format!("unknown rewind mode `{other}`; {REWIND_USAGE}")),
+    };
+    if words.next().is_some() {
+        return Err(REWIND_USAGE.to_owned());
+    }
+    Ok(Command::Rewind {
+        turn: Some(turn),
+        mode,
+    })
 }
 
 fn no_argument(command: Command, name: &str, argument: &Option<String>) -> Result<Command, String> {
@@ -179,5 +226,63 @@ mod tests {
         assert!(matches!(parse_input("/ledger x"), Input::Invalid(_)));
         assert_eq!(parse_input("/sessions"), Input::Command(Command::Sessions));
         assert_eq!(parse_input("/help"), Input::Command(Command::Help));
+    }
+
+    #[test]
+    fn rewind_lists_without_an_argument_and_defaults_to_both() {
+        assert_eq!(
+            parse_input("/rewind"),
+            Input::Command(Command::Rewind {
+                turn: None,
+                mode: RewindMode::Both
+            })
+        );
+        assert_eq!(
+            parse_input("/rewind 2"),
+            Input::Command(Command::Rewind {
+                turn: Some(2),
+                mode: RewindMode::Both
+            })
+        );
+        assert_eq!(
+            parse_input("/rewind  3   code "),
+            Input::Command(Command::Rewind {
+                turn: Some(3),
+                mode: RewindMode::Code
+            })
+        );
+        assert_eq!(
+            parse_input("/rewind 1 conversation"),
+            Input::Command(Command::Rewind {
+                turn: Some(1),
+                mode: RewindMode::Conversation
+            })
+        );
+        assert_eq!(
+            parse_input("/rewind 1 both"),
+            Input::Command(Command::Rewind {
+                turn: Some(1),
+                mode: RewindMode::Both
+            })
+        );
+    }
+
+    #[test]
+    fn rewind_rejects_bad_turns_modes_and_extra_words() {
+        for bad in [
+            "/rewind 0",
+            "/rewind -1",
+            "/rewind two",
+            "/rewind 99999999999999999999999",
+            "/rewind 1 files",
+            "/rewind 1 code now",
+            "/rewind code",
+        ] {
+            assert!(
+                matches!(parse_input(bad), Input::Invalid(ref m) if m.contains("/rewind N")),
+                "{bad}: {:?}",
+                parse_input(bad)
+            );
+        }
     }
 }

@@ -227,6 +227,17 @@ impl ContextFigures {
     }
 }
 
+/// `checkpoints: …` — the size of this project's checkpoint store, or that it is off.
+pub fn checkpoints_line(store_bytes: Option<u64>) -> String {
+    match store_bytes {
+        Some(bytes) => format!(
+            "checkpoints: {} for this project (/rewind lists the turns)",
+            pith_core::format::human_bytes(bytes)
+        ),
+        None => "checkpoints: off ([checkpoints] enabled = false)".to_owned(),
+    }
+}
+
 /// `Compactions: …` — what compaction did and cost.
 fn compaction_line(totals: &CompactionTotals, cost: Option<f64>) -> String {
     let cost = cost.map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.4}"));
@@ -287,6 +298,15 @@ pub fn bar(value: u64, scale: u64, fill: char) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_checkpoint_line_gives_the_store_size_or_says_off() {
+        assert_eq!(
+            checkpoints_line(Some(12_900_000)),
+            "checkpoints: 12.3 MiB for this project (/rewind lists the turns)"
+        );
+        assert!(checkpoints_line(None).starts_with("checkpoints: off"));
+    }
     use pith_core::{BpeCounter, Encoding};
 
     #[test]

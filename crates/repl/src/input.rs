@@ -27,7 +27,16 @@ pub enum Entry {
     Interrupted,
     /// Ctrl+D on an empty prompt, or the end of standard input.
     End,
+    /// Pressed Esc at the prompt (the line stays being edited; the next read goes on
+    /// with it). Whether the line was empty.
+    Esc {
+        /// The input line held no text.
+        line_empty: bool,
+    },
 }
+
+/// What reedline hands back for an Esc at the prompt.
+const ESC_HOST_COMMAND: &str = "pith:esc";
 
 /// Where input comes from.
 pub enum LineSource {
@@ -46,6 +55,12 @@ impl LineSource {
             KeyCode::Enter,
             ReedlineEvent::Edit(vec![EditCommand::InsertNewline]),
         );
+        // Esc leaves read_line with the line kept, so the REPL can see Esc Esc.
+        keybindings.add_binding(
+            KeyModifiers::NONE,
+            KeyCode::Esc,
+            ReedlineEvent::ExecuteHostCommand(ESC_HOST_COMMAND.to_owned()),
+        );
         let mut editor = Reedline::create()
             .with_edit_mode(Box::new(Emacs::new(keybindings)))
             .with_validator(Box::new(ContinuationValidator));
@@ -62,6 +77,13 @@ impl LineSource {
         Self::Piped(io::stdin().lock())
     }
 
+    /// Empties the line being edited (reedline's undo brings it back).
+    pub fn clear_line(&mut self) {
+        if let Self::Editor(editor) = self {
+            editor.run_edit_commands(&[EditCommand::Clear]);
+        }
+    }
+
     /// Reads the next entry; `initial` is pre-filled text (what was typed while busy).
     pub fn read(&mut self, initial: &str) -> io::Result<Entry> {
         match self {
@@ -73,6 +95,9 @@ impl LineSource {
                     Signal::Success(line) => Ok(Entry::Line(join_continuations(&line))),
                     Signal::CtrlC => Ok(Entry::Interrupted),
                     Signal::CtrlD => Ok(Entry::End),
+                    Signal::HostCommand(command) if command == ESC_HOST_COMMAND => Ok(Entry::Esc {
+                        line_empty: editor.current_buffer_contents().is_empty(),
+                    }),
                     _ => Ok(Entry::Interrupted),
                 }
             }

@@ -5,9 +5,41 @@
 //! child compactor when an automatic compaction runs (the turn keeps streaming), cancels
 //! a running `/compact`, and otherwise does nothing; **Ctrl+C** cancels the whole turn
 //! (and any compaction under it). Other keys build the type-ahead line that runs after
-//! the current job. Line editing at the prompt is reedline's, not this module's.
+//! the current job. Line editing at the prompt is reedline's, not this module's, except
+//! Esc at the prompt: [`esc_at_prompt`] decides what Esc Esc does when nothing runs (it
+//! opens `/rewind`, as in Claude Code; an Esc while busy is [`action_for`]'s and never
+//! counts towards it).
+
+use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+/// Two Esc presses at the prompt at most this far apart are an Esc Esc.
+pub const DOUBLE_ESC_WINDOW: Duration = Duration::from_millis(500);
+
+/// What an Esc at the idle prompt (no turn, no compaction, no question) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptEsc {
+    /// A first press: remember when, and wait for a second.
+    Wait,
+    /// Esc Esc on an empty line: open `/rewind` (the list of turns).
+    OpenRewind,
+    /// Esc Esc on a line with text: clear it (reedline's undo brings it back).
+    ClearLine,
+}
+
+/// Decides an Esc pressed at the prompt at `now`, the previous one (since the last
+/// Esc Esc) having been at `previous`, with the input line empty or not.
+pub fn esc_at_prompt(previous: Option<Instant>, now: Instant, line_empty: bool) -> PromptEsc {
+    let double = previous
+        .and_then(|previous| now.checked_duration_since(previous))
+        .is_some_and(|gap| gap <= DOUBLE_ESC_WINDOW);
+    match (double, line_empty) {
+        (false, _) => PromptEsc::Wait,
+        (true, true) => PromptEsc::OpenRewind,
+        (true, false) => PromptEsc::ClearLine,
+    }
+}
 
 /// What is going on when a key arrives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -191,6 +223,53 @@ mod tests {
             KeyAction::QueueLine
         );
         assert_eq!(action_for(&ctrl('d'), STREAMING), KeyAction::Nothing);
+    }
+
+    #[test]
+    fn esc_esc_at_an_empty_prompt_opens_rewind_within_half_a_second() {
+        let first = Instant::now();
+        assert_eq!(esc_at_prompt(None, first, true), PromptEsc::Wait);
+        assert_eq!(
+            esc_at_prompt(Some(first), first + Duration::from_millis(300), true),
+            PromptEsc::OpenRewind
+        );
+        assert_eq!(
+            esc_at_prompt(Some(first), first + DOUBLE_ESC_WINDOW, true),
+            PromptEsc::OpenRewind
+        );
+    }
+
+    #[test]
+    fn a_slow_second_esc_starts_over_and_text_is_cleared_not_lost_to_a_rewind() {
+        let first = Instant::now();
+        assert_eq!(
+            esc_at_prompt(Some(first), first + Duration::from_millis(501), true),
+            PromptEsc::Wait
+        );
+        assert_eq!(
+            esc_at_prompt(Some(first), first + Duration::from_millis(200), false),
+            PromptEsc::ClearLine
+        );
+        // A clock that went backwards is not a double press.
+        assert_eq!(
+            esc_at_prompt(Some(first + Duration::from_secs(1)), first, true),
+            PromptEsc::Wait
+        );
+    }
+
+    #[test]
+    fn esc_while_busy_never_opens_rewind() {
+        // Esc while busy is `action_for`'s: it cancels a compaction or does nothing,
+        // and nothing in its actions opens anything.
+        for situation in [STREAMING, AUTO, MANUAL, ASKING] {
+            assert!(matches!(
+                action_for(&key(KeyCode::Esc), situation),
+                KeyAction::Nothing
+                    | KeyAction::CancelCompactor
+                    | KeyAction::CancelManualCompaction
+                    | KeyAction::Answer(ApprovalKey::Deny)
+            ));
+        }
     }
 
     #[test]

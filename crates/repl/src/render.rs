@@ -209,6 +209,14 @@ impl Screen {
         }
     }
 
+    /// Finishes the prompt's line with `text`, as if the user had typed it: for a key
+    /// that stands for a command (Esc Esc for `/rewind`), so its output starts below.
+    pub fn echo_command(&mut self, text: &str) {
+        let _ = self.out.write_all(text.as_bytes());
+        self.newline();
+        let _ = self.out.flush();
+    }
+
     /// Several lines of plain output (command results).
     pub fn block(&mut self, text: &str) {
         self.end_text();

@@ -46,7 +46,7 @@ impl Status {
                 .ceilings()
                 .max_cost
                 .map(|max| (conversation.spend().spent(), max)),
-            checkpoints: None,
+            checkpoints: conversation.checkpoint_store_bytes(),
         }
     }
 

@@ -5,7 +5,7 @@
 //! the ledger of that line).
 
 use pith_session::turns::Turn;
-use pith_session::{project_model, ReadOptions, Record, RewindMode};
+use pith_session::{project_model, Event, ReadOptions, Record, RewindMode};
 
 use crate::checkpoints::rewind::{carry_out, plan, RewindDone, RewindPlan};
 use crate::conversation::factory::LoopParts;
@@ -16,6 +16,20 @@ impl Conversation {
     /// The user turns of this session's current line, oldest first.
     pub fn turns(&self) -> Result<Vec<Turn>, ConversationError> {
         Ok(pith_session::turns::turns(&self.records()?))
+    }
+
+    /// The whole text the user sent in the turn whose `user_message` is record `seq`
+    /// (a [`Turn::seq`]): `/rewind` puts it back in the input line after a conversation
+    /// rewind, to edit and send again.
+    pub fn user_text_at(&self, seq: u64) -> Result<Option<String>, ConversationError> {
+        Ok(self
+            .records()?
+            .into_iter()
+            .find(|record| record.seq == seq)
+            .and_then(|record| match record.event {
+                Event::UserMessage { message } => Some(message.text_content()),
+                _ => None,
+            }))
     }
 
     /// Whether this conversation keeps checkpoints (a code rewind needs them).

@@ -17,7 +17,8 @@ impl App {
         text.push_str(
             "Keys while pith works: Esc cancels a running compaction (the answer keeps \
              streaming), Ctrl+C stops the turn.\nAt the prompt: Alt+Enter or a trailing \\ \
-             for a new line, Ctrl+D on an empty prompt leaves.",
+             for a new line, Esc Esc lists the turns to rewind to (on a line with text, \
+             clears it), Ctrl+D on an empty prompt leaves.",
         );
         self.screen.block(&text);
     }
@@ -54,7 +55,11 @@ impl App {
                 deaf: calibration.is_deaf(),
             },
         );
-        self.screen.block(&figures.lines().join("\n"));
+        let mut lines = figures.lines();
+        lines.push(crate::context_view::checkpoints_line(
+            self.conversation.checkpoint_store_bytes(),
+        ));
+        self.screen.block(&lines.join("\n"));
     }
 
     pub(super) fn ledger_report(&mut self) {
