@@ -359,3 +359,45 @@ fn a_plan_shows_as_a_checklist_card_and_in_the_ledger() {
         "{ledger}"
     );
 }
+
+#[test]
+fn rewind_lists_the_turns_and_puts_the_files_back_without_a_question_when_nothing_changed_outside()
+{
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Writing.").with_tool_call(
+            "write",
+            serde_json::json!({"path": "made.txt", "content": "made by pith\n"}),
+        ),
+        Turn::text("WROTE-IT"),
+    ]))
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let output = pith(root.path(), &server)
+        .args(["--approval", "full"])
+        .write_stdin("/rewind\nwrite the file\n/rewind\n/rewind 7\n/rewind 1 files\n/rewind 1 code\n/context\n/exit\n")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(output.status.success(), "pith failed: {stdout}");
+    assert!(stdout.contains("Nothing to rewind: no turn"), "{stdout}");
+    assert!(stdout.contains("WROTE-IT"), "{stdout}");
+    assert!(
+        stdout.contains("   1  ") && stdout.contains("write the file  [made.txt]"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("the session has no turn 7"), "{stdout}");
+    assert!(stdout.contains("unknown rewind mode `files`"), "{stdout}");
+    assert!(stdout.contains("restore made.txt"), "{stdout}");
+    assert!(
+        !stdout.contains("[y/N]"),
+        "nothing changed outside pith: {stdout}"
+    );
+    assert!(
+        stdout.contains("Rewound to before turn 1: 1 file(s) restored."),
+        "{stdout}"
+    );
+    assert!(stdout.contains("checkpoints: "), "/context: {stdout}");
+    assert!(!root.path().join("project/made.txt").exists());
+    let transcript = &transcripts(root.path())[0];
+    assert!(transcript.iter().any(|record| record["kind"] == "rewind"));
+}
