@@ -688,6 +688,13 @@ fn esc_esc_opens_rewind_which_warns_about_a_hand_edit_and_puts_files_and_convers
     let project = pane.root.path().join("project");
     let original = std::fs::read(project.join("notes.txt")).unwrap();
     pane.wait_for_prompt();
+    // Esc Esc on a line with text clears it (and opens nothing).
+    pane.tmux(&["send-keys", "-t", "e2e", "-l", "a draft"]);
+    pane.wait_for("the draft", |s| last_line(s) == "› a draft");
+    pane.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(150));
+    pane.keys(&["Escape"]);
+    pane.wait_for_prompt();
     pane.type_line("first change");
     pane.wait_for_text("FIRST-DONE");
     pane.wait_for_prompt();
@@ -715,6 +722,7 @@ fn esc_esc_opens_rewind_which_warns_about_a_hand_edit_and_puts_files_and_convers
         screen.contains("second change SECOND-PROMPT  [notes.txt]"),
         "{screen}"
     );
+    assert_eq!(screen.matches("Turns of this session:").count(), 1);
     assert!(
         screen.contains("› /rewind\n"),
         "Esc Esc shows as /rewind: {screen}"

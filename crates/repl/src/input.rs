@@ -55,11 +55,16 @@ impl LineSource {
             KeyCode::Enter,
             ReedlineEvent::Edit(vec![EditCommand::InsertNewline]),
         );
-        // Esc leaves read_line with the line kept, so the REPL can see Esc Esc.
+        // Esc does what it did (closes a menu, drops a selection), then leaves read_line
+        // with the line kept, so the REPL can see Esc Esc. In a Ctrl+R search reedline
+        // ignores the pair: Enter takes the line found, Ctrl+C drops it.
         keybindings.add_binding(
             KeyModifiers::NONE,
             KeyCode::Esc,
-            ReedlineEvent::ExecuteHostCommand(ESC_HOST_COMMAND.to_owned()),
+            ReedlineEvent::Multiple(vec![
+                ReedlineEvent::Esc,
+                ReedlineEvent::ExecuteHostCommand(ESC_HOST_COMMAND.to_owned()),
+            ]),
         );
         let mut editor = Reedline::create()
             .with_edit_mode(Box::new(Emacs::new(keybindings)))
