@@ -112,6 +112,11 @@ impl Checkpoints {
     /// outside pith (`outside` true). `None` when nothing changed or the observation
     /// failed (logged: checkpoints never fail a turn).
     pub async fn observe(&self, call: Option<(&str, &str)>, outside: bool) -> Option<Checkpoint> {
+        if call.is_none() && !self.engine.is_started() {
+            // Nothing ran since the session started (every tool call waits for the first
+            // snapshot): a turn's start or end does not wait for it.
+            return None;
+        }
         let observation = match self.engine.observe().await {
             Ok(observation) => observation,
             Err(error) => {
