@@ -295,6 +295,14 @@ fn bash_sed_and_rm_are_rewound_and_the_conversation_continues_from_before_a_comp
         std::fs::read_to_string(cwd.join("src.txt")).unwrap(),
         "one\ntwo\n"
     );
+    // The listing counts the turns of the line: 1, then (after the rewind) the third.
+    let listing = sandbox
+        .pith(None)
+        .args(["sessions", "--json"])
+        .output()
+        .unwrap();
+    let listing: Value = serde_json::from_str(&stdout(&listing)).unwrap();
+    assert_eq!(listing[0]["turns"], json!(2), "{listing}");
 }
 
 #[test]
