@@ -295,6 +295,14 @@ fn bash_sed_and_rm_are_rewound_and_the_conversation_continues_from_before_a_comp
         std::fs::read_to_string(cwd.join("src.txt")).unwrap(),
         "one\ntwo\n"
     );
+    // The listing counts the turns of the line: 1, then (after the rewind) the third.
+    let listing = sandbox
+        .pith(None)
+        .args(["sessions", "--json"])
+        .output()
+        .unwrap();
+    let listing: Value = serde_json::from_str(&stdout(&listing)).unwrap();
+    assert_eq!(listing[0]["turns"], json!(2), "{listing}");
 }
 
 #[test]
@@ -444,4 +452,91 @@ fn a_file_changed_outside_pith_is_named_and_kept_unless_forced_and_a_fork_branch
         &["--model", MODEL, "--fork", &format!("{session}@9"), "x"],
     );
     assert_eq!(bad.status.code(), Some(2), "stderr: {}", stderr(&bad));
+}
+
+#[test]
+fn a_file_over_the_cap_is_named_when_it_is_not_copied_and_a_rewind_needing_it_is_refused() {
+    let sandbox = Sandbox::new();
+    common::write_user_config(&sandbox, "[checkpoints]\nmax_file_mib = 1\n");
+    let cwd = sandbox.workspace();
+    std::fs::write(cwd.join("small.txt"), "small\n").unwrap();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Big.").with_tool_call(
+            "bash",
+            json!({"command": "head -c 2000000 /dev/zero > big.bin; echo changed > small.txt"}),
+        ),
+        Turn::text("First done."),
+        Turn::text("Bigger.").with_tool_call("bash", json!({"command": "echo tail >> big.bin"})),
+        Turn::text("Second done."),
+    ]))
+    .unwrap();
+    let first = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "make it big",
+        ],
+    );
+    let session = session_of(&first);
+    assert!(
+        stderr(&first).contains("not copied for rewind: big.bin (over the per-file cap"),
+        "stderr: {}",
+        stderr(&first)
+    );
+    let second = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "--session",
+            &session,
+            "more",
+        ],
+    );
+    session_of(&second);
+    let before = std::fs::read(cwd.join("big.bin")).unwrap();
+    // Turn 2's start state of big.bin was never copied: refused, nothing written.
+    let refused = rewind(&sandbox, &[&session, "--to", "2", "--code"]);
+    assert_eq!(
+        refused.status.code(),
+        Some(1),
+        "stdout: {}",
+        stdout(&refused)
+    );
+    assert!(stderr(&refused).contains("big.bin"), "{}", stderr(&refused));
+    assert_eq!(std::fs::read(cwd.join("big.bin")).unwrap(), before);
+    // Turn 1's start state is known (big.bin absent), but removing big.bin now could
+    // not be undone (its content is over the cap): refused too, and named.
+    let unsafe_undo = rewind(&sandbox, &[&session, "--to", "1", "--code"]);
+    assert_eq!(
+        unsafe_undo.status.code(),
+        Some(1),
+        "stdout: {}",
+        stdout(&unsafe_undo)
+    );
+    assert!(
+        stderr(&unsafe_undo).contains("big.bin (its current content cannot be saved"),
+        "{}",
+        stderr(&unsafe_undo)
+    );
+    assert!(cwd.join("big.bin").exists());
+    // Once the user removes it, the rest is rewound (the removal is a change outside
+    // pith: --force).
+    std::fs::remove_file(cwd.join("big.bin")).unwrap();
+    let done = rewind(&sandbox, &[&session, "--to", "1", "--code", "--force"]);
+    assert_eq!(done.status.code(), Some(0), "stderr: {}", stderr(&done));
+    assert!(!cwd.join("big.bin").exists());
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("small.txt")).unwrap(),
+        "small\n"
+    );
 }

@@ -344,13 +344,39 @@ pub fn write_checkpoint(
     match session.append_batch(events) {
         Ok(seqs) => {
             let seq = seqs.first().copied().unwrap_or_default();
-            frontend.emit(LoopEvent::Checkpoint(checkpoints.summary(&record, seq)));
+            let summary = checkpoints.summary(&record, seq);
+            let omitted = omitted_notice(&record);
+            frontend.emit(LoopEvent::Checkpoint(summary));
+            if let Some(notice) = omitted {
+                frontend.emit(LoopEvent::Notice(notice));
+            }
         }
         Err(error) => frontend.emit(LoopEvent::Notice(format!(
             "cannot record a checkpoint of {} file(s): {error}",
             record.changes.len()
         ))),
     }
+}
+
+/// What the user is told when a checkpoint could not keep a copy of some files (a rewind
+/// past this point will refuse and name them).
+fn omitted_notice(record: &pith_session::Checkpoint) -> Option<String> {
+    let omitted: Vec<String> = record
+        .changes
+        .iter()
+        .filter_map(|change| match &change.after {
+            pith_core::FileState::Omitted { reason, .. } => {
+                Some(format!("{} ({reason})", change.path))
+            }
+            _ => None,
+        })
+        .collect();
+    (!omitted.is_empty()).then(|| {
+        format!(
+            "not copied for rewind: {} — a rewind that would bring back this content is refused",
+            omitted.join(", ")
+        )
+    })
 }
 
 impl EventSink for Recording<'_> {

@@ -169,3 +169,68 @@ async fn clear_and_switching_models_keep_the_settings_and_unused_sessions_leave_
         "only the used session stays"
     );
 }
+
+#[tokio::test]
+async fn a_live_rewind_restores_the_files_and_continues_from_before_the_turn() {
+    let setup = Setup::new(vec![
+        Turn::text("Writing.").with_tool_call(
+            "write",
+            serde_json::json!({"path": "notes.txt", "content": "turn one\n"}),
+        ),
+        Turn::text("one"),
+        Turn::text("Rewriting.").with_tool_call(
+            "write",
+            serde_json::json!({"path": "notes.txt", "content": "turn two\n"}),
+        ),
+        Turn::text("two"),
+        Turn::text("again"),
+    ]);
+    std::fs::write(setup.workspace().join("notes.txt"), "original\n").unwrap();
+    let overrides = Overrides {
+        model: Some("anthropic/claude-sonnet-4-5".into()),
+        approval: Some(pith_tools::PermissionMode::Full),
+        cwd: setup.workspace(),
+        ..Overrides::default()
+    };
+    let mut conversation = Conversation::open(overrides, setup.frontend())
+        .unwrap()
+        .value;
+    assert!(conversation.keeps_checkpoints());
+    say(&mut conversation, "first").await;
+    say(&mut conversation, "second").await;
+    let notes = setup.workspace().join("notes.txt");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "turn two\n");
+    let turns = conversation.turns().unwrap();
+    assert_eq!(turns.len(), 2);
+    assert_eq!(turns[1].files, ["notes.txt"]);
+    assert!(conversation.checkpoint_store_bytes().unwrap() > 0);
+
+    // Back to before turn 2: the file as turn 1 left it, and the conversation too.
+    let plan = conversation
+        .plan_rewind(2, pith_session::RewindMode::Both)
+        .await
+        .unwrap();
+    assert_eq!(plan.writes(), ["notes.txt"]);
+    assert!(plan.changed_outside().is_empty());
+    conversation.rewind(plan).await.unwrap();
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "turn one\n");
+    assert_eq!(conversation.turns().unwrap().len(), 1);
+    assert_eq!(say(&mut conversation, "third").await, "again");
+    let last = setup.server.requests().last().unwrap().body["messages"].to_string();
+    assert!(last.contains("first") && last.contains("third"), "{last}");
+    assert!(!last.contains("second"), "turn 2 was rewound: {last}");
+
+    // A hand edit is reported before a rewind overwrites it.
+    std::fs::write(&notes, "by hand\n").unwrap();
+    let plan = conversation
+        .plan_rewind(1, pith_session::RewindMode::Code)
+        .await
+        .unwrap();
+    assert_eq!(plan.changed_outside(), ["notes.txt"]);
+    conversation.rewind(plan).await.unwrap();
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "original\n");
+    assert!(conversation
+        .plan_rewind(9, pith_session::RewindMode::Code)
+        .await
+        .is_err());
+}

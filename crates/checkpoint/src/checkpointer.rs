@@ -204,6 +204,13 @@ impl Checkpointer {
         blocking(move || ready.shadow().save_index(&store)).await
     }
 
+    /// True once the first snapshot finished (or failed): calls no longer wait. A caller
+    /// with nothing to attribute yet (a turn that ran no tool) skips its observation
+    /// rather than wait for the snapshot.
+    pub fn is_started(&self) -> bool {
+        self.ready.borrow().is_some()
+    }
+
     async fn ready(&self) -> Result<Arc<Ready>> {
         let mut ready = self.ready.clone();
         let started = ready

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::event::{decode_envelope, decode_line, Event};
+use crate::event::{decode_envelope, decode_line, Event, Record};
 use crate::paths::TRANSCRIPT_FILE;
 use crate::store::SessionStore;
 
@@ -98,6 +98,7 @@ pub fn summarize(dir: &Path) -> SessionSummary {
     summary.size_bytes = bytes.len() as u64;
     let mut lines = bytes.split(|b| *b == b'\n').peekable();
     let mut line_no = 0usize;
+    let mut turn_seqs: Vec<u64> = Vec::new();
     while let Some(raw) = lines.next() {
         line_no += 1;
         if lines.peek().is_none() {
@@ -135,9 +136,21 @@ pub fn summarize(dir: &Path) -> SessionSummary {
             continue;
         }
         match decode_envelope(line) {
-            Ok((_, ts, kind)) => {
+            Ok((seq, ts, kind)) => {
                 if kind == "user_message" {
-                    summary.turns += 1;
+                    turn_seqs.push(seq);
+                } else if kind == "rewind" {
+                    // A conversation rewind drops the turns from its target on (the
+                    // exact line is `crate::line`'s; a listing only counts).
+                    if let Ok(Record {
+                        event: Event::Rewind(rewind),
+                        ..
+                    }) = decode_line(line)
+                    {
+                        if rewind.mode.rewinds_conversation() {
+                            turn_seqs.retain(|s| *s < rewind.to_seq);
+                        }
+                    }
                 }
                 summary.last_activity = Some(ts.into_owned());
             }
@@ -148,5 +161,6 @@ pub fn summarize(dir: &Path) -> SessionSummary {
             }
         }
     }
+    summary.turns = turn_seqs.len() as u64;
     summary
 }

@@ -18,11 +18,13 @@ pub mod hooks;
 pub mod offline;
 pub mod rewind;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pith_checkpoint::{CheckpointConfig, Checkpointer, StoreConfig};
-use pith_core::{ChangeFeed, CheckpointSummary};
+use pith_core::{ChangeFeed, CheckpointSummary, FileState};
 use pith_session::Checkpoint;
 
 use crate::config::CheckpointsConfig;
@@ -57,6 +59,11 @@ pub struct Checkpoints {
     engine: Arc<Checkpointer>,
     /// Observed changes not yet written to the transcript.
     pending: Mutex<Vec<Checkpoint>>,
+    /// Every content this session's checkpoints name: kept by the store's GC, so this
+    /// session's rewinds stay possible (other sessions' oldest copies go first).
+    named: Mutex<HashSet<String>>,
+    /// The store stayed over its cap after a GC (said once).
+    over_cap: AtomicBool,
 }
 
 impl Checkpoints {
@@ -80,6 +87,8 @@ impl Checkpoints {
         Ok(Some(Arc::new(Self {
             engine: Arc::new(engine),
             pending: Mutex::new(Vec::new()),
+            named: Mutex::new(HashSet::new()),
+            over_cap: AtomicBool::new(false),
         })))
     }
 
@@ -103,6 +112,11 @@ impl Checkpoints {
     /// outside pith (`outside` true). `None` when nothing changed or the observation
     /// failed (logged: checkpoints never fail a turn).
     pub async fn observe(&self, call: Option<(&str, &str)>, outside: bool) -> Option<Checkpoint> {
+        if call.is_none() && !self.engine.is_started() {
+            // Nothing ran since the session started (every tool call waits for the first
+            // snapshot): a turn's start or end does not wait for it.
+            return None;
+        }
         let observation = match self.engine.observe().await {
             Ok(observation) => observation,
             Err(error) => {
@@ -113,6 +127,19 @@ impl Checkpoints {
         if observation.changes.is_empty() {
             return None;
         }
+        {
+            let mut named = self.named.lock().unwrap_or_else(PoisonError::into_inner);
+            for change in &observation.changes {
+                for state in [&change.before, &change.after] {
+                    if let FileState::File { hash, .. } = state {
+                        named.insert(hash.clone());
+                    }
+                }
+            }
+        }
+        if observation.bytes_added > 0 {
+            self.keep_under_cap().await;
+        }
         Some(Checkpoint {
             root: self.root().to_path_buf(),
             call_id: call.map(|(id, _)| id.to_owned()),
@@ -121,6 +148,56 @@ impl Checkpoints {
             changes: observation.changes,
             bytes: observation.bytes_added,
         })
+    }
+
+    /// Runs the store's GC when it is over its cap: the oldest contents that neither the
+    /// workspace's current state nor this session's checkpoints name go first.
+    async fn keep_under_cap(&self) {
+        let store = self.engine.store();
+        let cap = store.config().max_store_bytes;
+        if store.size_bytes().map_or(true, |size| size <= cap) {
+            return;
+        }
+        let mut keep = match self.engine.referenced_hashes().await {
+            Ok(keep) => keep,
+            Err(error) => {
+                tracing::warn!(%error, "checkpoint GC skipped");
+                return;
+            }
+        };
+        keep.extend(
+            self.named
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .cloned(),
+        );
+        let store = Arc::clone(store);
+        let collected = tokio::task::spawn_blocking(move || store.gc(&keep)).await;
+        match collected {
+            Ok(Ok(report)) => {
+                tracing::info!(
+                    removed = report.removed,
+                    freed = report.freed_bytes,
+                    "checkpoint GC"
+                );
+                if report.size_bytes > cap && !self.over_cap.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        size = report.size_bytes,
+                        cap,
+                        "checkpoint store over its cap"
+                    );
+                }
+            }
+            Ok(Err(error)) => tracing::warn!(%error, "checkpoint GC failed"),
+            Err(error) => tracing::warn!(%error, "checkpoint GC did not finish"),
+        }
+    }
+
+    /// True once the store stayed over its cap after a GC: this session's own copies
+    /// are all kept, so it grows past the cap (said in `/context`).
+    pub fn over_cap(&self) -> bool {
+        self.over_cap.load(Ordering::Relaxed)
     }
 
     /// Observes after the call `id` of `tool` and keeps the record for the transcript.
@@ -159,5 +236,75 @@ impl Checkpoints {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Checkpoint>> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noise(seed: u8, len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn the_store_is_kept_under_its_cap_by_evicting_other_sessions_oldest_copies() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("work");
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("small.txt"), "small\n").unwrap();
+        let config = CheckpointsConfig {
+            enabled: None,
+            max_store_mib: Some(1),
+            max_file_mib: None,
+        };
+        // Copies an earlier session left: 3 × 400 KB, older than anything this one stores.
+        let earlier = pith_checkpoint::Store::open(
+            &store_dir(&data, &root.canonicalize().unwrap()),
+            store_config(&config),
+        )
+        .unwrap();
+        let old: Vec<String> = (0..3)
+            .map(|i| earlier.put(&noise(i, 400_000)).unwrap().hash)
+            .collect();
+        drop(earlier);
+        let checkpoints = Checkpoints::start(&root, &data, &config).unwrap().unwrap();
+        assert!(checkpoints.observe(None, true).await.is_none());
+        std::fs::write(root.join("big.bin"), noise(9, 400_000)).unwrap();
+        let record = checkpoints
+            .observe(Some(("c1", "write")), false)
+            .await
+            .unwrap();
+        assert_eq!(record.changes.len(), 1);
+        let store = checkpoints.engine().store();
+        assert!(
+            store.size_bytes().unwrap() <= 1024 * 1024,
+            "over the cap: {}",
+            store.size_bytes().unwrap()
+        );
+        assert!(
+            old.iter().any(|hash| !store.contains(hash)),
+            "an old copy was evicted"
+        );
+        let FileState::File { hash, .. } = &record.changes[0].after else {
+            panic!("{record:?}")
+        };
+        assert!(store.contains(hash), "this session's copy is kept");
+        assert!(!checkpoints.over_cap());
+    }
+
+    #[test]
+    fn checkpoints_can_be_turned_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let off = CheckpointsConfig {
+            enabled: Some(false),
+            ..CheckpointsConfig::default()
+        };
+        assert!(Checkpoints::start(dir.path(), dir.path(), &off)
+            .unwrap()
+            .is_none());
     }
 }
