@@ -87,6 +87,11 @@ enum Task {
         /// it; the report is not written.
         #[arg(long, conflicts_with_all = ["loop_only", "startup_only", "squash_only", "governor_only"])]
         tokens_only: bool,
+        /// Only measure what checkpoints and the change tracker cost a bash turn through
+        /// `pith run` (tiny, 60,000-file and this repository; the first snapshot; the
+        /// store after a 100-turn session) and print it; the report is not written.
+        #[arg(long, conflicts_with_all = ["loop_only", "startup_only", "squash_only", "governor_only", "tokens_only"])]
+        checkpoints_only: bool,
         /// Another build of `pith` (e.g. `main`'s release binary) to measure alternately
         /// with this one in the start-up and memory rows.
         #[arg(long)]
@@ -188,6 +193,7 @@ fn main() -> Result<()> {
             squash_only,
             governor_only,
             tokens_only,
+            checkpoints_only,
             baseline,
         } => {
             if governor_only {
@@ -204,6 +210,9 @@ fn main() -> Result<()> {
             }
             if tokens_only {
                 return bench::run_tokens_only(quick, sessions.as_deref());
+            }
+            if checkpoints_only {
+                return bench::run_checkpoints_only(quick);
             }
             if squash_only {
                 return bench::run_squash_only(quick, sessions.as_deref());

@@ -1,6 +1,6 @@
 //! Everything `cargo xtask bench` measured, handed to the report.
 
-use super::{criterion, governor, squash, startup, stats, tokens};
+use super::{checkpoint_run, criterion, governor, squash, startup, stats, tokens};
 use crate::simulate::PolicyRow;
 
 /// Everything measured, for the report.
@@ -25,6 +25,9 @@ pub struct Measurements {
     pub startup: startup::StartupSection,
     /// The same with two stdio MCP servers (the tests' Python server twice), ms.
     pub first_request_mcp_ms: stats::Spread,
+    /// A bash turn through `pith run` with checkpoints on and off, the first snapshot, the
+    /// store after a 100-turn session (None when not measured).
+    pub checkpoint_run: Option<checkpoint_run::CheckpointRunSection>,
     /// The compaction stress suite's rows.
     pub governor: Vec<governor::StressRow>,
     /// Simulator rows.

@@ -11,6 +11,9 @@
 //!   session store, bash sandbox);
 //! - [`sandbox`] — the bash sandbox's cost per command;
 //! - [`checkpoint`] — the change tracker's and the checkpointer's cost per tool call;
+//! - [`checkpoint_run`] — the same through `pith run`: a bash turn in a tiny, a
+//!   60,000-file and this repository, checkpoints on and off; the first snapshot; the
+//!   store after a 100-turn session;
 //! - [`governor`] — the compaction stress suite's figures (compactions per 100 tool
 //!   turns, wasted ones, the largest request) for servers that misbehave;
 //! - [`report`] — the markdown.
@@ -20,6 +23,7 @@
 
 pub mod agent;
 pub mod checkpoint;
+pub mod checkpoint_run;
 pub mod criterion;
 pub mod governor;
 pub mod measurements;
@@ -144,6 +148,30 @@ pub fn run_startup_only(
     Ok(())
 }
 
+/// `cargo xtask bench --checkpoints-only`: the bash-turn figures through `pith run`
+/// ([`checkpoint_run`]), printed as the report's target rows and part; the report is not
+/// written.
+pub fn run_checkpoints_only(quick: bool) -> Result<()> {
+    let (root, target) = workspace_dirs()?;
+    let (runs, cold_runs) = checkpoint_runs(quick);
+    build_release_pith()?;
+    let section = checkpoint_run::measure(&agent::pith_binary(&target), &root, runs, cold_runs)?;
+    for row in checkpoint_run::target_rows(&section) {
+        println!("{row}");
+    }
+    print!("{}", checkpoint_run::section(&section, true));
+    Ok(())
+}
+
+/// (per-turn jobs, first-snapshot jobs) per workspace and mode of [`checkpoint_run`].
+fn checkpoint_runs(quick: bool) -> (usize, usize) {
+    if quick {
+        (3, 2)
+    } else {
+        (7, 3)
+    }
+}
+
 /// `--squash-only`: the squash figures alone — the criterion squash bench and squash per
 /// family against the truncation baseline on the corpus — printed as the report's
 /// section; the report is not written.
@@ -244,6 +272,10 @@ pub fn run(options: &BenchOptions) -> Result<()> {
     let first_request_mcp_ms =
         agent::run_startup_with(&binary, runs, Some(&agent::two_fixture_mcp_servers(&root)))?;
 
+    eprintln!("bench: checkpoints through pith run");
+    let (checkpoint_jobs, cold_jobs) = checkpoint_runs(options.quick);
+    let checkpoint_run = checkpoint_run::measure(&binary, &root, checkpoint_jobs, cold_jobs)?;
+
     eprintln!("bench: the compaction stress suite");
     let governor = governor::measure(&root)?;
 
@@ -269,6 +301,7 @@ pub fn run(options: &BenchOptions) -> Result<()> {
         long_run_turns,
         startup,
         first_request_mcp_ms,
+        checkpoint_run: Some(checkpoint_run),
         simulated_sessions: sessions.len(),
         simulation,
         governor,

@@ -306,6 +306,13 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
     for row in super::checkpoint::target_rows(&m.criterion) {
         let _ = writeln!(w, "{row}");
     }
+    for row in m
+        .checkpoint_run
+        .iter()
+        .flat_map(super::checkpoint_run::target_rows)
+    {
+        let _ = writeln!(w, "{row}");
+    }
     if let Some(version) = m.startup.row(super::startup::VERSION) {
         let _ = writeln!(
             w,
@@ -396,7 +403,11 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
     }
 
     w.push_str(&super::sandbox::section(&m.criterion));
-    w.push_str(&super::checkpoint::section(&m.criterion));
+    let crate_part = super::checkpoint::section(&m.criterion);
+    w.push_str(&crate_part);
+    if let Some(run) = &m.checkpoint_run {
+        w.push_str(&super::checkpoint_run::section(run, crate_part.is_empty()));
+    }
 
     // Agent.
     let _ = writeln!(w, "\n## Agent loop and start-up\n");
@@ -513,6 +524,7 @@ mod tests {
                 baseline: None,
             },
             first_request_mcp_ms: spread(250.0),
+            checkpoint_run: None,
             simulation: Vec::new(),
             simulated_sessions: 2,
             governor: vec![crate::bench::governor::StressRow {
