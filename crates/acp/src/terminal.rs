@@ -151,7 +151,6 @@ fn signal_number(name: &str) -> i32 {
 impl CommandTerminal for ClientTerminal {
     async fn run(
         &self,
-        _call_id: &str,
         wrapped: &WrappedCommand,
         output_limit: u64,
         timeout: Duration,

@@ -316,7 +316,7 @@ pub struct Recording<'a> {
 }
 
 impl Recording<'_> {
-    /// Writes the checkpoints observed since the last event, and shows each.
+    /// Writes the checkpoints observed since the last call ended, and shows each.
     pub fn flush_checkpoints(&mut self) {
         let Some(checkpoints) = self.checkpoints else {
             return;
@@ -327,61 +327,43 @@ impl Recording<'_> {
     }
 }
 
-/// Appends `record` (in parts when it is large) and shows it to `frontend`; a record that
-/// cannot be written is a notice (the copies are in the store all the same).
+/// Appends `record` (in parts when it is large) and shows it to `frontend`, with a
+/// notice naming the files whose content it could not keep; a record that cannot be
+/// written is a notice (the copies are in the store all the same).
 pub fn write_checkpoint(
     session: &mut Session,
     checkpoints: &Checkpoints,
     record: pith_session::Checkpoint,
     frontend: &mut dyn EventSink,
 ) {
-    let events = record
-        .clone()
-        .split()
-        .into_iter()
-        .map(Event::Checkpoint)
-        .collect();
+    let mut summary = checkpoints.summary(&record);
+    let omitted = crate::checkpoints::omitted(&record);
+    let count = record.changes.len();
+    let events = record.split().into_iter().map(Event::Checkpoint).collect();
     match session.append_batch(events) {
         Ok(seqs) => {
-            let seq = seqs.first().copied().unwrap_or_default();
-            let summary = checkpoints.summary(&record, seq);
-            let omitted = omitted_notice(&record);
+            summary.id = seqs.first().copied().unwrap_or_default().to_string();
             frontend.emit(LoopEvent::Checkpoint(summary));
-            if let Some(notice) = omitted {
-                frontend.emit(LoopEvent::Notice(notice));
+            if !omitted.is_empty() {
+                frontend.emit(LoopEvent::Notice(format!(
+                    "not copied for rewind: {} — a rewind that would bring back this content \
+                     is refused",
+                    omitted.join(", ")
+                )));
             }
         }
         Err(error) => frontend.emit(LoopEvent::Notice(format!(
-            "cannot record a checkpoint of {} file(s): {error}",
-            record.changes.len()
+            "cannot record a checkpoint of {count} file(s): {error}"
         ))),
     }
 }
 
-/// What the user is told when a checkpoint could not keep a copy of some files (a rewind
-/// past this point will refuse and name them).
-fn omitted_notice(record: &pith_session::Checkpoint) -> Option<String> {
-    let omitted: Vec<String> = record
-        .changes
-        .iter()
-        .filter_map(|change| match &change.after {
-            pith_core::FileState::Omitted { reason, .. } => {
-                Some(format!("{} ({reason})", change.path))
-            }
-            _ => None,
-        })
-        .collect();
-    (!omitted.is_empty()).then(|| {
-        format!(
-            "not copied for rewind: {} — a rewind that would bring back this content is refused",
-            omitted.join(", ")
-        )
-    })
-}
-
 impl EventSink for Recording<'_> {
     fn emit(&mut self, event: LoopEvent) {
-        self.flush_checkpoints();
+        // A call's checkpoint is taken before its result is emitted.
+        if matches!(event, LoopEvent::ToolCallFinished { .. }) {
+            self.flush_checkpoints();
+        }
         self.recorder.observe(&event);
         if let LoopEvent::Hook(run) = &event {
             // Every hook run is in the transcript; one that cannot be written is still

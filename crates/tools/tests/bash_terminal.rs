@@ -32,7 +32,6 @@ struct ScriptedTerminal {
 impl CommandTerminal for ScriptedTerminal {
     async fn run(
         &self,
-        _call_id: &str,
         wrapped: &WrappedCommand,
         output_limit: u64,
         timeout: Duration,

@@ -53,6 +53,19 @@ pub fn store_config(config: &CheckpointsConfig) -> StoreConfig {
     }
 }
 
+/// The files whose new content `record` could not keep (a cap), each with why:
+/// `path (reason)`.
+pub fn omitted(record: &Checkpoint) -> Vec<String> {
+    record
+        .changes
+        .iter()
+        .filter_map(|change| match &change.after {
+            FileState::Omitted { reason, .. } => Some(format!("{} ({reason})", change.path)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The checkpoints of one conversation.
 #[derive(Debug)]
 pub struct Checkpoints {
@@ -217,10 +230,10 @@ impl Checkpoints {
         self.engine.store().size_bytes().unwrap_or(0)
     }
 
-    /// What front-ends show of `record`, written as record `seq`.
-    pub fn summary(&self, record: &Checkpoint, seq: u64) -> CheckpointSummary {
+    /// What front-ends show of `record` (its `id` is set once the record is written).
+    pub fn summary(&self, record: &Checkpoint) -> CheckpointSummary {
         CheckpointSummary {
-            id: seq.to_string(),
+            id: String::new(),
             call_id: record.call_id.clone(),
             files: record.changes.iter().map(|c| c.path.clone()).collect(),
             bytes: record.bytes,
@@ -228,7 +241,7 @@ impl Checkpoints {
             omitted: record
                 .changes
                 .iter()
-                .filter(|c| !c.after.is_restorable() || !c.before.is_restorable())
+                .filter(|c| !c.after.is_restorable())
                 .map(|c| c.path.clone())
                 .collect(),
         }

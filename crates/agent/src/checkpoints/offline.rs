@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use pith_session::turns::{turns, Turn};
 use pith_session::{Event, RewindMode, SessionStore};
 
-use super::rewind::{carry_out, plan, RewindDone, RewindPlan};
+use super::rewind::{carry_out, plan, RewindDone, RewindPlan, Writer};
 use super::store_config;
 use crate::env::Env;
 use crate::error::ConversationError;
@@ -88,7 +88,7 @@ pub async fn rewind_session(
     let plan = plan(
         &resumed.records,
         workspace.cwd(),
-        &blobs,
+        Some(&blobs),
         turn,
         request.mode,
     )
@@ -107,7 +107,7 @@ pub async fn rewind_session(
             blocked,
         });
     }
-    let done = carry_out(plan.clone(), &mut resumed.session, &blobs, None)
+    let done = carry_out(plan.clone(), &mut resumed.session, Writer::Store(&blobs))
         .await
         .map_err(|e| ConversationError::failure(e.to_string()))?;
     Ok(RewindOutcome::Done {

@@ -35,6 +35,11 @@ pub enum RewindError {
     /// The checkpoint store failed.
     #[error("checkpoints: {0}")]
     Checkpoint(#[from] pith_checkpoint::CheckpointError),
+    /// The files were asked for, but this conversation keeps no checkpoints.
+    #[error(
+        "checkpoints are off ([checkpoints] enabled = false): only the conversation can be rewound"
+    )]
+    NoCheckpoints,
     /// The transcript could not be written (the files, if any, were rewound).
     #[error("cannot record the rewind: {0}")]
     Record(#[from] pith_session::SessionError),
@@ -95,11 +100,12 @@ pub struct RewindDone {
 }
 
 /// Plans a rewind of the session whose records are `records` to just before turn `turn`
-/// (1-based, on the current line), for the workspace `root`, with the contents in `store`.
+/// (1-based, on the current line), for the workspace `root`, with the contents in `store`
+/// (needed to rewind the files; `None` when checkpoints are off).
 pub fn plan(
     records: &[Record],
     root: &Path,
-    store: &Store,
+    store: Option<&Store>,
     turn: u64,
     mode: RewindMode,
 ) -> Result<RewindPlan, RewindError> {
@@ -110,12 +116,14 @@ pub fn plan(
             turn,
             count: listed.len(),
         })?;
-    let files = if mode.rewinds_code() {
-        let changes = changes_after_in(records, found.seq, root);
-        let targets = rewind_targets(&changes);
-        Some(pith_checkpoint::plan(root, store, &targets)?)
-    } else {
-        None
+    let files = match (mode.rewinds_code(), store) {
+        (false, _) => None,
+        (true, Some(store)) => {
+            let changes = changes_after_in(records, found.seq, root);
+            let targets = rewind_targets(&changes);
+            Some(pith_checkpoint::plan(root, store, &targets)?)
+        }
+        (true, None) => return Err(RewindError::NoCheckpoints),
     };
     Ok(RewindPlan {
         turn: found,
@@ -125,23 +133,33 @@ pub fn plan(
     })
 }
 
-/// Carries out `plan` and records it in `session`: with the live `engine` of the
-/// conversation when there is one (it observes what changed since its last look first,
-/// and keeps its shadow in step), else directly against `store`.
+/// How a rewind writes the files.
+#[derive(Debug, Clone, Copy)]
+pub enum Writer<'a> {
+    /// The live engine of a conversation: it observes what changed since its last look
+    /// first, and keeps its shadow in step.
+    Live(&'a Checkpointer),
+    /// Directly against the store (`pith rewind` on a recorded session).
+    Store(&'a Store),
+    /// No checkpoints: only a conversation rewind can be carried out.
+    None,
+}
+
+/// Carries out `plan` and records it in `session`, writing the files with `writer`.
 pub async fn carry_out(
     plan: RewindPlan,
     session: &mut Session,
-    store: &Store,
-    engine: Option<&Checkpointer>,
+    writer: Writer<'_>,
 ) -> Result<RewindDone, RewindError> {
     let refused = plan.refused();
     if !refused.is_empty() {
         return Err(RewindError::Refused(refused.join("; ")));
     }
     let mut outside = None;
-    let applied = match (plan.files, engine) {
+    let applied = match (plan.files, writer) {
         (None, _) => Vec::new(),
-        (Some(files), Some(engine)) => {
+        (Some(_), Writer::None) => return Err(RewindError::NoCheckpoints),
+        (Some(files), Writer::Live(engine)) => {
             let rewound = engine.rewind(files).await?;
             if !rewound.pending.changes.is_empty() {
                 let record = Checkpoint {
@@ -158,7 +176,7 @@ pub async fn carry_out(
             }
             rewound.applied
         }
-        (Some(files), None) => pith_checkpoint::apply(&files, store)?,
+        (Some(files), Writer::Store(store)) => pith_checkpoint::apply(&files, store)?,
     };
     let record = Rewind {
         to_seq: plan.turn.seq,

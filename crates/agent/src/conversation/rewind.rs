@@ -7,7 +7,7 @@
 use pith_session::turns::Turn;
 use pith_session::{project_model, Event, ReadOptions, Record, RewindMode};
 
-use crate::checkpoints::rewind::{carry_out, plan, RewindDone, RewindPlan};
+use crate::checkpoints::rewind::{carry_out, plan, RewindDone, RewindPlan, Writer};
 use crate::conversation::factory::LoopParts;
 use crate::conversation::state::Conversation;
 use crate::error::ConversationError;
@@ -52,25 +52,14 @@ impl Conversation {
         mode: RewindMode,
     ) -> Result<RewindPlan, ConversationError> {
         let records = self.records()?;
-        match (&self.factory.checkpoints, mode.rewinds_code()) {
-            (Some(checkpoints), _) => {
-                let engine = checkpoints.engine();
-                plan(&records, engine.root(), engine.store(), turn, mode)
-                    .map_err(|e| ConversationError::Usage(e.to_string()))
-            }
-            (None, true) => Err(ConversationError::Usage(
-                "checkpoints are off ([checkpoints] enabled = false): only the conversation can be rewound"
-                    .into(),
-            )),
-            (None, false) => {
-                // A conversation rewind needs no store: an empty one in a scratch place.
-                let scratch = tempfile::tempdir().map_err(ConversationError::failure)?;
-                let store = pith_checkpoint::Store::open(scratch.path(), Default::default())
-                    .map_err(ConversationError::failure)?;
-                plan(&records, self.cwd(), &store, turn, mode)
-                    .map_err(|e| ConversationError::Usage(e.to_string()))
-            }
-        }
+        let (root, store) = match &self.factory.checkpoints {
+            Some(checkpoints) => (
+                checkpoints.root(),
+                Some(checkpoints.engine().store().as_ref()),
+            ),
+            None => (self.cwd(), None),
+        };
+        plan(&records, root, store, turn, mode).map_err(|e| ConversationError::Usage(e.to_string()))
     }
 
     /// Carries out `plan` (from [`Conversation::plan_rewind`]): the files, then the
@@ -78,19 +67,14 @@ impl Conversation {
     /// and ledger of that point.
     pub async fn rewind(&mut self, plan: RewindPlan) -> Result<RewindDone, ConversationError> {
         let mode = plan.mode;
-        let done = match self.factory.checkpoints.clone() {
-            Some(checkpoints) => {
-                let engine = checkpoints.engine();
-                carry_out(plan, &mut self.session, engine.store(), Some(engine)).await
-            }
-            None => {
-                let scratch = tempfile::tempdir().map_err(ConversationError::failure)?;
-                let store = pith_checkpoint::Store::open(scratch.path(), Default::default())
-                    .map_err(ConversationError::failure)?;
-                carry_out(plan, &mut self.session, &store, None).await
-            }
-        }
-        .map_err(|e| ConversationError::Usage(e.to_string()))?;
+        let checkpoints = self.factory.checkpoints.clone();
+        let writer = match &checkpoints {
+            Some(checkpoints) => Writer::Live(checkpoints.engine()),
+            None => Writer::None,
+        };
+        let done = carry_out(plan, &mut self.session, writer)
+            .await
+            .map_err(|e| ConversationError::Usage(e.to_string()))?;
         if mode.rewinds_conversation() {
             let records = self.records()?;
             let history = project_model(&records);

@@ -71,7 +71,7 @@ pub async fn run_in_terminal(
     // backstop for a wrapper that never reported its group.
     let stop = CancellationToken::new();
     let backstop = call.timeout + limits.bash_kill_grace + TERMINAL_BACKSTOP;
-    let run = terminal.run(call.call_id, &wrapped, output_limit, backstop, &stop);
+    let run = terminal.run(&wrapped, output_limit, backstop, &stop);
     tokio::pin!(run);
     let ended_by_pith = tokio::select! {
         outcome = &mut run => {

@@ -31,10 +31,10 @@ pub struct TerminalOutcome {
 pub trait CommandTerminal: Send + Sync + std::fmt::Debug {
     /// Runs `pith` with `wrapped.args()` in a new terminal of the front-end, keeping at most
     /// `output_limit` bytes of output; ends it after `timeout` (`TimedOut`) or when
-    /// `cancel` fires (`Cancelled`). `call_id` is the tool call the terminal belongs to.
+    /// `cancel` fires (`Cancelled`). The front-end finds the running `bash` call the
+    /// terminal belongs to itself (it knows the ids it gave the calls).
     async fn run(
         &self,
-        call_id: &str,
         wrapped: &WrappedCommand,
         output_limit: u64,
         timeout: Duration,
