@@ -134,6 +134,14 @@ pub struct RewindArgs {
     /// Say what would be done, write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// When some contents were not kept (a file over the per-file cap, a copy the size cap
+    /// removed), restore the rest and leave those files as they are (named).
+    #[arg(long)]
+    pub skip_omitted: bool,
+    /// Undo the session's latest code rewind: put back the files as they were just before
+    /// it (an undo is itself a rewind, so undoing again redoes it).
+    #[arg(long, conflicts_with_all = ["to", "conversation", "both"])]
+    pub undo: bool,
     /// Overwrite files changed outside pith since pith last saw them (without it, such a
     /// rewind stops and names them).
     #[arg(long)]

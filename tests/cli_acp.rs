@@ -6,174 +6,16 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::acp::{assert_json_rpc, updates, Agent, EditorTerminal};
 use common::Sandbox;
 use pith_testkit::{Fault, Script, TestServer, Turn};
 use serde_json::{json, Value};
 
 const MODEL: &str = "anthropic/claude-sonnet-4-5"; // 200k window: auto threshold 171,000
 const SUMMARY: &str = "## Goal\nWrite the file.\n## Key Instructions\nNone.";
-
-/// `pith acp` with its stdout read line by line on a thread.
-struct Agent {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Agent {
-    fn start(mut command: Command) -> Agent {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("pith acp starts");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (send, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Agent {
-            child,
-            stdin,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, message: &Value) {
-        self.send_raw(&message.to_string());
-    }
-
-    fn send_raw(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").expect("pith acp reads its stdin");
-        self.stdin.flush().unwrap();
-    }
-
-    /// Messages until the response whose id is `id` (that response last).
-    fn until_response(&mut self, id: Value) -> Vec<Value> {
-        let mut messages = Vec::new();
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(60))
-                .unwrap_or_else(|_| panic!("no response {id} in 60 s; seen: {:#?}", self.seen));
-            self.seen.push(line.clone());
-            let message: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
-            let done = message.get("method").is_none() && message["id"] == id;
-            messages.push(message);
-            if done {
-                return messages;
-            }
-        }
-    }
-
-    /// Like [`Agent::until_response`], answering each request pith sends (a permission
-    /// question) with `answer`'s result (an object whose only key is `error`: that error).
-    fn until_response_answering(
-        &mut self,
-        id: Value,
-        mut answer: impl FnMut(&Value) -> Value,
-    ) -> Vec<Value> {
-        let mut messages = Vec::new();
-        loop {
-            let message = self.until_next();
-            if message.get("method").is_some() && message.get("id").is_some() {
-                let result = answer(&message);
-                match result
-                    .as_object()
-                    .filter(|o| o.len() == 1)
-                    .and_then(|o| o.get("error"))
-                {
-                    Some(error) => {
-                        self.send(&json!({"jsonrpc": "2.0", "id": message["id"], "error": error}))
-                    }
-                    None => {
-                        self.send(&json!({"jsonrpc": "2.0", "id": message["id"], "result": result}))
-                    }
-                }
-            }
-            let done = message.get("method").is_none() && message["id"] == id;
-            messages.push(message);
-            if done {
-                return messages;
-            }
-        }
-    }
-
-    /// The next message, if one comes within `wait`.
-    fn next_within(&mut self, wait: Duration) -> Option<Value> {
-        let line = self.lines.recv_timeout(wait).ok()?;
-        self.seen.push(line.clone());
-        Some(
-            serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}")),
-        )
-    }
-
-    /// The next message.
-    fn until_next(&mut self) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no message in 60 s; seen: {:#?}", self.seen));
-        self.seen.push(line.clone());
-        serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"))
-    }
-
-    /// Closes stdin and waits for the exit; the rest of stdout and stderr.
-    fn finish(mut self) -> (Option<i32>, Vec<String>, String) {
-        drop(self.stdin);
-        let status = self.child.wait().expect("pith acp exits");
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
-            self.seen.push(line);
-        }
-        let mut stderr = String::new();
-        if let Some(mut pipe) = self.child.stderr.take() {
-            std::io::Read::read_to_string(&mut pipe, &mut stderr).unwrap();
-        }
-        (status.code(), self.seen, stderr)
-    }
-}
-
-/// Every line is one JSON-RPC 2.0 message: a request, a notification or a response.
-fn assert_json_rpc(lines: &[String]) {
-    assert!(!lines.is_empty());
-    for line in lines {
-        let message: Value = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
-        assert_eq!(message["jsonrpc"], json!("2.0"), "{line}");
-        let request_or_notification = message["method"].is_string();
-        let response = message.get("id").is_some()
-            && (message.get("result").is_some() ^ message.get("error").is_some());
-        assert!(
-            request_or_notification ^ response,
-            "not a JSON-RPC message: {line}"
-        );
-    }
-}
-
-fn updates(messages: &[Value]) -> Vec<&Value> {
-    messages
-        .iter()
-        .filter(|m| m["method"] == json!("session/update"))
-        .map(|m| &m["params"]["update"])
-        .collect()
-}
 
 #[test]
 fn acp_stdout_carries_only_json_rpc_even_with_debug_logs_printing_hooks_and_a_printing_command() {
@@ -423,10 +265,8 @@ fn acp_by_hand_asks_permission_loads_the_session_and_records_a_turn_the_editor_l
         .collect();
     assert_eq!(ours.len(), 1, "{sessions:#}");
     assert_eq!(ours[0]["cwd"], json!(std::fs::canonicalize(&cwd).unwrap()));
-    assert!(
-        ours[0]["title"].as_str().unwrap().contains(MODEL),
-        "{ours:?}"
-    );
+    // The title is the first message's first line.
+    assert_eq!(ours[0]["title"], json!("write b"), "{ours:?}");
     let (code, _, stderr) = agent.finish();
     assert_eq!(code, Some(0), "stderr: {stderr}");
 }
@@ -582,12 +422,25 @@ fn acp_by_hand_modes_gate_tools_and_slash_commands_run() {
         "session/prompt",
         prompt("/model anthropic/claude-haiku-4-5"),
     );
+    let answer = updates(&switched)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == json!("agent_message_chunk"))
+        .unwrap_or_else(|| panic!("{switched:#?}"));
     assert!(
-        updates(&switched)[0]["content"]["text"]
+        answer["content"]["text"]
             .as_str()
             .unwrap()
             .contains("anthropic/claude-haiku-4-5"),
         "{switched:#?}"
+    );
+    // The model picker follows.
+    let options = updates(&switched)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == json!("config_option_update"))
+        .unwrap_or_else(|| panic!("{switched:#?}"));
+    assert_eq!(
+        options["configOptions"][0]["currentValue"],
+        json!("anthropic/claude-haiku-4-5")
     );
     let after = request(&mut agent, "session/prompt", prompt("write d"));
     assert_eq!(
@@ -764,6 +617,8 @@ fn whole_session_script() -> Script {
         Turn::text("After the cancelled compaction."),
         // "cancel-turn": the answer streams slowly and the turn is cancelled.
         Turn::text(story.clone()).with_chunk_delay_ms(100),
+        // "stable": the same, cancelled by `$/cancel_request`.
+        Turn::text(story.clone()).with_chunk_delay_ms(100),
     ])
     .responding_times(SUMMARY_REQUEST_MARKER, Turn::text(SUMMARY), 1)
     .responding(
@@ -839,7 +694,7 @@ fn a_real_acp_client_drives_a_whole_session() {
         .map(|l| l.as_str().unwrap().to_owned())
         .collect();
     assert_json_rpc(&lines);
-    assert_eq!(report["exits"], json!([0, 0]), "stderr: {stderr}");
+    assert_eq!(report["exits"], json!([0, 0, 0]), "stderr: {stderr}");
     // The protocol's own schema (the SDK's) accepts every message pith sent.
     assert_eq!(
         report["schema"]["errors"],
@@ -1008,6 +863,44 @@ fn a_real_acp_client_drives_a_whole_session() {
         replayed_compaction[0]["_meta"]["pith"]["tokensBefore"],
         json!(before)
     );
+
+    // The 2026 stable methods, by the SDK: resume (nothing replayed), an option, the
+    // list, a prompt cancelled by `$/cancel_request`, close, delete.
+    let stable = phase("stable");
+    let session_id = report["phases"]["new"][0]["value"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(result_of(&stable, "session/resume")["kind"], json!("ok"));
+    let options = &result_of(&stable, "session/set_config_option")["value"]["configOptions"];
+    let reasoning = options
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == json!("reasoning"))
+        .unwrap();
+    assert_eq!(reasoning["currentValue"], json!("low"));
+    assert!(result_of(&stable, "session/list")["value"]["sessions"]
+        .to_string()
+        .contains(&session_id));
+    assert_eq!(
+        result_of(&stable, "prompt")["value"]["stopReason"],
+        json!("cancelled")
+    );
+    assert_eq!(result_of(&stable, "session/close")["kind"], json!("ok"));
+    assert_eq!(result_of(&stable, "session/delete")["kind"], json!("ok"));
+    assert!(
+        !result_of(&stable, "session/list after delete")["value"]["sessions"]
+            .to_string()
+            .contains(&session_id)
+    );
+    let replayed_on_resume = stable
+        .iter()
+        .take_while(|e| e["what"] != json!("session/resume"))
+        .filter(|e| e["kind"] == json!("update"))
+        .filter(|e| e["update"]["sessionUpdate"] == json!("user_message_chunk"))
+        .count();
+    assert_eq!(replayed_on_resume, 0, "resume replays nothing");
 }
 
 #[test]
@@ -1309,68 +1202,6 @@ fn acp_by_hand_an_editor_with_fs_serves_its_buffers_to_read_and_edit() {
     let (code, lines, stderr) = agent.finish();
     assert_eq!(code, Some(0), "stderr: {stderr}");
     assert_json_rpc(&lines);
-}
-
-/// An editor's terminal in the test: the process it started and what it printed.
-struct EditorTerminal {
-    child: Child,
-    output: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
-    readers: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl EditorTerminal {
-    /// Starts `terminal/create`'s command as an editor would: its own environment (with a
-    /// secret in it), the cwd asked for, stdout and stderr captured together.
-    fn create(params: &Value) -> EditorTerminal {
-        let args: Vec<String> = params["args"]
-            .as_array()
-            .map(|a| a.iter().map(|v| v.as_str().unwrap().to_owned()).collect())
-            .unwrap_or_default();
-        let mut child = Command::new(params["command"].as_str().unwrap())
-            .args(&args)
-            .current_dir(params["cwd"].as_str().unwrap())
-            .env("PITH_TEST_EDITOR_API_TOKEN", "hunter2")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the editor starts the terminal's command");
-        let output = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let mut readers = Vec::new();
-        let pipes: [Box<dyn std::io::Read + Send>; 2] = [
-            Box::new(child.stdout.take().unwrap()),
-            Box::new(child.stderr.take().unwrap()),
-        ];
-        for mut pipe in pipes {
-            let output = output.clone();
-            readers.push(std::thread::spawn(move || {
-                let mut buffer = [0u8; 4096];
-                while let Ok(n) = std::io::Read::read(&mut pipe, &mut buffer) {
-                    if n == 0 {
-                        break;
-                    }
-                    output.lock().unwrap().extend_from_slice(&buffer[..n]);
-                }
-            }));
-        }
-        EditorTerminal {
-            child,
-            output,
-            readers,
-        }
-    }
-
-    fn exit_status(&mut self) -> Option<Value> {
-        use std::os::unix::process::ExitStatusExt;
-        let status = self.child.try_wait().unwrap()?;
-        for reader in self.readers.drain(..) {
-            reader.join().unwrap();
-        }
-        Some(match status.code() {
-            Some(code) => json!({"exitCode": code, "signal": null}),
-            None => json!({"exitCode": null, "signal": format!("{}", status.signal().unwrap())}),
-        })
-    }
 }
 
 #[test]

@@ -45,8 +45,13 @@ fn on_a_full_disk_the_turn_finishes_without_its_compaction_and_replay_shows_what
     ]))
     .unwrap();
 
-    // The compaction is driven by scripted usage (180,000 input tokens for a small request).
-    sandbox.believe_scripted_usage();
+    // The compaction is driven by scripted usage (180,000 input tokens for a small request),
+    // not by the working set: job 1's large read must stay in the transcript uncompacted.
+    // (What `believe_scripted_usage` writes, in the same `[context]` table.)
+    common::write_user_config(
+        &sandbox,
+        "[context]\nworking_set_tokens = 0\nusage_ratio_min = 0.0\nusage_ratio_max = 1e12\n",
+    );
     let root = sandbox.root.path();
     let pith = env!("CARGO_BIN_EXE_pith");
     // Job 1 writes the session on the disk; it is copied onto a tmpfs with room for the
@@ -134,6 +139,10 @@ cp "$full"/sessions/*/*/transcript.jsonl {root}/transcript.jsonl
         temperature: None,
         reasoning: None,
         output: None,
+        cache: Default::default(),
     });
-    assert_eq!(replayed["messages"], sent["messages"]);
+    assert_eq!(
+        common::without_cache_marks(&replayed["messages"]),
+        common::without_cache_marks(&sent["messages"])
+    );
 }

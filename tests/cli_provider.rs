@@ -91,6 +91,9 @@ fn a_bad_reasoning_value_is_a_usage_error() {
 #[test]
 fn a_reasoning_model_on_responses_gets_its_encrypted_reasoning_back_and_tokens_are_reported() {
     let sandbox = Sandbox::new();
+    // The scripted 50,000-token answer anchors the next request's estimate above the
+    // 32,000-token working set, which would compact; this test is about reasoning.
+    common::write_user_config(&sandbox, "[context]\nworking_set_tokens = 0\n");
     std::fs::write(sandbox.workspace().join("notes.txt"), "x\n").unwrap();
     let server = TestServer::start(Script::openai_responses([
         Turn::tool_call("read", json!({"path": "notes.txt"}))

@@ -466,7 +466,10 @@ fn a_file_over_the_cap_is_named_when_it_is_not_copied_and_a_rewind_needing_it_is
             json!({"command": "head -c 2000000 /dev/zero > big.bin; echo changed > small.txt"}),
         ),
         Turn::text("First done."),
-        Turn::text("Bigger.").with_tool_call("bash", json!({"command": "echo tail >> big.bin"})),
+        Turn::text("Bigger.").with_tool_call(
+            "bash",
+            json!({"command": "echo tail >> big.bin; echo again > small.txt"}),
+        ),
         Turn::text("Second done."),
     ]))
     .unwrap();
@@ -513,6 +516,36 @@ fn a_file_over_the_cap_is_named_when_it_is_not_copied_and_a_rewind_needing_it_is
         stdout(&refused)
     );
     assert!(stderr(&refused).contains("big.bin"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("--skip-omitted restores the rest"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(std::fs::read(cwd.join("big.bin")).unwrap(), before);
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("small.txt")).unwrap(),
+        "again\n"
+    );
+    // --skip-omitted: the rest is restored, big.bin is named and left as it is.
+    let skipped = rewind(
+        &sandbox,
+        &[&session, "--to", "2", "--code", "--skip-omitted"],
+    );
+    assert_eq!(
+        skipped.status.code(),
+        Some(0),
+        "stderr: {}",
+        stderr(&skipped)
+    );
+    assert!(
+        stdout(&skipped).contains("skipped, left as it is: big.bin"),
+        "{}",
+        stdout(&skipped)
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("small.txt")).unwrap(),
+        "changed\n"
+    );
     assert_eq!(std::fs::read(cwd.join("big.bin")).unwrap(), before);
     // Turn 1's start state is known (big.bin absent), but removing big.bin now could
     // not be undone (its content is over the cap): refused too, and named.
@@ -538,5 +571,324 @@ fn a_file_over_the_cap_is_named_when_it_is_not_copied_and_a_rewind_needing_it_is
     assert_eq!(
         std::fs::read_to_string(cwd.join("small.txt")).unwrap(),
         "small\n"
+    );
+}
+
+#[test]
+fn listing_and_dry_runs_work_while_a_job_holds_the_session_and_a_rewind_that_writes_waits_its_turn()
+{
+    let sandbox = Sandbox::new();
+    let cwd = sandbox.workspace();
+    std::fs::write(cwd.join("notes.txt"), "v1\n").unwrap();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Writing.")
+            .with_tool_call("write", json!({"path": "notes.txt", "content": "v2\n"})),
+        Turn::text("Done."),
+    ]))
+    .unwrap();
+    let first = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "write v2",
+        ],
+    );
+    let session = session_of(&first);
+    // Another process holds the session's writer lock, as a running job does.
+    let home = sandbox.pith_home();
+    let store = pith_session::SessionStore::from_lookup(&|name: &str| {
+        (name == "PITH_HOME").then(|| home.display().to_string())
+    })
+    .unwrap();
+    let held = store.open(&session).unwrap();
+
+    let listing = rewind(&sandbox, &[&session]);
+    assert_eq!(
+        listing.status.code(),
+        Some(0),
+        "stderr: {}",
+        stderr(&listing)
+    );
+    assert!(
+        stdout(&listing).contains("write v2"),
+        "{}",
+        stdout(&listing)
+    );
+    let dry = rewind(&sandbox, &[&session, "--to", "1", "--code", "--dry-run"]);
+    assert_eq!(dry.status.code(), Some(0), "stderr: {}", stderr(&dry));
+    assert!(stdout(&dry).contains("notes.txt"), "{}", stdout(&dry));
+    // A rewind that writes is refused while the job runs, and writes nothing.
+    let refused = rewind(&sandbox, &[&session, "--to", "1", "--code"]);
+    assert_ne!(refused.status.code(), Some(0), "{}", stdout(&refused));
+    assert!(stderr(&refused).contains("in use"), "{}", stderr(&refused));
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
+        "v2\n"
+    );
+    drop(held);
+    let done = rewind(&sandbox, &[&session, "--to", "1", "--code"]);
+    assert_eq!(done.status.code(), Some(0), "stderr: {}", stderr(&done));
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
+        "v1\n"
+    );
+}
+
+#[test]
+fn a_code_rewind_of_the_last_turn_is_undone_and_redone_by_one_command() {
+    let sandbox = Sandbox::new();
+    let cwd = sandbox.workspace();
+    std::fs::write(cwd.join("notes.txt"), "v1\n").unwrap();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Writing.")
+            .with_tool_call("write", json!({"path": "notes.txt", "content": "v2\n"})),
+        Turn::text("First done."),
+        Turn::text("Writing again.")
+            .with_tool_call("write", json!({"path": "notes.txt", "content": "v3\n"})),
+        Turn::text("Second done."),
+    ]))
+    .unwrap();
+    let first = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "write v2",
+        ],
+    );
+    let session = session_of(&first);
+    let second = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "--session",
+            &session,
+            "write v3",
+        ],
+    );
+    session_of(&second);
+    let read = || std::fs::read_to_string(cwd.join("notes.txt")).unwrap();
+    let nothing = rewind(&sandbox, &[&session, "--undo"]);
+    assert_ne!(nothing.status.code(), Some(0));
+    assert!(
+        stderr(&nothing).contains("no rewind of the files to undo"),
+        "{}",
+        stderr(&nothing)
+    );
+
+    // The last turn, rewound.
+    let back = rewind(&sandbox, &[&session, "--to", "2", "--code"]);
+    assert_eq!(back.status.code(), Some(0), "stderr: {}", stderr(&back));
+    assert!(stdout(&back).contains("each re-read"), "{}", stdout(&back));
+    assert!(
+        stdout(&back).contains("--undo` undoes it"),
+        "{}",
+        stdout(&back)
+    );
+    assert_eq!(read(), "v2\n");
+    // Undo: the file as the rewind found it; a dry run first writes nothing.
+    let dry = rewind(&sandbox, &[&session, "--undo", "--dry-run"]);
+    assert_eq!(dry.status.code(), Some(0), "stderr: {}", stderr(&dry));
+    assert!(
+        stdout(&dry).contains("Undo of the latest rewind"),
+        "{}",
+        stdout(&dry)
+    );
+    assert_eq!(read(), "v2\n");
+    let undo = rewind(&sandbox, &[&session, "--undo"]);
+    assert_eq!(undo.status.code(), Some(0), "stderr: {}", stderr(&undo));
+    assert!(
+        stdout(&undo).contains("restore notes.txt"),
+        "{}",
+        stdout(&undo)
+    );
+    assert_eq!(read(), "v3\n");
+    // Undoing the undo redoes the rewind.
+    let redo = rewind(&sandbox, &[&session, "--undo", "--json"]);
+    assert_eq!(redo.status.code(), Some(0), "stderr: {}", stderr(&redo));
+    let value: Value = serde_json::from_str(stdout(&redo).trim()).unwrap();
+    assert_eq!(value["done"], json!(true));
+    assert_eq!(value["not_as_planned"], json!([]));
+    assert_eq!(read(), "v2\n");
+}
+
+#[test]
+fn a_first_edit_in_a_large_workspace_waits_for_the_snapshot_so_its_rewind_restores_the_file() {
+    let sandbox = Sandbox::new();
+    let cwd = sandbox.workspace();
+    // 20,000 files: the background snapshot takes long enough that an edit sent at once
+    // would reach `a.txt` before it (the trial's case 1).
+    for dir in 0..100 {
+        let dir_path = cwd.join(format!("d{dir:03}"));
+        std::fs::create_dir(&dir_path).unwrap();
+        for file in 0..200 {
+            std::fs::write(
+                dir_path.join(format!("f{file:03}.txt")),
+                format!("{dir} {file}\n"),
+            )
+            .unwrap();
+        }
+    }
+    std::fs::write(cwd.join("a.txt"), "alpha\n").unwrap();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Editing.").with_tool_call(
+            "edit",
+            json!({"path": "a.txt", "old_string": "alpha", "new_string": "ALPHA"}),
+        ),
+        Turn::text("Edited."),
+    ]))
+    .unwrap();
+    let first = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "shout",
+        ],
+    );
+    let session = session_of(&first);
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("a.txt")).unwrap(),
+        "ALPHA\n"
+    );
+    let back = rewind(&sandbox, &[&session, "--to", "1", "--code"]);
+    assert_eq!(back.status.code(), Some(0), "stderr: {}", stderr(&back));
+    assert!(
+        stdout(&back).contains("Done: 1 file(s) restored"),
+        "{}",
+        stdout(&back)
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("a.txt")).unwrap(),
+        "alpha\n"
+    );
+}
+
+#[test]
+fn files_a_new_ignore_rule_hides_are_still_recorded_and_rewound() {
+    let sandbox = Sandbox::new();
+    let cwd = sandbox.workspace();
+    std::fs::create_dir_all(cwd.join("data")).unwrap();
+    std::fs::write(cwd.join("data/keep.csv"), "a,b\n1,2\n").unwrap();
+    std::fs::write(cwd.join(".gitignore"), "target/\n").unwrap();
+    let before = tree(&cwd);
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Ignoring and removing.").with_tool_call(
+            "bash",
+            json!({"command": "echo data/ >> .gitignore && rm -rf data"}),
+        ),
+        Turn::text("Done."),
+    ]))
+    .unwrap();
+    let first = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "drop the data",
+        ],
+    );
+    let session = session_of(&first);
+    assert!(!cwd.join("data").exists());
+    let back = rewind(&sandbox, &[&session, "--to", "1", "--code"]);
+    assert_eq!(back.status.code(), Some(0), "stderr: {}", stderr(&back));
+    assert!(
+        stdout(&back).contains("restore data/keep.csv"),
+        "{}",
+        stdout(&back)
+    );
+    assert_eq!(tree(&cwd), before, "the file and the rules are back");
+}
+
+#[test]
+fn a_hand_edit_between_two_jobs_is_recorded_as_changed_outside_pith_when_the_session_continues() {
+    let sandbox = Sandbox::new();
+    let cwd = sandbox.workspace();
+    std::fs::write(cwd.join("notes.txt"), "v1\n").unwrap();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Writing.")
+            .with_tool_call("write", json!({"path": "notes.txt", "content": "v2\n"})),
+        Turn::text("First done."),
+        Turn::text("Just talking."),
+    ]))
+    .unwrap();
+    let first = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "write v2",
+        ],
+    );
+    let session = session_of(&first);
+    // Between the two jobs, the user edits the file by hand.
+    std::fs::write(cwd.join("notes.txt"), "by hand\n").unwrap();
+    let second = sandbox.run(
+        &server,
+        &["--format", "json", "--session", &session, "just talk"],
+    );
+    session_of(&second);
+    // The second job recorded the edit before its message, as the REPL does at a turn's
+    // start.
+    let records = common::records(&sandbox.only_transcript());
+    let outside: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["kind"] == "checkpoint" && r["outside"] == json!(true))
+        .collect();
+    assert_eq!(outside.len(), 1, "{records:?}");
+    assert_eq!(outside[0]["changes"][0]["path"], "notes.txt");
+    let message_seq = records
+        .iter()
+        .rev()
+        .find(|r| r["kind"] == "user_message")
+        .unwrap()["seq"]
+        .as_u64()
+        .unwrap();
+    assert!(outside[0]["seq"].as_u64().unwrap() < message_seq);
+    // So a rewind to turn 2 keeps the hand edit, and one to turn 1 (asked about nothing:
+    // pith knows the edit) goes back to v1; --undo brings the hand edit back.
+    let turn2 = rewind(&sandbox, &[&session, "--to", "2", "--code"]);
+    assert_eq!(turn2.status.code(), Some(0), "stderr: {}", stderr(&turn2));
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
+        "by hand\n"
+    );
+    let turn1 = rewind(&sandbox, &[&session, "--to", "1", "--code"]);
+    assert_eq!(turn1.status.code(), Some(0), "stderr: {}", stderr(&turn1));
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
+        "v1\n"
+    );
+    let undo = rewind(&sandbox, &[&session, "--undo"]);
+    assert_eq!(undo.status.code(), Some(0), "stderr: {}", stderr(&undo));
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
+        "by hand\n"
     );
 }

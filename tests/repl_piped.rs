@@ -374,7 +374,7 @@ fn rewind_lists_the_turns_and_puts_the_files_back_without_a_question_when_nothin
     let root = tempfile::tempdir().unwrap();
     let output = pith(root.path(), &server)
         .args(["--approval", "full"])
-        .write_stdin("/rewind\nwrite the file\n/rewind\n/rewind 7\n/rewind 1 files\n/rewind 1 code\n/context\n/exit\n")
+        .write_stdin("/rewind\nwrite the file\n/rewind\n/rewind 7\n/rewind 1 files\n/rewind 1 code\n/context\n/rewind undo\n/exit\n")
         .output()
         .unwrap();
     let stdout = String::from_utf8(output.stdout).unwrap();
@@ -393,11 +393,98 @@ fn rewind_lists_the_turns_and_puts_the_files_back_without_a_question_when_nothin
         "nothing changed outside pith: {stdout}"
     );
     assert!(
-        stdout.contains("Rewound to before turn 1: 1 file(s) restored."),
+        stdout.contains("Rewound to before turn 1: 1 file(s) restored"),
         "{stdout}"
     );
     assert!(stdout.contains("checkpoints: "), "/context: {stdout}");
-    assert!(!root.path().join("project/made.txt").exists());
+    // The rewind of the last (only) turn is undone by one command.
+    assert!(
+        stdout.contains("Undid the latest rewind: 1 file(s) restored"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("project/made.txt")).unwrap(),
+        "made by pith\n"
+    );
     let transcript = &transcripts(root.path())[0];
-    assert!(transcript.iter().any(|record| record["kind"] == "rewind"));
+    assert_eq!(
+        transcript
+            .iter()
+            .filter(|record| record["kind"] == "rewind")
+            .count(),
+        2,
+        "the rewind and its undo are both recorded"
+    );
+}
+
+#[test]
+fn a_hand_edit_between_turns_is_asked_about_before_a_rewind_overwrites_it() {
+    use std::io::{BufRead, BufReader, Write};
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Writing.").with_tool_call(
+            "write",
+            serde_json::json!({"path": "made.txt", "content": "made by pith\n"}),
+        ),
+        Turn::text("WROTE-IT"),
+    ]))
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let project = root.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    // The same hermetic command as `pith()`, as a std Command: its stdin is written turn
+    // by turn.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pith"))
+        .current_dir(&project)
+        .env_clear()
+        .env("PITH_HOME", root.path().join("home"))
+        .env("HOME", root.path())
+        .env("XDG_CONFIG_HOME", root.path().join("config"))
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "dummy-key")
+        .args([
+            "--model",
+            "anthropic/claude-sonnet-4-5",
+            "--approval",
+            "full",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (lines, seen) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = lines.send(line);
+        }
+    });
+    writeln!(stdin, "write the file").unwrap();
+    let mut out = String::new();
+    while !out.contains("WROTE-IT") {
+        let line = seen
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no answer: {out}"));
+        out.push_str(&line);
+        out.push('\n');
+    }
+    // The user edits the file by hand between two turns.
+    std::fs::write(root.path().join("project/made.txt"), "edited by hand\n").unwrap();
+    write!(stdin, "/rewind 1 code\nn\n/exit\n").unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    out.extend(seen.try_iter().map(|line| line + "\n"));
+    assert!(status.success(), "pith failed: {out}");
+    assert!(
+        out.contains("changed outside pith") && out.contains("made.txt"),
+        "{out}"
+    );
+    assert!(out.contains("[y/N]"), "the user is asked: {out}");
+    assert!(out.contains("Rewind cancelled"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("project/made.txt")).unwrap(),
+        "edited by hand\n"
+    );
 }

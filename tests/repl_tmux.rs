@@ -634,8 +634,8 @@ fn the_status_line_says_automatic_compaction_is_paused_and_why() {
 fn the_status_line_shows_the_spend_against_the_cost_ceiling_and_a_request_past_it_is_refused() {
     require_tmux!();
     // $3/M input: the first answer's 12,000 tokens (under the 20k window's thresholds)
-    // cost $0.04 of the $0.06 ceiling; the next request carries them again (plus the
-    // 2,048-token output reservation) and would cross it.
+    // cost $0.04 of the $0.06 ceiling; the next request carries them again, which with
+    // the smallest useful answer (1,024 tokens) would cross it.
     let server = TestServer::start(Script::anthropic([
         Turn::text("FIRST-ANSWER").with_usage(12_000, 40),
         Turn::text("NEVER-SENT"),

@@ -23,11 +23,13 @@ pub fn run(args: RewindArgs) -> Result<()> {
         RewindMode::Both
     };
     let request = RewindRequest {
-        session: args.session,
+        session: args.session.clone(),
         turn: args.to,
         mode,
         dry_run: args.dry_run,
         force: args.force,
+        undo: args.undo,
+        skip_omitted: args.skip_omitted,
     };
     let env: pith_agent::Env = std::sync::Arc::new(|name: &str| std::env::var(name).ok());
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -41,12 +43,21 @@ pub fn run(args: RewindArgs) -> Result<()> {
             message: error.to_string(),
         })?;
     let blocked = matches!(outcome, RewindOutcome::Planned { blocked: true, .. });
+    let not_as_planned =
+        matches!(&outcome, RewindOutcome::Done { done, .. } if !done.not_as_planned.is_empty());
     let text = if args.json {
         format!("{}\n", outcome_json(&outcome))
     } else {
-        outcome_text(&outcome)
+        outcome_text(&outcome, &args.session)
     };
     print!("{text}");
+    if not_as_planned {
+        return Err(ExitError {
+            code: ExitCode::Failure,
+            message: "the rewind is not done as planned: see the files above".into(),
+        }
+        .into());
+    }
     if blocked {
         return Err(ExitError {
             code: ExitCode::Usage,
@@ -65,6 +76,7 @@ fn plan_json(plan: &RewindPlan) -> serde_json::Value {
         "mode": plan.mode.as_str(),
         "writes": plan.writes(),
         "changed_outside": plan.changed_outside(),
+        "skipped": plan.skipped(),
     })
 }
 
@@ -81,12 +93,13 @@ fn outcome_json(outcome: &RewindOutcome) -> serde_json::Value {
             let mut value = plan_json(plan);
             value["done"] = json!(true);
             value["restored"] = json!(done.record.restored);
+            value["not_as_planned"] = json!(done.not_as_planned);
             value
         }
     }
 }
 
-fn outcome_text(outcome: &RewindOutcome) -> String {
+fn outcome_text(outcome: &RewindOutcome, session: &str) -> String {
     let mut out = String::new();
     match outcome {
         RewindOutcome::Turns { session, turns } => {
@@ -122,29 +135,34 @@ fn outcome_text(outcome: &RewindOutcome) -> String {
         }
         RewindOutcome::Done { plan, done } => {
             describe(&mut out, plan);
-            let _ = writeln!(
-                out,
-                "Done: {} file(s) restored; the rewind is recorded (and can itself be rewound).",
-                done.record.restored.len()
-            );
+            if done.not_as_planned.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "Done: {} file(s) restored, each re-read; the rewind is recorded (`pith rewind {session} --undo` undoes it).",
+                    done.record.restored.len(),
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "Not done as planned: re-read after the rewind, {} are not in the state it wrote (something changed them meanwhile).",
+                    done.not_as_planned.join(", ")
+                );
+            }
         }
     }
     out
 }
 
 fn describe(out: &mut String, plan: &RewindPlan) {
-    let _ = writeln!(
-        out,
-        "Rewind to before turn {} ({}): {}",
-        plan.turn.number,
-        plan.turn.preview,
-        plan.mode.describe()
-    );
+    let _ = writeln!(out, "{}", plan.headline());
     for path in plan.writes() {
         let _ = writeln!(out, "  restore {path}");
     }
     for path in plan.changed_outside() {
         let _ = writeln!(out, "  changed outside pith since: {path}");
+    }
+    for path in plan.skipped() {
+        let _ = writeln!(out, "  skipped, left as it is: {path}");
     }
     if plan.mode.rewinds_conversation() {
         let _ = writeln!(

@@ -21,8 +21,10 @@ pub fn run(args: SessionsArgs) -> Result<()> {
     let sessions = store
         .list_sessions(project.as_deref())
         .map_err(session_error)?;
+    let prices = prices();
+    let price = |model: &str| prices.of(model);
     if args.json {
-        return write_stdout(|out| render::sessions_json(&sessions, out));
+        return write_stdout(|out| render::sessions_json(&sessions, &price, out));
     }
     if sessions.is_empty() {
         match &project {
@@ -34,5 +36,15 @@ pub fn run(args: SessionsArgs) -> Result<()> {
         }
         return Ok(());
     }
-    write_stdout(|out| render::sessions_table(&sessions, out))
+    write_stdout(|out| render::sessions_table(&sessions, &price, out))
+}
+
+/// Every model's prices: the configuration of the current directory's project (its
+/// `[models]` pricing), else the catalog's alone.
+fn prices() -> pith_agent::cost::Prices {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| pith_agent::Workspace::open(&cwd, &|name| std::env::var(name).ok()).ok())
+        .map(|workspace| pith_agent::cost::Prices::new(workspace.config().model_tables()))
+        .unwrap_or_default()
 }

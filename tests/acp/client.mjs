@@ -29,6 +29,10 @@ const resultSchemas = {
   "session/list": zod.zListSessionsResponse,
   "session/set_mode": zod.zSetSessionModeResponse,
   "session/prompt": zod.zPromptResponse,
+  "session/resume": zod.zResumeSessionResponse,
+  "session/close": zod.zCloseSessionResponse,
+  "session/delete": zod.zDeleteSessionResponse,
+  "session/set_config_option": zod.zSetSessionConfigOptionResponse,
 };
 const messageSchemas = {
   "session/update": zod.zSessionNotification,
@@ -84,6 +88,7 @@ async function connection(op) {
   let buffered = "";
   let open = true;
   const sent = new Map();
+  const lastIds = new Map();
   const input = new ReadableStream({
     start(controller) {
       child.stdout.on("data", (data) => {
@@ -125,6 +130,7 @@ async function connection(op) {
           const message = JSON.parse(line);
           if (message.method !== undefined && message.id !== undefined) {
             sent.set(message.id, message.method);
+            lastIds.set(message.method, message.id);
           }
         } catch {
           // Not a whole message: nothing to note.
@@ -146,7 +152,9 @@ async function connection(op) {
       record("permission", { request: params, answer: optionId });
       return { outcome: { outcome: "selected", optionId } };
     });
-  const result = await app.connectWith(sdk.ndJsonStream(output, input), (ctx) => op(ctx, child));
+  const result = await app.connectWith(sdk.ndJsonStream(output, input), (ctx) =>
+    op(ctx, child, lastIds),
+  );
   child.stdin.end();
   report.exits.push(await exited);
   return result;
@@ -251,6 +259,36 @@ await connection(async (ctx) => {
     ctx.request("session/load", { sessionId, cwd, mcpServers: [] }),
   );
   await attempt("session/list", () => ctx.request("session/list", { cwd }));
+});
+
+// A third connection: the 2026 stable methods. Resume (no replay), an option changed, the
+// list, a prompt cancelled by `$/cancel_request`, then close and delete.
+await connection(async (ctx, child, lastIds) => {
+  phase = "stable";
+  await attempt("initialize", () => ctx.request("initialize", initialize));
+  await attempt("session/resume", () =>
+    ctx.request("session/resume", { sessionId, cwd, mcpServers: [] }),
+  );
+  await attempt("session/set_config_option", () =>
+    ctx.request("session/set_config_option", { sessionId, configId: "reasoning", value: "low" }),
+  );
+  await attempt("session/list", () => ctx.request("session/list", { cwd }));
+  onUpdate = (update) => {
+    if (update.sessionUpdate === "agent_message_chunk") {
+      onUpdate = () => {};
+      ctx.notify("$/cancel_request", { requestId: lastIds.get("session/prompt") });
+    }
+  };
+  await attempt("prompt", () =>
+    ctx.request("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: "another long story" }],
+    }),
+  );
+  onUpdate = () => {};
+  await attempt("session/close", () => ctx.request("session/close", { sessionId }));
+  await attempt("session/delete", () => ctx.request("session/delete", { sessionId }));
+  await attempt("session/list after delete", () => ctx.request("session/list", { cwd }));
 });
 
 process.stdout.write(JSON.stringify(report) + "\n");

@@ -210,6 +210,28 @@ pub fn run_measuring_peak_rss(mut command: Command) -> (Output, u64) {
     };
     (output, peak)
 }
+pub mod acp;
+
+/// `value` without the prompt-cache markers pith adds (`cache_control`, Bedrock's
+/// `cachePoint` blocks): what a message holds, whatever the cache was told.
+pub fn without_cache_marks(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(key, _)| key.as_str() != "cache_control")
+                .map(|(key, value)| (key.clone(), without_cache_marks(value)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .filter(|item| item.get("cachePoint").is_none())
+                .map(without_cache_marks)
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
 pub mod stress;
 
 /// A catalog model of each protocol (each has prices, a window and an output cap).

@@ -519,7 +519,8 @@ impl Outcome {
             _ => "messages",
         };
         assert_eq!(
-            encoded[key], sent[key],
+            super::without_cache_marks(&encoded[key]),
+            super::without_cache_marks(&sent[key]),
             "the transcript's model view is not what was sent last"
         );
     }
@@ -542,6 +543,7 @@ fn encode(protocol: Protocol, sent: &Value, history: Vec<pith_core::Message>) ->
         temperature: None,
         reasoning: None,
         output: None,
+        cache: Default::default(),
     };
     match protocol {
         Protocol::Anthropic => pith_providers::wire::anthropic::request_body(&request),

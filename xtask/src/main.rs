@@ -49,9 +49,13 @@ enum Task {
         #[arg(long)]
         stop: bool,
     },
-    /// A real headless job on the local model whose context fills up, so that an automatic
-    /// compaction really happens; then the session's replay.
-    Demo,
+    /// A real headless session on the local model, compacted twice through it; then what
+    /// the model received after each compaction, with the decisions of part 1 ticked.
+    Demo {
+        /// Use the `pith` already in the target directory instead of building it.
+        #[arg(long)]
+        no_build: bool,
+    },
     /// Run the CI checks (.ci/run): fmt, clippy, the test suite, the real-server tests.
     Ci,
     /// Measure pith side by side with the alternatives and write docs/benchmarks.md.
@@ -150,10 +154,21 @@ enum Task {
         /// Context window in tokens (repeat for several).
         #[arg(long = "window", required = true)]
         windows: Vec<u64>,
-        /// Policy: keen, zesdex, tiered or tiered:micro=P,protect=T,minimum=T,turns=N
-        /// (repeat; default keen, zesdex, tiered).
+        /// Policy: keen, claude-code, codex, opencode, gemini-cli, masking[:keep=M], zesdex,
+        /// pith or pith:ws=T,mprotect=P,mbatch=P,cold=0|1,micro=P,protect=T,minimum=T,turns=N
+        /// (repeat; default: every peer, then pith).
         #[arg(long = "policy")]
         policies: Vec<String>,
+        /// Prices and prompt cache of a provider family: anthropic, openai or gemini.
+        #[arg(long, default_value = "anthropic")]
+        prices: String,
+        /// Join this many corpus sessions (one repository where possible) into one day
+        /// of work with that many user turns.
+        #[arg(long, default_value_t = 1)]
+        day: usize,
+        /// Skip the fidelity probes (faster).
+        #[arg(long)]
+        no_fidelity: bool,
         /// Tokens of the deterministic stand-in for an LLM summary.
         #[arg(long, default_value_t = 2000)]
         summary_tokens: usize,
@@ -161,18 +176,9 @@ enum Task {
         /// asks for at most 750 words; default: 1000, or --summary-tokens if smaller).
         #[arg(long)]
         ledger_summary_tokens: Option<usize>,
-        /// Input price in $ per million tokens.
-        #[arg(long, default_value_t = 3.0)]
-        input_price: f64,
-        /// Cached input price as a fraction of the input price.
-        #[arg(long, default_value_t = 0.10)]
-        cache_read: f64,
-        /// Cache write price as a multiple of the input price.
-        #[arg(long, default_value_t = 1.25)]
-        cache_write: f64,
-        /// Output price as a multiple of the input price.
-        #[arg(long, default_value_t = 5.0)]
-        output_price: f64,
+        /// How to print the rows: markdown or json (one object per line).
+        #[arg(long, value_enum, default_value = "markdown")]
+        format: simulate::Format,
         /// Also write the rows as JSON to this file.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -183,7 +189,11 @@ fn main() -> Result<()> {
     match Cli::parse().task {
         Task::Ci => ci(),
         Task::LocalLlm { port, ctx, stop } => local_llm::run(port, ctx, stop),
-        Task::Demo => demo::run(),
+        Task::Demo { no_build } => demo::run(if no_build {
+            demo::Build::No
+        } else {
+            demo::Build::Yes
+        }),
         Task::Bench {
             quick,
             sessions,
@@ -264,19 +274,22 @@ fn main() -> Result<()> {
             sessions,
             windows,
             policies,
+            prices,
+            day,
+            no_fidelity,
             summary_tokens,
             ledger_summary_tokens,
-            input_price,
-            cache_read,
-            cache_write,
-            output_price,
+            format,
             json,
         } => {
             if rerun_in_release()? {
                 return Ok(());
             }
             let policies = if policies.is_empty() {
-                vec!["keen".into(), "zesdex".into(), "tiered".into()]
+                simulate::policy::DEFAULT_POLICIES
+                    .iter()
+                    .map(|p| (*p).to_owned())
+                    .collect()
             } else {
                 policies
             };
@@ -285,18 +298,15 @@ fn main() -> Result<()> {
                 policies,
                 summary_tokens,
                 ledger_summary_tokens,
-                prices: simulate::ledger::Prices {
-                    input_per_million: input_price,
-                    cache_read,
-                    cache_write,
-                    output: output_price,
-                },
+                prices: simulate::prices::PriceModel::parse(&prices)?,
+                day,
+                fidelity: !no_fidelity,
             };
             let sessions = match sessions {
                 Some(dir) => dir,
                 None => eval::default_sessions_dir()?,
             };
-            simulate::run(&sessions, &options, json.as_ref())
+            simulate::run(&sessions, &options, format, json.as_ref())
         }
     }
 }

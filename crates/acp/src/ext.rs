@@ -28,3 +28,17 @@ pub struct CancelCompactionResponse {
     /// A compaction was running and is cancelled.
     pub cancelled: bool,
 }
+
+/// The request that stands for a line pith could not read (not UTF-8, or over the line
+/// limit; see `lines.rs`), sent under that line's own id. It is answered with a `-32700`
+/// error whose data is `reason`, so the client's pending request gets its answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonRpcRequest)]
+#[request(method = "_pith/rejected_line", response = RejectedLineResponse)]
+pub struct RejectedLineRequest {
+    /// Why the line was not read.
+    pub reason: String,
+}
+
+/// Never sent: a rejected line is always answered with an error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonRpcResponse)]
+pub struct RejectedLineResponse {}

@@ -6,10 +6,16 @@
 
 pub mod approver;
 pub mod commands;
+pub mod config_options;
 pub mod ext;
 pub mod files;
+mod handlers;
+pub mod initialize;
+mod lifecycle;
+pub mod lines;
 pub mod mcp_servers;
 pub mod modes;
+mod open;
 pub mod plan;
 pub mod prompt;
 pub mod replay;
@@ -18,6 +24,8 @@ pub mod server;
 pub mod session;
 pub mod sessions;
 pub mod sink;
+mod slash;
+mod state;
 pub mod stdio;
 pub mod terminal;
 pub mod tool_calls;
@@ -50,11 +58,11 @@ pub fn run(options: AgentOptions) -> Result<(), AcpError> {
         let input = tokio::fs::File::from_std(stdio.input).compat();
         let output = tokio::fs::File::from_std(stdio.output).compat_write();
         tracing::info!("pith acp: serving on stdio");
-        serve(
-            agent_client_protocol::ByteStreams::new(output, input),
-            options,
-        )
-        .await
+        let transport = agent_client_protocol::Lines::new(
+            lines::outgoing(output),
+            lines::incoming(futures::io::BufReader::new(input)),
+        );
+        serve(transport, options).await
     });
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     result.map_err(|e| AcpError::Connection(e.to_string()))

@@ -28,7 +28,8 @@ pub fn parse(id: &SessionModeId) -> Option<PermissionMode> {
     id.0.parse().ok()
 }
 
-fn describe(mode: PermissionMode) -> (&'static str, &'static str) {
+/// A mode's name and description, as editors show them.
+pub fn describe(mode: PermissionMode) -> (&'static str, &'static str) {
     match mode {
         PermissionMode::ReadOnly => (
             "Read only",

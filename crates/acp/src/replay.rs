@@ -10,31 +10,27 @@ use agent_client_protocol::v1::schema::{
     NoticeSeverity, SessionNotification, SessionUpdate,
 };
 use pith_core::{Message, Part, Role};
-use pith_session::{Event, Record};
+use pith_session::{Event, Record, SessionSpend};
 use serde_json::json;
 
 use crate::tool_calls;
 use crate::updates::{chunk, pith_meta, ClientView, EventMapper};
 
-/// The notifications replaying `records` into `mapper`'s session; the usage the records
-/// report is added to what `mapper` counts as spent.
+/// The notifications replaying `records` into `mapper`'s session; what the records
+/// spent (`pith_session::SessionSpend`) is added to what `mapper` counts as spent.
 pub fn replay(
     records: &[Record],
     mapper: &mut EventMapper,
     view: ClientView,
 ) -> Vec<SessionNotification> {
+    mapper.add_spent(&SessionSpend::from_records(records));
     let mut out = Vec::new();
     let mut cwd = std::path::PathBuf::new();
     for record in records {
         match &record.event {
             Event::SessionStarted { cwd: started, .. } => cwd = started.clone(),
             Event::UserMessage { message } => user(message, mapper, &mut out),
-            Event::AssistantTurn {
-                messages, usage, ..
-            } => {
-                if let Some(usage) = usage {
-                    mapper.add_spent(*usage);
-                }
+            Event::AssistantTurn { messages, .. } => {
                 for message in messages {
                     assistant(message, mapper, &cwd, &mut out);
                 }
@@ -45,12 +41,8 @@ pub fn replay(
                 tokens_before,
                 tokens_after,
                 ledger_tokens,
-                usage,
                 ..
             } => {
-                if let Some(usage) = usage {
-                    mapper.add_spent(*usage);
-                }
                 if view.compaction {
                     let update = CompactionUpdate::new(
                         CompactionId::new(format!("record-{}", record.seq)),
@@ -100,7 +92,10 @@ pub fn replay(
                     rewind.mode.describe()
                 ),
             )),
-            Event::HookRun(_) | Event::Checkpoint(_) | Event::Unknown { .. } => {}
+            Event::HookRun(_)
+            | Event::Checkpoint(_)
+            | Event::ModelSwitched { .. }
+            | Event::Unknown { .. } => {}
         }
     }
     out

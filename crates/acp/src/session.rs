@@ -1,22 +1,27 @@
 //! One ACP session: a pith `Conversation` and what the protocol needs around it — the
-//! event mapper that lives across turns, the turn's token (`session/cancel`), the running
-//! compaction's token (`_pith/cancel_compaction`) and the permission policy
-//! (`session/set_mode`).
+//! event mapper that lives across turns, the turn's token (`session/cancel`,
+//! `$/cancel_request`), the running compaction's token (`_pith/cancel_compaction`), the
+//! permission policy (`session/set_mode`), and the configuration options
+//! (`session/set_config_option`; a change of model or reasoning asked for while a turn
+//! runs applies when it ends).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, NoticeSeverity, SessionId, SessionNotification, SessionUpdate, StopReason,
+    ConfigOptionUpdate, ContentBlock, NoticeSeverity, SessionConfigOption, SessionId,
+    SessionInfoUpdate, SessionNotification, SessionUpdate, StopReason,
 };
-use pith_agent::{Conversation, LoopError, TurnError, TurnOutcome};
+use pith_agent::{Conversation, ConversationError, LoopError, TurnError, TurnOutcome};
 use pith_core::EventSink;
 use pith_tools::PermissionPolicy;
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::{self, SlashCommand};
+use crate::commands;
+use crate::config_options::{Change, Current};
 use crate::running::RunningCalls;
 use crate::sink::{CompactionSlot, Outbox, SessionSink};
-use crate::updates::{cancelled_call, EventMapper, ManualEnd, ModelFigures};
+use crate::updates::{cancelled_call, EventMapper, ModelFigures};
 
 /// Why a prompt could not be carried out (a JSON-RPC error for the client).
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +29,9 @@ pub enum PromptError {
     /// A turn is already running in this session.
     #[error("a prompt is already running in this session; cancel it first")]
     Busy,
+    /// The session was closed (`session/close`, `session/delete`).
+    #[error("the session is closed")]
+    Closed,
     /// The turn failed (provider error, transcript write, …).
     #[error("{0}")]
     Failed(String),
@@ -33,37 +41,58 @@ pub enum PromptError {
 pub struct AcpSession {
     /// Its id (the pith session id).
     pub id: SessionId,
-    conversation: tokio::sync::Mutex<Conversation>,
+    /// `None` once closed.
+    conversation: tokio::sync::Mutex<Option<Conversation>>,
     mapper: Arc<Mutex<EventMapper>>,
     turn: Mutex<Option<CancellationToken>>,
     compaction: CompactionSlot,
     policy: Mutex<Arc<PermissionPolicy>>,
     running: RunningCalls,
+    /// What the configuration options show.
+    config: Mutex<Current>,
+    /// Changes of model or reasoning asked for while a turn ran.
+    pending: Mutex<Vec<Change>>,
+    /// The session has a title (a recorded one's is its first message).
+    titled: AtomicBool,
 }
 
 impl AcpSession {
     /// Wraps an open conversation, mapping its events with `mapper`.
     pub fn new(conversation: Conversation, mapper: EventMapper) -> Self {
         let running = mapper.running().clone();
+        let config = Current {
+            model: conversation.model_spec(),
+            models: conversation.model_choices(),
+            mode: conversation.permissions().mode(),
+            reasoning: conversation.reasoning(),
+        };
         Self {
             id: SessionId::new(conversation.session_id()),
             policy: Mutex::new(conversation.permissions()),
-            conversation: tokio::sync::Mutex::new(conversation),
+            titled: AtomicBool::new(!conversation.history().is_empty()),
+            conversation: tokio::sync::Mutex::new(Some(conversation)),
             mapper: Arc::new(Mutex::new(mapper)),
             turn: Mutex::new(None),
             compaction: CompactionSlot::default(),
             running,
+            config: Mutex::new(config),
+            pending: Mutex::new(Vec::new()),
         }
     }
 
     /// The session's mapper (replay, notices).
     pub fn mapper(&self) -> std::sync::MutexGuard<'_, EventMapper> {
-        self.mapper.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.mapper)
+    }
+
+    /// The running compaction's slot (its child token).
+    pub(crate) fn compaction_slot(&self) -> &CompactionSlot {
+        &self.compaction
     }
 
     /// `session/cancel`: stops the running turn, if any.
     pub fn cancel(&self) -> bool {
-        match &*self.turn.lock().unwrap_or_else(PoisonError::into_inner) {
+        match &*lock(&self.turn) {
             Some(token) => {
                 token.cancel();
                 true
@@ -72,12 +101,14 @@ impl AcpSession {
         }
     }
 
-    /// Closes the conversation (a session never prompted is removed, as in the REPL),
-    /// once nothing else holds the session; otherwise it is dropped as it is.
-    pub fn close(self: Arc<Self>) {
-        match Arc::try_unwrap(self) {
-            Ok(session) => session.conversation.into_inner().close(),
-            Err(_) => tracing::warn!("a session was still in use when the connection closed"),
+    /// `session/close`: stops the running turn as `session/cancel` does, waits for it to
+    /// end (and be recorded), then closes the conversation. The session stays recorded:
+    /// it can be listed, loaded and resumed later.
+    pub async fn close(&self) {
+        self.cancel();
+        let closed = self.conversation.lock().await.take();
+        if let Some(conversation) = closed {
+            conversation.close();
         }
     }
 
@@ -86,20 +117,85 @@ impl AcpSession {
         self.compaction.cancel()
     }
 
-    /// `session/set_mode`: the approval level from the next tool call on.
+    /// `session/set_mode` (or the `mode` option): the approval level from the next tool
+    /// call on.
     pub fn set_approval(&self, mode: pith_tools::PermissionMode) {
-        self.policy
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .set_mode(mode);
+        lock(&self.policy).set_mode(mode);
+        lock(&self.config).mode = mode;
     }
 
     /// The current approval level.
     pub fn approval(&self) -> pith_tools::PermissionMode {
-        self.policy
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .mode()
+        lock(&self.policy).mode()
+    }
+
+    /// The configuration options as they stand.
+    pub fn config_options(&self) -> Vec<SessionConfigOption> {
+        lock(&self.config).options()
+    }
+
+    /// A `config_option_update` with every option.
+    pub fn config_update(&self) -> SessionNotification {
+        SessionNotification::new(
+            self.id.clone(),
+            SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(self.config_options())),
+        )
+    }
+
+    /// `session/set_config_option`: option `id` to `value`; every option as it stands
+    /// after. The approval mode changes at once; the model and the reasoning level at
+    /// once when no turn runs, else when the running turn ends.
+    pub fn set_config(
+        &self,
+        id: &str,
+        value: &str,
+    ) -> Result<Vec<SessionConfigOption>, agent_client_protocol::Error> {
+        let change = lock(&self.config).change(id, value)?;
+        if let Change::Mode(mode) = change {
+            self.set_approval(mode);
+            return Ok(self.config_options());
+        }
+        match self.conversation.try_lock() {
+            Ok(mut guard) => {
+                let conversation = guard.as_mut().ok_or_else(|| {
+                    agent_client_protocol::v1::schema::Error::session_not_found(self.id.clone())
+                })?;
+                self.apply(conversation, &change).map_err(|error| {
+                    agent_client_protocol::Error::invalid_params().data(format!("value: {error}"))
+                })?;
+            }
+            Err(_) => {
+                lock(&self.config).apply(&change);
+                lock(&self.pending).push(change);
+            }
+        }
+        Ok(self.config_options())
+    }
+
+    /// Applies a change of model or reasoning to `conversation` (the approval mode is
+    /// kept); the notices to show.
+    pub(crate) fn apply(
+        &self,
+        conversation: &mut Conversation,
+        change: &Change,
+    ) -> Result<Vec<String>, ConversationError> {
+        let mode = self.approval();
+        let notices = match change {
+            Change::Model(spec) => conversation.switch_model(spec)?,
+            Change::Reasoning(level) => conversation.set_reasoning(*level)?,
+            Change::Mode(mode) => {
+                self.set_approval(*mode);
+                return Ok(Vec::new());
+            }
+        };
+        *lock(&self.policy) = conversation.permissions();
+        self.set_approval(mode);
+        self.mapper().set_figures(figures(conversation));
+        let mut config = lock(&self.config);
+        config.apply(change);
+        config.model = conversation.model_spec();
+        config.reasoning = conversation.reasoning();
+        Ok(notices)
     }
 
     /// `session/prompt`: runs `blocks` as a turn (or a slash command), sending the
@@ -110,7 +206,7 @@ impl AcpSession {
         outbox: O,
     ) -> Result<StopReason, PromptError> {
         let cancel = {
-            let mut turn = self.turn.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut turn = lock(&self.turn);
             if turn.is_some() {
                 return Err(PromptError::Busy);
             }
@@ -120,27 +216,10 @@ impl AcpSession {
         };
         let mut sink = SessionSink::new(self.mapper.clone(), self.compaction.clone(), outbox);
         let result = {
-            let mut conversation = self.conversation.lock().await;
-            let cwd = conversation.cwd().to_path_buf();
-            match commands::parse(&crate::prompt::text_of(blocks, &cwd)) {
-                Some(Ok(command)) => {
-                    self.command(&mut conversation, command, &mut sink, &cancel)
-                        .await
-                }
-                Some(Err(usage)) => {
-                    let notices = sink.mapper().notice_updates(NoticeSeverity::Warning, usage);
-                    sink.send_all(notices);
-                    Ok(StopReason::EndTurn)
-                }
-                None => {
-                    let limits = conversation.settings().image_limits();
-                    let (message, notices) = crate::prompt::user_message(blocks, &cwd, limits);
-                    for notice in notices {
-                        sink.emit(pith_core::LoopEvent::Notice(notice));
-                    }
-                    let outcome = conversation.run_message(message, &mut sink, &cancel).await;
-                    stop_reason(&outcome)
-                }
+            let mut guard = self.conversation.lock().await;
+            match guard.as_mut() {
+                Some(conversation) => self.run(conversation, blocks, &mut sink, &cancel).await,
+                None => Err(PromptError::Closed),
             }
         };
         // Calls that got no result (the turn stopped while they ran) end as cancelled.
@@ -157,123 +236,93 @@ impl AcpSession {
             .collect();
         sink.send_all(ended);
         self.compaction.ended();
-        *self.turn.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        *lock(&self.turn) = None;
         result
     }
 
-    async fn command<O: Outbox>(
+    /// The turn (or the command) of `blocks` in `conversation`, with the changes asked
+    /// for meanwhile applied first and the session's title and time sent after.
+    async fn run<O: Outbox>(
         &self,
         conversation: &mut Conversation,
-        command: SlashCommand,
+        blocks: &[ContentBlock],
         sink: &mut SessionSink<O>,
         cancel: &CancellationToken,
     ) -> Result<StopReason, PromptError> {
-        match command {
-            SlashCommand::Compact { focus } => {
-                let before = conversation.estimate().total as u64;
-                let started = sink.mapper().manual_started(before);
-                sink.send_all(started);
-                let child = cancel.child_token();
-                self.compaction.started(child.clone());
-                let mut summary = ManualSummary { sink: &mut *sink };
-                let result = conversation
-                    .compact(focus.as_deref(), &mut summary, &child)
-                    .await;
-                self.compaction.ended();
-                let end = match result {
-                    Ok(done) => Ok((done.tokens_before, done.tokens_after)),
-                    Err(LoopError::Cancelled) => Err(ManualEnd::Cancelled),
-                    Err(error) => Err(ManualEnd::Failed(error.to_string())),
-                };
-                let finished = sink.mapper().manual_finished(end);
-                sink.send_all(finished);
-                if cancel.is_cancelled() {
-                    return Ok(StopReason::Cancelled);
+        self.apply_pending(conversation, sink);
+        let cwd = conversation.cwd().to_path_buf();
+        let text = crate::prompt::text_of(blocks, &cwd);
+        let result = match commands::parse(&text) {
+            Some(Ok(command)) => self.command(conversation, command, sink, cancel).await,
+            Some(Err(usage)) => {
+                let notices = sink.mapper().notice_updates(NoticeSeverity::Warning, usage);
+                sink.send_all(notices);
+                Ok(StopReason::EndTurn)
+            }
+            None => {
+                let limits = conversation.settings().image_limits();
+                let (message, notices) = crate::prompt::user_message(blocks, &cwd, limits);
+                for notice in notices {
+                    sink.emit(pith_core::LoopEvent::Notice(notice));
                 }
-                Ok(StopReason::EndTurn)
+                let title = pith_session::title_of(&message);
+                let outcome = conversation.run_message(message, sink, cancel).await;
+                self.send_info(title, sink);
+                stop_reason(&outcome)
             }
-            SlashCommand::Context => {
-                let estimate = conversation.estimate().total as u64;
-                let budget = conversation.budget();
-                let totals = conversation.compaction_totals();
-                let text = format!(
-                    "Context: {estimate} of {} tokens used ({}%); automatic compaction at {} tokens; {} automatic compaction(s) applied so far.",
-                    budget.window,
-                    estimate * 100 / budget.window.max(1),
-                    budget.auto_threshold,
-                    totals.applied
-                );
-                answer(sink, &text);
-                Ok(StopReason::EndTurn)
-            }
-            SlashCommand::Ledger => {
-                let text = match conversation.ledger_preview() {
-                    Some(ledger) => format!(
-                        "Session ledger ({} tokens):\n{}",
-                        ledger.tokens, ledger.text
-                    ),
-                    None => "The session ledger is empty.".to_owned(),
-                };
-                answer(sink, &text);
-                Ok(StopReason::EndTurn)
-            }
-            SlashCommand::Model { name } => {
-                let text = match name {
-                    None => format!("Model: {}", conversation.model_spec()),
-                    Some(spec) => {
-                        let mode = self.approval();
-                        match conversation.switch_model(&spec) {
-                            Ok(notices) => {
-                                *self.policy.lock().unwrap_or_else(PoisonError::into_inner) =
-                                    conversation.permissions();
-                                self.set_approval(mode);
-                                sink.mapper().set_figures(figures(conversation));
-                                let mut text = format!("Model: {}", conversation.model_spec());
-                                for notice in notices {
-                                    text.push_str(&format!("\n{notice}"));
-                                }
-                                text
-                            }
-                            Err(error) => format!("/model failed: {error}; the model is unchanged"),
-                        }
-                    }
-                };
-                answer(sink, &text);
-                Ok(StopReason::EndTurn)
+        };
+        result
+    }
+
+    /// Applies the changes of model or reasoning asked for while a turn ran; one that
+    /// fails is a notice (the options show what is in force).
+    fn apply_pending<O: Outbox>(&self, conversation: &mut Conversation, sink: &mut SessionSink<O>) {
+        let pending = std::mem::take(&mut *lock(&self.pending));
+        if pending.is_empty() {
+            return;
+        }
+        for change in &pending {
+            if let Err(error) = self.apply(conversation, change) {
+                let notices = sink
+                    .mapper()
+                    .notice_updates(NoticeSeverity::Warning, format!("{error}; not changed"));
+                sink.send_all(notices);
             }
         }
+        {
+            let mut config = lock(&self.config);
+            config.model = conversation.model_spec();
+            config.reasoning = conversation.reasoning();
+        }
+        sink.send_all(vec![self.config_update()]);
+    }
+
+    /// `session_info_update` after a turn: the time, and the title the first time the
+    /// session has one (the first line of its first message, as `session/list` shows it).
+    fn send_info<O: Outbox>(&self, title: Option<String>, sink: &mut SessionSink<O>) {
+        let mut info = SessionInfoUpdate::new().updated_at(pith_session::event::now_ts());
+        if let Some(title) = title {
+            if !self.titled.swap(true, Ordering::SeqCst) {
+                info = info.title(title);
+            }
+        }
+        let notification = sink
+            .mapper()
+            .notification(SessionUpdate::SessionInfoUpdate(info));
+        sink.send_all(vec![notification]);
     }
 }
 
-/// A command's answer, as the agent's message.
-fn answer<O: Outbox>(sink: &mut SessionSink<O>, text: &str) {
-    let update = SessionUpdate::AgentMessageChunk(crate::updates::chunk(text));
-    let notification = sink.mapper().notification(update);
-    sink.send_all(vec![notification]);
-}
-
-/// A manual compaction's sink: its summary streams as `compaction_summary_chunk`.
-struct ManualSummary<'a, O: Outbox> {
-    sink: &'a mut SessionSink<O>,
-}
-
-impl<O: Outbox> EventSink for ManualSummary<'_, O> {
-    fn emit(&mut self, event: pith_core::LoopEvent) {
-        match event {
-            pith_core::LoopEvent::TextDelta(text) => {
-                let chunks = self.sink.mapper().manual_summary(&text);
-                self.sink.send_all(chunks);
-            }
-            other => self.sink.emit(other),
-        }
-    }
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The model figures of `conversation` (for `usage_update`).
 pub fn figures(conversation: &Conversation) -> ModelFigures {
     ModelFigures {
         window: conversation.budget().window,
-        pricing: conversation.settings().model.pricing,
+        model: conversation.model_spec(),
+        prices: conversation.prices(),
     }
 }
 

@@ -4,6 +4,13 @@
 //! then points at stderr, and fd 0 at `/dev/null`. A stray `println!`, a hook, an MCP
 //! server or a command that inherits the process's descriptors writes to stderr (which
 //! editors log) and reads nothing, so no byte of theirs can reach the JSON-RPC stream.
+//!
+//! The two descriptors the connection holds are close-on-exec (`F_DUPFD_CLOEXEC`), so no
+//! program pith starts inherits them; every child is also started with only 0, 1 and 2
+//! (`pith_tools::process_group::isolate`), which covers descriptors the editor itself
+//! left open. Last, the process is marked not dumpable (`PR_SET_DUMPABLE`): its
+//! `/proc/PID/fd` then belongs to root, so a program running as the same user cannot
+//! reopen the protocol's pipes through it (Landlock does not cover pipes).
 
 use std::fs::File;
 use std::io;
@@ -21,11 +28,14 @@ pub struct ProtocolStdio {
 /// Takes stdin and stdout for the protocol and points fd 0 at `/dev/null`, fd 1 at
 /// stderr (see the module docs).
 pub fn take() -> io::Result<ProtocolStdio> {
-    let output = rustix::io::dup(io::stdout().as_fd())?;
-    let input = rustix::io::dup(io::stdin().as_fd())?;
+    // The lowest free descriptor from 3 up, close-on-exec: no child can inherit it.
+    let output = rustix::io::fcntl_dupfd_cloexec(io::stdout().as_fd(), 3)?;
+    let input = rustix::io::fcntl_dupfd_cloexec(io::stdin().as_fd(), 3)?;
     rustix::stdio::dup2_stdout(io::stderr().as_fd())?;
     let null = File::open("/dev/null")?;
     rustix::stdio::dup2_stdin(null.as_fd())?;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)?;
     Ok(ProtocolStdio {
         input: File::from(input),
         output: File::from(output),

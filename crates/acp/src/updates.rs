@@ -22,8 +22,10 @@ use agent_client_protocol::v1::schema::{
     RunningStateUpdate, SessionId, SessionNotification, SessionUpdate, StateUpdate, SubagentUpdate,
     ToolCallId, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
+use pith_agent::cost::Prices;
 use pith_core::events::MicroReason;
-use pith_core::{AutoCompaction, HookOutcome, HookRun, LoopEvent, Pricing, SubagentEvent, Usage};
+use pith_core::{AutoCompaction, HookOutcome, HookRun, LoopEvent, SubagentEvent};
+use pith_session::SessionSpend;
 use serde_json::{json, Value};
 
 use crate::running::{RunningCall, RunningCalls};
@@ -41,12 +43,14 @@ pub struct ClientView {
 }
 
 /// The model figures a `usage_update` needs.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ModelFigures {
     /// The context window, tokens.
     pub window: u64,
-    /// The model's prices, when known (for the session's cost).
-    pub pricing: Option<Pricing>,
+    /// The model the session's requests go to (`provider/model`).
+    pub model: String,
+    /// Every model's prices (the session's cost: its own requests and its subagents').
+    pub prices: Prices,
 }
 
 /// Turns one session's loop events into notifications; it keeps what the mapping needs
@@ -57,8 +61,10 @@ pub struct EventMapper {
     cwd: PathBuf,
     view: ClientView,
     figures: ModelFigures,
-    /// Usage of the session's requests so far (its cost).
-    spent: Usage,
+    /// What the session's requests spent so far, by model (its cost;
+    /// `pith_session::spend` says how it is counted, here from the events, after a load
+    /// from the records).
+    spent: SessionSpend,
     /// Compactions started in this session (their ids).
     compactions: u64,
     /// The automatic compaction in progress.
@@ -99,7 +105,7 @@ impl EventMapper {
             cwd,
             view,
             figures,
-            spent: Usage::default(),
+            spent: SessionSpend::default(),
             compactions: 0,
             compaction: None,
             running,
@@ -109,9 +115,10 @@ impl EventMapper {
         }
     }
 
-    /// The session's usage before this mapper saw any (a loaded session's), for its cost.
-    pub fn add_spent(&mut self, usage: Usage) {
-        self.spent += usage;
+    /// What the session spent before this mapper saw any of it (a loaded session's, from
+    /// its records), for its cost.
+    pub fn add_spent(&mut self, spend: &SessionSpend) {
+        self.spent.add_all(spend);
     }
 
     /// The model changed (`/model`).
@@ -163,11 +170,15 @@ impl EventMapper {
                     SessionUpdate::ToolCallUpdate(tool_calls::finished(&id, result, terminal)),
                 );
                 if let Some(child) = &result.child_session {
+                    self.spent.add(&child.model, child.usage);
                     self.child_finished(&child.session_id, result.is_error, out);
                 }
             }
+            LoopEvent::RequestFinished(report) => {
+                let model = self.figures.model.clone();
+                self.spent.add(&model, report.usage);
+            }
             LoopEvent::Usage(usage) => {
-                self.spent += *usage;
                 if self.is_top() {
                     let used = usage.input_tokens + usage.output_tokens;
                     self.push(out, SessionUpdate::UsageUpdate(self.usage_update(used)));
@@ -243,7 +254,6 @@ impl EventMapper {
             | LoopEvent::ReasoningDelta(_)
             | LoopEvent::RequestStarted { .. }
             | LoopEvent::MessageAppended(_)
-            | LoopEvent::RequestFinished(_)
             | LoopEvent::TurnFinished { .. } => {}
         }
     }
@@ -329,7 +339,7 @@ impl EventMapper {
     /// A `usage_update` for `used` tokens of the window, with the session's cost so far.
     pub fn usage_update(&self, used: u64) -> UsageUpdate {
         let update = UsageUpdate::new(used, self.figures.window);
-        match pith_core::usage_cost(&self.spent, self.figures.pricing.as_ref()) {
+        match self.figures.prices.cost(&self.spent) {
             Some(amount) => update.cost(Cost::new(amount, "USD")),
             None => update,
         }
@@ -467,7 +477,7 @@ impl EventMapper {
                 SessionId::new(event.session_id.as_str()),
                 self.cwd.clone(),
                 self.view,
-                self.figures,
+                self.figures.clone(),
                 self.running.clone(),
             );
             child.child = true;

@@ -15,11 +15,12 @@ use pith_acp::approver::{answer, question, ALLOW_ALWAYS, ALLOW_ONCE, REJECT};
 use pith_acp::running::RunningCalls;
 use pith_acp::sink::{CompactionSlot, SessionSink};
 use pith_acp::updates::{ClientView, EventMapper, ManualEnd, ModelFigures};
+use pith_agent::cost::Prices;
 use pith_agent::{LoopError, TurnError, TurnOutcome};
 use pith_core::events::{MicroCompaction, MicroReason};
 use pith_core::{
     AutoCompaction, ChildRun, EventSink, HookEvent, HookOutcome, HookRun, LoopEvent, Message,
-    Pricing, SubagentEvent, ToolCall, ToolResult, Usage,
+    Pricing, RequestPurpose, RequestReport, SubagentEvent, ToolCall, ToolResult, Usage,
 };
 use pith_tools::{Approval, PermissionRequest};
 use serde_json::{json, Value};
@@ -43,7 +44,8 @@ fn mapper(view: ClientView, cwd: &Path) -> EventMapper {
         view,
         ModelFigures {
             window: 200_000,
-            pricing: None,
+            model: "local/model".into(),
+            prices: Prices::from_table(Vec::new()),
         },
         RunningCalls::default(),
     )
@@ -166,17 +168,29 @@ fn edit_bash_and_search_calls_have_their_kinds_and_a_failure_is_failed() {
 
 #[test]
 fn usage_is_the_context_used_against_the_window_with_the_cost_so_far() {
+    let sonnet = Pricing {
+        input: 3.0,
+        cached_input: 0.3,
+        output: 15.0,
+        cache_write: None,
+    };
+    let haiku = Pricing {
+        input: 1.0,
+        cached_input: 0.1,
+        output: 5.0,
+        cache_write: None,
+    };
     let mut m = EventMapper::new(
         SessionId::new("s1"),
         "/w".into(),
         EVERYTHING,
         ModelFigures {
             window: 200_000,
-            pricing: Some(Pricing {
-                input: 3.0,
-                cached_input: 0.3,
-                output: 15.0,
-            }),
+            model: "anthropic/claude-sonnet-4-5".into(),
+            prices: Prices::from_table(vec![
+                ("anthropic/claude-sonnet-4-5".into(), sonnet),
+                ("anthropic/claude-haiku-4-5".into(), haiku),
+            ]),
         },
         RunningCalls::default(),
     );
@@ -185,12 +199,44 @@ fn usage_is_the_context_used_against_the_window_with_the_cost_so_far() {
         output_tokens: 100_000,
         ..Usage::default()
     };
+    // Every request counts (a compaction's summary too), and a subagent's at its model.
+    for purpose in [RequestPurpose::Turn, RequestPurpose::Compaction] {
+        m.map(&LoopEvent::RequestFinished(RequestReport {
+            id: 1,
+            purpose,
+            protocol: "anthropic".into(),
+            model: "claude-sonnet-4-5".into(),
+            usage,
+            usage_reported: true,
+            duration_ms: 1,
+            retries: 0,
+            error: None,
+        }));
+    }
+    let mut result = pith_core::ToolResult::new("c1", "report", false);
+    result.child_session = Some(pith_core::ChildRun {
+        session_id: "child".into(),
+        agent: "explore".into(),
+        model: "anthropic/claude-haiku-4-5".into(),
+        usage,
+        requests: 1,
+        tool_calls: 0,
+    });
+    m.map(&LoopEvent::ToolCallFinished {
+        call: pith_core::ToolCall {
+            id: "c1".into(),
+            name: "task".into(),
+            arguments: json!({}),
+        },
+        result,
+    });
     let sent = updates(m.map(&LoopEvent::Usage(usage)));
     assert_eq!(sent[0]["sessionUpdate"], json!("usage_update"));
     assert_eq!(sent[0]["used"], json!(1_100_000));
     assert_eq!(sent[0]["size"], json!(200_000));
     assert_eq!(sent[0]["cost"]["currency"], json!("USD"));
-    assert!((sent[0]["cost"]["amount"].as_f64().unwrap() - 4.5).abs() < 1e-9);
+    // Two Sonnet requests of $4.5 and a Haiku child of $1.5.
+    assert!((sent[0]["cost"]["amount"].as_f64().unwrap() - 10.5).abs() < 1e-9);
 }
 
 #[test]

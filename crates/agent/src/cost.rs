@@ -1,26 +1,129 @@
-//! What a job cost, in US dollars: the provider's own figure when it reported one, else
-//! the model's prices (`pith_core::usage_cost`); a turn with its subagents; the part
-//! spent on reasoning.
+//! What a job and a session cost, in US dollars: the provider's own figure when it
+//! reported one, else each model's prices (`pith_core::usage_cost`); a turn with its
+//! subagents; a whole session from its records (`pith_session::SessionSpend`, the one
+//! definition every front-end shows); the part spent on reasoning.
+
+use std::sync::Arc;
 
 use pith_core::{usage_cost, Pricing, Usage};
+use pith_providers::models::resolve::price_of;
+use pith_providers::models::tables::ModelTables;
+use pith_session::SessionSpend;
+use serde::Serialize;
 
 use crate::conversation::TurnOutcome;
 
-/// The cost of a turn of `model` (`provider/model`, priced at `pricing`) and its
-/// subagents: a child that ran the parent's model is priced like the parent; one that ran
-/// another model counts only with a provider-reported cost, else the total is unknown.
-pub fn turn_cost(outcome: &TurnOutcome, model: &str, pricing: Option<&Pricing>) -> Option<f64> {
-    let mut total = usage_cost(&outcome.summary.usage, pricing)?;
-    for child in &outcome.children {
-        total += if child.usage.provider_cost_nanousd > 0 {
-            child.usage.provider_cost_nanousd as f64 / 1e9
-        } else if child.model == model {
-            usage_cost(&child.usage, pricing)?
-        } else {
-            return None;
-        };
+/// The prices of every model a conversation may have used (its own, a subagent's, one
+/// it switched from): `[models."p/m"] pricing` from the configuration, else the catalog.
+#[derive(Clone)]
+pub struct Prices {
+    lookup: Arc<PriceLookup>,
+}
+
+/// `provider/model` → its prices.
+type PriceLookup = dyn Fn(&str) -> Option<Pricing> + Send + Sync;
+
+impl std::fmt::Debug for Prices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prices")
     }
-    Some(total)
+}
+
+impl Default for Prices {
+    /// The catalog's prices, no configuration.
+    fn default() -> Self {
+        Self::new(ModelTables::default())
+    }
+}
+
+impl Prices {
+    /// The prices the configuration `tables` and the catalog give.
+    pub fn new(tables: ModelTables) -> Self {
+        Self {
+            lookup: Arc::new(move |spec| price_of(spec, &tables)),
+        }
+    }
+
+    /// Prices from a table of `provider/model` → prices (tests, and front-ends that
+    /// know them otherwise).
+    pub fn from_table(table: Vec<(String, Pricing)>) -> Self {
+        Self {
+            lookup: Arc::new(move |spec| {
+                table
+                    .iter()
+                    .find(|(model, _)| model == spec)
+                    .map(|(_, pricing)| *pricing)
+            }),
+        }
+    }
+
+    /// The prices of `spec` (`provider/model`), when known.
+    pub fn of(&self, spec: &str) -> Option<Pricing> {
+        (self.lookup)(spec)
+    }
+
+    /// What `spend` cost (see [`SessionSpend::cost`]).
+    pub fn cost(&self, spend: &SessionSpend) -> Option<f64> {
+        spend.cost(&|model| self.of(model))
+    }
+}
+
+/// A session's spending as reports show it: usage, cost and cache hits.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SpendReport {
+    /// Every request's usage, the subagents' included.
+    pub usage: Usage,
+    /// Its cost in US dollars, when every model's price (or a provider's figure) is
+    /// known.
+    pub cost: Option<f64>,
+    /// The share of input tokens the provider served from its prompt cache.
+    pub cache_hit_rate: Option<f64>,
+}
+
+impl SpendReport {
+    /// The report of `spend` at `prices`.
+    pub fn of(spend: &SessionSpend, prices: &Prices) -> Self {
+        Self {
+            usage: spend.total(),
+            cost: prices.cost(spend),
+            cache_hit_rate: spend.cache_hit_rate(),
+        }
+    }
+}
+
+impl SpendReport {
+    /// One line for `/context` in every front-end: what the session spent and how much of
+    /// its input came from the prompt cache.
+    pub fn line(&self) -> String {
+        let cost = self.cost.map_or_else(
+            || "cost unknown (no prices for a model)".to_owned(),
+            |c| format!("${c:.4}"),
+        );
+        let cache = self.cache_hit_rate.map_or_else(String::new, |rate| {
+            format!(", {:.0}% of it from the prompt cache", rate * 100.0)
+        });
+        format!(
+            "Session: {cost} so far; {} input tokens{cache}, {} output tokens (subagents included).",
+            pith_core::format::thousands(self.usage.input_tokens),
+            pith_core::format::thousands(self.usage.output_tokens),
+        )
+    }
+}
+
+/// The cost of a turn of `model` (`provider/model`) and its subagents, each priced at
+/// the model it ran (`prices`), or at the cost the provider reported.
+pub fn turn_cost(outcome: &TurnOutcome, model: &str, prices: &Prices) -> Option<f64> {
+    prices.cost(&turn_spend(outcome, model))
+}
+
+/// What a turn of `model` spent, by model: its own requests and its subagents'.
+pub fn turn_spend(outcome: &TurnOutcome, model: &str) -> SessionSpend {
+    let mut spend = SessionSpend::default();
+    spend.add(model, outcome.summary.usage);
+    for child in &outcome.children {
+        spend.add(&child.model, child.usage);
+    }
+    spend
 }
 
 /// The reasoning part of the cost of `usage`: reasoning tokens at the output price (a
@@ -53,7 +156,58 @@ mod tests {
             input: 1.0,
             cached_input: 0.1,
             output: 10.0,
+            cache_write: None,
         }
+    }
+
+    /// The parent's model at `pricing()`, `anthropic/cheap` at a tenth of it, through
+    /// the configuration's table.
+    fn prices() -> Prices {
+        let mut tables = ModelTables::default();
+        let cheap = Pricing {
+            input: 0.1,
+            cached_input: 0.01,
+            output: 1.0,
+            cache_write: None,
+        };
+        for (spec, price) in [(PARENT, pricing()), ("anthropic/cheap", cheap)] {
+            tables.models.insert(
+                spec.to_owned(),
+                pith_providers::models::tables::ModelConfig {
+                    pricing: Some(price),
+                    ..Default::default()
+                },
+            );
+        }
+        Prices::new(tables)
+    }
+
+    #[test]
+    fn the_spend_line_names_cost_and_cache_share() {
+        let report = SpendReport {
+            usage: usage(1_234_000, 5_000, 0),
+            cost: Some(0.0314),
+            cache_hit_rate: Some(0.56),
+        };
+        assert_eq!(
+            report.line(),
+            "Session: $0.0314 so far; 1,234,000 input tokens, 56% of it from the prompt cache, 5,000 output tokens (subagents included)."
+        );
+        let unknown = SpendReport {
+            cost: None,
+            cache_hit_rate: None,
+            ..report
+        };
+        assert!(unknown.line().starts_with("Session: cost unknown"));
+    }
+
+    #[test]
+    fn the_configuration_wins_over_the_catalog_which_knows_the_rest() {
+        let prices = prices();
+        assert_eq!(prices.of(PARENT), Some(pricing()));
+        let catalog = prices.of("anthropic/claude-sonnet-4-5").unwrap();
+        assert_eq!(catalog.input, 3.0);
+        assert_eq!(prices.of("local/smol"), None);
     }
 
     fn usage(input: u64, output: u64, provider_cost_nanousd: u64) -> Usage {
@@ -93,20 +247,26 @@ mod tests {
     fn a_child_on_the_parents_model_is_priced_like_the_parent() {
         let turn = outcome(vec![child(PARENT, usage(0, 100_000, 0))]);
         // 1M input at $1 + 100k output at $10/M.
-        assert!(close(turn_cost(&turn, PARENT, Some(&pricing())), 2.0));
+        assert!(close(turn_cost(&turn, PARENT, &prices()), 2.0));
     }
 
     #[test]
-    fn a_child_on_another_model_counts_only_with_a_reported_cost() {
+    fn a_child_on_another_model_is_priced_at_its_own_model() {
+        let cheap = outcome(vec![child("anthropic/cheap", usage(0, 100_000, 0))]);
+        // 1M input at $1 + 100k output at $1/M.
+        assert!(close(turn_cost(&cheap, PARENT, &prices()), 1.1));
         let reported = outcome(vec![child("anthropic/x", usage(5, 5, 250_000_000))]);
-        assert!(close(turn_cost(&reported, PARENT, Some(&pricing())), 1.25));
+        assert!(close(turn_cost(&reported, PARENT, &prices()), 1.25));
         let unpriced = outcome(vec![child("anthropic/x", usage(5, 5, 0))]);
-        assert_eq!(turn_cost(&unpriced, PARENT, Some(&pricing())), None);
+        assert_eq!(turn_cost(&unpriced, PARENT, &prices()), None);
     }
 
     #[test]
     fn without_prices_or_a_reported_cost_the_total_is_unknown() {
-        assert_eq!(turn_cost(&outcome(Vec::new()), PARENT, None), None);
+        assert_eq!(
+            turn_cost(&outcome(Vec::new()), "local/model", &prices()),
+            None
+        );
     }
 
     #[test]

@@ -158,6 +158,9 @@ pub struct RunReport {
     /// Cost in US dollars: what the provider reported (OpenRouter), else computed from
     /// the model's prices when they are known.
     pub cost: Option<f64>,
+    /// What the whole session spent so far (this job and the ones before it in the same
+    /// session): usage, cost and cache-hit rate, from its records.
+    pub session: crate::cost::SpendReport,
     /// The part of `cost` spent on reasoning tokens (at the output price), when the cost
     /// is known and the provider counted reasoning tokens.
     pub reasoning_cost: Option<f64>,
@@ -184,9 +187,18 @@ impl RunReport {
     pub fn of(conversation: &Conversation, outcome: &TurnOutcome) -> Self {
         let model = conversation.model_spec();
         let pricing = conversation.settings().model.pricing;
+        let session = conversation.spend_report().unwrap_or_else(|error| {
+            tracing::warn!(%error, "the session's spending could not be read");
+            crate::cost::SpendReport {
+                usage: Usage::default(),
+                cost: None,
+                cache_hit_rate: None,
+            }
+        });
         Self {
             session_id: conversation.session_id().to_owned(),
-            cost: crate::cost::turn_cost(outcome, &model, pricing.as_ref()),
+            cost: crate::cost::turn_cost(outcome, &model, &conversation.prices()),
+            session,
             model,
             text: outcome.text.clone(),
             turns: outcome.summary.requests,

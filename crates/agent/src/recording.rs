@@ -160,10 +160,6 @@ impl TurnRecorder {
                 }
                 self.memory.push(message.clone());
             }
-            LoopEvent::Usage(usage) => {
-                self.usage += *usage;
-                self.usage_seen = true;
-            }
             LoopEvent::ToolCallFinished { result, .. } => {
                 if let Some(child) = &result.child_session {
                     self.children.push(child.clone());
@@ -172,7 +168,14 @@ impl TurnRecorder {
             LoopEvent::OutputTruncated { reason } => self
                 .notices
                 .push((self.memory.len(), format!("truncated: {reason}"))),
-            LoopEvent::RequestFinished(report) => self.requests.push(report.clone()),
+            // Every request the turn sent — its own and its compactions' summaries,
+            // failed ones included — counts in the checkpoint that closes this part of
+            // the turn (pith_session::spend).
+            LoopEvent::RequestFinished(report) => {
+                self.usage += report.usage;
+                self.usage_seen = true;
+                self.requests.push(report.clone());
+            }
             _ => {}
         }
     }
@@ -189,7 +192,7 @@ impl TurnRecorder {
         rewrite: &HistoryRewrite,
         session: &mut Session,
     ) -> pith_session::Result<()> {
-        let (record, note, usage) = match rewrite {
+        let (record, note) = match rewrite {
             HistoryRewrite::Compaction(compaction) => (
                 Event::from_compaction(compaction),
                 CompactionNote {
@@ -200,7 +203,6 @@ impl TurnRecorder {
                     tokens_after: compaction.tokens_after,
                     ledger_tokens: compaction.carried.ledger_tokens,
                 },
-                compaction.usage,
             ),
             HistoryRewrite::Micro(step) => (
                 Event::micro_compaction(step),
@@ -212,24 +214,31 @@ impl TurnRecorder {
                     tokens_after: step.tokens_after,
                     ledger_tokens: 0,
                 },
-                None,
             ),
         };
-        if self.has_checkpoint() {
-            session.append_batch(vec![self.checkpoint(false, None), record])?;
+        // The compaction's summary requests are its record's; the checkpoint before it
+        // holds the turn's other requests (pith_session::spend).
+        let summary = match rewrite {
+            HistoryRewrite::Compaction(compaction) => compaction.usage.unwrap_or_default(),
+            HistoryRewrite::Micro(_) => Usage::default(),
+        };
+        let before = self.usage;
+        self.usage = before.saturating_sub(summary);
+        let written = if self.has_checkpoint() {
+            session.append_batch(vec![self.checkpoint(false, None), record])
         } else {
-            session.append(record)?;
+            session.append(record).map(|_| Vec::new())
+        };
+        if let Err(error) = written {
+            self.usage = before;
+            return Err(error);
         }
         self.after_boundary(note);
-        if let Some(usage) = usage {
-            self.usage += usage;
-            self.usage_seen = true;
-        }
         Ok(())
     }
 
     fn has_checkpoint(&self) -> bool {
-        !self.memory.is_empty() || self.usage_seen
+        !self.memory.is_empty() || (self.usage_seen && !self.usage.is_empty())
     }
 
     fn after_boundary(&mut self, note: CompactionNote) {

@@ -94,7 +94,7 @@ impl Settings {
             notices.extend(model.window_warning.clone());
         }
         let context = config.context_config()?;
-        let budget = ContextBudget::with_micro_percent(window, context.micro_percent);
+        let budget = context.budget(window);
         let approval = match (overrides.approval, &config.approval) {
             (Some(mode), _) => mode,
             (None, Some(name)) => name.parse().map_err(|error| ConfigError::Invalid {
@@ -163,6 +163,10 @@ impl Settings {
             max_auto_compactions_per_turn: context.max_auto_compactions_per_turn,
             usage_band: context.usage_band(),
             repeated_calls: repeated_call_limits(config),
+            prompt_cache: pith_providers::tool_loop::PromptCacheOptions {
+                ttl: model.prompt_cache_ttl(),
+                key: None,
+            },
             ..LoopOptions::default()
         };
         let ceilings = ceilings(overrides, config, &model)?;
@@ -350,7 +354,11 @@ mod tests {
         assert_eq!(settings.model.spec(), "openai/gpt-4o");
         assert_eq!(settings.window, 50_000);
         assert_eq!(settings.window_source, WindowSource::CommandLine);
-        assert_eq!(settings.budget, ContextBudget::for_window(50_000));
+        assert_eq!(
+            settings.budget,
+            pith_core::context::ContextConfig::default().budget(50_000),
+            "the window flag sizes the budget, the default working set included"
+        );
         let without = Overrides {
             model: None,
             ..overrides
@@ -376,7 +384,13 @@ mod tests {
         assert!(!settings.loop_options.auto_compaction);
         assert_eq!(settings.loop_options.max_requests_per_turn, Some(3));
         assert_eq!(settings.approval, PermissionMode::AutoEdit);
-        assert_eq!(settings.budget, ContextBudget::for_window(128_000));
+        // The window's budget, kept within the default working set.
+        assert_eq!(
+            settings.budget,
+            ContextBudget::for_window(128_000)
+                .with_working_set(pith_core::context::config::DEFAULT_WORKING_SET_TOKENS)
+        );
+        assert_eq!(settings.budget.input_budget, 121_600);
         let flagged = Overrides {
             approval: Some(PermissionMode::Full),
             ..overrides

@@ -16,7 +16,7 @@ mod walk;
 
 pub use checkpointer::{CheckpointConfig, Checkpointer, Rewound};
 pub use error::{CheckpointError, Refusal, Result};
-pub use restore::{apply, plan, rewind_targets, PlannedWrite, RestorePlan, Target};
+pub use restore::{apply, plan, rewind_targets, verify, PlannedWrite, RestorePlan, Target};
 pub use shadow::{Observation, SnapshotReport};
 pub use store::{hash_bytes, project_key, GcReport, Store, StoreConfig, Stored};
 pub use tracker::{Tracker, TrackerConfig, TrackerMode};

@@ -1,6 +1,9 @@
 //! Rewind: which state each path goes back to, a plan that says what a rewind would do
 //! (and what it refuses), and applying it so that a crash leaves every file old or new.
 //!
+//! Every plan is decided from the current state first: a path already in its target
+//! state needs nothing, is never refused and never called changed outside.
+//!
 //! Safety rules: a path must be relative and plain (no `..`, `.`, or empty parts); no
 //! existing parent of it may be a symlink or a file (unless the rewind removes that file
 //! first); writes never follow a symlink (a link in the way is replaced, not written
@@ -79,6 +82,32 @@ pub struct RestorePlan {
     /// Temp files an interrupted rewind left in these directories (`.pith-rewind-…`):
     /// [`apply`] removes them.
     pub stray_temp_files: Vec<String>,
+    /// Paths left as they are because their content was not kept
+    /// ([`RestorePlan::skip_unkept`]): named to the user, never restored.
+    pub skipped: Vec<Refusal>,
+}
+
+/// How a refusal for a content pith did not keep begins (over the per-file cap).
+const NOT_KEPT: &str = "its content was not kept";
+/// How a refusal for a content no longer in the store begins (the size cap, damage).
+const NO_LONGER_STORED: &str = "its content is no longer in the checkpoint store";
+
+impl RestorePlan {
+    /// Moves the refusals for contents pith does not have (a file over the per-file cap, a
+    /// copy the size cap removed) to [`RestorePlan::skipped`], so that the rest can be
+    /// restored (`--skip-omitted`). Other refusals (unsafe paths) stay. Returns how many
+    /// were moved.
+    pub fn skip_unkept(&mut self) -> usize {
+        let (unkept, kept): (Vec<Refusal>, Vec<Refusal>) = std::mem::take(&mut self.refused)
+            .into_iter()
+            .partition(|refusal| {
+                refusal.reason.starts_with(NOT_KEPT) || refusal.reason.starts_with(NO_LONGER_STORED)
+            });
+        self.refused = kept;
+        let moved = unkept.len();
+        self.skipped.extend(unkept);
+        moved
+    }
 }
 
 /// Plans a rewind of `root` to `targets`, reading the disk and checking the store (every
@@ -98,6 +127,7 @@ pub fn plan(root: &Path, store: &Store, targets: &BTreeMap<String, Target>) -> R
         changed_outside: Vec::new(),
         refused: Vec::new(),
         stray_temp_files: Vec::new(),
+        skipped: Vec::new(),
     };
     let mut strays = BTreeSet::new();
     let mut dirs_seen = HashSet::new();
@@ -111,10 +141,18 @@ pub fn plan(root: &Path, store: &Store, targets: &BTreeMap<String, Target>) -> R
                 reason,
             })
         };
-        if let Some(reason) = unsafe_shape(path)
-            .map(str::to_owned)
-            .or_else(|| unsafe_parent(&root, path, &removals))
-        {
+        if let Some(reason) = unsafe_shape(path) {
+            refuse(reason.to_owned());
+            continue;
+        }
+        let abs = paths::absolute(&root, path);
+        if let Some(reason) = unsafe_parent(&root, path, &removals) {
+            // A path to be removed that is not there is in its target state already
+            // (its parent became a file, as an earlier rewind may have left it): nothing
+            // to do, nothing to refuse.
+            if target.restore == FileState::Absent && fs::symlink_metadata(&abs).is_err() {
+                continue;
+            }
             refuse(reason);
             continue;
         }
@@ -122,7 +160,6 @@ pub fn plan(root: &Path, store: &Store, targets: &BTreeMap<String, Target>) -> R
         if dirs_seen.insert(dir) {
             stray_temp_files(&root, dir, &mut strays);
         }
-        let abs = paths::absolute(&root, path);
         if fs::symlink_metadata(&abs).is_ok_and(|meta| meta.is_dir()) {
             if target.restore == FileState::Absent {
                 continue;
@@ -136,19 +173,23 @@ pub fn plan(root: &Path, store: &Store, targets: &BTreeMap<String, Target>) -> R
             }
         }
         let current = capture(keep, &abs)?.state;
-        if current != target.last_known {
-            plan.changed_outside.push(path.clone());
-        }
+        // Decided from the current state first: a path already in its target state needs
+        // nothing, so it is neither written nor an alarm, whoever put it there.
         if current == target.restore {
             continue;
         }
+        if current != target.last_known {
+            plan.changed_outside.push(path.clone());
+        }
         match &target.restore {
             FileState::Omitted { reason, .. } => {
-                refuse(format!("its content was not kept ({reason})"));
+                refuse(format!("{NOT_KEPT} ({reason})"));
                 continue;
             }
             FileState::File { hash, .. } if store.get(hash)?.is_none() => {
-                refuse("its content is no longer in the checkpoint store (removed by the size cap, or damaged)".into());
+                refuse(format!(
+                    "{NO_LONGER_STORED} (removed by the size cap, or damaged)"
+                ));
                 continue;
             }
             _ => {}
@@ -167,6 +208,22 @@ pub fn plan(root: &Path, store: &Store, targets: &BTreeMap<String, Target>) -> R
     }
     plan.stray_temp_files = strays.into_iter().collect();
     Ok(plan)
+}
+
+/// The paths of `plan` that are not in their target state now, each with what it holds:
+/// after [`apply`], re-reading every path it wrote, so that a rewind says "done" only
+/// when it is (a program that rewrote a file in between, a file system that lost a
+/// write). Empty when every write holds.
+pub fn verify(plan: &RestorePlan, max_file_bytes: u64) -> Result<Vec<String>> {
+    let keep = Keep::HashOnly { max_file_bytes };
+    let mut wrong = Vec::new();
+    for write in &plan.writes {
+        let now = capture(keep, &paths::absolute(&plan.root, &write.path))?.state;
+        if now != write.target {
+            wrong.push(write.path.clone());
+        }
+    }
+    Ok(wrong)
 }
 
 /// Applies `plan`: stores the current content of every path it writes (so the rewind can

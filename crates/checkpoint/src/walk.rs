@@ -48,9 +48,9 @@ pub(crate) fn walk(
 ) {
     let mut pending = vec![start.to_owned()];
     while let Some(dir) = pending.pop() {
-        if !dir.is_empty() {
-            rules.load_dir(&dir);
-        }
+        // Every directory's `.gitignore` is read as the walk enters it, the root's too:
+        // a rescan after the rules changed must see them as they are now.
+        rules.load_dir(&dir);
         let entries = match std::fs::read_dir(paths::absolute(root, &dir)) {
             Ok(entries) => entries,
             Err(error) => {

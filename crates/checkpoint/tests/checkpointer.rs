@@ -215,3 +215,45 @@ fn umask_safe_modes(root: &Path) {
         fs::set_permissions(root.join(path), fs::Permissions::from_mode(0o644)).unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_change_of_the_ignore_rules_never_hides_a_tracked_file_nor_an_unignored_one() {
+    let work = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let root = work.path();
+    fs::create_dir_all(root.join("data")).unwrap();
+    fs::write(root.join("data/keep.csv"), "a,b\n").unwrap();
+    fs::create_dir_all(root.join("target")).unwrap();
+    fs::write(root.join("target/out.txt"), "old build\n").unwrap();
+    fs::write(root.join(".gitignore"), "target/\n").unwrap();
+    for track in [true, false] {
+        let store = tempfile::tempdir_in(store.path()).unwrap();
+        let checkpointer =
+            Checkpointer::start(root, store.path(), config(track, usize::MAX)).unwrap();
+        checkpointer.snapshot_report().await.unwrap();
+        // `echo data/ >> .gitignore && rm -rf data`: the tracked file's removal is kept.
+        fs::write(root.join(".gitignore"), "target/\ndata/\n").unwrap();
+        fs::remove_dir_all(root.join("data")).unwrap();
+        let changes = checkpointer.observe().await.unwrap().changes;
+        let removed = changes
+            .iter()
+            .find(|c| c.path == "data/keep.csv")
+            .unwrap_or_else(|| panic!("track {track}: {:?}", paths(&changes)));
+        assert_eq!(removed.after, FileState::Absent, "track {track}");
+        // Un-ignoring `target/`: what changes in it from then on is recorded.
+        fs::write(root.join(".gitignore"), "data/\n").unwrap();
+        checkpointer.observe().await.unwrap();
+        fs::write(root.join("target/out.txt"), "new build\n").unwrap();
+        let changes = checkpointer.observe().await.unwrap().changes;
+        assert!(
+            changes.iter().any(|c| c.path == "target/out.txt"),
+            "track {track}: {:?}",
+            paths(&changes)
+        );
+        // Put the workspace back for the next round.
+        fs::create_dir_all(root.join("data")).unwrap();
+        fs::write(root.join("data/keep.csv"), "a,b\n").unwrap();
+        fs::write(root.join("target/out.txt"), "old build\n").unwrap();
+        fs::write(root.join(".gitignore"), "target/\n").unwrap();
+    }
+}

@@ -2,15 +2,19 @@
 //!
 //! [`Pricing`] turns usage into dollars. [`SpendMeter`] is the one account a job's
 //! requests are charged to — the turn's, the compactions' and the subagents' alike (a
-//! child conversation shares its parent's meter) — and the rule that refuses a request
-//! before it is sent: [`SpendMeter::admit`] takes the estimated cost of the next request
-//! and says no when the spend so far plus that estimate would cross `max_cost`, or when
-//! the turn's deadline (`max_duration`) has passed.
+//! child conversation shares its parent's meter).
 //!
-//! The estimate of a request ([`SpendMeter::estimate`]) is its input tokens at the input
-//! price — the part the previous request of the same loop had in the provider's prompt
-//! cache at the cached price — plus an output reservation: the largest answer of the job
-//! so far, at least [`OUTPUT_RESERVE_FLOOR_TOKENS`], at most the request's own output cap.
+//! `--max-cost` is a guarantee, not a forecast: before a request is sent,
+//! [`plan_request`] prices its input (see [`Pricing::input_cost`]) and caps its answer at
+//! what the rest of the budget pays for — `min(the model's cap, ⌊(remaining − input) /
+//! output price⌋)` tokens — so that even an answer that runs to its cap keeps the job
+//! within the ceiling. A request is refused only when its input plus the smallest useful
+//! answer ([`MIN_USEFUL_OUTPUT_TOKENS`], or the model's own cap when that is smaller)
+//! does not fit. The meter holds each admitted request's most-it-may-cost
+//! ([`SpendMeter::reserve_with`]) until the request is charged what it really cost
+//! ([`Reservation::settle`]), so requests running side by side (subagents) cannot
+//! together cross the ceiling either. The time ceiling (`max_duration`) is checked at the
+//! same place: no request starts after the turn's deadline.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -29,17 +33,69 @@ pub struct Pricing {
     pub cached_input: f64,
     /// Output.
     pub output: f64,
+    /// Input written to the prompt cache (Anthropic's 5-minute cache: 1.25× input);
+    /// `None`: the input price (providers that do not bill writes apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
 }
 
 impl Pricing {
     /// Cost in dollars of `usage` at these prices.
     pub fn cost(&self, usage: &Usage) -> f64 {
         let cached = usage.cached_input_tokens.min(usage.input_tokens);
-        let uncached = usage.input_tokens - cached;
+        let written = usage.cache_write_tokens.min(usage.input_tokens - cached);
+        let uncached = usage.input_tokens - cached - written;
         (uncached as f64 * self.input
+            + written as f64 * self.cache_write.unwrap_or(self.input)
             + cached as f64 * self.cached_input
             + usage.output_tokens as f64 * self.output)
             / 1_000_000.0
+    }
+
+    /// The most a prompt of `input` may cost: its likely-cached part at the cached price,
+    /// the rest at the input price — or at the cache-write price when that is set and
+    /// higher, since a provider that bills writes apart writes the new part of a prompt
+    /// to its cache.
+    pub fn input_cost(&self, input: InputEstimate) -> f64 {
+        let cached = input.likely_cached.min(input.tokens);
+        let rest = input.tokens - cached;
+        let rest_price = self
+            .cache_write
+            .map_or(self.input, |write| write.max(self.input));
+        (cached as f64 * self.cached_input + rest as f64 * rest_price) / 1_000_000.0
+    }
+
+    /// What `tokens` output tokens cost.
+    pub fn output_cost(&self, tokens: u64) -> f64 {
+        tokens as f64 * self.output / 1_000_000.0
+    }
+
+    /// The most output tokens `dollars` pays for: `⌊dollars / price per token⌋` (none for
+    /// nothing or less, [`u64::MAX`] when output is free).
+    pub fn output_tokens_for(&self, dollars: f64) -> u64 {
+        if dollars.is_nan() || dollars <= 0.0 {
+            return 0;
+        }
+        if self.output <= 0.0 || dollars.is_infinite() {
+            return u64::MAX;
+        }
+        let tokens = (dollars * 1_000_000.0 / self.output).floor();
+        // `as` saturates at u64::MAX.
+        let mut tokens = tokens as u64;
+        // Rounding may leave the quotient a token off what the dollars pay, either way.
+        for _ in 0..4 {
+            if tokens == 0 || self.output_cost(tokens) <= dollars {
+                break;
+            }
+            tokens -= 1.max(tokens >> 40);
+        }
+        for _ in 0..4 {
+            if tokens == u64::MAX || self.output_cost(tokens + 1) > dollars {
+                break;
+            }
+            tokens += 1;
+        }
+        tokens
     }
 
     /// The part of [`Pricing::cost`] spent on reasoning: reasoning tokens are output
@@ -58,8 +114,89 @@ pub fn usage_cost(usage: &Usage, pricing: Option<&Pricing>) -> Option<f64> {
     pricing.map(|p| p.cost(usage))
 }
 
-/// The smallest output reservation of a request's estimate, tokens.
-pub const OUTPUT_RESERVE_FLOOR_TOKENS: u64 = 2_048;
+/// The smallest answer worth paying for, in output tokens: a request whose input plus
+/// this much output (or the model's own cap, when that is smaller) does not fit in what
+/// is left of the budget is refused. Enough for a paragraph of text or a tool call with
+/// modest arguments.
+pub const MIN_USEFUL_OUTPUT_TOKENS: u64 = 1_024;
+
+/// pith's estimate of a request's prompt, for pricing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InputEstimate {
+    /// Input tokens: the whole prompt.
+    pub tokens: u64,
+    /// The part of them likely served from the provider's prompt cache (at most
+    /// `tokens`).
+    pub likely_cached: u64,
+}
+
+/// What the budget lets a request do; see [`plan_request`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RequestPlan {
+    /// Send it, its answer capped at `output_cap` tokens.
+    Send {
+        /// The output cap to send: the model's, or less when the budget pays for less.
+        output_cap: u64,
+        /// True when the budget lowered the cap below the model's.
+        clamped: bool,
+        /// The most it may cost: its input plus `output_cap` tokens of output.
+        estimate: f64,
+    },
+    /// Refuse it: its input plus the smallest useful answer would cost `estimate`, more
+    /// than is left.
+    Refuse {
+        /// The cost of the input and the smallest useful answer.
+        estimate: f64,
+    },
+}
+
+impl RequestPlan {
+    /// The plan's dollars: what a sent request may cost at most, or what a refused one
+    /// would have cost at least.
+    pub fn estimate(&self) -> f64 {
+        match *self {
+            RequestPlan::Send { estimate, .. } | RequestPlan::Refuse { estimate } => estimate,
+        }
+    }
+}
+
+/// The plan for a request whose prompt is `input` and whose model may answer up to
+/// `model_cap` tokens, with `remaining` dollars left of the budget (`None`: no cost
+/// ceiling, the model's cap stands).
+///
+/// The request is refused when its input plus `min(MIN_USEFUL_OUTPUT_TOKENS, model_cap)`
+/// output tokens cost more than `remaining`; otherwise it is sent with the output cap
+/// `min(model_cap, ⌊(remaining − input cost) / output price⌋)`, and its estimate — input
+/// plus that cap — is at most `remaining`.
+pub fn plan_request(
+    pricing: &Pricing,
+    input: InputEstimate,
+    model_cap: u64,
+    remaining: Option<f64>,
+) -> RequestPlan {
+    let model_cap = model_cap.max(1);
+    let input_cost = pricing.input_cost(input);
+    let Some(remaining) = remaining else {
+        return RequestPlan::Send {
+            output_cap: model_cap,
+            clamped: false,
+            estimate: input_cost + pricing.output_cost(model_cap),
+        };
+    };
+    let minimum = MIN_USEFUL_OUTPUT_TOKENS.min(model_cap);
+    let affordable = pricing.output_tokens_for(remaining - input_cost);
+    if affordable < minimum {
+        return RequestPlan::Refuse {
+            estimate: input_cost + pricing.output_cost(minimum),
+        };
+    }
+    let output_cap = affordable.min(model_cap);
+    RequestPlan::Send {
+        output_cap,
+        clamped: output_cap < model_cap,
+        estimate: input_cost + pricing.output_cost(output_cap),
+    }
+}
 
 /// A job's ceilings (`--max-cost`, `--max-duration`, `[limits]`).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -80,12 +217,17 @@ impl Ceilings {
 /// Why a request was refused: the ceiling it would cross.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum CeilingReached {
-    /// The request would take the spend past `max`.
-    #[error("cost ceiling reached: the next request (about ${estimate:.4}) would take the job from ${spent:.4} past its ceiling of ${max:.2} (--max-cost); it was not sent")]
+    /// The request's input and the smallest useful answer would take the spend past
+    /// `max`.
+    #[error("{}", cost_message(*spent, *in_flight, *estimate, *max))]
     Cost {
         /// Dollars spent so far.
         spent: f64,
-        /// The request's estimated cost.
+        /// Dollars held for requests still running (subagents side by side): the most
+        /// they may cost.
+        in_flight: f64,
+        /// The refused request's estimated cost: its input and the smallest useful
+        /// answer.
         estimate: f64,
         /// The ceiling.
         max: f64,
@@ -98,6 +240,24 @@ pub enum CeilingReached {
     },
 }
 
+fn cost_message(spent: f64, in_flight: f64, estimate: f64, max: f64) -> String {
+    let held = if in_flight > 0.0 {
+        format!(" (and ${in_flight:.4} held for requests still running)")
+    } else {
+        String::new()
+    };
+    // Whole cents as such ($2.50), a finer ceiling to the hundredth of a cent.
+    let cents = max * 100.0;
+    let max = if (cents - cents.round()).abs() < 1e-9 {
+        format!("{max:.2}")
+    } else {
+        format!("{max:.4}")
+    };
+    format!(
+        "cost ceiling reached: the next request (about ${estimate:.4} for its input and the smallest useful answer) would take the job from ${spent:.4}{held} past its ceiling of ${max} (--max-cost); it was not sent"
+    )
+}
+
 /// The shared account of a job; see the module docs.
 #[derive(Debug, Default)]
 pub struct SpendMeter {
@@ -108,8 +268,62 @@ pub struct SpendMeter {
 #[derive(Debug, Default)]
 struct MeterState {
     spent: f64,
-    largest_output: u64,
+    /// Held for admitted requests not charged yet.
+    reserved: f64,
+    /// How many reservations are held.
+    reservations: usize,
     deadline: Option<Instant>,
+}
+
+impl MeterState {
+    fn release(&mut self, dollars: f64) {
+        self.reservations = self.reservations.saturating_sub(1);
+        self.reserved = if self.reservations == 0 {
+            // No rounding residue outlives the last reservation.
+            0.0
+        } else {
+            (self.reserved - dollars).max(0.0)
+        };
+    }
+
+    fn add(&mut self, dollars: f64) {
+        if dollars.is_finite() && dollars > 0.0 {
+            self.spent += dollars;
+        }
+    }
+}
+
+/// The most an admitted request may cost, held on its [`SpendMeter`] until it is
+/// charged ([`Reservation::settle`]); dropping it unsettled releases it, charging
+/// nothing.
+#[derive(Debug)]
+pub struct Reservation<'a> {
+    meter: &'a SpendMeter,
+    dollars: f64,
+    settled: bool,
+}
+
+impl Reservation<'_> {
+    /// The dollars held.
+    pub fn dollars(&self) -> f64 {
+        self.dollars
+    }
+
+    /// Releases the hold and charges `cost`, what the request really cost.
+    pub fn settle(mut self, cost: f64) {
+        let mut state = self.meter.state();
+        state.release(self.dollars);
+        state.add(cost);
+        self.settled = true;
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.meter.state().release(self.dollars);
+        }
+    }
 }
 
 impl SpendMeter {
@@ -136,6 +350,19 @@ impl SpendMeter {
         self.state().spent
     }
 
+    /// Dollars left under the cost ceiling, what running requests may still cost set
+    /// aside (never below 0); `None` without a cost ceiling.
+    pub fn remaining(&self) -> Option<f64> {
+        let state = self.state();
+        self.remaining_in(&state)
+    }
+
+    fn remaining_in(&self, state: &MeterState) -> Option<f64> {
+        self.ceilings
+            .max_cost
+            .map(|max| (max - state.spent - state.reserved).max(0.0))
+    }
+
     /// A turn starts at `now`: its deadline is `now + max_duration`. Returns it.
     pub fn start_turn(&self, now: Instant) -> Option<Instant> {
         let deadline = self.ceilings.max_duration.map(|d| now + d);
@@ -158,159 +385,79 @@ impl SpendMeter {
         self.deadline().is_some_and(|deadline| now >= deadline)
     }
 
-    /// The estimated cost of a request of `input_tokens`, of which `likely_cached` are
-    /// probably in the provider's cache, whose answer may reach `output_cap` tokens.
-    pub fn estimate(
-        &self,
-        pricing: &Pricing,
-        input_tokens: u64,
-        likely_cached: u64,
-        output_cap: u64,
-    ) -> f64 {
-        let reserve = self
-            .state()
-            .largest_output
-            .max(OUTPUT_RESERVE_FLOOR_TOKENS)
-            .min(output_cap.max(1));
-        pricing.cost(&Usage {
-            input_tokens,
-            cached_input_tokens: likely_cached.min(input_tokens),
-            output_tokens: reserve,
-            ..Usage::default()
-        })
-    }
-
-    /// May a request estimated at `estimate` dollars be sent at `now`?
-    pub fn admit(&self, estimate: f64, now: Instant) -> Result<(), CeilingReached> {
-        let state = self.state();
+    fn check_deadline(&self, state: &MeterState, now: Instant) -> Result<(), CeilingReached> {
         if let (Some(deadline), Some(max)) = (state.deadline, self.ceilings.max_duration) {
             if now >= deadline {
                 return Err(CeilingReached::Duration { max });
             }
         }
+        Ok(())
+    }
+
+    fn over_budget(&self, state: &MeterState, estimate: f64, max: f64) -> CeilingReached {
+        CeilingReached::Cost {
+            spent: state.spent,
+            in_flight: state.reserved,
+            estimate,
+            max,
+        }
+    }
+
+    /// May a request estimated at `estimate` dollars be sent at `now`? (A check only:
+    /// nothing is held; see [`SpendMeter::reserve_with`].)
+    pub fn admit(&self, estimate: f64, now: Instant) -> Result<(), CeilingReached> {
+        let state = self.state();
+        self.check_deadline(&state, now)?;
         if let Some(max) = self.ceilings.max_cost {
-            if state.spent + estimate > max {
-                return Err(CeilingReached::Cost {
-                    spent: state.spent,
-                    estimate,
-                    max,
-                });
+            if state.spent + state.reserved + estimate > max {
+                return Err(self.over_budget(&state, estimate, max));
             }
         }
         Ok(())
     }
 
-    /// Charges `dollars` for a request whose answer had `output_tokens`.
-    pub fn charge(&self, dollars: f64, output_tokens: u64) {
+    /// Admits a request at `now` as `plan` decides, atomically: `plan` is given the
+    /// dollars left ([`SpendMeter::remaining`]; `None` without a cost ceiling) and
+    /// answers `Ok((most it may cost, what else it decided))` to send the request, or
+    /// `Err(its estimate)` to refuse it (which only makes sense under a cost ceiling). A
+    /// sent request's most-it-may-cost is held until it is settled. A refusal, a plan
+    /// that does not fit what is left, and any request after the turn's deadline are
+    /// [`CeilingReached`].
+    pub fn reserve_with<T>(
+        &self,
+        now: Instant,
+        plan: impl FnOnce(Option<f64>) -> Result<(f64, T), f64>,
+    ) -> Result<(Reservation<'_>, T), CeilingReached> {
         let mut state = self.state();
-        if dollars.is_finite() && dollars > 0.0 {
-            state.spent += dollars;
+        self.check_deadline(&state, now)?;
+        let remaining = self.remaining_in(&state);
+        let max = self.ceilings.max_cost.unwrap_or(0.0);
+        let (estimate, decided) = plan(remaining).map_err(|e| self.over_budget(&state, e, max))?;
+        let estimate = if estimate.is_finite() && estimate > 0.0 {
+            estimate
+        } else {
+            0.0
+        };
+        if remaining.is_some_and(|remaining| estimate > remaining) {
+            return Err(self.over_budget(&state, estimate, max));
         }
-        state.largest_output = state.largest_output.max(output_tokens);
+        state.reserved += estimate;
+        state.reservations += 1;
+        Ok((
+            Reservation {
+                meter: self,
+                dollars: estimate,
+                settled: false,
+            },
+            decided,
+        ))
+    }
+
+    /// Charges `dollars` for a request that held no reservation.
+    pub fn charge(&self, dollars: f64) {
+        self.state().add(dollars);
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const SONNET: Pricing = Pricing {
-        input: 3.0,
-        cached_input: 0.3,
-        output: 15.0,
-    };
-
-    #[test]
-    fn cost_prices_cached_and_uncached_input_apart() {
-        let usage = Usage {
-            input_tokens: 1_000_000,
-            cached_input_tokens: 400_000,
-            output_tokens: 100_000,
-            ..Usage::default()
-        };
-        let cost = SONNET.cost(&usage);
-        assert!((cost - (1.8 + 0.12 + 1.5)).abs() < 1e-9, "{cost}");
-        assert_eq!(usage_cost(&usage, None), None);
-        let reported = Usage {
-            provider_cost_nanousd: 250_000_000,
-            ..usage
-        };
-        assert_eq!(usage_cost(&reported, Some(&SONNET)), Some(0.25));
-    }
-
-    #[test]
-    fn the_estimate_reserves_the_largest_answer_so_far_within_the_cap() {
-        let meter = SpendMeter::new(Ceilings::default());
-        // 100k uncached input + the 2,048-token floor.
-        let first = meter.estimate(&SONNET, 100_000, 0, 64_000);
-        assert!(
-            (first - (0.3 + 2_048.0 * 15.0 / 1e6)).abs() < 1e-9,
-            "{first}"
-        );
-        // A cached prefix is cheaper.
-        assert!(meter.estimate(&SONNET, 100_000, 90_000, 64_000) < first / 3.0);
-        meter.charge(0.1, 10_000);
-        let larger = meter.estimate(&SONNET, 100_000, 0, 64_000);
-        assert!((larger - (0.3 + 0.15)).abs() < 1e-9, "{larger}");
-        // Never more than the request may answer.
-        let capped = meter.estimate(&SONNET, 0, 0, 1_000);
-        assert!((capped - 0.015).abs() < 1e-9, "{capped}");
-    }
-
-    #[test]
-    fn a_request_that_would_cross_the_cost_ceiling_is_refused_before_it_is_sent() {
-        let meter = SpendMeter::new(Ceilings {
-            max_cost: Some(0.5),
-            max_duration: None,
-        });
-        let now = Instant::now();
-        assert_eq!(meter.admit(0.3, now), Ok(()));
-        meter.charge(0.3, 100);
-        assert!((meter.spent() - 0.3).abs() < 1e-12);
-        assert_eq!(
-            meter.admit(0.2, now),
-            Ok(()),
-            "exactly at the ceiling is fine"
-        );
-        let refused = meter.admit(0.25, now).unwrap_err();
-        assert_eq!(
-            refused,
-            CeilingReached::Cost {
-                spent: 0.3,
-                estimate: 0.25,
-                max: 0.5
-            }
-        );
-        assert!(refused.to_string().contains("$0.50"), "{refused}");
-        // Nonsense never lowers the spend.
-        meter.charge(f64::NAN, 0);
-        meter.charge(-1.0, 0);
-        assert!((meter.spent() - 0.3).abs() < 1e-12);
-    }
-
-    #[test]
-    fn the_time_ceiling_counts_from_the_start_of_the_turn() {
-        let meter = SpendMeter::new(Ceilings {
-            max_cost: None,
-            max_duration: Some(Duration::from_secs(60)),
-        });
-        let start = Instant::now();
-        assert_eq!(meter.admit(1e9, start), Ok(()), "no turn, no deadline");
-        assert_eq!(
-            meter.start_turn(start),
-            Some(start + Duration::from_secs(60))
-        );
-        assert_eq!(meter.admit(0.0, start + Duration::from_secs(59)), Ok(()));
-        assert!(!meter.past_deadline(start + Duration::from_secs(59)));
-        assert_eq!(
-            meter.admit(0.0, start + Duration::from_secs(60)),
-            Err(CeilingReached::Duration {
-                max: Duration::from_secs(60)
-            })
-        );
-        assert!(meter.past_deadline(start + Duration::from_secs(61)));
-        meter.end_turn();
-        assert_eq!(meter.admit(0.0, start + Duration::from_secs(61)), Ok(()));
-        assert!(Ceilings::default().is_empty());
-    }
-}
+mod tests;

@@ -33,7 +33,10 @@ pub use context::budget::ContextBudget;
 pub use context::tokens::{
     BpeCounter, Encoding, ImageFormula, RequestEstimate, RequestEstimator, TokenCounter,
 };
-pub use cost::{usage_cost, CeilingReached, Ceilings, Pricing, SpendMeter};
+pub use cost::{
+    plan_request, usage_cost, CeilingReached, Ceilings, InputEstimate, Pricing, RequestPlan,
+    Reservation, SpendMeter, MIN_USEFUL_OUTPUT_TOKENS,
+};
 pub use protocol::checkpoint::{ChangeFeed, ChangeMark, CheckpointSummary, FileChange, FileState};
 pub use protocol::effect::{FileAction, FileEffect};
 pub use protocol::events::SubagentEvent;

@@ -152,6 +152,7 @@ mod tests {
             usage: Usage {
                 input_tokens: 10,
                 cached_input_tokens: 2,
+                cache_write_tokens: 0,
                 output_tokens: 3,
                 reasoning_tokens: 1,
                 provider_cost_nanousd: 5_000,
@@ -323,6 +324,11 @@ mod tests {
             turns: 1,
             usage: report.usage,
             cost: Some(0.01),
+            session: pith_agent::cost::SpendReport {
+                usage: report.usage,
+                cost: Some(0.03),
+                cache_hit_rate: Some(0.5),
+            },
             reasoning_cost: Some(0.002),
             compactions: vec![CompactionReport {
                 trigger: "auto",

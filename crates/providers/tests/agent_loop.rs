@@ -791,6 +791,7 @@ async fn crossing_the_micro_threshold_prunes_old_tool_output_without_an_llm_call
         protect: 4_000,
         minimum: 2_000,
         min_user_turns: 2,
+        ..Default::default()
     };
     let output = |n: usize| {
         (0..540)
@@ -852,10 +853,18 @@ async fn crossing_the_micro_threshold_prunes_old_tool_output_without_an_llm_call
                 .collect::<Vec<_>>()
         })
         .collect();
-    assert_eq!(contents[0], pith_core::context::PRUNE_PLACEHOLDER);
-    assert_ne!(
-        contents[4],
-        pith_core::context::PRUNE_PLACEHOLDER,
+    assert!(
+        pith_core::context::masking::is_masked(&contents[0]),
+        "{}",
+        contents[0]
+    );
+    assert!(
+        contents[0].contains("read "),
+        "the stub names the call: {}",
+        contents[0]
+    );
+    assert!(
+        !pith_core::context::masking::is_masked(&contents[4]),
         "the newest output is protected"
     );
     assert_eq!(
@@ -976,6 +985,7 @@ async fn a_micro_compaction_that_cannot_be_written_leaves_the_history_as_it_was(
         protect: 4_000,
         minimum: 2_000,
         min_user_turns: 2,
+        ..Default::default()
     };
     let history = read_history(5, 540);
     h.agent.set_history(history.clone());

@@ -249,6 +249,7 @@ fn capped_chat(field: MaxTokensField, accepted: &str, text: &str) -> (AgentLoop,
         .with_chat_options(ChatOptions {
             max_tokens_field: field,
             headers: Vec::new(),
+            penalties: Default::default(),
         });
     let agent = AgentLoop::new(pith_providers::LoopSetup {
         adapter: std::sync::Arc::new(adapter),

@@ -72,6 +72,7 @@ fn request() -> ModelRequest {
         temperature: None,
         reasoning: Some(ReasoningEffort::High),
         output: None,
+        cache: Default::default(),
     }
 }
 

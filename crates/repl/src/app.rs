@@ -293,6 +293,10 @@ impl App {
                     self.rewind(runtime, source, turn, mode);
                     Flow::Continue
                 }
+                Input::Command(Command::RewindUndo) => {
+                    self.rewind_undo(runtime, source);
+                    Flow::Continue
+                }
                 Input::Command(command) => self.command(runtime, command),
             };
             if matches!(flow, Flow::Exit) {
@@ -332,7 +336,7 @@ impl App {
     fn command(&mut self, runtime: &Runtime, command: Command) -> Flow {
         match command {
             // Needs the line source for its question: the prompt loop runs it.
-            Command::Rewind { .. } => {}
+            Command::Rewind { .. } | Command::RewindUndo => {}
             Command::Exit => return Flow::Exit,
             Command::Help => self.help(),
             Command::Compact { focus } => runtime.block_on(self.compact(focus)),

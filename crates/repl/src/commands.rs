@@ -50,6 +50,8 @@ pub enum Command {
         /// What is rewound (both when not said).
         mode: RewindMode,
     },
+    /// `/rewind undo`: undo the latest rewind of the files.
+    RewindUndo,
     /// `/help`.
     Help,
     /// `/exit` (also `/quit`).
@@ -82,7 +84,7 @@ pub const HELP: [(&str, &str); 10] = [
     ),
     (
         "/rewind [N [mode]]",
-        "list the turns (Esc Esc does too); /rewind N code|conversation|both goes back to before turn N (default both)",
+        "list the turns (Esc Esc does too); /rewind N code|conversation|both goes back to before turn N (default both); /rewind undo undoes the latest rewind of the files",
     ),
     ("/help", "this list"),
     (
@@ -144,6 +146,9 @@ fn parse_rewind(argument: Option<&str>) -> Result<Command, String> {
             mode: RewindMode::Both,
         });
     };
+    if argument.trim() == "undo" {
+        return Ok(Command::RewindUndo);
+    }
     let mut words = argument.split_whitespace();
     let turn = words
         .next()
@@ -265,6 +270,15 @@ mod tests {
                 mode: RewindMode::Both
             })
         );
+    }
+
+    #[test]
+    fn rewind_undo_is_its_own_command() {
+        assert_eq!(
+            parse_input("/rewind undo"),
+            Input::Command(Command::RewindUndo)
+        );
+        assert!(matches!(parse_input("/rewind undo 2"), Input::Invalid(_)));
     }
 
     #[test]

@@ -72,6 +72,26 @@ pub enum Event {
             skip_serializing_if = "Option::is_none"
         )]
         forked_at_seq: Option<u64>,
+        /// For a fork: the seq of the last record copied from the source (records up to
+        /// it are the source's, spent by the source; [`crate::spend`]). Absent when
+        /// nothing was copied, and in forks written before pith recorded it.
+        #[serde(
+            rename = "copied_through_seq",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        copied_through_seq: Option<u64>,
+    },
+    /// The conversation switched to another model (`/model`): the requests recorded
+    /// after this record went to it.
+    #[serde(rename = "model_switched")]
+    ModelSwitched {
+        /// Provider name, e.g. `anthropic`.
+        #[serde(rename = "provider")]
+        provider: String,
+        /// Model id.
+        #[serde(rename = "model")]
+        model: String,
     },
     /// A message the user sent.
     #[serde(rename = "user_message")]
@@ -184,8 +204,9 @@ pub enum Event {
 }
 
 /// Kinds this version understands, as written in the `kind` field.
-pub const KNOWN_KINDS: [&str; 8] = [
+pub const KNOWN_KINDS: [&str; 9] = [
     "session_started",
+    "model_switched",
     "user_message",
     "assistant_turn",
     "compaction_applied",
@@ -200,6 +221,7 @@ impl Event {
     pub fn kind(&self) -> &str {
         match self {
             Event::SessionStarted { .. } => "session_started",
+            Event::ModelSwitched { .. } => "model_switched",
             Event::UserMessage { .. } => "user_message",
             Event::AssistantTurn { .. } => "assistant_turn",
             Event::CompactionApplied { .. } => "compaction_applied",
@@ -349,6 +371,7 @@ pub fn encode_line(seq: u64, ts: &str, event: &Event) -> Result<String> {
 fn static_kind(event: &Event) -> &'static str {
     match event {
         Event::SessionStarted { .. } => "session_started",
+        Event::ModelSwitched { .. } => "model_switched",
         Event::UserMessage { .. } => "user_message",
         Event::AssistantTurn { .. } => "assistant_turn",
         Event::CompactionApplied { .. } => "compaction_applied",
@@ -464,6 +487,7 @@ mod tests {
             parent_session: None,
             forked_from: None,
             forked_at_seq: None,
+            copied_through_seq: None,
         };
         assert_eq!(
             line_json(&event),
@@ -480,13 +504,14 @@ mod tests {
             parent_session: None,
             forked_from: Some("0193".into()),
             forked_at_seq: Some(12),
+            copied_through_seq: Some(11),
         };
         assert_eq!(
             line_json(&fork),
             json!({"v": 1, "seq": 7, "ts": "2026-11-29T13:10:15.123Z", "kind": "session_started",
                    "session_id": "0194", "cwd": "/work/p", "provider": "openai",
                    "model": "gpt-4o", "pith_version": "0.1.0", "forked_from": "0193",
-                   "forked_at_seq": 12})
+                   "forked_at_seq": 12, "copied_through_seq": 11})
         );
         let line = encode_line(1, "t", &fork).unwrap();
         assert_eq!(decode_line(line.trim_end()).unwrap().event, fork);

@@ -70,6 +70,7 @@ fn payloads_mut(event: &mut Event) -> Vec<&mut String> {
         Event::HookRun(run) => vec![&mut run.stdout, &mut run.stderr],
         // Paths and hashes only: nothing worth storing beside the record.
         Event::SessionStarted { .. }
+        | Event::ModelSwitched { .. }
         | Event::Checkpoint(_)
         | Event::Rewind(_)
         | Event::Unknown { .. } => Vec::new(),

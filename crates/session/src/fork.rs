@@ -70,6 +70,8 @@ impl SessionStore {
             }
         };
         let events: Vec<Event> = records.map(|r| r.event).collect();
+        // The fork's session_started is its record 1; the copies follow it.
+        let copied_through = (!events.is_empty()).then(|| 1 + events.len() as u64);
         if let Some(unknown) = events.iter().find(|e| matches!(e, Event::Unknown { .. })) {
             return Err(SessionError::NotContinuable {
                 id: source_id,
@@ -79,7 +81,13 @@ impl SessionStore {
                 ),
             });
         }
-        let mut fork = self.create_with_parent(new, None, Some(source_id), before_seq)?;
+        let lineage = crate::store::Lineage {
+            forked_from: Some(source_id),
+            forked_at_seq: before_seq,
+            copied_through_seq: copied_through,
+            ..Default::default()
+        };
+        let mut fork = self.create_with_parent(new, lineage)?;
         if !events.is_empty() {
             fork.append_batch(events)?;
         }

@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod checkpoint;
+pub mod delete;
 pub mod error;
 pub mod event;
 pub mod externalize;
@@ -36,6 +37,7 @@ pub mod projection;
 pub mod read;
 pub mod render;
 pub mod resume;
+pub mod spend;
 pub mod store;
 pub mod turns;
 
@@ -44,10 +46,11 @@ pub use error::{Result, SessionError};
 pub use event::{CompactionTrigger, Event, Record, SCHEMA_VERSION};
 pub use items::{items_from_messages, TranscriptItem};
 pub use line::{current_line, current_line_owned, line_indices};
-pub use listing::SessionSummary;
+pub use listing::{title_of, SessionSummary};
 pub use projection::{project_model, project_model_owned, project_ui, UiEntry};
 pub use read::{read_transcript, ReadOptions, ReadReport, Transcript};
 pub use resume::Resumed;
+pub use spend::SessionSpend;
 pub use store::{Durability, NewSession, Quarantine, Session, SessionStore};
 pub use turns::{
     changes_after, changes_after_in, last_known_states, states_at, turn_seq, turns, Turn,

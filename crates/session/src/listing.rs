@@ -1,15 +1,18 @@
 //! Session listing for `pith sessions` and `/sessions`: one summary per session, newest
-//! activity first. Listing reads each transcript's envelopes only (not its events), and a
-//! session whose transcript cannot be read is listed with the problem instead of failing
-//! the whole list.
+//! activity first. Listing reads each transcript's envelopes, and of the records that
+//! spent something only the fields that say what ([`crate::spend`]), not their messages;
+//! a session whose transcript cannot be read is listed with the problem instead of
+//! failing the whole list.
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use pith_core::{ChildRun, Usage};
+use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::event::{decode_envelope, decode_line, Event, Record};
 use crate::paths::TRANSCRIPT_FILE;
+use crate::spend::{SessionSpend, SpendFold};
 use crate::store::SessionStore;
 
 /// What `pith sessions` shows about one session.
@@ -36,6 +39,9 @@ pub struct SessionSummary {
     /// For a subagent's session: the session that started it.
     #[serde(rename = "parent_session", skip_serializing_if = "Option::is_none")]
     pub parent_session: Option<String>,
+    /// The session's title: the first line of its first user message ([`title_of`]).
+    #[serde(rename = "title", skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// Number of user messages.
     #[serde(rename = "turns")]
     pub turns: u64,
@@ -45,9 +51,69 @@ pub struct SessionSummary {
     /// Transcript size in bytes.
     #[serde(rename = "size_bytes")]
     pub size_bytes: u64,
+    /// What the session's requests spent, by model ([`crate::spend`]); the listing's
+    /// `usage` is its total.
+    #[serde(skip)]
+    pub spend: SessionSpend,
+    /// Every request's usage, the subagents' included.
+    #[serde(rename = "usage")]
+    pub usage: Usage,
     /// Why the transcript could not be summarised fully, if it could not.
     #[serde(rename = "problem", skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
+}
+
+/// The longest title, in characters.
+pub const TITLE_CHARS: usize = 80;
+
+/// A session's title from its first user message: the first line with text, cut to
+/// [`TITLE_CHARS`] characters with `…`; `None` for a message without text.
+pub fn title_of(message: &pith_core::Message) -> Option<String> {
+    let text = message.text_content();
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(if line.chars().count() > TITLE_CHARS {
+        let cut: String = line.chars().take(TITLE_CHARS - 1).collect();
+        format!("{}…", cut.trim_end())
+    } else {
+        line.to_owned()
+    })
+}
+
+/// The fields of an `assistant_turn` the listing reads: its usage and the subagents of
+/// its `task` results.
+#[derive(Deserialize)]
+struct TurnSpend {
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    messages: Vec<MessageChildren>,
+}
+
+#[derive(Deserialize)]
+struct MessageChildren {
+    #[serde(default)]
+    parts: Vec<PartChild>,
+}
+
+#[derive(Deserialize)]
+struct PartChild {
+    #[serde(default)]
+    child_session: Option<ChildRun>,
+}
+
+/// The fields of a `compaction_applied` the listing reads.
+#[derive(Deserialize)]
+struct CompactionSpend {
+    trigger: crate::event::CompactionTrigger,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+/// The fields of a `model_switched`.
+#[derive(Deserialize)]
+struct Switch {
+    provider: String,
+    model: String,
 }
 
 impl SessionStore {
@@ -82,11 +148,15 @@ pub fn summarize(dir: &Path) -> SessionSummary {
         provider: None,
         model: None,
         parent_session: None,
+        title: None,
         turns: 0,
         last_activity: None,
         size_bytes: 0,
+        spend: SessionSpend::default(),
+        usage: Usage::default(),
         problem: None,
     };
+    let mut fold = SpendFold::default();
     let path = dir.join(TRANSCRIPT_FILE);
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
@@ -118,9 +188,12 @@ pub fn summarize(dir: &Path) -> SessionSummary {
                         provider,
                         model,
                         parent_session,
+                        copied_through_seq,
+                        pith_version,
                         ..
                     } = record.event
                     {
+                        fold.started(&provider, &model, copied_through_seq, &pith_version);
                         summary.started = Some(record.ts.clone());
                         summary.cwd = Some(cwd);
                         summary.provider = Some(provider);
@@ -139,6 +212,32 @@ pub fn summarize(dir: &Path) -> SessionSummary {
             Ok((seq, ts, kind)) => {
                 if kind == "user_message" {
                     turn_seqs.push(seq);
+                    if summary.title.is_none() {
+                        if let Ok(Record {
+                            event: Event::UserMessage { message },
+                            ..
+                        }) = decode_line(line)
+                        {
+                            summary.title = title_of(&message);
+                        }
+                    }
+                } else if kind == "assistant_turn" {
+                    if let Ok(turn) = serde_json::from_str::<TurnSpend>(line) {
+                        let children = turn
+                            .messages
+                            .iter()
+                            .flat_map(|m| &m.parts)
+                            .filter_map(|p| p.child_session.as_ref());
+                        fold.turn(seq, turn.usage, children);
+                    }
+                } else if kind == "compaction_applied" {
+                    if let Ok(compaction) = serde_json::from_str::<CompactionSpend>(line) {
+                        fold.compaction(seq, compaction.trigger, compaction.usage);
+                    }
+                } else if kind == "model_switched" {
+                    if let Ok(switch) = serde_json::from_str::<Switch>(line) {
+                        fold.switched(&switch.provider, &switch.model);
+                    }
                 } else if kind == "rewind" {
                     // A conversation rewind drops the turns from its target on (the
                     // exact line is `crate::line`'s; a listing only counts).
@@ -162,5 +261,7 @@ pub fn summarize(dir: &Path) -> SessionSummary {
         }
     }
     summary.turns = turn_seqs.len() as u64;
+    summary.spend = fold.finish();
+    summary.usage = summary.spend.total();
     summary
 }

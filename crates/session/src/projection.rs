@@ -56,6 +56,7 @@ fn fold(line: impl Iterator<Item = Record>) -> Vec<Message> {
     for record in line {
         match record.event {
             Event::SessionStarted { .. }
+            | Event::ModelSwitched { .. }
             | Event::HookRun(_)
             | Event::Checkpoint(_)
             | Event::Rewind(_)
@@ -210,6 +211,22 @@ pub enum UiEntry {
         #[serde(rename = "tokens_after")]
         tokens_after: u64,
     },
+    /// The conversation switched model (`/model`).
+    #[serde(rename = "model_switched")]
+    ModelSwitched {
+        /// Record sequence number.
+        #[serde(rename = "seq")]
+        seq: u64,
+        /// Record time.
+        #[serde(rename = "ts")]
+        ts: String,
+        /// Provider.
+        #[serde(rename = "provider")]
+        provider: String,
+        /// Model.
+        #[serde(rename = "model")]
+        model: String,
+    },
     /// A hook ran.
     #[serde(rename = "hook")]
     Hook(HookEntry),
@@ -296,6 +313,12 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
         let ts = record.ts.clone();
         let entry = match &record.event {
             Event::Unknown { .. } => continue,
+            Event::ModelSwitched { provider, model } => UiEntry::ModelSwitched {
+                seq,
+                ts,
+                provider: provider.clone(),
+                model: model.clone(),
+            },
             Event::SessionStarted {
                 session_id,
                 cwd,

@@ -162,6 +162,9 @@ fn ui_text_at(
                     thousands(*tokens_after)
                 )?;
             }
+            UiEntry::ModelSwitched {
+                provider, model, ..
+            } => writeln!(out, "  -- model switched to {provider}/{model}")?,
             UiEntry::Hook(entry) => write_hook(out, &entry.run)?,
             UiEntry::Checkpoint(entry) => checkpoints::write_checkpoint(out, entry)?,
             UiEntry::Rewind(entry) => checkpoints::write_rewind(out, entry)?,
@@ -379,26 +382,43 @@ pub fn model_json(
     writeln!(out)
 }
 
-/// Writes a session list as an aligned table.
-pub fn sessions_table(sessions: &[SessionSummary], out: &mut dyn Write) -> io::Result<()> {
+/// What a session list prices its sessions with: `provider/model` → prices.
+pub type PriceLookup<'a> = &'a dyn Fn(&str) -> Option<pith_core::Pricing>;
+
+/// Writes a session list as an aligned table; `prices` gives each session's cost.
+pub fn sessions_table(
+    sessions: &[SessionSummary],
+    prices: PriceLookup<'_>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     writeln!(
         out,
-        "{:<36}  {:<19}  {:<19}  {:>5}  {:>9}  {:<24}  CWD",
-        "ID", "STARTED", "LAST ACTIVITY", "TURNS", "SIZE", "MODEL"
+        "{:<36}  {:<19}  {:<19}  {:>5}  {:>9}  {:>8}  {:>5}  {:<24}  CWD",
+        "ID", "STARTED", "LAST ACTIVITY", "TURNS", "SIZE", "COST", "CACHE", "MODEL"
     )?;
     for s in sessions {
         let model = match (&s.provider, &s.model) {
             (Some(p), Some(m)) => format!("{p}/{m}"),
             _ => "?".to_owned(),
         };
+        let cost = match s.spend.cost(prices) {
+            Some(cost) => format!("${cost:.2}"),
+            None => "?".to_owned(),
+        };
+        let cache = match s.spend.cache_hit_rate() {
+            Some(rate) => format!("{:.0}%", rate * 100.0),
+            None => "-".to_owned(),
+        };
         writeln!(
             out,
-            "{:<36}  {:<19}  {:<19}  {:>5}  {:>9}  {:<24}  {}",
+            "{:<36}  {:<19}  {:<19}  {:>5}  {:>9}  {:>8}  {:>5}  {:<24}  {}",
             s.id,
             short_ts(s.started.as_deref()),
             short_ts(s.last_activity.as_deref()),
             s.turns,
             human_size(s.size_bytes),
+            cost,
+            cache,
             model,
             s.cwd
                 .as_ref()
@@ -411,9 +431,30 @@ pub fn sessions_table(sessions: &[SessionSummary], out: &mut dyn Write) -> io::R
     Ok(())
 }
 
-/// Writes a session list as a JSON array.
-pub fn sessions_json(sessions: &[SessionSummary], out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, sessions)?;
+/// One session of the JSON list: its summary, its cost and cache-hit rate.
+#[derive(Serialize)]
+struct ListedSession<'a> {
+    #[serde(flatten)]
+    summary: &'a SessionSummary,
+    cost: Option<f64>,
+    cache_hit_rate: Option<f64>,
+}
+
+/// Writes a session list as a JSON array; `prices` gives each session's cost.
+pub fn sessions_json(
+    sessions: &[SessionSummary],
+    prices: PriceLookup<'_>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let listed: Vec<ListedSession<'_>> = sessions
+        .iter()
+        .map(|summary| ListedSession {
+            summary,
+            cost: summary.spend.cost(prices),
+            cache_hit_rate: summary.spend.cache_hit_rate(),
+        })
+        .collect();
+    serde_json::to_writer_pretty(&mut *out, &listed)?;
     writeln!(out)
 }
 

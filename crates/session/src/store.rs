@@ -60,6 +60,19 @@ pub struct NewSession {
     pub model: String,
 }
 
+/// Where a new session comes from, as its `session_started` names it.
+#[derive(Debug, Default)]
+pub(crate) struct Lineage {
+    /// A subagent's parent session.
+    pub parent: Option<String>,
+    /// A fork's source session.
+    pub forked_from: Option<String>,
+    /// A fork's point in its source.
+    pub forked_at_seq: Option<u64>,
+    /// The seq of the last record a fork copied.
+    pub copied_through_seq: Option<u64>,
+}
+
 /// A torn tail moved aside when a session was opened for writing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Quarantine {
@@ -122,22 +135,20 @@ impl SessionStore {
     /// Creates a session (uuid v7) for `new.cwd`, takes its writer lock and writes its
     /// `session_started` record (seq 1, fsynced).
     pub fn create(&self, new: NewSession) -> Result<Session> {
-        self.create_with_parent(new, None, None, None)
+        self.create_with_parent(new, Lineage::default())
     }
 
     /// [`SessionStore::create`] for a subagent's session: `session_started` names the
     /// `parent` session, and [`SessionStore::latest_session_id`] never picks it.
     pub fn create_child(&self, new: NewSession, parent: &str) -> Result<Session> {
-        self.create_with_parent(new, Some(parent.to_owned()), None, None)
+        let lineage = Lineage {
+            parent: Some(parent.to_owned()),
+            ..Lineage::default()
+        };
+        self.create_with_parent(new, lineage)
     }
 
-    pub(crate) fn create_with_parent(
-        &self,
-        new: NewSession,
-        parent: Option<String>,
-        forked_from: Option<String>,
-        forked_at_seq: Option<u64>,
-    ) -> Result<Session> {
+    pub(crate) fn create_with_parent(&self, new: NewSession, lineage: Lineage) -> Result<Session> {
         let cwd = fs::canonicalize(&new.cwd)
             .map_err(|e| SessionError::io("cannot resolve the working directory", &new.cwd, e))?;
         let id = uuid::Uuid::now_v7().to_string();
@@ -179,9 +190,10 @@ impl SessionStore {
             provider: new.provider,
             model: new.model,
             pith_version: env!("CARGO_PKG_VERSION").to_owned(),
-            parent_session: parent,
-            forked_from,
-            forked_at_seq,
+            parent_session: lineage.parent,
+            forked_from: lineage.forked_from,
+            forked_at_seq: lineage.forked_at_seq,
+            copied_through_seq: lineage.copied_through_seq,
         })?;
         Ok(session)
     }
@@ -671,7 +683,7 @@ fn remove_stale_batch_files(dir: &Path) -> Result<()> {
 }
 
 /// fsyncs a directory so a rename or a new entry in it survives a power loss.
-fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| SessionError::io("cannot fsync directory", dir, e))

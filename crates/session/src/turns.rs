@@ -129,6 +129,20 @@ pub fn changes_after_in(records: &[Record], seq: u64, root: &Path) -> Vec<FileCh
         .collect()
 }
 
+/// The latest rewind record that wrote files under `root`, with its record's `ts`: what
+/// an undo puts back (every rewind, an undo included, records what it overwrote).
+pub fn last_code_rewind<'a>(
+    records: &'a [Record],
+    root: &Path,
+) -> Option<(&'a Record, &'a crate::Rewind)> {
+    records.iter().rev().find_map(|record| match &record.event {
+        Event::Rewind(rewind) if rewind.root == root && !rewind.changes.is_empty() => {
+            Some((record, rewind))
+        }
+        _ => None,
+    })
+}
+
 /// The state of every path under `root` that changed after the record with seq `seq`,
 /// as it was at that point: the `before` of its first change after it. What a code
 /// rewind to the turn whose `user_message` has that seq puts back (an

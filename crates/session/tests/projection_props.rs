@@ -124,6 +124,7 @@ fn transcript(events: &[Event]) -> String {
             parent_session: None,
             forked_from: None,
             forked_at_seq: None,
+            copied_through_seq: None,
         },
     )
     .unwrap();

@@ -103,6 +103,7 @@ fn four_turns() -> (Log, Vec<u64>) {
         parent_session: None,
         forked_from: None,
         forked_at_seq: None,
+        copied_through_seq: None,
     });
     let seqs = ["1", "2", "3", "4"].iter().map(|n| log.turn(n)).collect();
     (log, seqs)

@@ -579,3 +579,33 @@ fn a_line_too_long_to_hold_is_a_corrupt_line_not_an_allocation() {
         "{error}"
     );
 }
+
+#[test]
+fn delete_removes_a_session_and_its_subagents_and_refuses_one_in_use() {
+    let root = tempfile::tempdir().unwrap();
+    let store = SessionStore::at(root.path().join("sessions"));
+    let other = store.create(new_session(root.path())).unwrap();
+    let parent = store.create(new_session(root.path())).unwrap();
+    let parent_id = parent.id().to_owned();
+    let child = store
+        .create_child(new_session(root.path()), &parent_id)
+        .unwrap();
+    let child_dir = child.dir().to_path_buf();
+    drop(child);
+    // Open here: refused, nothing deleted.
+    match store.delete(&parent_id) {
+        Err(SessionError::InUse { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(parent.dir().exists() && child_dir.exists());
+    let parent_dir = parent.dir().to_path_buf();
+    drop(parent);
+    assert!(store.delete(&parent_id).unwrap());
+    assert!(!parent_dir.exists() && !child_dir.exists());
+    assert!(other.dir().exists(), "another session stays");
+    // Gone, or never there: nothing to do.
+    assert!(!store.delete(&parent_id).unwrap());
+    assert!(!store.delete("not-a-session").unwrap());
+    // An id prefix is not enough to delete.
+    assert!(!store.delete(&other.id()[..8]).unwrap());
+}

@@ -140,6 +140,13 @@ pub(crate) fn for_turn(
             capped = Turn {
                 text: turn.text.chars().take(chars).collect(),
                 tool_calls: Vec::new(),
+                // What was cut off was never generated: a server bills at most the cap.
+                usage: turn.usage.map(|usage| crate::turn::Usage {
+                    output_tokens: usage
+                        .output_tokens
+                        .min(facts.output_cap.unwrap_or(u64::MAX)),
+                    ..usage
+                }),
                 ..turn.clone()
             };
             &capped

@@ -64,6 +64,15 @@ const MESSAGE_LISTS: [&str; 3] = ["messages", "input", "contents"];
 /// Keys that hold the system prompt (4 tokens of framing).
 const SYSTEM_KEYS: [&str; 3] = ["system", "instructions", "systemInstruction"];
 
+/// Framing of a whole request.
+const REQUEST_FRAMING: u64 = 3;
+/// Framing of one message (an element of `messages`, `input` or `contents`).
+pub(crate) const MESSAGE_FRAMING: u64 = 4;
+/// Framing of the system prompt.
+pub(crate) const SYSTEM_FRAMING: u64 = 4;
+/// Framing of one tool definition.
+pub(crate) const TOOL_FRAMING: u64 = 8;
+
 fn counter() -> &'static BpeCounter {
     static COUNTER: OnceLock<BpeCounter> = OnceLock::new();
     COUNTER.get_or_init(|| BpeCounter::new(Encoding::O200kBase))
@@ -80,7 +89,7 @@ pub fn last_message(body: &Value) -> Option<&Value> {
 
 /// The tokens of a request body, by the rules of the module docs.
 pub fn request_tokens(body: &Value) -> u64 {
-    let mut total = 3;
+    let mut total = REQUEST_FRAMING;
     if let Value::Object(map) = body {
         total += framing(map);
     }
@@ -92,13 +101,13 @@ fn framing(map: &Map<String, Value>) -> u64 {
     let mut total = 0;
     for key in MESSAGE_LISTS {
         if let Some(Value::Array(items)) = map.get(key) {
-            total += 4 * items.len() as u64;
+            total += MESSAGE_FRAMING * items.len() as u64;
         }
     }
     if SYSTEM_KEYS.iter().any(|key| map.contains_key(*key)) {
-        total += 4;
+        total += SYSTEM_FRAMING;
     }
-    total + 8 * tool_definitions(map)
+    total + TOOL_FRAMING * tool_definitions(map)
 }
 
 /// How many tools the body defines (Chat / Responses / Anthropic `tools`, Gemini
@@ -117,6 +126,12 @@ fn tool_definitions(map: &Map<String, Value>) -> u64 {
         count += tools.len() as u64;
     }
     count
+}
+
+/// The tokens of one part of a body (a block, a message, a tool definition), framing
+/// excluded: the same walk as [`request_tokens`] makes over it.
+pub(crate) fn value_tokens(value: &Value) -> u64 {
+    walk(value, None)
 }
 
 fn walk(value: &Value, key: Option<&str>) -> u64 {

@@ -23,13 +23,15 @@
 //! ```
 //!
 //! The script format, faults and the `pith-testkit` binary are documented in
-//! `docs/testkit.md`. [`OtlpReceiver`] ([`otlp`]) receives what pith exports over
-//! OpenTelemetry's OTLP/HTTP.
+//! `docs/testkit.md`. [`cache`] models the providers' prompt caches (pure, no HTTP: the
+//! simulator prices sessions with it too); [`UsageMode::Cached`] reports usage with it.
+//! [`OtlpReceiver`] ([`otlp`]) receives what pith exports over OpenTelemetry's OTLP/HTTP.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod answer;
+pub mod cache;
 mod checks;
 mod count;
 mod error;
@@ -38,10 +40,12 @@ pub mod otlp;
 mod protocol;
 mod record;
 mod script;
+mod segments;
 mod server;
 mod turn;
 mod wire;
 
+pub use cache::{CacheBill, CacheRules, PromptCache, Segment};
 pub use count::{last_message, request_tokens};
 pub use error::TestkitError;
 pub use otlp::{OtlpReceiver, ReceivedMetric, ReceivedSpan};

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde_json::Value;
 
+use crate::cache::CacheBill;
 use crate::error::TestkitError;
 
 /// Header names whose values are never recorded (compared case-insensitively).
@@ -48,6 +49,10 @@ pub struct RecordedRequest {
     /// The JSON body; a body that is not JSON is kept as a JSON string of its (lossy UTF-8)
     /// text.
     pub body: Value,
+    /// What the provider's prompt cache billed for the request's input, under
+    /// [`crate::UsageMode::Cached`] (`None` in the other modes, and for requests refused,
+    /// or answered with an HTTP error, before the model would have read them).
+    pub cache: Option<CacheBill>,
 }
 
 impl RecordedRequest {
@@ -78,6 +83,8 @@ pub(crate) struct StoredRequest {
     pub headers: Vec<(String, String)>,
     /// The body as received.
     pub body: Bytes,
+    /// The prompt cache's bill, under the cached usage mode.
+    pub cache: Option<CacheBill>,
     /// The body parsed, on first read.
     parsed: OnceLock<Value>,
 }
@@ -97,8 +104,15 @@ impl StoredRequest {
             query,
             headers,
             body,
+            cache: None,
             parsed: OnceLock::new(),
         }
+    }
+
+    /// The same request with the prompt cache's bill.
+    pub(crate) fn with_cache(mut self, cache: Option<CacheBill>) -> StoredRequest {
+        self.cache = cache;
+        self
     }
 
     /// The body as JSON; a body that is not JSON becomes a JSON string of its text.
@@ -116,6 +130,7 @@ impl StoredRequest {
             query: self.query.clone(),
             headers: self.headers.clone(),
             body: self.body_value().clone(),
+            cache: self.cache,
         }
     }
 

@@ -37,6 +37,13 @@ pub enum UsageMode {
     },
     /// No usage at all in the answer, as some OpenAI-compatible servers do.
     None,
+    /// The request billed by the provider's prompt cache ([`crate::cache`]), as the real
+    /// provider reports it: the request's tokens counted as [`UsageMode::Honest`] counts
+    /// them, split into the part read from the cache, the part written to it (Anthropic,
+    /// Bedrock) and the rest; one cache per model (and, for OpenAI, per
+    /// `prompt_cache_key`), aged by the server's clock ([`crate::Turn::after_pause_s`]).
+    /// Each request's bill is on [`crate::RecordedRequest::cache`].
+    Cached,
 }
 
 /// A rule that answers every request whose last message contains a string with the same
@@ -125,13 +132,19 @@ impl Script {
         self
     }
 
+    /// Reports usage as the provider's prompt cache bills each request
+    /// ([`UsageMode::Cached`]).
+    pub fn with_prompt_cache(self) -> Script {
+        self.with_usage_mode(UsageMode::Cached)
+    }
+
     /// True when answering needs the whole request body: a responder matches on it, or
     /// the usage is counted from it.
     pub(crate) fn reads_bodies(&self) -> bool {
         !self.responders.is_empty()
             || matches!(
                 self.usage_mode,
-                UsageMode::Counted { .. } | UsageMode::Honest
+                UsageMode::Counted { .. } | UsageMode::Honest | UsageMode::Cached
             )
     }
 

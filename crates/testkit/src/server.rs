@@ -3,13 +3,14 @@
 //! turn, and records every request. Rejections (wrong path, non-JSON body, script exhausted)
 //! are answered in the protocol's error format with a message starting `pith-testkit:`.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -21,11 +22,12 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::answer::{self, Answer, AnswerBody, RequestFacts};
+use crate::cache::{CacheBill, PromptCache};
 use crate::error::TestkitError;
 use crate::protocol::{Endpoint, Protocol};
 use crate::record::{recorded_header_value, RecordedRequest, RequestLog, StoredRequest};
 use crate::script::{Script, UsageMode};
-use crate::turn::{Turn, Usage};
+use crate::turn::{Fault, Turn, Usage};
 use crate::wire::{ErrorKind, DEFAULT_MODEL};
 
 /// A running scripted provider server. Dropping it stops the server (open streams, hung
@@ -108,6 +110,8 @@ impl TestServerBuilder {
             responder_calls: AtomicUsize::new(0),
             responder_uses,
             log: RequestLog::new(self.record_path.as_deref())?,
+            started: Instant::now(),
+            caches: Mutex::new(Caches::default()),
         });
         let (shutdown, shutdown_requested) = oneshot::channel();
         let served = state.clone();
@@ -263,6 +267,55 @@ struct ServerState {
     /// Requests each responder matched so far.
     responder_uses: Vec<AtomicUsize>,
     log: RequestLog,
+    /// The server clock's origin (real monotonic time).
+    started: Instant,
+    /// The prompt caches of [`UsageMode::Cached`], and the pauses scripted so far.
+    caches: Mutex<Caches>,
+}
+
+/// The provider's prompt caches, one per client, and the clock they age by.
+#[derive(Default)]
+struct Caches {
+    /// Seconds the scripted pauses ([`Turn::pause_s`]) added to the real clock.
+    paused_s: f64,
+    /// One cache per model (and OpenAI `prompt_cache_key`).
+    by_client: HashMap<String, PromptCache>,
+}
+
+impl ServerState {
+    /// Advances the clock by the pause of `turn`, which answers this request, and, under
+    /// [`UsageMode::Cached`], bills the request with its client's prompt cache.
+    fn bill(&self, turn: &Turn, whole: Option<&Value>, facts: &RequestFacts) -> Option<CacheBill> {
+        let billed =
+            self.script.usage_mode == UsageMode::Cached && processes_prompt(turn, facts.streaming);
+        // Counted before the lock: the segments of a long history take a while.
+        let body = whole.filter(|_| billed);
+        let prompt = body.map(|body| crate::segments::prompt(self.protocol, body));
+        let mut caches = self
+            .caches
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        caches.paused_s += turn.pause_s as f64;
+        let (body, prompt) = (body?, prompt?);
+        let now = self.started.elapsed().as_secs_f64() + caches.paused_s;
+        let client = crate::segments::client_key(self.protocol, body, &facts.model);
+        let protocol = self.protocol;
+        let cache = caches
+            .by_client
+            .entry(client)
+            .or_insert_with(|| PromptCache::new(crate::segments::rules(protocol)));
+        Some(cache.request_with_ttls(now, &prompt.segments, &prompt.ttls))
+    }
+}
+
+/// Whether the provider reads the prompt of a request answered by `turn` (and so bills
+/// and caches it): not when it answers with an HTTP error or a hostile fault.
+fn processes_prompt(turn: &Turn, streaming: bool) -> bool {
+    match turn.fault {
+        None | Some(Fault::DropMidStream | Fault::MalformedSse) => true,
+        Some(Fault::StreamError) => streaming,
+        Some(_) => false,
+    }
 }
 
 /// Accepts connections until shutdown; each connection is served on its own task.
@@ -338,16 +391,9 @@ async fn serve_request(
         (Some(body), true) => crate::checks::check(&state.script, &state.tool_call_ids, body).err(),
         _ => None,
     };
-    state.log.append(StoredRequest::new(
-        parts.method.to_string(),
-        parts.uri.path().to_owned(),
-        parts.uri.query().unwrap_or_default().to_owned(),
-        headers,
-        bytes,
-    ));
-    let answer = match refused {
+    let (answer, bill) = match refused {
         Some(kind) if state.protocol.endpoint(parts.uri.path()).is_some() => {
-            answer::error(state.protocol, &kind, None)
+            (answer::error(state.protocol, &kind, None), None)
         }
         _ => choose_answer(
             &state,
@@ -357,6 +403,17 @@ async fn serve_request(
             whole.as_ref(),
         ),
     };
+    // Recorded once billed, before answering: a test that has its answer finds the bill.
+    state.log.append(
+        StoredRequest::new(
+            parts.method.to_string(),
+            parts.uri.path().to_owned(),
+            parts.uri.query().unwrap_or_default().to_owned(),
+            headers,
+            bytes,
+        )
+        .with_cache(bill),
+    );
     Ok(respond(answer).await)
 }
 
@@ -375,14 +432,15 @@ fn rejection(status: StatusCode, message: String) -> ErrorKind {
     }
 }
 
-/// Routes a recorded request: a rejection, a responder's turn, or the next scripted turn.
+/// Routes a request: a rejection, a responder's turn, or the next scripted turn; with
+/// the prompt cache's bill when the usage mode keeps one.
 fn choose_answer(
     state: &ServerState,
     method: &Method,
     (path, query): (&str, &str),
     body: Result<WireFacts, serde_json::Error>,
     whole: Option<&Value>,
-) -> Answer {
+) -> (Answer, Option<CacheBill>) {
     let protocol = state.protocol;
     let expected_path = protocol.endpoint_path();
     let endpoint = match protocol.endpoint(path) {
@@ -396,7 +454,7 @@ fn choose_answer(
                     protocol.name()
                 ),
             );
-            return answer::error(protocol, &kind, None);
+            return (answer::error(protocol, &kind, None), None);
         }
     };
     // Without `alt=sse` Gemini streams one JSON array, which the testkit does not speak.
@@ -408,7 +466,7 @@ fn choose_answer(
             StatusCode::BAD_REQUEST,
             format!("{path} needs the query alt=sse (server-sent events), not {query:?}"),
         );
-        return answer::error(protocol, &kind, None);
+        return (answer::error(protocol, &kind, None), None);
     }
     // Google's keys travel in a header; one in the URL would end up in logs.
     if query.split('&').any(|pair| pair.starts_with("key=")) {
@@ -417,7 +475,7 @@ fn choose_answer(
             "the API key is in the URL query (key=…): send it in the x-goog-api-key header"
                 .to_owned(),
         );
-        return answer::error(protocol, &kind, None);
+        return (answer::error(protocol, &kind, None), None);
     }
     let body = match body {
         Ok(body) => body,
@@ -426,7 +484,7 @@ fn choose_answer(
                 StatusCode::BAD_REQUEST,
                 format!("the request body is not JSON: {error}"),
             );
-            return answer::error(protocol, &kind, None);
+            return (answer::error(protocol, &kind, None), None);
         }
     };
     let responder = whole.and_then(|whole| {
@@ -455,9 +513,13 @@ fn choose_answer(
             })
             .collect();
         let number = state.script.turns.len() + 1;
-        let turn = with_usage_mode(&responder.turn, state.script.usage_mode, whole);
         let facts = request_facts(state, endpoint, &body);
-        return answer::for_turn(protocol, &turn, number, &ids, &facts);
+        let bill = state.bill(&responder.turn, whole, &facts);
+        let turn = with_usage_mode(&responder.turn, state.script.usage_mode, whole, bill);
+        return (
+            answer::for_turn(protocol, &turn, number, &ids, &facts),
+            bill,
+        );
     }
     let index = state.next_turn.fetch_add(1, Ordering::SeqCst);
     let (Some(turn), Some(tool_call_ids)) = (
@@ -473,34 +535,49 @@ fn choose_answer(
                 state.script.turns.len()
             ),
         );
-        return answer::error(protocol, &kind, None);
+        return (answer::error(protocol, &kind, None), None);
     };
-    let turn = with_usage_mode(turn, state.script.usage_mode, whole);
     let facts = request_facts(state, endpoint, &body);
-    answer::for_turn(protocol, &turn, index + 1, tool_call_ids, &facts)
+    let bill = state.bill(turn, whole, &facts);
+    let turn = with_usage_mode(turn, state.script.usage_mode, whole, bill);
+    let answer = answer::for_turn(protocol, &turn, index + 1, tool_call_ids, &facts);
+    (answer, bill)
 }
 
 /// `turn` with the usage the script's [`UsageMode`] reports for this request (a turn's
-/// own `usage` wins).
-fn with_usage_mode(turn: &Turn, mode: UsageMode, whole: Option<&Value>) -> Turn {
+/// own `usage` wins); `bill` is the prompt cache's, under [`UsageMode::Cached`].
+fn with_usage_mode(
+    turn: &Turn,
+    mode: UsageMode,
+    whole: Option<&Value>,
+    bill: Option<CacheBill>,
+) -> Turn {
     let mut turn = turn.clone();
     if turn.usage.is_some() {
         return turn;
     }
     let output = turn.output_tokens();
-    match mode {
-        UsageMode::Fixed => {}
-        UsageMode::Honest => {
+    match (mode, bill) {
+        (UsageMode::Fixed, _) => {}
+        (UsageMode::Cached, Some(bill)) => {
+            turn.usage = Some(Usage {
+                cached_input_tokens: Some(bill.cache_read_tokens),
+                cache_write_tokens: Some(bill.cache_write_tokens),
+                ..Usage::new(bill.input_tokens, output)
+            });
+        }
+        // A request the cache did not bill (an error answer) reports what Honest does.
+        (UsageMode::Honest | UsageMode::Cached, _) => {
             let counted = whole.map_or(Usage::DEFAULT_INPUT_TOKENS, crate::count::request_tokens);
             turn.usage = Some(Usage::new(counted, output));
         }
-        UsageMode::Constant(input) => turn.usage = Some(Usage::new(input, output)),
-        UsageMode::Counted { bias_percent } => {
+        (UsageMode::Constant(input), _) => turn.usage = Some(Usage::new(input, output)),
+        (UsageMode::Counted { bias_percent }, _) => {
             let counted = whole.map_or(0, crate::count::request_tokens);
             let scaled = (counted as i128 * (100 + i128::from(bias_percent)) / 100).max(0);
             turn.usage = Some(Usage::new(u64::try_from(scaled).unwrap_or(0), output));
         }
-        UsageMode::None => turn.no_usage = true,
+        (UsageMode::None, _) => turn.no_usage = true,
     }
     turn
 }

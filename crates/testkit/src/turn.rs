@@ -57,8 +57,10 @@ pub enum Fault {
 }
 
 /// Token usage a turn reports. `input_tokens` counts the whole prompt including its cached
-/// part (OpenAI's meaning); for Anthropic the server reports `input_tokens - cached` as
-/// `input_tokens` and `cached` as `cache_read_input_tokens`.
+/// and cache-written parts (OpenAI's meaning); for Anthropic the server reports
+/// `input_tokens - cached - written` as `input_tokens`, `cached` as
+/// `cache_read_input_tokens` and `written` as `cache_creation_input_tokens` (Bedrock
+/// likewise).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Usage {
@@ -69,6 +71,11 @@ pub struct Usage {
     /// Prompt tokens served from the provider's cache (part of `input_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input_tokens: Option<u64>,
+    /// Prompt tokens written to the provider's cache (part of `input_tokens`, after the
+    /// cached part): Anthropic's `cache_creation_input_tokens`, Bedrock's
+    /// `cacheWriteInputTokens`; the OpenAI kinds and Gemini report no writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
     /// The part of `output_tokens` spent reasoning (Chat
     /// `completion_tokens_details.reasoning_tokens`, Responses
     /// `output_tokens_details.reasoning_tokens`; Anthropic reports none).
@@ -90,6 +97,7 @@ impl Usage {
             input_tokens,
             output_tokens,
             cached_input_tokens: None,
+            cache_write_tokens: None,
             reasoning_tokens: None,
             cost: None,
         }
@@ -98,6 +106,14 @@ impl Usage {
     /// The cached part of the input, 0 when unset (never more than `input_tokens`).
     pub fn cached(&self) -> u64 {
         self.cached_input_tokens.unwrap_or(0).min(self.input_tokens)
+    }
+
+    /// The part of the input written to the cache, 0 when unset (never more than what the
+    /// cached part leaves of `input_tokens`).
+    pub fn cache_written(&self) -> u64 {
+        self.cache_write_tokens
+            .unwrap_or(0)
+            .min(self.input_tokens - self.cached())
     }
 }
 
@@ -193,6 +209,11 @@ pub struct Turn {
     /// Anthropic, Responses, Gemini, Bedrock: the usage fields left out).
     #[serde(default, skip_serializing_if = "is_false")]
     pub no_usage: bool,
+    /// Seconds the user pauses before the request this turn answers: the server's clock
+    /// (what [`crate::UsageMode::Cached`] ages cache entries by) is advanced by this much
+    /// before the request is billed, without sleeping.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pause_s: u64,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -239,8 +260,10 @@ impl Turn {
     /// Reports this usage (nothing cached).
     pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> Turn {
         let cached = self.usage.and_then(|usage| usage.cached_input_tokens);
+        let written = self.usage.and_then(|usage| usage.cache_write_tokens);
         self.usage = Some(Usage {
             cached_input_tokens: cached,
+            cache_write_tokens: written,
             ..Usage::new(input_tokens, output_tokens)
         });
         self
@@ -251,6 +274,23 @@ impl Turn {
         let mut usage = self.effective_usage();
         usage.cached_input_tokens = Some(cached);
         self.usage = Some(usage);
+        self
+    }
+
+    /// Reports `written` of the input tokens as written to the prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`, Bedrock's `cacheWriteInputTokens`).
+    pub fn with_cache_write(mut self, written: u64) -> Turn {
+        let mut usage = self.effective_usage();
+        usage.cache_write_tokens = Some(written);
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Answers a request sent after the user paused `seconds`: the server's clock is
+    /// advanced by that much before the request is billed ([`crate::UsageMode::Cached`]),
+    /// so a pause longer than a cache's lifetime expires it. Nothing sleeps.
+    pub fn after_pause_s(mut self, seconds: u64) -> Turn {
+        self.pause_s = seconds;
         self
     }
 

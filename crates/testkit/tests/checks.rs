@@ -175,6 +175,10 @@ async fn chat_accepts_only_its_cap_field_honours_it_and_refuses_images_in_tool_m
     assert_eq!(body["choices"][0]["finish_reason"], "length");
     assert_eq!(body["choices"][0]["message"]["content"], "one two ");
     assert_eq!(
+        body["usage"]["completion_tokens"], 2,
+        "billed up to the cap"
+    );
+    assert_eq!(
         body["usage"]["completion_tokens_details"]["reasoning_tokens"],
         3
     );

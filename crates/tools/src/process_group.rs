@@ -10,6 +10,12 @@
 //! ([`ProcessGroup::kill`]), an MCP server gets SIGTERM when its connection is dropped
 //! ([`ProcessGroup::terminate`]). A process that leaves the group on purpose (`setsid`)
 //! is out of reach by design.
+//!
+//! The same helper decides what the program inherits: only descriptors 0, 1 and 2
+//! ([`standard_descriptors_only`]). Whatever else pith holds open — the JSON-RPC stream of
+//! `pith acp`, the session's lock, the change tracker's inotify, a pipe of another child —
+//! is closed when the program starts, so nothing a command, hook or MCP server runs can
+//! write into pith's own channels (docs/sandbox.md, "Descriptors").
 
 use std::time::Duration;
 
@@ -23,7 +29,53 @@ const END_POLL: Duration = Duration::from_millis(20);
 /// is its process id), and kill that program if its `Child` handle is dropped before it
 /// was waited for. Returns `command` for chaining.
 pub fn isolate(command: &mut Command) -> &mut Command {
-    command.process_group(0).kill_on_drop(true)
+    command.process_group(0).kill_on_drop(true);
+    // SAFETY: the hook runs between fork and exec and makes system calls only (no
+    // allocation, no lock), as pre_exec requires.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(standard_descriptors_only);
+    }
+    command
+}
+
+/// Marks every descriptor from 3 up close-on-exec, so that the program about to be
+/// executed starts with only its standard input, output and error. Meant to run in a
+/// child between fork and exec (a `pre_exec` hook): it only makes system calls.
+///
+/// Close-on-exec rather than closing: descriptors the child still needs until `exec`
+/// (a sandbox's Landlock ruleset, the pipe through which the standard library reports a
+/// failed `exec`) stay usable until then, whatever the order of the hooks.
+pub fn standard_descriptors_only() -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: close_range(2) with integer arguments; CLOSE_RANGE_CLOEXEC (Linux 5.11)
+        // only sets the flag on descriptors that exist.
+        #[allow(unsafe_code)]
+        let marked = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
+        };
+        if marked == 0 {
+            return Ok(());
+        }
+    }
+    // Older kernels and other systems: every descriptor up to the process's limit.
+    // SAFETY: sysconf and fcntl with integer arguments; a descriptor that is not open
+    // answers EBADF, which is ignored.
+    #[allow(unsafe_code)]
+    unsafe {
+        let limit = libc::sysconf(libc::_SC_OPEN_MAX);
+        let last = if limit > 0 { limit.min(1 << 20) } else { 1024 };
+        for fd in 3..last as libc::c_int {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+    Ok(())
 }
 
 /// The process group of a child started through [`isolate`].

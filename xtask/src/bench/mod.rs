@@ -41,7 +41,7 @@ use pith_core::{BpeCounter, Encoding};
 
 use crate::corpus::{read_sessions, CorpusSession};
 use crate::eval_core::samples_from_session;
-use crate::simulate::{self, ledger::Prices, SimOptions};
+use crate::simulate::{self, prices::PriceModel, SimOptions};
 pub use measurements::Measurements;
 
 /// Options of `cargo xtask bench`.
@@ -57,15 +57,9 @@ pub struct BenchOptions {
     pub baseline: Option<PathBuf>,
 }
 
-/// Policies the report compares: the three of the issue and the variants behind pith's
-/// defaults.
-pub const SIMULATED_POLICIES: &[&str] = &[
-    "keen",
-    "zesdex",
-    "tiered",
-    "tiered:micro=60",
-    "tiered:turns=1",
-];
+/// Policies the report compares: every peer's and pith's (`cargo xtask simulate`'s
+/// default list).
+pub const SIMULATED_POLICIES: &[&str] = &simulate::policy::DEFAULT_POLICIES;
 
 /// The workspace root and the cargo target directory (`CARGO_TARGET_DIR` when set).
 fn workspace_dirs() -> Result<(PathBuf, PathBuf)> {
@@ -287,7 +281,9 @@ pub fn run(options: &BenchOptions) -> Result<()> {
             policies: SIMULATED_POLICIES.iter().map(|p| (*p).to_owned()).collect(),
             summary_tokens: 2_000,
             ledger_summary_tokens: None,
-            prices: Prices::default(),
+            prices: PriceModel::anthropic(),
+            day: 1,
+            fidelity: false,
         },
     )?;
 

@@ -32,9 +32,9 @@ use pith_core::{BpeCounter, Encoding};
 use serde::Serialize;
 
 use crate::corpus::{session_files, CorpusSession};
-use crate::simulate::ledger::Prices;
 use crate::simulate::policy::{Carry, Policy};
-use crate::simulate::replay::{replay_with, CompactionView, SimParams};
+use crate::simulate::prices::PriceModel;
+use crate::simulate::replay::{replay_with, CompactionView, SimParams, ViewKind};
 use crate::split::{half_of, Half};
 use facts::{facts_at, Facts};
 pub use view::{view_text, Tally, SUMMARY_TOKENS};
@@ -184,16 +184,23 @@ pub fn measure(options: &FidelityOptions) -> Result<Vec<Row>> {
     let counter = Arc::new(BpeCounter::new(Encoding::O200kBase));
     let mut rows: Vec<Row> = Vec::new();
     for &window in &options.windows {
-        let params = SimParams::new(window, SUMMARY_TOKENS, Prices::default(), counter.clone());
+        let params = SimParams::new(
+            window,
+            SUMMARY_TOKENS,
+            PriceModel::anthropic(),
+            counter.clone(),
+        );
         for carry in Carry::ALL {
-            let policy = Policy::tiered_with_carry(carry);
+            let policy = Policy::pith_with_carry(carry);
             let mut halves: BTreeMap<Half, Row> = BTreeMap::new();
             for file in &files {
                 let text = std::fs::read_to_string(file)
                     .with_context(|| format!("reading {}", file.display()))?;
                 let mut session = crate::corpus::parse_session(&text);
                 session.name = stem(file);
-                let outcome = replay_with(&session, &policy, &params, true);
+                let mut outcome = replay_with(&session, &policy, &params, true);
+                // The probes here are of what an LLM compaction keeps; masking is simulate's.
+                outcome.views.retain(|v| v.kind == ViewKind::Llm);
                 let row = halves.entry(half_of(file)).or_insert_with(|| Row {
                     window,
                     half: half_of(file).as_str().to_owned(),

@@ -17,9 +17,9 @@ use serde_json::{json, Value};
 
 use super::view::{view_text, Tally, SUMMARY_TOKENS};
 use crate::corpus::CorpusSession;
-use crate::simulate::ledger::Prices;
 use crate::simulate::policy::{Carry, Policy};
-use crate::simulate::replay::{replay_with, SimParams};
+use crate::simulate::prices::PriceModel;
+use crate::simulate::replay::{replay_with, SimParams, ViewKind};
 
 /// Tool rounds of the scripted session.
 const ROUNDS: usize = 60;
@@ -168,10 +168,17 @@ pub fn measure_plan(windows: &[u64]) -> Vec<PlanRow> {
     let counter = Arc::new(BpeCounter::new(Encoding::O200kBase));
     let mut rows = Vec::new();
     for &window in windows {
-        let params = SimParams::new(window, SUMMARY_TOKENS, Prices::default(), counter.clone());
+        let params = SimParams::new(
+            window,
+            SUMMARY_TOKENS,
+            PriceModel::anthropic(),
+            counter.clone(),
+        );
         for carry in Carry::ALL {
-            let policy = Policy::tiered_with_carry(carry);
-            let outcome = replay_with(&session, &policy, &params, true);
+            let policy = Policy::pith_with_carry(carry);
+            let mut outcome = replay_with(&session, &policy, &params, true);
+            // The probes here are of what an LLM compaction keeps; masking is simulate's.
+            outcome.views.retain(|v| v.kind == ViewKind::Llm);
             let mut row = PlanRow {
                 window,
                 design: carry.as_str().to_owned(),

@@ -1,102 +1,118 @@
-//! The prompt-cache cost model: every request the simulated agent sends is entered here,
-//! and its cached part is the longest prefix it shares with the previous request.
+//! The bill of one simulated session: every request the simulated agent sends is entered
+//! here with the time it is sent, and the provider family's prompt cache
+//! ([`pith_testkit::cache::PromptCache`], the model the testkit's server bills with)
+//! decides which of its tokens are read from the cache, written to it, or plain input.
 //!
-//! A request is a list of blocks (the system prompt, then one block per message), each
-//! with a content identity and a token count. Two blocks are the same when their
-//! identities are equal: the replay gives a message a new identity whenever its content
-//! changes (dedup, prune, compaction), so the shared prefix is exact at message
-//! granularity. Pricing: uncached input is written to the cache (`cache_write` × the
-//! input price), cached input is read (`cache_read` × the input price), output tokens
-//! are priced at `output` × the input price. Prices are per token, in units of the input
-//! price; [`Prices::dollars`] converts with a $/M input price.
+//! A request is a list of [`Block`]s: the system prompt (with the tool definitions), then
+//! one block per message, each with a content identity, a token count and whether the
+//! policy put a cache breakpoint on it. The replay gives a message a new identity whenever
+//! its content changes (masking, prune, compaction), so a rewrite ends the cached prefix
+//! exactly where the provider's would end.
+//!
+//! What is billed as the policy's cost: all input, the summaries the policy asks for and
+//! the re-reads it causes. The agent's own answers are the same under every policy; they
+//! are counted apart ([`LedgerTotals::answer_dollars`]).
 
 use pith_core::tokens::REQUEST_FRAMING_TOKENS;
+use pith_testkit::cache::{CacheBill, PromptCache, Segment};
 use serde::Serialize;
 
-/// Multipliers of the input price.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Prices {
-    /// Input price in dollars per million tokens (only for display).
-    pub input_per_million: f64,
-    /// Cached input, as a fraction of the input price (default 0.10).
-    pub cache_read: f64,
-    /// Uncached input written to the cache (default 1.25).
-    pub cache_write: f64,
-    /// Output tokens (default 5.0: $15/M output for $3/M input).
-    pub output: f64,
-}
+use super::prices::PriceModel;
 
-impl Default for Prices {
-    fn default() -> Self {
-        Self {
-            input_per_million: 3.0,
-            cache_read: 0.10,
-            cache_write: 1.25,
-            output: 5.0,
-        }
-    }
-}
+/// Identity of the per-request framing block (never cached: it is last).
+const FRAMING_ID: u64 = u64::MAX;
 
-impl Prices {
-    /// Dollars for `units` input-price token units.
-    pub fn dollars(&self, units: f64) -> f64 {
-        units * self.input_per_million / 1e6
-    }
+/// One block of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    /// Content identity.
+    pub id: u64,
+    /// Tokens.
+    pub tokens: usize,
+    /// A cache breakpoint ends at this block (Anthropic's `cache_control`).
+    pub breakpoint: bool,
 }
-
-/// One block of a request: content identity and tokens.
-pub type Block = (u64, usize);
 
 /// Totals of the requests entered so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct LedgerTotals {
-    /// Requests sent (agent requests and compaction requests).
+    /// Requests sent (agent requests, compaction requests and re-reads).
     pub requests: u64,
     /// Input tokens over all requests.
     pub input_tokens: u64,
     /// Input tokens read from the cache.
     pub cached_tokens: u64,
-    /// Output tokens that differ between policies (the summaries).
+    /// Input tokens written to the cache.
+    pub written_tokens: u64,
+    /// Output tokens of the summaries the policy asked for.
     pub summary_output_tokens: u64,
-    /// Cost in input-price token units (see the module docs).
-    pub cost_units: f64,
+    /// Dollars of input, summaries and re-reads: what the policy decides.
+    pub cost_dollars: f64,
+    /// Dollars of the agent's own answers (the same text under every policy; only the
+    /// long-context rate can differ).
+    pub answer_dollars: f64,
     /// The largest request, in tokens.
     pub peak_request_tokens: u64,
 }
 
-/// The ledger of one simulated session.
-#[derive(Debug, Default)]
+/// The bill of one simulated session.
+#[derive(Debug)]
 pub struct Ledger {
-    previous: Vec<Block>,
+    cache: PromptCache,
+    model: PriceModel,
     totals: LedgerTotals,
 }
 
 impl Ledger {
-    /// Enters a request of `blocks`, returning its (total, cached) tokens.
-    pub fn send(&mut self, blocks: Vec<Block>, prices: &Prices) -> (u64, u64) {
-        let total: usize = REQUEST_FRAMING_TOKENS + blocks.iter().map(|b| b.1).sum::<usize>();
-        let cached: usize = blocks
-            .iter()
-            .zip(&self.previous)
-            .take_while(|(a, b)| a.0 == b.0)
-            .map(|(a, _)| a.1)
-            .sum();
-        let (total, cached) = (total as u64, cached as u64);
-        let t = &mut self.totals;
-        t.requests += 1;
-        t.input_tokens += total;
-        t.cached_tokens += cached;
-        t.cost_units +=
-            cached as f64 * prices.cache_read + (total - cached) as f64 * prices.cache_write;
-        t.peak_request_tokens = t.peak_request_tokens.max(total);
-        self.previous = blocks;
-        (total, cached)
+    /// An empty bill with `model`'s prices and cache.
+    pub fn new(model: PriceModel) -> Self {
+        Self {
+            cache: PromptCache::new(model.rules),
+            model,
+            totals: LedgerTotals::default(),
+        }
     }
 
-    /// Adds output tokens of a summary.
-    pub fn summary_output(&mut self, tokens: u64, prices: &Prices) {
+    /// Enters a request of `blocks` sent at `now` (seconds), returning its bill.
+    pub fn send(&mut self, now: f64, blocks: &[Block]) -> CacheBill {
+        let mut segments: Vec<Segment> = blocks
+            .iter()
+            .map(|b| Segment {
+                id: b.id,
+                tokens: b.tokens as u64,
+                breakpoint: b.breakpoint,
+            })
+            .collect();
+        segments.push(Segment {
+            id: FRAMING_ID,
+            tokens: REQUEST_FRAMING_TOKENS as u64,
+            breakpoint: false,
+        });
+        let bill = self.cache.request(now, &segments);
+        let t = &mut self.totals;
+        t.requests += 1;
+        t.input_tokens += bill.input_tokens;
+        t.cached_tokens += bill.cache_read_tokens;
+        t.written_tokens += bill.cache_write_tokens;
+        t.cost_dollars += self.model.input_dollars(&bill);
+        t.peak_request_tokens = t.peak_request_tokens.max(bill.input_tokens);
+        bill
+    }
+
+    /// Adds the `tokens` of a summary answering a request of `input_tokens`.
+    pub fn summary_output(&mut self, input_tokens: u64, tokens: u64) {
         self.totals.summary_output_tokens += tokens;
-        self.totals.cost_units += tokens as f64 * prices.output;
+        self.totals.cost_dollars += self.model.output_dollars(input_tokens, tokens);
+    }
+
+    /// Adds the `tokens` of the agent's own answer to a request of `input_tokens`.
+    pub fn answer_output(&mut self, input_tokens: u64, tokens: u64) {
+        self.totals.answer_dollars += self.model.output_dollars(input_tokens, tokens);
+    }
+
+    /// Adds the output of a re-read call (a small tool call the policy made necessary).
+    pub fn reread_output(&mut self, input_tokens: u64, tokens: u64) {
+        self.totals.cost_dollars += self.model.output_dollars(input_tokens, tokens);
     }
 
     /// The totals so far.
@@ -109,25 +125,62 @@ impl Ledger {
 mod tests {
     use super::*;
 
+    fn block(id: u64, tokens: usize, breakpoint: bool) -> Block {
+        Block {
+            id,
+            tokens,
+            breakpoint,
+        }
+    }
+
     #[test]
     fn a_request_extending_the_previous_one_reads_the_shared_prefix_from_cache() {
-        let prices = Prices::default();
-        let mut ledger = Ledger::default();
-        let (t1, c1) = ledger.send(vec![(0, 100), (1, 50)], &prices);
-        assert_eq!((t1, c1), (153, 0), "first request: nothing cached");
-        let (t2, c2) = ledger.send(vec![(0, 100), (1, 50), (2, 10)], &prices);
-        assert_eq!((t2, c2), (163, 150));
-        let cost = 153.0 * 1.25 + 150.0 * 0.10 + 13.0 * 1.25;
-        assert!((ledger.totals().cost_units - cost).abs() < 1e-9);
+        let mut ledger = Ledger::new(PriceModel::anthropic());
+        let first = ledger.send(0.0, &[block(1, 2_000, true), block(2, 500, true)]);
+        assert_eq!(first.cache_read_tokens, 0);
+        assert_eq!(first.cache_write_tokens, 2_500);
+        let second = ledger.send(
+            10.0,
+            &[
+                block(1, 2_000, true),
+                block(2, 500, false),
+                block(3, 100, true),
+            ],
+        );
+        assert_eq!(second.cache_read_tokens, 2_500);
+        assert_eq!(second.cache_write_tokens, 100);
+        let t = ledger.totals();
+        assert_eq!(t.requests, 2);
+        let framing = REQUEST_FRAMING_TOKENS as f64;
+        let expected = (2_500.0 * 3.75 + framing * 3.0) / 1e6
+            + (2_500.0 * 0.30 + 100.0 * 3.75 + framing * 3.0) / 1e6;
+        assert!(
+            (t.cost_dollars - expected).abs() < 1e-12,
+            "{}",
+            t.cost_dollars
+        );
+    }
+
+    #[test]
+    fn a_pause_longer_than_the_ttl_rewrites_everything() {
+        let mut ledger = Ledger::new(PriceModel::anthropic());
+        let blocks = [block(1, 2_000, true), block(2, 500, true)];
+        ledger.send(0.0, &blocks);
+        let warm = ledger.send(299.0, &blocks);
+        assert_eq!(warm.cache_read_tokens, 2_500);
+        let cold = ledger.send(299.0 + 301.0, &blocks);
+        assert_eq!(
+            (cold.cache_read_tokens, cold.cache_write_tokens),
+            (0, 2_500)
+        );
     }
 
     #[test]
     fn a_rewritten_message_invalidates_everything_after_it() {
-        let prices = Prices::default();
-        let mut ledger = Ledger::default();
-        ledger.send(vec![(0, 100), (1, 50), (2, 10)], &prices);
-        let (_, cached) = ledger.send(vec![(0, 100), (9, 5), (2, 10)], &prices);
-        assert_eq!(cached, 100, "only the system block is shared");
-        assert_eq!(ledger.totals().peak_request_tokens, 163);
+        let mut ledger = Ledger::new(PriceModel::openai());
+        ledger.send(0.0, &[block(1, 2_000, false), block(2, 3_000, false)]);
+        let bill = ledger.send(1.0, &[block(1, 2_000, false), block(9, 3_000, false)]);
+        assert!(bill.cache_read_tokens <= 2_000, "{bill:?}");
+        assert_eq!(bill.cache_write_tokens, 0, "OpenAI bills no writes");
     }
 }

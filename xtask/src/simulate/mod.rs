@@ -1,17 +1,28 @@
-//! `cargo xtask simulate --sessions DIR --window N [--policy NAME]…`: replays real agent
-//! sessions through context policies as if the agent had run with window N, and reports
-//! per policy the peak context, compactions, input tokens and cost under a prompt-cache
-//! model.
+//! `cargo xtask simulate --sessions DIR --window N [--policy NAME]… [--prices FAMILY]
+//! [--day N] [--format json]`: replays real agent sessions through context policies as if
+//! the agent had run with window N, bills every request with a provider family's prices
+//! and prompt cache on a simulated clock, charges the re-reads a policy causes, and probes
+//! every view a policy makes for what it kept (fidelity a–e), one row per window, policy
+//! and half of the corpus.
 //!
-//! - [`policy`] — the policies and their names;
-//! - [`replay`] — one session under one policy (the `tiered` step calls core's real
-//!   pipeline, mirroring the agent loop);
-//! - [`ledger`] — the prompt-cache cost model.
+//! - [`policy`] — the policies and their names, with each peer's sources;
+//! - [`replay`] — one session under one policy (the `pith` step calls core's real
+//!   pipeline, mirroring the agent loop); [`steps`] — the peers' steps;
+//! - [`ledger`] — the bill, on [`prices`]' models and the testkit's prompt cache;
+//! - [`clock`] — latency, tool time and the user's pauses; [`day`] — `--day N`;
+//! - [`rereads`] — what forgetting costs.
 
+pub mod clock;
+pub mod day;
 pub mod disk;
+mod engine;
 pub mod ledger;
+mod pith_step;
 pub mod policy;
+pub mod prices;
 pub mod replay;
+mod rereads;
+mod steps;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,9 +32,12 @@ use pith_core::{BpeCounter, Encoding};
 use serde::Serialize;
 
 use crate::corpus::{read_sessions, CorpusSession};
-use ledger::Prices;
+use crate::fidelity::facts::facts_at;
+use crate::fidelity::{probe_noting, view_text, Tally};
+use crate::split::{half_of, Half};
 use policy::Policy;
-use replay::{replay, SessionOutcome, SimParams};
+use prices::PriceModel;
+use replay::{replay_with, SessionOutcome, SimParams};
 
 /// Options of one simulation run.
 #[derive(Debug, Clone)]
@@ -35,69 +49,160 @@ pub struct SimOptions {
     /// Tokens of the stand-in LLM summary.
     pub summary_tokens: usize,
     /// Tokens of the stand-in summary next to a session ledger (`None`: the default of
-    /// [`replay::default_ledger_summary_tokens`], or `summary_tokens` if smaller).
+    /// `engine::default_ledger_summary_tokens`, or `summary_tokens` if smaller).
     pub ledger_summary_tokens: Option<usize>,
-    /// Cost model.
-    pub prices: Prices,
+    /// Prices, cache and speed.
+    pub prices: PriceModel,
+    /// Tasks joined into one session (`--day N`; 1: each corpus session alone).
+    pub day: usize,
+    /// Probe every view for fidelity a–e (slower).
+    pub fidelity: bool,
 }
 
-/// The totals of one policy over every session, at one window.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct PolicyRow {
-    /// The policy's name as given.
-    pub policy: String,
-    /// Window simulated.
-    pub window: u64,
-    /// Sessions replayed.
-    pub sessions: u64,
-    /// Requests sent (agent + summary requests).
-    pub requests: u64,
-    /// Largest agent request of any session.
-    pub peak_context_max: u64,
-    /// Mean over sessions of each session's largest agent request.
-    pub peak_context_mean: f64,
-    /// Micro-compactions.
-    pub micro_compactions: u64,
-    /// LLM compactions.
-    pub llm_compactions: u64,
-    /// Sessions with at least one LLM compaction.
-    pub sessions_compacted: u64,
-    /// Agent requests over the input budget after the policy acted.
-    pub overflowing_requests: u64,
-    /// Input tokens sent.
-    pub input_tokens: u64,
-    /// Of which read from the prompt cache.
-    pub cached_tokens: u64,
-    /// Summary output tokens.
-    pub summary_output_tokens: u64,
-    /// Cost in dollars.
-    pub cost_dollars: f64,
+/// Probes a–e kept, as fractions (1 when nothing was asked).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Fidelity {
+    /// a. user messages.
+    pub a: f64,
+    /// b. files changed.
+    pub b: f64,
+    /// c. recent reads.
+    pub c: f64,
+    /// d. failing tests of the latest run.
+    pub d: f64,
+    /// e. the last error line.
+    pub e: f64,
 }
 
-impl PolicyRow {
-    fn add(&mut self, outcome: &SessionOutcome, prices: &Prices) {
-        self.sessions += 1;
-        self.requests += outcome.ledger.requests;
-        self.peak_context_max = self.peak_context_max.max(outcome.peak_context);
-        self.peak_context_mean += outcome.peak_context as f64;
-        self.micro_compactions += outcome.micro_compactions;
-        self.llm_compactions += outcome.llm_compactions;
-        self.sessions_compacted += u64::from(outcome.llm_compactions > 0);
-        self.overflowing_requests += outcome.overflowing_requests;
-        self.input_tokens += outcome.ledger.input_tokens;
-        self.cached_tokens += outcome.ledger.cached_tokens;
-        self.summary_output_tokens += outcome.ledger.summary_output_tokens;
-        self.cost_dollars += prices.dollars(outcome.ledger.cost_units);
+impl Fidelity {
+    fn of(tallies: &[Tally; 5]) -> Self {
+        let f = |t: &Tally| t.percent() / 100.0;
+        Self {
+            a: f(&tallies[0]),
+            b: f(&tallies[1]),
+            c: f(&tallies[2]),
+            d: f(&tallies[3]),
+            e: f(&tallies[4]),
+        }
     }
 }
 
-/// Simulates every policy on `sessions` at every window.
+/// The totals of one policy over the sessions of one half, at one window.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PolicyRow {
+    /// Window simulated.
+    pub window: u64,
+    /// The policy's name as given.
+    pub policy: String,
+    /// The price model (`anthropic`, `openai`, `gemini`).
+    pub prices: String,
+    /// `tuning` or `held-out`.
+    pub half: String,
+    /// Sessions replayed (days, with `--day`).
+    pub sessions: u64,
+    /// Requests sent (agent, summary and re-read requests).
+    pub requests: u64,
+    /// Dollars of input, summaries and re-reads: what the policy decides.
+    pub cost_dollars: f64,
+    /// Dollars of the agent's own answers (apart: the same text under every policy).
+    pub answer_dollars: f64,
+    /// Input tokens read from the cache, as a fraction of all input tokens.
+    pub cache_hit_rate: f64,
+    /// Input tokens sent.
+    pub input_tokens: u64,
+    /// Input tokens written to the cache.
+    pub cache_write_tokens: u64,
+    /// Largest agent request of any session.
+    pub peak_context: u64,
+    /// Mean agent request.
+    pub mean_context: f64,
+    /// LLM compactions (summaries, shapings, compressions).
+    pub llm_compactions: u64,
+    /// Rewrites without an LLM call (masking, clearing, prune).
+    pub masking_events: u64,
+    /// Tokens read again because the policy had hidden them.
+    pub reread_tokens: u64,
+    /// Agent requests over the input budget after the policy acted.
+    pub over_budget_requests: u64,
+    /// Fidelity a–e over every view the policy made.
+    pub fidelity: Fidelity,
+    /// Views probed.
+    pub views: u64,
+    #[serde(skip)]
+    tallies: [Tally; 5],
+    #[serde(skip)]
+    agent_requests: u64,
+    #[serde(skip)]
+    context_sum: u64,
+    #[serde(skip)]
+    cached_tokens: u64,
+}
+
+impl PolicyRow {
+    fn add(&mut self, session: &CorpusSession, outcome: &SessionOutcome) {
+        self.sessions += 1;
+        self.requests += outcome.ledger.requests;
+        self.cost_dollars += outcome.ledger.cost_dollars;
+        self.answer_dollars += outcome.ledger.answer_dollars;
+        self.input_tokens += outcome.ledger.input_tokens;
+        self.cached_tokens += outcome.ledger.cached_tokens;
+        self.cache_write_tokens += outcome.ledger.written_tokens;
+        self.peak_context = self.peak_context.max(outcome.peak_context);
+        self.agent_requests += outcome.agent_requests;
+        self.context_sum += outcome.context_sum;
+        self.llm_compactions += outcome.llm_compactions;
+        self.masking_events += outcome.micro_compactions;
+        self.reread_tokens += outcome.reread_tokens;
+        self.over_budget_requests += outcome.overflowing_requests;
+        for view in &outcome.views {
+            let facts = facts_at(session, view.after_message);
+            let text = view_text(&view.messages);
+            for (tally, add) in
+                self.tallies
+                    .iter_mut()
+                    .zip(probe_noting(&text, &facts, &mut |_, _| {}))
+            {
+                tally.merge(add);
+            }
+            self.views += 1;
+        }
+    }
+
+    fn finish(&mut self) {
+        if self.input_tokens > 0 {
+            self.cache_hit_rate = self.cached_tokens as f64 / self.input_tokens as f64;
+        }
+        if self.agent_requests > 0 {
+            self.mean_context = self.context_sum as f64 / self.agent_requests as f64;
+        }
+        self.fidelity = Fidelity::of(&self.tallies);
+    }
+}
+
+/// The half a (possibly joined) session belongs to: its first task's.
+fn half_of_session(session: &CorpusSession) -> Half {
+    let first = session.name.split('+').next().unwrap_or_default();
+    half_of(Path::new(&format!("{first}.jsonl")))
+}
+
+/// Simulates every policy on `sessions` at every window, one row per half.
 pub fn simulate(sessions: &[CorpusSession], options: &SimOptions) -> Result<Vec<PolicyRow>> {
     let policies: Vec<(String, Policy)> = options
         .policies
         .iter()
         .map(|name| Policy::parse(name).map(|p| (name.clone(), p)))
         .collect::<Result<_>>()?;
+    let mut halves: Vec<(Half, Vec<CorpusSession>)> = Vec::new();
+    for half in Half::ALL {
+        let of_half: Vec<CorpusSession> = sessions
+            .iter()
+            .filter(|s| half_of_session(s) == half)
+            .cloned()
+            .collect();
+        if !of_half.is_empty() {
+            halves.push((half, day::days(&of_half, options.day)));
+        }
+    }
     let counter = Arc::new(BpeCounter::new(Encoding::O200kBase));
     let mut rows = Vec::new();
     for &window in &options.windows {
@@ -110,84 +215,140 @@ pub fn simulate(sessions: &[CorpusSession], options: &SimOptions) -> Result<Vec<
         if let Some(tokens) = options.ledger_summary_tokens {
             params = params.with_ledger_summary_tokens(tokens);
         }
-        for (name, policy) in &policies {
-            let mut row = PolicyRow {
-                policy: name.clone(),
-                window,
-                ..PolicyRow::default()
-            };
-            for session in sessions {
-                row.add(&replay(session, policy, &params), &options.prices);
+        for (half, sessions) in &halves {
+            for (name, policy) in &policies {
+                let mut row = PolicyRow {
+                    policy: name.clone(),
+                    window,
+                    prices: options.prices.name.to_owned(),
+                    half: half.as_str().to_owned(),
+                    ..PolicyRow::default()
+                };
+                for session in sessions {
+                    let outcome = replay_with(session, policy, &params, options.fidelity);
+                    row.add(session, &outcome);
+                }
+                row.finish();
+                rows.push(row);
             }
-            if row.sessions > 0 {
-                row.peak_context_mean /= row.sessions as f64;
-            }
-            rows.push(row);
         }
     }
     Ok(rows)
 }
 
-/// The rows as a markdown table; cost relative to the first policy of each window.
+/// The cost of `row` relative to the cheapest other policy of its window and half that is
+/// not pith's (`None` for a peer, or with no peer to compare).
+pub fn vs_cheapest_peer(rows: &[PolicyRow], row: &PolicyRow) -> Option<f64> {
+    if !row.policy.starts_with("pith") {
+        return None;
+    }
+    rows.iter()
+        .filter(|r| r.window == row.window && r.half == row.half && !r.policy.starts_with("pith"))
+        .filter(|r| r.policy != "zesdex")
+        .map(|r| r.cost_dollars)
+        .min_by(f64::total_cmp)
+        .filter(|c| *c > 0.0)
+        .map(|c| row.cost_dollars / c)
+}
+
+/// The rows as a markdown table; cost also relative to the first policy of each window
+/// and half, and pith's to the cheapest peer.
 pub fn markdown_table(rows: &[PolicyRow]) -> String {
     let mut out = String::from(
-        "| window | policy | peak context (max / mean) | micro | LLM | sessions compacted | over budget | input tokens | cached | cost | vs first |\n\
-         |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| window | half | policy | cost | vs first | vs cheapest peer | cache hits | peak / mean context | LLM | masking | re-read tokens | over budget | fidelity a/b/c/d/e (%) |\n\
+         |---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
-    let mut base: Option<(u64, f64)> = None;
+    let mut base: Option<(u64, &str, f64)> = None;
     for row in rows {
-        if base.is_none_or(|(w, _)| w != row.window) {
-            base = Some((row.window, row.cost_dollars));
+        if base.is_none_or(|(w, h, _)| w != row.window || h != row.half) {
+            base = Some((row.window, row.half.as_str(), row.cost_dollars));
         }
         let relative = base.map_or(
             1.0,
-            |(_, b)| if b > 0.0 { row.cost_dollars / b } else { 1.0 },
-        );
-        out.push_str(&format!(
-            "| {} | {} | {} / {:.0} | {} | {} | {} | {} | {} | {:.1}% | ${:.2} | {:.3} |\n",
-            row.window,
-            row.policy,
-            row.peak_context_max,
-            row.peak_context_mean,
-            row.micro_compactions,
-            row.llm_compactions,
-            row.sessions_compacted,
-            row.overflowing_requests,
-            row.input_tokens,
-            if row.input_tokens > 0 {
-                row.cached_tokens as f64 * 100.0 / row.input_tokens as f64
-            } else {
-                0.0
+            |(_, _, b)| {
+                if b > 0.0 {
+                    row.cost_dollars / b
+                } else {
+                    1.0
+                }
             },
+        );
+        let peer = vs_cheapest_peer(rows, row).map_or("".to_owned(), |r| format!("{r:.3}"));
+        let f = row.fidelity;
+        out.push_str(&format!(
+            "| {} | {} | {} | ${:.2} | {:.3} | {} | {:.1}% | {} / {:.0} | {} | {} | {} | {} | {:.1}/{:.1}/{:.1}/{:.1}/{:.1} |\n",
+            row.window,
+            row.half,
+            row.policy,
             row.cost_dollars,
             relative,
+            peer,
+            row.cache_hit_rate * 100.0,
+            row.peak_context,
+            row.mean_context,
+            row.llm_compactions,
+            row.masking_events,
+            row.reread_tokens,
+            row.over_budget_requests,
+            f.a * 100.0,
+            f.b * 100.0,
+            f.c * 100.0,
+            f.d * 100.0,
+            f.e * 100.0,
         ));
     }
     out
 }
 
+/// How the rows are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A markdown table (and a header line).
+    Markdown,
+    /// One JSON object per row, one per line.
+    Json,
+}
+
 /// `cargo xtask simulate`: reads the sessions, simulates, prints (and writes JSON).
-pub fn run(sessions_dir: &Path, options: &SimOptions, json: Option<&PathBuf>) -> Result<()> {
+pub fn run(
+    sessions_dir: &Path,
+    options: &SimOptions,
+    format: Format,
+    json: Option<&PathBuf>,
+) -> Result<()> {
     let sessions = read_sessions(sessions_dir)?;
     let malformed: usize = sessions.iter().map(|s| s.malformed_lines).sum();
     if malformed > 0 {
         eprintln!("simulate: skipped {malformed} malformed lines");
     }
     let rows = simulate(&sessions, options)?;
-    println!(
-        "{} sessions from {}; stand-in summary {} tokens ({} next to a session ledger); cache read {}×, cache write {}×, output {}× of ${}/M input\n",
-        sessions.len(),
-        sessions_dir.display(),
-        options.summary_tokens,
-        options
-            .ledger_summary_tokens
-            .unwrap_or_else(|| options.summary_tokens.min(replay::default_ledger_summary_tokens())),
-        options.prices.cache_read,
-        options.prices.cache_write,
-        options.prices.output,
-        options.prices.input_per_million,
-    );
-    print!("{}", markdown_table(&rows));
+    match format {
+        Format::Json => {
+            for row in &rows {
+                println!(
+                    "{}",
+                    serde_json::to_string(row).context("serialising a row")?
+                );
+            }
+        }
+        Format::Markdown => {
+            let p = &options.prices;
+            println!(
+                "{} sessions from {} (days of {}); {} prices ({}: ${}/M input, ${}/M cache read, ${}/M cache write, ${}/M output); stand-in summary {} tokens\n",
+                sessions.len(),
+                sessions_dir.display(),
+                options.day,
+                p.name,
+                p.model,
+                p.input,
+                p.cache_read,
+                p.cache_write,
+                p.output,
+                options.summary_tokens,
+            );
+            print!("{}", markdown_table(&rows));
+        }
+    }
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(&rows).context("serialising the report")?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -195,5 +356,7 @@ pub fn run(sessions_dir: &Path, options: &SimOptions, json: Option<&PathBuf>) ->
     Ok(())
 }
 
+#[cfg(test)]
+mod real_binary;
 #[cfg(test)]
 mod tests;

@@ -1,21 +1,57 @@
-//! The context policies the simulator compares, and their command-line names.
+//! The context policies the simulator compares, and their command-line names. Each
+//! peer's rules come from its source or paper (docs/benchmarks.md cites them; the notes
+//! below give the figures):
 //!
-//! - `keen` (seed 002): tool outputs kept raw, nothing rewritten, LLM compaction when the
-//!   estimate reaches 90% of the input budget after a new tool turn.
-//! - `zesdex` (seed 000): squash at capture, dedup of read-only results before every
-//!   request, shaping with hysteresis (85% of the input budget the first time, 95% once
-//!   shaped) keeping the newest 70% and summarising the rest with the LLM.
-//! - `tiered` (pith): squash at capture, micro-compaction (dedup + prune) and LLM
-//!   compaction as `pith_core::context::policy::decide` says. Variants override pith's
-//!   defaults: `tiered:micro=60,protect=20000,minimum=10000,turns=1`. What an LLM
-//!   compaction's replacement carries is `carry=pith` (pith's default: summary, session
-//!   ledger, re-attached files, last user message), `carry=keen` (summary and last user
-//!   message, seed 002) or `carry=codex` (summary after the user messages, newest first,
-//!   within 20,000 tokens); `restore=N` sets how many files a `pith` replacement
-//!   re-attaches.
+//! - `keen` (seed 002): tool outputs kept raw, LLM compaction at 90% of the input budget.
+//! - `zesdex` (seed 000): dedup every turn, shaping at 85%/95% keeping the newest 70%.
+//! - `claude-code`: auto-compact at window − min(max output, 20k) − 13k
+//!   (`autoCompact.ts`); when the last request is over an hour old (its time-based
+//!   microcompact, `gapThresholdMinutes: 60`), every tool result but the newest 5 is
+//!   cleared. The replacement is the summary and the last user message (the files it
+//!   re-attaches are not modelled).
+//! - `codex`: compaction at 90% of the window (`auto_compact_token_limit`); the
+//!   replacement keeps the newest user messages within 20,000 tokens, then the summary.
+//! - `opencode`: once per user turn, tool outputs older than the newest 40,000 tokens of
+//!   output (and than the last 2 user turns) are cleared when that frees over 20,000;
+//!   summary at window − min(20k, max output) (`compaction.ts`, `overflow.ts`).
+//! - `gemini-cli`: before every request, tool outputs beyond the newest 50,000 tokens of
+//!   output (the latest turn protected) are masked when at least 30,000 tokens are
+//!   prunable; compression at 50% of the window keeps the newest 30% and summarises the
+//!   rest (`toolOutputMaskingService.ts`, `chatCompressionService.ts`).
+//! - `masking`: the last M = 10 observations are kept, older ones replaced by a
+//!   placeholder (JetBrains, arXiv 2508.21433); LLM compaction at 90% as a last resort.
+//!   `masking:keep=M` sets M.
+//! - `pith`: pith's default pipeline, through core's own functions as the agent loop
+//!   calls them: squash at capture, the working set, masking with stubs in batches
+//!   (micro-compaction), LLM compaction with the session ledger, the cold-cache rule,
+//!   breakpoints at the system prompt, the stable prefix and the last message.
+//!   Variants override the defaults: `pith:ws=32000,mprotect=25,mbatch=25,cold=0,…`
+//!   (`micro`, `protect`, `minimum`, `turns`, `carry`, `restore` as before). What an LLM
+//!   compaction's replacement carries is `carry=pith` (summary, session ledger,
+//!   re-attached files, last user message), `carry=keen` or `carry=codex`.
 
 use anyhow::{bail, Context, Result};
 use pith_core::context::{ContextConfig, PruneConfig};
+
+/// JetBrains' M: observations kept by `masking`.
+pub const MASKING_KEEP: usize = 10;
+
+/// pith's pipeline and its settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PithPolicy {
+    /// Micro-compaction threshold, percent of the working budget.
+    pub micro_percent: u8,
+    /// Prune (masking) thresholds.
+    pub prune: PruneConfig,
+    /// What an LLM compaction's replacement carries.
+    pub carry: Carry,
+    /// Files re-attached by a `pith` replacement.
+    pub restore_files: usize,
+    /// `[context] working_set_tokens` (0: off).
+    pub working_set: u64,
+    /// The cold-cache rule: after a pause longer than the TTL, due work is done early.
+    pub cold_rule: bool,
+}
 
 /// One policy to simulate.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,17 +60,21 @@ pub enum Policy {
     Keen,
     /// zesdex: dedup every turn + shaping at 85/95%.
     Zesdex,
-    /// pith: squash at capture, micro at its threshold, LLM at 90%.
-    Tiered {
-        /// Micro-compaction threshold, percent of the input budget.
-        micro_percent: u8,
-        /// Prune thresholds.
-        prune: PruneConfig,
-        /// What an LLM compaction's replacement carries.
-        carry: Carry,
-        /// Files re-attached by a `pith` replacement.
-        restore_files: usize,
+    /// Claude Code's auto-compact and time-based microcompact.
+    ClaudeCode,
+    /// Codex CLI's compaction at 90% of the window.
+    Codex,
+    /// opencode's prune and summary.
+    OpenCode,
+    /// gemini-cli's output masking and compression.
+    GeminiCli,
+    /// Observation masking, keeping the last `keep` observations.
+    Masking {
+        /// Observations kept raw.
+        keep: usize,
     },
+    /// pith.
+    Pith(PithPolicy),
 }
 
 /// What the replacement of an LLM compaction carries besides the summary.
@@ -70,11 +110,22 @@ impl Carry {
     }
 }
 
+/// The policies a run compares when none is named, peers first, pith last.
+pub const DEFAULT_POLICIES: [&str; 7] = [
+    "keen",
+    "claude-code",
+    "codex",
+    "opencode",
+    "gemini-cli",
+    "masking",
+    "pith",
+];
+
 impl Policy {
     /// pith's defaults.
-    pub fn tiered_default() -> Self {
+    pub fn pith_default() -> Self {
         let config = ContextConfig::default();
-        Self::Tiered {
+        Self::Pith(PithPolicy {
             micro_percent: config.micro_percent,
             prune: config.prune(),
             carry: if config.ledger_percent > 0 {
@@ -83,24 +134,16 @@ impl Policy {
                 Carry::Keen
             },
             restore_files: config.restore_files,
-        }
+            working_set: config.working_set_tokens,
+            cold_rule: true,
+        })
     }
 
     /// pith's defaults with another design of what a compaction carries (`carry`): the
-    /// fidelity probes compare the designs on the same tiered policy.
-    pub fn tiered_with_carry(carry: Carry) -> Self {
-        match Self::tiered_default() {
-            Self::Tiered {
-                micro_percent,
-                prune,
-                restore_files,
-                ..
-            } => Self::Tiered {
-                micro_percent,
-                prune,
-                carry,
-                restore_files,
-            },
+    /// fidelity probes compare the designs on the same policy.
+    pub fn pith_with_carry(carry: Carry) -> Self {
+        match Self::pith_default() {
+            Self::Pith(p) => Self::Pith(PithPolicy { carry, ..p }),
             other => other,
         }
     }
@@ -108,67 +151,98 @@ impl Policy {
     /// Files a `pith` replacement re-attaches under this policy.
     pub fn restore_files(&self) -> usize {
         match self {
-            Self::Tiered { restore_files, .. } => *restore_files,
+            Self::Pith(p) => p.restore_files,
             _ => 0,
         }
     }
 
-    /// What this policy's LLM compactions carry (`keen` for keen and zesdex).
+    /// What this policy's LLM compactions carry.
     pub fn carry(&self) -> Carry {
         match self {
-            Self::Tiered { carry, .. } => *carry,
+            Self::Pith(p) => p.carry,
+            Self::Codex => Carry::Codex,
             _ => Carry::Keen,
         }
     }
 
-    /// Parses `keen`, `zesdex`, `tiered` or `tiered:key=value,…`.
+    /// Parses a policy name, `masking:keep=M` or `pith:key=value,…`.
     pub fn parse(spec: &str) -> Result<Self> {
         let (name, params) = spec.split_once(':').unwrap_or((spec, ""));
+        let pairs = || -> Result<Vec<(&str, &str)>> {
+            params
+                .split(',')
+                .filter(|p| !p.is_empty())
+                .map(|pair| {
+                    pair.split_once('=')
+                        .with_context(|| format!("`{pair}` in `{spec}`: expected key=value"))
+                })
+                .collect()
+        };
+        let number = |key: &str, value: &str| -> Result<u64> {
+            value
+                .parse()
+                .with_context(|| format!("`{key}={value}` in `{spec}`: not a number"))
+        };
+        let simple = match name {
+            "keen" => Some(Self::Keen),
+            "zesdex" => Some(Self::Zesdex),
+            "claude-code" => Some(Self::ClaudeCode),
+            "codex" => Some(Self::Codex),
+            "opencode" => Some(Self::OpenCode),
+            "gemini-cli" => Some(Self::GeminiCli),
+            _ => None,
+        };
+        if let Some(policy) = simple {
+            if !params.is_empty() {
+                bail!("policy `{name}` takes no parameters (got `{params}`)");
+            }
+            return Ok(policy);
+        }
         match name {
-            "keen" if params.is_empty() => Ok(Self::Keen),
-            "zesdex" if params.is_empty() => Ok(Self::Zesdex),
-            "keen" | "zesdex" => bail!("policy `{name}` takes no parameters (got `{params}`)"),
-            "tiered" => {
-                let Self::Tiered {
-                    mut micro_percent,
-                    mut prune,
-                    mut carry,
-                    mut restore_files,
-                } = Self::tiered_default()
-                else {
-                    unreachable!("tiered_default is tiered")
-                };
-                for pair in params.split(',').filter(|p| !p.is_empty()) {
-                    let (key, value) = pair
-                        .split_once('=')
-                        .with_context(|| format!("`{pair}` in `{spec}`: expected key=value"))?;
-                    let bad = || format!("`{pair}` in `{spec}`: not a number");
+            "masking" => {
+                let mut keep = MASKING_KEEP;
+                for (key, value) in pairs()? {
                     match key {
-                        "micro" => micro_percent = value.parse().with_context(bad)?,
-                        "protect" => prune.protect = value.parse().with_context(bad)?,
-                        "minimum" => prune.minimum = value.parse().with_context(bad)?,
-                        "turns" => prune.min_user_turns = value.parse().with_context(bad)?,
-                        "carry" => carry = Carry::parse(value)?,
-                        "restore" => restore_files = value.parse().with_context(bad)?,
+                        "keep" => keep = number(key, value)? as usize,
+                        other => bail!("unknown masking parameter `{other}` (keep)"),
+                    }
+                }
+                Ok(Self::Masking { keep })
+            }
+            "pith" => {
+                let Self::Pith(mut p) = Self::pith_default() else {
+                    unreachable!("pith_default is pith")
+                };
+                for (key, value) in pairs()? {
+                    match key {
+                        "micro" => p.micro_percent = number(key, value)?.min(100) as u8,
+                        "protect" => p.prune.protect = number(key, value)?,
+                        "minimum" => p.prune.minimum = number(key, value)?,
+                        "turns" => p.prune.min_user_turns = number(key, value)? as usize,
+                        "carry" => p.carry = Carry::parse(value)?,
+                        "restore" => p.restore_files = number(key, value)? as usize,
+                        "ws" => p.working_set = number(key, value)?,
+                        "mprotect" => p.prune.protect_percent = number(key, value)?.min(100) as u8,
+                        "mbatch" => p.prune.minimum_percent = number(key, value)?.min(100) as u8,
+                        "cold" => p.cold_rule = number(key, value)? != 0,
                         other => bail!(
-                            "unknown tiered parameter `{other}` (micro, protect, minimum, turns, carry, restore)"
+                            "unknown pith parameter `{other}` (micro, protect, minimum, turns, carry, restore, ws, mprotect, mbatch, cold)"
                         ),
                     }
                 }
-                Ok(Self::Tiered {
-                    micro_percent,
-                    prune,
-                    carry,
-                    restore_files,
-                })
+                Ok(Self::Pith(p))
             }
-            other => bail!("unknown policy `{other}` (keen, zesdex, tiered[:key=value,…])"),
+            "tiered" => bail!("policy `tiered` is now called `pith`"),
+            other => bail!(
+                "unknown policy `{other}` ({}, zesdex, masking:keep=M, pith:key=value,…)",
+                DEFAULT_POLICIES.join(", ")
+            ),
         }
     }
 
-    /// True when tool outputs are squashed at capture.
+    /// True when tool outputs are squashed at capture (pith and zesdex).
     pub fn squashes(&self) -> bool {
-        !matches!(self, Self::Keen)
+        matches!(self, Self::Pith(_) | Self::Zesdex)
     }
 }
 
@@ -177,33 +251,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn policy_names_and_tiered_overrides_parse() {
+    fn policy_names_and_pith_overrides_parse() {
         assert_eq!(Policy::parse("keen").unwrap(), Policy::Keen);
-        assert_eq!(Policy::parse("tiered").unwrap(), Policy::tiered_default());
-        let Policy::Tiered {
-            micro_percent,
-            prune,
-            carry,
-            restore_files,
-        } = Policy::parse("tiered:micro=60,turns=1,carry=codex,restore=1").unwrap()
+        assert_eq!(Policy::parse("pith").unwrap(), Policy::pith_default());
+        for name in DEFAULT_POLICIES {
+            Policy::parse(name).unwrap();
+        }
+        let Policy::Pith(p) =
+            Policy::parse("pith:micro=60,turns=1,carry=codex,restore=1,ws=32000,cold=0,mbatch=10")
+                .unwrap()
         else {
-            panic!("tiered expected")
+            panic!("pith expected")
         };
-        assert_eq!((micro_percent, prune.min_user_turns), (60, 1));
-        assert_eq!(carry, Carry::Codex);
-        assert_eq!(restore_files, 1);
-        assert_eq!(Policy::tiered_default().carry(), Carry::Pith);
-        assert_eq!(Policy::Keen.carry(), Carry::Keen);
-        assert!(Policy::parse("tiered:carry=all").is_err());
-        assert_eq!(prune.protect, PruneConfig::default().protect);
+        assert_eq!((p.micro_percent, p.prune.min_user_turns), (60, 1));
+        assert_eq!((p.carry, p.restore_files), (Carry::Codex, 1));
+        assert_eq!(
+            (p.working_set, p.cold_rule, p.prune.minimum_percent),
+            (32_000, false, 10)
+        );
+        assert_eq!(Policy::pith_default().carry(), Carry::Pith);
+        assert_eq!(Policy::Codex.carry(), Carry::Codex);
+        assert_eq!(
+            Policy::parse("masking:keep=3").unwrap(),
+            Policy::Masking { keep: 3 }
+        );
+        assert_eq!(
+            Policy::parse("masking").unwrap(),
+            Policy::Masking { keep: MASKING_KEEP }
+        );
     }
 
     #[test]
     fn bad_policy_specs_are_refused_with_the_reason() {
         let err = Policy::parse("greedy").unwrap_err().to_string();
         assert!(err.contains("unknown policy `greedy`"), "{err}");
-        let err = Policy::parse("tiered:micro=lots").unwrap_err().to_string();
+        let err = Policy::parse("pith:micro=lots").unwrap_err().to_string();
         assert!(err.contains("not a number"), "{err}");
         assert!(Policy::parse("keen:micro=3").is_err());
+        assert!(Policy::parse("pith:carry=all").is_err());
+        let err = Policy::parse("tiered").unwrap_err().to_string();
+        assert!(err.contains("now called `pith`"), "{err}");
     }
 }

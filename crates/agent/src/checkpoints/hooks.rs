@@ -1,6 +1,11 @@
 //! The loop's hooks with a checkpoint after every tool call: the user's hooks run as
 //! before, and the workspace is observed right after the call, before `PostToolUse`
 //! hooks run (so what a hook program changes is not the call's).
+//!
+//! No tool that may write runs before the first snapshot is done: otherwise an `edit` in
+//! a large workspace could change a file the background snapshot had not read yet, and
+//! the edited content would become the file's "before" (a rewind would then restore
+//! nothing). Only the tools that never write ([`NEVER_WRITE`]) go ahead at once.
 
 use std::sync::Arc;
 
@@ -10,6 +15,10 @@ use pith_core::{CompactionTrigger, LoopHooks, ToolCall, ToolResult};
 use tokio_util::sync::CancellationToken;
 
 use super::Checkpoints;
+
+/// pith's tools that never write to the workspace: they need not wait for the first
+/// snapshot. Every other tool (`edit`, `write`, `bash`, MCP tools, subagents) waits.
+pub const NEVER_WRITE: [&str; 5] = ["read", "grep", "glob", "ls", "update_plan"];
 
 /// `inner`, with a checkpoint after each tool call.
 pub struct CheckpointHooks {
@@ -22,6 +31,9 @@ pub struct CheckpointHooks {
 #[async_trait]
 impl LoopHooks for CheckpointHooks {
     async fn pre_tool_use(&self, call: &ToolCall, cancel: &CancellationToken) -> Hooked<ToolGate> {
+        if !NEVER_WRITE.contains(&call.name.as_str()) {
+            self.checkpoints.wait_for_snapshot().await;
+        }
         self.inner.pre_tool_use(call, cancel).await
     }
 

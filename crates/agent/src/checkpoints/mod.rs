@@ -110,6 +110,14 @@ impl Checkpoints {
         Arc::clone(&self.engine) as Arc<dyn ChangeFeed>
     }
 
+    /// Waits until the first snapshot is done (at once after it): every file's pre-image
+    /// is then known. A failed snapshot is logged, not waited on again.
+    pub async fn wait_for_snapshot(&self) {
+        if let Err(error) = self.engine.snapshot_report().await {
+            tracing::warn!(%error, "checkpoint: the first snapshot failed");
+        }
+    }
+
     /// The engine (store, tracker, rewind).
     pub fn engine(&self) -> &Arc<Checkpointer> {
         &self.engine

@@ -1,14 +1,15 @@
-//! `pith rewind SESSION`: a rewind of a recorded session that no conversation has open
-//! (it takes the session's writer lock, so a session open elsewhere is refused). Without
-//! a turn it lists the turns; with one it plans, and unless it is a dry run or files
-//! changed outside pith would be overwritten without `--force`, carries out.
+//! `pith rewind SESSION`: a rewind of a recorded session that no conversation has open.
+//! Without a turn it lists the turns; with one (or `--undo`) it plans, and unless it is a
+//! dry run or files changed outside pith would be overwritten without `--force`, carries
+//! out. Listing and dry runs only read the transcript; a rewind that writes takes the
+//! session's writer lock, so a session open elsewhere is refused then.
 
 use std::path::PathBuf;
 
 use pith_session::turns::{turns, Turn};
 use pith_session::{Event, RewindMode, SessionStore};
 
-use super::rewind::{carry_out, plan, RewindDone, RewindPlan, Writer};
+use super::rewind::{carry_out, plan, plan_undo, RewindDone, RewindPlan, Writer};
 use super::store_config;
 use crate::env::Env;
 use crate::error::ConversationError;
@@ -27,6 +28,11 @@ pub struct RewindRequest {
     pub dry_run: bool,
     /// Overwrite files changed outside pith since pith last saw them.
     pub force: bool,
+    /// Undo the latest rewind of the files instead (`turn` and `mode` are not used).
+    pub undo: bool,
+    /// Restore what can be when some contents were not kept (over the per-file cap,
+    /// removed by the size cap): those paths are named and left as they are.
+    pub skip_omitted: bool,
 }
 
 /// What `pith rewind` did.
@@ -63,17 +69,32 @@ pub async fn rewind_session(
     env: &Env,
 ) -> Result<RewindOutcome, ConversationError> {
     let store = SessionStore::from_lookup(env.as_ref()).map_err(ConversationError::usage)?;
-    let mut resumed = store
-        .resume(&request.session)
-        .map_err(ConversationError::session)?;
-    let session_id = resumed.session.id().to_owned();
-    let Some(turn) = request.turn else {
+    // Listing and dry runs write nothing: they read the transcript without the writer
+    // lock, so they work while a job holds the session (as `pith replay` does).
+    let lists = request.turn.is_none() && !request.undo;
+    let (records, mut writer) = if lists || request.dry_run {
+        let transcript = store
+            .read(&request.session, pith_session::ReadOptions::default())
+            .map_err(ConversationError::session)?;
+        (transcript.records, None)
+    } else {
+        let resumed = store
+            .resume(&request.session)
+            .map_err(ConversationError::session)?;
+        (resumed.records, Some(resumed.session))
+    };
+    let records = &records;
+    let session_id = match &writer {
+        Some(session) => session.id().to_owned(),
+        None => session_id_of(records).unwrap_or_else(|| request.session.clone()),
+    };
+    if lists {
         return Ok(RewindOutcome::Turns {
             session: session_id,
-            turns: turns(&resumed.records),
+            turns: turns(records),
         });
-    };
-    let cwd = session_cwd(&resumed.records).ok_or_else(|| {
+    }
+    let cwd = session_cwd(records).ok_or_else(|| {
         ConversationError::usage(format!(
             "session {session_id} names no workspace in its first record"
         ))
@@ -85,18 +106,31 @@ pub async fn rewind_session(
         store_config(&workspace.config().checkpoints),
     )
     .map_err(|e| ConversationError::failure(format!("checkpoints: {e}")))?;
-    let plan = plan(
-        &resumed.records,
-        workspace.cwd(),
-        Some(&blobs),
-        turn,
-        request.mode,
-    )
+    let mut plan = match request.turn {
+        _ if request.undo => plan_undo(records, workspace.cwd(), &blobs),
+        Some(turn) => plan(records, workspace.cwd(), Some(&blobs), turn, request.mode),
+        None => return Err(ConversationError::usage("no turn to rewind to".to_owned())),
+    }
     .map_err(|e| ConversationError::usage(e.to_string()))?;
+    if request.skip_omitted {
+        if let Some(files) = plan.files.as_mut() {
+            files.skip_unkept();
+        }
+    }
     let refused = plan.refused();
     if !refused.is_empty() {
+        let hint = if plan.only_unkept_refused() {
+            " (--skip-omitted restores the rest and leaves these as they are)"
+        } else {
+            ""
+        };
+        let what = if plan.undo {
+            "the undo of the latest rewind".to_owned()
+        } else {
+            format!("the rewind to before turn {}", plan.turn.number)
+        };
         return Err(ConversationError::failure(format!(
-            "the rewind to before turn {turn} is refused, nothing was written: {}",
+            "{what} is refused, nothing was written: {}{hint}",
             refused.join("; ")
         )));
     }
@@ -107,12 +141,25 @@ pub async fn rewind_session(
             blocked,
         });
     }
-    let done = carry_out(plan.clone(), &mut resumed.session, Writer::Store(&blobs))
+    let Some(session) = writer.as_mut() else {
+        return Err(ConversationError::failure(
+            "internal: a rewind that writes must hold the session's writer lock".to_owned(),
+        ));
+    };
+    let done = carry_out(plan.clone(), session, Writer::Store(&blobs))
         .await
         .map_err(|e| ConversationError::failure(e.to_string()))?;
     Ok(RewindOutcome::Done {
         plan: Box::new(plan),
         done: Box::new(done),
+    })
+}
+
+/// The session's id, from its `session_started`.
+fn session_id_of(records: &[pith_session::Record]) -> Option<String> {
+    records.iter().find_map(|record| match &record.event {
+        pith_session::Event::SessionStarted { session_id, .. } => Some(session_id.clone()),
+        _ => None,
     })
 }
 

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use pith_checkpoint::{rewind_targets, Checkpointer, RestorePlan, Store};
-use pith_session::turns::{changes_after_in, turn_seq, turns, Turn};
+use pith_session::turns::{changes_after_in, last_code_rewind, turn_seq, turns, Turn};
 use pith_session::{Checkpoint, Event, Record, Rewind, RewindMode, Session};
 
 /// Why a rewind cannot be planned or carried out.
@@ -40,6 +40,9 @@ pub enum RewindError {
         "checkpoints are off ([checkpoints] enabled = false): only the conversation can be rewound"
     )]
     NoCheckpoints,
+    /// `--undo`, but the session has no rewind that wrote files.
+    #[error("there is no rewind of the files to undo in this session")]
+    NothingToUndo,
     /// The transcript could not be written (the files, if any, were rewound).
     #[error("cannot record the rewind: {0}")]
     Record(#[from] pith_session::SessionError),
@@ -56,9 +59,28 @@ pub struct RewindPlan {
     pub root: PathBuf,
     /// For a code rewind: the files to write, and what is in the way.
     pub files: Option<RestorePlan>,
+    /// True for the undo of the latest rewind of the files ([`plan_undo`]).
+    pub undo: bool,
 }
 
 impl RewindPlan {
+    /// Its first line for the user: which turn (or which rewind undone), and what.
+    pub fn headline(&self) -> String {
+        if self.undo {
+            format!(
+                "Undo of the latest rewind (to before turn {}): the files it overwrote",
+                self.turn.number
+            )
+        } else {
+            format!(
+                "Rewind to before turn {} ({}): {}",
+                self.turn.number,
+                self.turn.preview,
+                self.mode.describe()
+            )
+        }
+    }
+
     /// The paths the rewind writes.
     pub fn writes(&self) -> Vec<String> {
         self.files
@@ -74,6 +96,28 @@ impl RewindPlan {
             .iter()
             .flat_map(|f| f.changed_outside.iter().cloned())
             .collect()
+    }
+
+    /// The paths left as they are because their content was not kept (`--skip-omitted`),
+    /// each with why.
+    pub fn skipped(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .flat_map(|f| {
+                f.skipped
+                    .iter()
+                    .map(|r| format!("{} ({})", r.path, r.reason))
+            })
+            .collect()
+    }
+
+    /// Whether every refusal is for a content pith did not keep (so `--skip-omitted`
+    /// would restore the rest).
+    pub fn only_unkept_refused(&self) -> bool {
+        self.files.as_ref().is_some_and(|files| {
+            let mut copy = files.clone();
+            copy.skip_unkept() > 0 && copy.refused.is_empty()
+        })
     }
 
     /// The paths it cannot put back, each with why: a plan with any is refused.
@@ -97,6 +141,9 @@ pub struct RewindDone {
     /// Changes made outside pith found just before the files were written (recorded
     /// first, so that a rewind of the rewind brings them back).
     pub outside: Option<Checkpoint>,
+    /// Paths re-read after the rewind that are not in the state it wrote (something
+    /// changed them in between): empty when the rewind is done as planned.
+    pub not_as_planned: Vec<String>,
 }
 
 /// Plans a rewind of the session whose records are `records` to just before turn `turn`
@@ -130,6 +177,32 @@ pub fn plan(
         mode,
         root: root.to_path_buf(),
         files,
+        undo: false,
+    })
+}
+
+/// Plans the undo of the session's latest rewind that wrote files under `root`: each path
+/// it wrote goes back to what it overwrote. The undo is a code rewind recorded like any
+/// other (same turn), so undoing again redoes the rewind.
+pub fn plan_undo(
+    records: &[Record],
+    root: &Path,
+    store: &Store,
+) -> Result<RewindPlan, RewindError> {
+    let (record, rewind) = last_code_rewind(records, root).ok_or(RewindError::NothingToUndo)?;
+    let targets = rewind_targets(&rewind.changes);
+    Ok(RewindPlan {
+        turn: Turn {
+            number: rewind.turn,
+            seq: rewind.to_seq,
+            ts: record.ts.clone(),
+            preview: format!("undo of the rewind recorded at {}", record.ts),
+            files: Vec::new(),
+        },
+        mode: RewindMode::Code,
+        root: root.to_path_buf(),
+        files: Some(pith_checkpoint::plan(root, store, &targets)?),
+        undo: true,
     })
 }
 
@@ -156,6 +229,7 @@ pub async fn carry_out(
         return Err(RewindError::Refused(refused.join("; ")));
     }
     let mut outside = None;
+    let planned = plan.files.clone();
     let applied = match (plan.files, writer) {
         (None, _) => Vec::new(),
         (Some(_), Writer::None) => return Err(RewindError::NoCheckpoints),
@@ -178,6 +252,16 @@ pub async fn carry_out(
         }
         (Some(files), Writer::Store(store)) => pith_checkpoint::apply(&files, store)?,
     };
+    // Every "done" is checked: each path written is read again.
+    let not_as_planned = match (&planned, writer) {
+        (Some(files), Writer::Live(engine)) => {
+            pith_checkpoint::verify(files, engine.store().config().max_file_bytes)?
+        }
+        (Some(files), Writer::Store(store)) => {
+            pith_checkpoint::verify(files, store.config().max_file_bytes)?
+        }
+        _ => Vec::new(),
+    };
     let record = Rewind {
         to_seq: plan.turn.seq,
         turn: plan.turn.number,
@@ -187,5 +271,9 @@ pub async fn carry_out(
         changes: applied,
     };
     session.append(Event::Rewind(record.clone()))?;
-    Ok(RewindDone { record, outside })
+    Ok(RewindDone {
+        record,
+        outside,
+        not_as_planned,
+    })
 }

@@ -160,6 +160,9 @@ impl LoopFactory {
         let mut agent = settings
             .build_loop(cwd, registry)
             .map_err(ConversationError::usage)?;
+        if settings.model.takes_prompt_cache_key() {
+            agent.options_mut().prompt_cache.key = Some(session.id().to_owned());
+        }
         agent.set_history(history);
         agent.set_ledger(ledger);
         let guard = crate::ceilings::spend_guard(meter, settings, Arc::clone(agent.counter()))

@@ -249,6 +249,7 @@ impl Conversation {
                 settings,
                 session,
                 unused,
+                reconcile: records.is_some(),
                 agent: built.agent,
                 toolset: built.toolset,
                 mcp,

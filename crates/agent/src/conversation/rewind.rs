@@ -7,7 +7,7 @@
 use pith_session::turns::Turn;
 use pith_session::{project_model, Event, ReadOptions, Record, RewindMode};
 
-use crate::checkpoints::rewind::{carry_out, plan, RewindDone, RewindPlan, Writer};
+use crate::checkpoints::rewind::{carry_out, plan, plan_undo, RewindDone, RewindPlan, Writer};
 use crate::conversation::factory::LoopParts;
 use crate::conversation::state::Conversation;
 use crate::error::ConversationError;
@@ -62,6 +62,19 @@ impl Conversation {
         plan(&records, root, store, turn, mode).map_err(|e| ConversationError::Usage(e.to_string()))
     }
 
+    /// What undoing the latest rewind of the files would do (`/rewind undo`); writes
+    /// nothing. Needs checkpoints.
+    pub async fn plan_undo(&self) -> Result<RewindPlan, ConversationError> {
+        let records = self.records()?;
+        let Some(checkpoints) = &self.factory.checkpoints else {
+            return Err(ConversationError::Usage(
+                crate::checkpoints::rewind::RewindError::NoCheckpoints.to_string(),
+            ));
+        };
+        plan_undo(&records, checkpoints.root(), checkpoints.engine().store())
+            .map_err(|e| ConversationError::Usage(e.to_string()))
+    }
+
     /// Carries out `plan` (from [`Conversation::plan_rewind`]): the files, then the
     /// `rewind` record; for a conversation rewind, the loop continues from the history
     /// and ledger of that point.
@@ -94,7 +107,7 @@ impl Conversation {
     }
 
     /// Every record of the open session.
-    fn records(&self) -> Result<Vec<Record>, ConversationError> {
+    pub(super) fn records(&self) -> Result<Vec<Record>, ConversationError> {
         self.session
             .read(ReadOptions::default())
             .map(|transcript| transcript.records)

@@ -40,6 +40,11 @@ pub struct Conversation {
     pub(super) session: Session,
     /// Created by this process and still without a user message: removed when left.
     pub(super) unused: bool,
+    /// A resumed session whose recorded files have not been compared with the disk yet:
+    /// done at its next turn's start, so an edit made between two `pith run --session`
+    /// jobs (or REPL runs) is recorded as a change outside pith, as the REPL records one
+    /// made between its turns.
+    pub(super) reconcile: bool,
     /// The tool loop of the current session and model.
     pub(super) agent: AgentLoop,
     /// The tools of `agent` (MCP tools are installed into its registry).
@@ -169,6 +174,32 @@ impl Conversation {
         self.settings.model.pricing.map(|p| p.cost(usage))
     }
 
+    /// The prices of every model (the configuration's, else the catalog's), for costs.
+    pub fn prices(&self) -> crate::cost::Prices {
+        crate::cost::Prices::new(self.factory.workspace.config().model_tables())
+    }
+
+    /// What the current session spent so far, read from its records
+    /// (`pith_session::SessionSpend`, the definition every front-end shows). An
+    /// unreadable transcript is an error naming it.
+    pub fn session_spend(&self) -> Result<pith_session::SessionSpend, ConversationError> {
+        let transcript = self
+            .session
+            .read(pith_session::ReadOptions::default())
+            .map_err(ConversationError::session)?;
+        Ok(pith_session::SessionSpend::from_records(
+            &transcript.records,
+        ))
+    }
+
+    /// [`Conversation::session_spend`] as reports show it: usage, cost and cache hits.
+    pub fn spend_report(&self) -> Result<crate::cost::SpendReport, ConversationError> {
+        Ok(crate::cost::SpendReport::of(
+            &self.session_spend()?,
+            &self.prices(),
+        ))
+    }
+
     /// The conversation's calibration of pith's count against the server's reports.
     pub fn calibration(&self) -> pith_core::context::Calibration {
         self.agent.calibration()
@@ -180,9 +211,12 @@ impl Conversation {
         self.agent.governor()
     }
 
-    /// The estimate of the next request as the history stands.
+    /// The estimate of the next request as the history stands, as front-ends show it:
+    /// counted, never the start-up upper bound the loop may decide on before the
+    /// counter's tables are ready (it waits for them: a few milliseconds once per
+    /// process; docs/context-budget.md).
     pub fn estimate(&mut self) -> RequestEstimate {
-        self.agent.estimate()
+        self.agent.counted_estimate()
     }
 
     /// The session ledger as the next compaction would carry it (`None` when the ledger

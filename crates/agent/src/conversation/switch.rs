@@ -24,6 +24,57 @@ impl Conversation {
             model: Some(spec.to_owned()),
             ..self.overrides.clone()
         };
+        self.reconfigure(overrides)
+    }
+
+    /// Continues this conversation with another reasoning setting (an editor's
+    /// `thought_level`; `--reasoning` on the command line): the settings are resolved
+    /// again with it. Returns the notices to show.
+    pub fn set_reasoning(
+        &mut self,
+        reasoning: pith_providers::wire::ReasoningEffort,
+    ) -> Result<Vec<String>, ConversationError> {
+        let overrides = Overrides {
+            reasoning: Some(reasoning),
+            ..self.overrides.clone()
+        };
+        self.reconfigure(overrides)
+    }
+
+    /// The reasoning setting in force (`None`: the provider's default).
+    pub fn reasoning(&self) -> Option<pith_providers::wire::ReasoningEffort> {
+        self.settings.loop_options.reasoning
+    }
+
+    /// The models this conversation may switch to: its own first, then
+    /// `pith_providers::models::builtin::model_choices` (the keyed providers' catalog
+    /// models and the configured ones).
+    pub fn model_choices(&self) -> Vec<String> {
+        let env = self.factory.frontend.env.clone();
+        let lookup = move |name: &str| env(name);
+        let current = self.model_spec();
+        let mut choices = vec![current.clone()];
+        choices.extend(
+            pith_providers::models::builtin::model_choices(
+                &self.factory.workspace.config().model_tables(),
+                &lookup,
+            )
+            .into_iter()
+            .filter(|spec| *spec != current),
+        );
+        choices
+    }
+
+    /// Keeps the current session even if it is never prompted (an editor lists what it
+    /// created, and may load it later): it is not removed when left.
+    pub fn keep(&mut self) {
+        self.unused = false;
+    }
+
+    /// Resolves the settings again with `overrides` and rebuilds the loop on the same
+    /// history; a model change is recorded (`model_switched`), so that later costs are
+    /// priced at the new model.
+    fn reconfigure(&mut self, overrides: Overrides) -> Result<Vec<String>, ConversationError> {
         let settings = self.resolve_settings(&overrides, None)?;
         let built = self.factory.build(LoopParts {
             settings: &settings,
@@ -32,7 +83,21 @@ impl Conversation {
             history: self.agent.history().to_vec(),
             ledger: self.agent.ledger().clone(),
         })?;
-        let notices = settings.notices.clone();
+        let mut notices = settings.notices.clone();
+        let switched = settings.model.spec() != self.settings.model.spec();
+        if switched {
+            // The requests from here on go to the new model: their cost is its
+            // (pith_session::spend).
+            let record = pith_session::Event::ModelSwitched {
+                provider: settings.model.provider.clone(),
+                model: settings.model.model.clone(),
+            };
+            if let Err(error) = self.session.append(record) {
+                notices.push(format!(
+                    "the switch could not be recorded ({error}): later costs may be priced at the previous model"
+                ));
+            }
+        }
         self.overrides = overrides;
         self.settings = settings;
         self.install(built);
@@ -87,6 +152,7 @@ impl Conversation {
         notices.extend(resumed.warnings.iter().map(|w| format!("warning: {w}")));
         self.settings = settings;
         self.replace_session(resumed.session, built, false);
+        self.reconcile = true;
         self.session_start = Some(SessionSource::Resume);
         Ok(Opened {
             value: (),
@@ -125,6 +191,7 @@ impl Conversation {
     fn replace_session(&mut self, session: Session, built: BuiltLoop, unused: bool) {
         let previous = std::mem::replace(&mut self.session, session);
         let was_unused = std::mem::replace(&mut self.unused, unused);
+        self.reconcile = false;
         self.install(built);
         self.session_context = None;
         self.children.clear();

@@ -218,7 +218,11 @@ impl Conversation {
             Err(error) => return TurnOutcome::failed(error),
         };
         // What changed since the last look was changed outside pith: recorded before the
-        // message, so that a rewind to this turn keeps it.
+        // message, so that a rewind to this turn keeps it. For a resumed session, the
+        // last look is the transcript's: what differs from it on disk comes first.
+        if std::mem::take(&mut self.reconcile) {
+            self.reconcile_with_disk(sink).await;
+        }
         self.checkpoint(true, sink).await;
         if let Err(error) = self.session.append(Event::UserMessage {
             message: user.clone(),
@@ -476,6 +480,47 @@ impl Conversation {
         };
         self.compaction_totals += recorder.compaction_totals();
         result
+    }
+
+    /// Compares the files the transcript last recorded with the disk and records what
+    /// differs as changed outside pith (before = the recorded state, after = the disk's,
+    /// whose content the first snapshot stored). Needs the first snapshot, so it waits for
+    /// it; a session that recorded no file change waits for nothing.
+    async fn reconcile_with_disk(&mut self, sink: &mut dyn EventSink) {
+        let Some(checkpoints) = self.factory.checkpoints.clone() else {
+            return;
+        };
+        let Ok(records) = self.records() else {
+            return;
+        };
+        let known = pith_session::turns::last_known_states(&records, checkpoints.root());
+        let mut changes = Vec::new();
+        for (path, recorded) in known {
+            match checkpoints.engine().known_state(&path).await {
+                Ok(now) if now != recorded => changes.push(pith_core::FileChange {
+                    path,
+                    before: recorded,
+                    after: now,
+                }),
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "checkpoint: the recorded files could not be compared");
+                    return;
+                }
+            }
+        }
+        if changes.is_empty() {
+            return;
+        }
+        let record = pith_session::Checkpoint {
+            root: checkpoints.root().to_path_buf(),
+            call_id: None,
+            tool: None,
+            outside: true,
+            changes,
+            bytes: 0,
+        };
+        write_checkpoint(&mut self.session, &checkpoints, record, sink);
     }
 
     /// Observes the workspace and records what changed, as made `outside` pith or not

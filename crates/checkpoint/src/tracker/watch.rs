@@ -290,6 +290,14 @@ impl Inner {
         let is_dir = mask.contains(EventMask::ISDIR);
         if name == ".gitignore" {
             self.rules.load_dir(&dir);
+            // What is ignored changed: paths pith tracked may now be ignored (their
+            // removal would go unseen) and ignored ones tracked. The next observation
+            // compares the whole tree with what pith knows (a path it knew is never hidden
+            // by a new rule), and directories no longer ignored get their watches.
+            self.log.lose();
+            if matches!(self.mode, Mode::Watching) {
+                self.watch_tree("", false);
+            }
         }
         if self.rules.is_ignored(&rel, is_dir) {
             return;

@@ -19,6 +19,9 @@ pub const MARGIN_PERCENT: u64 = 5;
 pub const AUTO_THRESHOLD_PERCENT: u64 = 90;
 /// Default start of micro-compaction (dedup + prune), as a percentage of the input budget.
 pub const DEFAULT_MICRO_PERCENT: u8 = 75;
+/// When the prompt cache has expired, thresholds fall to this percentage of theirs
+/// ([`ContextBudget::cooled`]).
+pub const COLD_THRESHOLD_PERCENT: u64 = 50;
 
 /// Budget figures for one context window, all in tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,8 +38,15 @@ pub struct ContextBudget {
     /// `floor(90% of input_budget)`.
     pub auto_threshold: u64,
     /// Estimated input at which micro-compaction (dedup + prune, no LLM) is considered:
-    /// `floor(micro_percent% of input_budget)`.
+    /// `floor(micro_percent% of working)`.
     pub micro_threshold: u64,
+    /// What pith keeps the carried context within (the working set,
+    /// docs/context-pipeline.md): the input budget, or less on a large window when
+    /// `[context] working_set_tokens` is set. The thresholds and everything a compaction
+    /// carries (ledger, re-attached files, summary) are sized from it; a single request
+    /// may still use the whole input budget.
+    #[serde(default)]
+    pub working: u64,
 }
 
 impl ContextBudget {
@@ -61,6 +71,51 @@ impl ContextBudget {
             input_budget,
             auto_threshold,
             micro_threshold,
+            working: input_budget,
+        }
+    }
+
+    /// This budget keeping the carried context within `tokens` (a working set) when that
+    /// is less than the input budget: the thresholds become `90%` and the micro
+    /// percentage of it, and [`ContextBudget::working`] is it. `0` (off) or a figure at or
+    /// above the input budget changes nothing. The micro percentage is the one this
+    /// budget was made with.
+    pub fn with_working_set(self, tokens: u64) -> Self {
+        if tokens == 0 || tokens >= self.input_budget {
+            return self;
+        }
+        let micro_percent = self.micro_threshold * 100 / self.working_budget().max(1);
+        Self {
+            working: tokens,
+            auto_threshold: tokens * AUTO_THRESHOLD_PERCENT / 100,
+            micro_threshold: tokens * micro_percent.min(AUTO_THRESHOLD_PERCENT) / 100,
+            ..self
+        }
+    }
+
+    /// True when a working set smaller than the input budget applies.
+    pub fn has_working_set(&self) -> bool {
+        self.working_budget() < self.input_budget
+    }
+
+    /// This budget for a request sent after the provider's prompt cache expired (the
+    /// user paused longer than its TTL): rewriting the history costs nothing extra then,
+    /// so compaction that would soon be due is done now — the thresholds fall to
+    /// [`COLD_THRESHOLD_PERCENT`]% of theirs. The input budget is unchanged.
+    pub fn cooled(self) -> Self {
+        Self {
+            auto_threshold: self.auto_threshold * COLD_THRESHOLD_PERCENT / 100,
+            micro_threshold: self.micro_threshold * COLD_THRESHOLD_PERCENT / 100,
+            ..self
+        }
+    }
+
+    /// [`ContextBudget::working`], the input budget for a budget read without one.
+    pub fn working_budget(&self) -> u64 {
+        if self.working == 0 {
+            self.input_budget
+        } else {
+            self.working
         }
     }
 
@@ -112,6 +167,27 @@ mod tests {
                 "budget for window {window}"
             );
         }
+    }
+
+    #[test]
+    fn a_working_set_moves_the_thresholds_not_the_input_budget() {
+        let large = ContextBudget::for_window(1_000_000).with_working_set(40_000);
+        assert_eq!(large.input_budget, 950_000);
+        assert_eq!(large.working, 40_000);
+        assert_eq!(large.auto_threshold, 36_000);
+        assert_eq!(large.micro_threshold, 30_000);
+        assert!(large.has_working_set());
+        assert!(
+            !large.overflows(500_000),
+            "one request may still use the window"
+        );
+        // Off, or larger than the input budget: nothing changes.
+        let small = ContextBudget::for_window(32_768);
+        assert_eq!(small.with_working_set(0), small);
+        assert_eq!(small.with_working_set(40_000), small);
+        assert!(!small.has_working_set());
+        let micro = ContextBudget::with_micro_percent(200_000, 60).with_working_set(50_000);
+        assert_eq!(micro.micro_threshold, 30_000);
     }
 
     #[test]

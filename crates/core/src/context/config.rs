@@ -30,9 +30,19 @@ pub struct ContextConfig {
     pub prune_minimum_tokens: u64,
     /// Prune acts only with at least this many user turns (`prune_min_user_turns`).
     pub prune_min_user_turns: usize,
+    /// Within a working set, prune never touches the newest tool output up to this
+    /// percentage of it (`mask_protect_percent`).
+    pub mask_protect_percent: u8,
+    /// Within a working set, masking waits until it frees this percentage of it
+    /// (`mask_batch_percent`): one rewrite of the prompt cache per batch.
+    pub mask_batch_percent: u8,
     /// Micro-compaction threshold as a percentage of the input budget
     /// (`micro_percent`), passed to [`crate::ContextBudget::with_micro_percent`].
     pub micro_percent: u8,
+    /// What pith keeps the carried context within on a large window
+    /// (`working_set_tokens`; 0 turns it off): compaction and masking act at its
+    /// thresholds instead of the window's ([`crate::ContextBudget::with_working_set`]).
+    pub working_set_tokens: u64,
     /// MCP tool definitions are deferred (a one-line catalog and a loader tool instead of
     /// the schemas) when they would take more than this percentage of the input budget
     /// (`mcp_defer_percent`; 0 always defers, 100 never).
@@ -67,6 +77,10 @@ pub struct ContextConfig {
     pub usage_ratio_max: f64,
 }
 
+/// Default of [`ContextConfig::working_set_tokens`] (docs/context-pipeline.md, "The working
+/// set": chosen with `cargo xtask simulate` on the tuning half of the corpus).
+pub const DEFAULT_WORKING_SET_TOKENS: u64 = 32_000;
+
 /// Default of [`ContextConfig::user_message_percent`].
 pub const DEFAULT_USER_MESSAGE_PERCENT: u8 = 25;
 
@@ -84,7 +98,10 @@ impl Default for ContextConfig {
             prune_protect_tokens: prune.protect,
             prune_minimum_tokens: prune.minimum,
             prune_min_user_turns: prune.min_user_turns,
+            mask_protect_percent: prune.protect_percent,
+            mask_batch_percent: prune.minimum_percent,
             micro_percent: crate::context::budget::DEFAULT_MICRO_PERCENT,
+            working_set_tokens: DEFAULT_WORKING_SET_TOKENS,
             mcp_defer_percent: DEFAULT_MCP_DEFER_PERCENT,
             ledger_percent: 10,
             ledger_user_messages_max_tokens: 8_000,
@@ -146,7 +163,16 @@ impl ContextConfig {
             protect: self.prune_protect_tokens,
             minimum: self.prune_minimum_tokens,
             min_user_turns: self.prune_min_user_turns,
+            protect_percent: self.mask_protect_percent,
+            minimum_percent: self.mask_batch_percent,
         }
+    }
+
+    /// The context budget of a `window`: the micro percentage and the working set of
+    /// this section applied.
+    pub fn budget(&self, window: u64) -> crate::ContextBudget {
+        crate::ContextBudget::with_micro_percent(window, self.micro_percent)
+            .with_working_set(self.working_set_tokens)
     }
 }
 

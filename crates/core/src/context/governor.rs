@@ -5,7 +5,7 @@
 //! - **Suppression** (seed 002 "Trigger points"): after an attempt, automatic attempts
 //!   wait for new history (a completed tool turn, a user message).
 //! - **The breaker** holds automatic attempts back until the context has grown by
-//!   [`MIN_USEFUL_FREED_PERCENT`]% of the input budget beyond where it armed. It arms when
+//!   [`MIN_USEFUL_FREED_PERCENT`]% of the working budget (the input budget, or a working set) beyond where it armed. It arms when
 //!   an applied compaction freed less than that, when the server's first report after a
 //!   compaction is still at or above the threshold (the compaction did not help), when a
 //!   compaction could not help before it was tried (its floor: what the replacement holds
@@ -36,14 +36,18 @@ pub const DEFAULT_MAX_AUTO_COMPACTIONS_PER_TURN: u32 = 2;
 /// counts afresh.
 pub const CEILING_RELEASE_PERCENT: u64 = 50;
 
-/// Tokens a compaction must free to be useful: 10% of the input budget.
+/// Tokens a compaction must free to be useful: 10% of the working budget
+/// ([`ContextBudget::working`]: the input budget, or the working set).
 pub fn useful_tokens(budget: &ContextBudget) -> u64 {
-    budget.input_budget * MIN_USEFUL_FREED_PERCENT / 100
+    budget.working_budget() * MIN_USEFUL_FREED_PERCENT / 100
 }
 
-/// True when `freed` tokens are less than 10% of the input budget.
+/// True when `freed` tokens are less than 10% of the working budget.
 pub fn freed_too_little(freed: u64, budget: &ContextBudget) -> bool {
-    freed.saturating_mul(100) < budget.input_budget.saturating_mul(MIN_USEFUL_FREED_PERCENT)
+    freed.saturating_mul(100)
+        < budget
+            .working_budget()
+            .saturating_mul(MIN_USEFUL_FREED_PERCENT)
 }
 
 /// The breaker, armed.
@@ -121,7 +125,7 @@ impl Governor {
     fn release_at(&self, budget: &ContextBudget) -> u64 {
         self.settled_at
             .unwrap_or(0)
-            .saturating_add(budget.input_budget * CEILING_RELEASE_PERCENT / 100)
+            .saturating_add(budget.working_budget() * CEILING_RELEASE_PERCENT / 100)
     }
 
     /// True when this turn has used all its automatic attempts and the context has not

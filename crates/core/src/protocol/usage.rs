@@ -13,6 +13,16 @@ pub struct Usage {
     /// Input tokens served from the provider's prompt cache.
     #[serde(rename = "cached_input_tokens", default)]
     pub cached_input_tokens: u64,
+    /// Input tokens the provider wrote to its prompt cache (Anthropic's and Bedrock's
+    /// `cache_creation_input_tokens`, billed above the input price); part of
+    /// `input_tokens`, never of `cached_input_tokens`. 0 where writes are not billed apart
+    /// (OpenAI, Gemini) and in older transcripts.
+    #[serde(
+        rename = "cache_write_tokens",
+        default,
+        skip_serializing_if = "is_zero"
+    )]
+    pub cache_write_tokens: u64,
     /// Output tokens, reasoning included.
     #[serde(rename = "output_tokens")]
     pub output_tokens: u64,
@@ -32,6 +42,32 @@ pub struct Usage {
     pub provider_cost_nanousd: u64,
 }
 
+impl Usage {
+    /// `self` without `other` (each count at least 0): the usage of the requests of a
+    /// sum that are not in a part of it.
+    pub fn saturating_sub(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_sub(other.input_tokens),
+            cached_input_tokens: self
+                .cached_input_tokens
+                .saturating_sub(other.cached_input_tokens),
+            cache_write_tokens: self
+                .cache_write_tokens
+                .saturating_sub(other.cache_write_tokens),
+            output_tokens: self.output_tokens.saturating_sub(other.output_tokens),
+            reasoning_tokens: self.reasoning_tokens.saturating_sub(other.reasoning_tokens),
+            provider_cost_nanousd: self
+                .provider_cost_nanousd
+                .saturating_sub(other.provider_cost_nanousd),
+        }
+    }
+
+    /// True when nothing was used.
+    pub fn is_empty(&self) -> bool {
+        *self == Usage::default()
+    }
+}
+
 fn is_zero(value: &u64) -> bool {
     *value == 0
 }
@@ -40,6 +76,7 @@ impl AddAssign for Usage {
     fn add_assign(&mut self, other: Self) {
         self.input_tokens += other.input_tokens;
         self.cached_input_tokens += other.cached_input_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
         self.output_tokens += other.output_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
         self.provider_cost_nanousd += other.provider_cost_nanousd;

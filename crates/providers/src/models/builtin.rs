@@ -12,6 +12,17 @@ pub const LOCAL_BASE_URL: &str = "http://127.0.0.1:8077/v1";
 /// Output cap of the built-in `local` provider (overridable per model in config).
 pub const LOCAL_MAX_OUTPUT_TOKENS: u32 = 1024;
 
+/// Repetition penalty (llama.cpp's `repeat_penalty`, 1.0 = off) of the built-in `local`
+/// provider: very small models (SmolLM2-135M) repeat a heading or a sentence until the
+/// output cap with llama.cpp's default of 1.1; 1.3, with [`LOCAL_FREQUENCY_PENALTY`],
+/// ends those loops (both overridable per model in config).
+pub const LOCAL_REPEAT_PENALTY: f32 = 1.3;
+
+/// `frequency_penalty` of the built-in `local` provider, sent with
+/// [`LOCAL_REPEAT_PENALTY`]: on the demo's requests to SmolLM2-135M, the repeat penalty
+/// alone still left 2 of 7 answers looping to the output cap, the two together none.
+pub const LOCAL_FREQUENCY_PENALTY: f32 = 0.5;
+
 /// A built-in provider.
 pub(crate) struct BuiltIn {
     pub(crate) name: &'static str,
@@ -137,6 +148,35 @@ pub fn secret_variables(tables: &ModelTables) -> Vec<String> {
     names
 }
 
+/// The models a user may switch to (an editor's model picker, `/model`): the catalog's
+/// models of each hosted provider whose key is set (`openai`, `anthropic`, `gemini`;
+/// OpenRouter's and a local server's models are too many or unknown to list), then the
+/// configuration's `[models."p/m"]` entries and its `model =`; each once, in that order.
+pub fn model_choices(tables: &ModelTables, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    use crate::models::catalog::{ANTHROPIC_MODELS, GEMINI_MODELS, OPENAI_MODELS};
+    let listed = [
+        ("openai", OPENAI_MODELS),
+        ("anthropic", ANTHROPIC_MODELS),
+        ("gemini", GEMINI_MODELS),
+    ];
+    let mut choices: Vec<String> = Vec::new();
+    for (provider, models) in listed {
+        let keyed = BUILT_INS
+            .iter()
+            .find(|b| b.name == provider)
+            .and_then(|b| b.api_key_env)
+            .is_some_and(|env| lookup_key(env, lookup).is_some());
+        if keyed {
+            choices.extend(models.iter().map(|m| format!("{provider}/{}", m.id)));
+        }
+    }
+    choices.extend(tables.models.keys().cloned());
+    choices.extend(tables.model.iter().cloned());
+    let mut seen = std::collections::BTreeSet::new();
+    choices.retain(|spec| seen.insert(spec.clone()));
+    choices
+}
+
 /// Names of the built-in providers.
 pub fn built_in_providers() -> Vec<&'static str> {
     BUILT_INS.iter().map(|b| b.name).collect()
@@ -167,6 +207,26 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+
+    #[test]
+    fn the_choices_are_the_keyed_providers_models_then_the_configured_ones() {
+        let mut tables = ModelTables {
+            model: Some("local/smollm2".into()),
+            ..ModelTables::default()
+        };
+        tables
+            .models
+            .insert("openrouter/x/y".into(), Default::default());
+        let choices = model_choices(&tables, &env(&[("ANTHROPIC_API_KEY", "k")]));
+        assert!(choices.contains(&"anthropic/claude-sonnet-4-5".to_owned()));
+        assert!(!choices.iter().any(|c| c.starts_with("openai/")));
+        assert_eq!(
+            choices[choices.len() - 2..],
+            ["openrouter/x/y", "local/smollm2"]
+        );
+        let gemini = model_choices(&ModelTables::default(), &env(&[("GOOGLE_API_KEY", "k")]));
+        assert!(gemini.iter().all(|c| c.starts_with("gemini/")) && !gemini.is_empty());
+    }
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: BTreeMap<String, String> = pairs

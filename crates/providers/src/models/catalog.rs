@@ -61,11 +61,34 @@ const fn model(
             input: prices[0],
             cached_input: prices[1],
             output: prices[2],
+            cache_write: None,
         }),
         images: abilities.images,
         reasoning: abilities.reasoning,
     }
 }
+
+/// A Claude model (Anthropic, Bedrock): cache writes cost 1.25× the input price (the
+/// 5-minute cache pith's breakpoints use).
+const fn claude(
+    id: &'static str,
+    context_window: u64,
+    max_output: u32,
+    prices: [f64; 3],
+    abilities: Abilities,
+) -> ModelInfo {
+    let mut info = model(id, context_window, max_output, prices, abilities);
+    info.pricing = Some(Pricing {
+        input: prices[0],
+        cached_input: prices[1],
+        output: prices[2],
+        cache_write: Some(prices[0] * CACHE_WRITE_FACTOR),
+    });
+    info
+}
+
+/// Anthropic's price of a cache write (5-minute TTL) over the input price.
+pub const CACHE_WRITE_FACTOR: f64 = 1.25;
 
 /// OpenAI models (Responses and Chat Completions).
 pub const OPENAI_MODELS: &[ModelInfo] = &[
@@ -128,42 +151,42 @@ pub const OPENAI_MODELS: &[ModelInfo] = &[
 
 /// Anthropic models (Messages API). Cached input is the cache-read price.
 pub const ANTHROPIC_MODELS: &[ModelInfo] = &[
-    model(
+    claude(
         "claude-opus-4-5",
         200_000,
         64_000,
         [5.0, 0.5, 25.0],
         VISION_REASONING,
     ),
-    model(
+    claude(
         "claude-opus-4-1",
         200_000,
         32_000,
         [15.0, 1.5, 75.0],
         VISION_REASONING,
     ),
-    model(
+    claude(
         "claude-sonnet-4-5",
         200_000,
         64_000,
         [3.0, 0.3, 15.0],
         VISION_REASONING,
     ),
-    model(
+    claude(
         "claude-sonnet-4-0",
         200_000,
         64_000,
         [3.0, 0.3, 15.0],
         VISION_REASONING,
     ),
-    model(
+    claude(
         "claude-haiku-4-5",
         200_000,
         64_000,
         [1.0, 0.1, 5.0],
         VISION_REASONING,
     ),
-    model(
+    claude(
         "claude-3-5-haiku-latest",
         200_000,
         8_192,
@@ -224,35 +247,35 @@ const TEXT: Abilities = Abilities {
 /// us-east-1; cross-region inference profiles (`us.`, `eu.`, `global.` …) resolve to the
 /// same entry ([`lookup_bedrock`]).
 pub const BEDROCK_MODELS: &[ModelInfo] = &[
-    model(
+    claude(
         "anthropic.claude-opus-4-5-20251101-v1:0",
         200_000,
         64_000,
         [5.0, 0.5, 25.0],
         VISION_REASONING,
     ),
-    model(
+    claude(
         "anthropic.claude-opus-4-1-20250805-v1:0",
         200_000,
         32_000,
         [15.0, 1.5, 75.0],
         VISION_REASONING,
     ),
-    model(
+    claude(
         "anthropic.claude-sonnet-4-5-20250929-v1:0",
         200_000,
         64_000,
         [3.0, 0.3, 15.0],
         VISION_REASONING,
     ),
-    model(
+    claude(
         "anthropic.claude-sonnet-4-20250514-v1:0",
         200_000,
         64_000,
         [3.0, 0.3, 15.0],
         VISION_REASONING,
     ),
-    model(
+    claude(
         "anthropic.claude-haiku-4-5-20251001-v1:0",
         200_000,
         64_000,
@@ -471,6 +494,7 @@ mod tests {
             input: 3.0,
             cached_input: 0.3,
             output: 15.0,
+            cache_write: None,
         };
         let usage = Usage {
             input_tokens: 1_000_000,

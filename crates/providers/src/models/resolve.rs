@@ -8,7 +8,8 @@
 use std::sync::Arc;
 
 use crate::models::builtin::{
-    built_in_providers, lookup_key, BUILT_INS, KEY_FALLBACKS, LOCAL_MAX_OUTPUT_TOKENS,
+    built_in_providers, lookup_key, BUILT_INS, KEY_FALLBACKS, LOCAL_FREQUENCY_PENALTY,
+    LOCAL_MAX_OUTPUT_TOKENS, LOCAL_REPEAT_PENALTY,
 };
 use crate::models::catalog::{self, Pricing};
 use crate::models::error::ModelError;
@@ -17,6 +18,7 @@ use crate::wire::adapter::ProviderAdapter;
 use crate::wire::error::ProviderError;
 use crate::wire::http::HttpOptions;
 use crate::wire::openai_chat::ChatOptions;
+use crate::wire::openai_chat::Penalties;
 use crate::wire::reasoning::ReasoningEffort;
 
 /// Window used for models that are neither in the catalog nor configured.
@@ -115,6 +117,37 @@ impl ResolvedModel {
         format!("{}/{}", self.provider, self.model)
     }
 
+    /// How long the provider keeps a prompt prefix no request used, when it caches
+    /// prompts (docs/context-pipeline.md, "Prompt caching"): Anthropic and Bedrock's Claude
+    /// 5 minutes, OpenAI about 10 (its documented 5–10 minutes of inactivity), Gemini's
+    /// implicit cache 5; `None` for servers pith knows nothing of (local ones, OpenRouter's
+    /// many upstreams, custom providers): a pause never counts as a cold cache there.
+    pub fn prompt_cache_ttl(&self) -> Option<std::time::Duration> {
+        let minutes = |m: u64| Some(std::time::Duration::from_secs(m * 60));
+        match (self.kind, self.provider.as_str()) {
+            (ProtocolKind::Anthropic, _) => minutes(5),
+            (ProtocolKind::Bedrock, _)
+                if crate::wire::bedrock::encode::supports_cache_points(&self.model) =>
+            {
+                minutes(5)
+            }
+            (ProtocolKind::OpenAiResponses, "openai")
+            | (ProtocolKind::OpenAiChat, "openai-chat") => minutes(10),
+            (ProtocolKind::Gemini, _) => minutes(5),
+            _ => None,
+        }
+    }
+
+    /// True when requests carry a key the provider routes them to one prompt cache by
+    /// (OpenAI's `prompt_cache_key`): OpenAI's own API, not the servers that borrow its
+    /// protocol.
+    pub fn takes_prompt_cache_key(&self) -> bool {
+        matches!(
+            (self.kind, self.provider.as_str()),
+            (ProtocolKind::OpenAiResponses, "openai") | (ProtocolKind::OpenAiChat, "openai-chat")
+        )
+    }
+
     /// Builds the adapter for this model.
     pub fn adapter(&self) -> Result<Arc<dyn ProviderAdapter>, ProviderError> {
         use crate::wire::{anthropic, gemini, openai_chat, openai_responses};
@@ -143,6 +176,29 @@ impl ResolvedModel {
             )?),
         })
     }
+}
+
+/// The prices of `spec` (`provider/model`): the configuration's `[models."p/m"] pricing`,
+/// else the catalog's (Bedrock ids looked up as Bedrock's); `None` when neither knows
+/// it. Needs no key: reports price what a session already spent.
+pub fn price_of(spec: &str, tables: &ModelTables) -> Option<Pricing> {
+    if let Some(pricing) = tables.models.get(spec).and_then(|m| m.pricing) {
+        return Some(pricing);
+    }
+    let (provider, model) = spec.split_once('/')?;
+    let kind = tables
+        .providers
+        .get(provider)
+        .and_then(|c| c.kind)
+        .or(BUILT_INS
+            .iter()
+            .find(|b| b.name == provider)
+            .map(|b| b.kind));
+    let entry = match kind {
+        Some(ProtocolKind::Bedrock) => catalog::lookup_bedrock(model),
+        _ => catalog::lookup(model),
+    };
+    entry.and_then(|e| e.pricing)
 }
 
 /// Resolves `spec` (`provider/model`) against the built-ins, the configuration and the
@@ -267,6 +323,14 @@ pub fn resolve_model(
                 .or(built_in.map(|b| b.max_tokens_field))
                 .unwrap_or_default(),
             headers: chat_headers(built_in.map_or(&[], |b| b.headers), custom),
+            penalties: Penalties {
+                repeat: model_config
+                    .and_then(|m| m.repeat_penalty)
+                    .or((provider == "local").then_some(LOCAL_REPEAT_PENALTY)),
+                frequency: model_config
+                    .and_then(|m| m.frequency_penalty)
+                    .or((provider == "local").then_some(LOCAL_FREQUENCY_PENALTY)),
+            },
         },
         reasoning_model: catalog_entry.is_some_and(|e| e.reasoning),
         reasoning: model_config.and_then(|m| m.reasoning),
@@ -488,5 +552,37 @@ mod tests {
     fn local_needs_no_key() {
         let model = resolve_model("local/smollm2", &ModelTables::default(), &env(&[])).unwrap();
         assert_eq!(model.base_url, LOCAL_BASE_URL);
+    }
+
+    #[test]
+    fn local_models_sample_greedily_with_a_repetition_penalty_and_config_overrides_it() {
+        let model = resolve_model("local/smollm2", &ModelTables::default(), &env(&[])).unwrap();
+        assert_eq!(model.temperature, Some(0.0));
+        assert_eq!(
+            model.chat.penalties,
+            Penalties {
+                repeat: Some(LOCAL_REPEAT_PENALTY),
+                frequency: Some(LOCAL_FREQUENCY_PENALTY)
+            }
+        );
+        assert_eq!(model.max_output_tokens, Some(LOCAL_MAX_OUTPUT_TOKENS));
+        let config: ModelTables =
+            toml::from_str("[models.\"local/smollm2\"]\nrepeat_penalty = 1.0\ntemperature = 0.7\n")
+                .unwrap();
+        let model = resolve_model("local/smollm2", &config, &env(&[])).unwrap();
+        assert_eq!(model.chat.penalties.repeat, Some(1.0));
+        assert_eq!(
+            model.chat.penalties.frequency,
+            Some(LOCAL_FREQUENCY_PENALTY)
+        );
+        assert_eq!(model.temperature, Some(0.7));
+        // Hosted providers keep their servers' defaults.
+        let hosted = resolve_model(
+            "openrouter/x/y",
+            &ModelTables::default(),
+            &env(&[("OPENROUTER_API_KEY", "k")]),
+        )
+        .unwrap();
+        assert_eq!(hosted.chat.penalties, Penalties::default());
     }
 }

@@ -74,6 +74,17 @@ pub struct ModelConfig {
     pub pricing: Option<Pricing>,
     /// Sampling temperature sent with every request.
     pub temperature: Option<f32>,
+    /// `repeat_penalty` sent with every Chat Completions request: llama.cpp's repetition
+    /// penalty (1.0 is off; llama.cpp and llama-cpp-python read it, other servers ignore
+    /// it). Very small local models loop until the output cap without one; the `local`
+    /// provider sends [`crate::models::builtin::LOCAL_REPEAT_PENALTY`] unless this is
+    /// set.
+    pub repeat_penalty: Option<f32>,
+    /// `frequency_penalty` sent with every Chat Completions request (OpenAI's, -2.0 to
+    /// 2.0): the `local` provider sends
+    /// [`crate::models::builtin::LOCAL_FREQUENCY_PENALTY`] with its repeat penalty unless
+    /// this is set.
+    pub frequency_penalty: Option<f32>,
     /// How hard the model may think: `"off"`, `"low"`, `"medium"`, `"high"` or a token
     /// budget (`8000`); `--reasoning` overrides it.
     pub reasoning: Option<ReasoningEffort>,

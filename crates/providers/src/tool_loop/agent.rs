@@ -191,6 +191,13 @@ impl AgentLoop {
         self.context.estimate(&self.system_prompt, &tools)
     }
 
+    /// [`AgentLoop::estimate`], counted: never the start-up upper bound (it waits for
+    /// the counter's tables). For figures shown to the user.
+    pub fn counted_estimate(&mut self) -> RequestEstimate {
+        let tools = self.tools.definitions();
+        self.context.counted_estimate(&self.system_prompt, &tools)
+    }
+
     /// A request of `messages` with this loop's model, system prompt and options.
     pub(super) fn request(
         &self,
@@ -206,6 +213,10 @@ impl AgentLoop {
             temperature: self.options.temperature,
             reasoning: self.options.reasoning,
             output: self.options.output.clone(),
+            cache: crate::wire::adapter::CacheHints {
+                anchor: Some(self.context.stable_prefix).filter(|anchor| *anchor > 0),
+                key: self.options.prompt_cache.key.clone(),
+            },
         }
     }
 

@@ -41,7 +41,7 @@ impl AgentLoop {
 
     fn ledger_budget(&self, percent: u8) -> LedgerBudget {
         LedgerBudget::for_input_budget(
-            self.context.budget.input_budget,
+            self.context.budget.working_budget(),
             percent,
             self.options.ledger.user_messages_max_tokens,
         )
@@ -101,7 +101,7 @@ impl AgentLoop {
             probe,
             self.counter().as_ref(),
             RestoreBudget::for_input_budget(
-                self.context.budget.input_budget,
+                self.context.budget.working_budget(),
                 plan.restore_files,
                 plan.restore_files_percent,
             ),

@@ -159,7 +159,7 @@ impl AgentLoop {
             .context
             .estimate_other(&self.system_prompt, &messages, &tools);
         let request = self.request(Arc::new(messages), tools.clone());
-        let allowance = summary_allowance(self.context.budget.input_budget, ledger.is_some());
+        let allowance = summary_allowance(self.context.budget.working_budget(), ledger.is_some());
         let mut reports = Vec::new();
         let outcome = self
             .summary_request(
@@ -170,6 +170,7 @@ impl AgentLoop {
                 allowance,
             )
             .await;
+        self.context.last_request_at = Some(Instant::now());
         if let Some(reported) = reports.last().filter(|r| r.usage_reported) {
             self.context.observe_summary_usage(reported.usage, counted);
         }
@@ -340,7 +341,7 @@ impl AgentLoop {
         let tools = self.tools.definitions();
         let plan = self.default_plan();
         let ledger = self.render_ledger_for(&plan, false);
-        let allowance = summary_allowance(self.context.budget.input_budget, ledger.is_some());
+        let allowance = summary_allowance(self.context.budget.working_budget(), ledger.is_some());
         let mut messages = self.history_for_summary();
         messages.push(Message::user(with_hook_instructions(
             manual_prompt_with(
@@ -361,6 +362,7 @@ impl AgentLoop {
                 allowance,
             )
             .await;
+        self.context.last_request_at = Some(Instant::now());
         self.emit_requests(reports, sink);
         let usage = outcome.usage();
         let summary = match outcome {
@@ -488,7 +490,7 @@ impl AgentLoop {
         if with_ledger {
             return FALLBACK_SUMMARY_WITH_LEDGER.to_owned();
         }
-        let max = FALLBACK_SUMMARY_MAX_TOKENS.min(self.context.budget.input_budget / 10);
+        let max = FALLBACK_SUMMARY_MAX_TOKENS.min(self.context.budget.working_budget() / 10);
         fallback_summary(
             &self.context.history,
             self.counter().as_ref(),

@@ -66,6 +66,13 @@ pub(super) struct ContextState {
     pub ledger: Ledger,
     /// The disk as the ledger sees it, when the loop has a workspace.
     pub files: Option<Arc<dyn FileProbe>>,
+    /// The messages at the start of the history that will not change again until the
+    /// next compaction: a compaction's replacement, the results masked so far. Requests
+    /// mark its end for the prompt cache ([`crate::wire::adapter::CacheHints`]).
+    pub stable_prefix: usize,
+    /// When the last request was sent: after a pause longer than the provider cache's
+    /// TTL the cache is cold, and rewriting costs nothing extra.
+    pub last_request_at: Option<std::time::Instant>,
 }
 
 impl ContextState {
@@ -78,6 +85,8 @@ impl ContextState {
             estimator,
             governor: Governor::new(max_per_turn),
             ledger: Ledger::default(),
+            stable_prefix: 0,
+            last_request_at: None,
             files: None,
         }
     }
@@ -85,6 +94,12 @@ impl ContextState {
     /// The estimate of a request of the history with `system` and `tools`.
     pub fn estimate(&mut self, system: &str, tools: &[ToolDefinition]) -> RequestEstimate {
         self.estimator.estimate(system, &self.history, tools)
+    }
+
+    /// [`ContextState::estimate`], counted (never an upper bound).
+    pub fn counted_estimate(&mut self, system: &str, tools: &[ToolDefinition]) -> RequestEstimate {
+        self.estimator
+            .counted_estimate(system, &self.history, tools)
     }
 
     /// How far the conversation has grown, for the governor's gates: the smaller of the
@@ -125,13 +140,24 @@ impl ContextState {
     /// Installs a persisted rewrite: the new history, no anchor on the old one, and the
     /// next report must follow it.
     pub fn install(&mut self, replacement: Vec<Message>) {
+        self.stable_prefix = stable_prefix_after(&self.history, &replacement, self.stable_prefix);
         self.history = Arc::new(replacement);
         self.estimator.rewritten();
+    }
+
+    /// True when the provider's prompt cache has expired since the last request (its TTL
+    /// `ttl`; `None`: the provider has none): the next request rewrites it anyway.
+    pub fn cache_cold(&self, ttl: Option<std::time::Duration>, now: std::time::Instant) -> bool {
+        match (ttl, self.last_request_at) {
+            (Some(ttl), Some(last)) => now.saturating_duration_since(last) > ttl,
+            _ => false,
+        }
     }
 
     /// Replaces the whole conversation (resume, `/clear`, a switched model): the governor
     /// starts afresh, the calibration is kept.
     pub fn replace_history(&mut self, history: Vec<Message>) {
+        self.stable_prefix = 0;
         self.history = Arc::new(pith_core::summary::strip_system(&history));
         self.estimator.clear_usage();
         self.governor.reset();
@@ -210,5 +236,74 @@ impl ContextState {
     /// Takes the usage of a summary request pith counted at `counted`: calibration only.
     pub fn observe_summary_usage(&mut self, usage: Usage, counted: u64) {
         self.estimator.observe_usage(usage.input_tokens, counted);
+    }
+}
+
+/// The stable prefix after `old` (whose stable prefix was `previous`) is rewritten into
+/// `new`: a rewrite that keeps the length (masking, dedup) changes some messages in place,
+/// and every message up to the last one it changed is final, as the previous prefix still
+/// is; one that changes the length (a compaction's replacement, an overflow fit) is all
+/// new, and all of it is final.
+fn stable_prefix_after(old: &[Message], new: &[Message], previous: usize) -> usize {
+    if old.len() != new.len() {
+        return new.len();
+    }
+    let changed = old
+        .iter()
+        .zip(new)
+        .rposition(|(before, after)| before != after)
+        .map_or(0, |last| last + 1);
+    changed.max(previous).min(new.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(items: &[&str]) -> Vec<Message> {
+        items.iter().map(|t| Message::user(*t)).collect()
+    }
+
+    #[test]
+    fn the_stable_prefix_ends_after_the_last_message_a_rewrite_changed() {
+        let old = texts(&["a", "b", "c", "d"]);
+        // Masking changed b: a and b are final.
+        assert_eq!(
+            stable_prefix_after(&old, &texts(&["a", "B", "c", "d"]), 0),
+            2
+        );
+        // A later rewrite of an earlier message keeps the prefix known final.
+        assert_eq!(
+            stable_prefix_after(&old, &texts(&["A", "b", "c", "d"]), 3),
+            3
+        );
+        // A compaction's replacement is all final.
+        assert_eq!(stable_prefix_after(&old, &texts(&["summary"]), 3), 1);
+        // Nothing changed: what was final stays so.
+        assert_eq!(stable_prefix_after(&old, &old, 2), 2);
+    }
+
+    #[test]
+    fn the_cache_is_cold_only_after_a_pause_longer_than_its_ttl() {
+        let mut state = ContextState::new(
+            ContextBudget::for_window(200_000),
+            RequestEstimator::new(Arc::new(pith_core::BpeCounter::new(
+                pith_core::Encoding::O200kBase,
+            ))),
+            2,
+        );
+        let now = std::time::Instant::now();
+        let ttl = Some(std::time::Duration::from_secs(300));
+        assert!(
+            !state.cache_cold(ttl, now),
+            "no request yet: nothing to be cold"
+        );
+        state.last_request_at = Some(now);
+        assert!(!state.cache_cold(ttl, now + std::time::Duration::from_secs(299)));
+        assert!(state.cache_cold(ttl, now + std::time::Duration::from_secs(301)));
+        assert!(
+            !state.cache_cold(None, now + std::time::Duration::from_secs(3600)),
+            "a provider without a prompt cache is never cold"
+        );
     }
 }

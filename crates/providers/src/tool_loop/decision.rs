@@ -87,15 +87,25 @@ impl AgentLoop {
     ) -> Result<Prepared, LoopError> {
         let mut micro_allowed = self.options.micro_compaction;
         let mut llm_allowed = self.options.auto_compaction;
+        // After a pause longer than the cache's TTL, the next request rewrites the cache
+        // anyway: work that would soon be due is done now (docs/context-pipeline.md).
+        let cold = self
+            .context
+            .cache_cold(self.options.prompt_cache.ttl, Instant::now());
+        let prune = self.options.prune.within(&self.context.budget, cold);
         loop {
             let tools = self.tools.definitions();
             let estimated = self.context.estimate(&self.system_prompt, &tools);
             let estimate = estimated.total as u64;
-            let budget = self.context.budget;
+            let budget = if cold {
+                self.context.budget.cooled()
+            } else {
+                self.context.budget
+            };
             let candidate = (micro_allowed
                 && self.context.governor.new_history_since_attempt
                 && budget.reaches_micro(estimate))
-            .then(|| self.micro_candidate());
+            .then(|| self.micro_candidate(&prune));
             let content = self
                 .context
                 .estimator
@@ -105,7 +115,7 @@ impl AgentLoop {
                 estimate,
                 content,
                 micro_reclaimable: candidate.as_ref().map_or(0, |c| c.reclaimable),
-                micro_minimum: self.options.prune.minimum,
+                micro_minimum: prune.minimum,
                 llm_allowed,
             };
             let action = decide(&facts, &budget, &self.context.governor);
@@ -292,7 +302,7 @@ impl AgentLoop {
             message: scale(message_tokens),
             ledger: scale(ledger_tokens),
             restored: scale(restored_tokens),
-            summary: summary_allowance(self.context.budget.input_budget, ledger.is_some()),
+            summary: summary_allowance(self.context.budget.working_budget(), ledger.is_some()),
             framing: scale(framing),
         };
         CompactionPlan {
@@ -343,15 +353,15 @@ impl AgentLoop {
         }
     }
 
-    /// Dedup + prune of the current history, without applying it.
-    fn micro_candidate(&self) -> MicroCandidate {
+    /// Dedup + prune (with `prune`'s thresholds) of the current history, without
+    /// applying it.
+    fn micro_candidate(&self, prune: &pith_core::context::PruneConfig) -> MicroCandidate {
         let started = Instant::now();
         let tools = &self.tools;
         let history = &self.context.history;
         let (deduplicated, _) = collapse(history, |name| tools.is_read_only(name));
         let counter = self.counter();
-        let (pruned, _) =
-            prune_old_tool_outputs(&deduplicated, counter.as_ref(), &self.options.prune);
+        let (pruned, _) = prune_old_tool_outputs(&deduplicated, counter.as_ref(), prune);
         // Dedup and prune keep the message count and change only some contents: tokenize
         // just the messages that changed, not the whole history twice.
         let reclaimable: usize = history

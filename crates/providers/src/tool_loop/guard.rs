@@ -113,6 +113,11 @@ impl<'a> OutputGuard<'a> {
         }
     }
 
+    /// Output tokens counted so far (text, reasoning, tool arguments).
+    pub(crate) fn counted(&self) -> u64 {
+        self.spent
+    }
+
     /// Takes one chunk: `Ok(Some(_))` when the answer must end here, `Err` when the
     /// stream has sent nothing but keep-alives for too long.
     pub(crate) fn observe(

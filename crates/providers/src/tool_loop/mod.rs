@@ -29,6 +29,7 @@ mod decision;
 mod execute;
 pub mod guard;
 mod options;
+mod output_cap;
 pub mod overflow;
 mod report;
 pub mod request;
@@ -38,6 +39,7 @@ mod turn;
 
 pub use agent::{AgentLoop, LoopSetup};
 pub use options::{
-    enforced_output_cap, LedgerOptions, LoopError, LoopOptions, ManualCompaction,
+    LedgerOptions, LoopError, LoopOptions, ManualCompaction, PromptCacheOptions,
     RepeatedCallLimits, TurnFailure, TurnSummary, DEFAULT_OUTPUT_CAP_TOKENS,
 };
+pub use output_cap::enforced_output_cap;

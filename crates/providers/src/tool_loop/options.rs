@@ -4,6 +4,7 @@ use pith_core::context::{ContextConfig, PruneConfig};
 use pith_core::{Message, PersistError, Usage};
 use thiserror::Error;
 
+use crate::tool_loop::output_cap::enforced_output_cap;
 use crate::tool_loop::request::Timeouts;
 use crate::tool_loop::retry::RetryPolicy;
 use crate::wire::{ProviderError, ReasoningEffort, StructuredOutput};
@@ -51,6 +52,20 @@ pub struct LoopOptions {
     /// The schema the final answer must match, sent with every request
     /// (`--output-schema`; set by the conversation, forced for its correction request).
     pub output: Option<StructuredOutput>,
+    /// The provider's prompt cache: how long an unused prefix lives there, and the key
+    /// requests are routed by.
+    pub prompt_cache: PromptCacheOptions,
+}
+
+/// What the loop knows of its provider's prompt cache.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromptCacheOptions {
+    /// How long the provider keeps an unused prefix (Anthropic and Bedrock 5 minutes,
+    /// OpenAI about 10); `None`: no prompt cache (a local server), so a pause never makes
+    /// it cold.
+    pub ttl: Option<std::time::Duration>,
+    /// The key requests are routed by (OpenAI's `prompt_cache_key`): the session id.
+    pub key: Option<String>,
 }
 
 /// The doom-loop guard's counts (`[doom_loop]`): the same tool call with the same
@@ -118,13 +133,6 @@ impl Default for LedgerOptions {
 /// Output cap of models whose own cap nobody knows.
 pub const DEFAULT_OUTPUT_CAP_TOKENS: u32 = 32_000;
 
-/// The cap pith enforces for a model whose output cap is `max_output` tokens: a margin
-/// of 5% (at least 256 tokens) on top, so a server that honours the cap is never cut.
-pub fn enforced_output_cap(max_output: u32) -> u64 {
-    let max_output = u64::from(max_output);
-    max_output + (max_output / 20).max(256)
-}
-
 impl Default for LoopOptions {
     fn default() -> Self {
         Self {
@@ -146,6 +154,7 @@ impl Default for LoopOptions {
             repeated_calls: RepeatedCallLimits::default(),
             usage_band: Default::default(),
             output: None,
+            prompt_cache: PromptCacheOptions::default(),
         }
     }
 }

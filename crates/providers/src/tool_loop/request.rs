@@ -8,9 +8,12 @@
 //! they do not block a retry; a private request (the automatic compaction summary)
 //! forwards nothing and is always retryable.
 //!
-//! Before each attempt the job's ceilings are asked (`spend`): a request that would
-//! cross one fails with [`ProviderError::Ceiling`] without being sent; after it, what it
-//! cost is charged.
+//! Before each attempt the job's ceilings are asked (`spend`): a request whose input and
+//! smallest useful answer would cross the cost ceiling, or that would start after the
+//! turn's deadline, fails with [`ProviderError::Ceiling`] without being sent; otherwise
+//! it is sent with its output cap (and thinking budget) lowered to what the rest of the
+//! budget pays for (pith's own cut of the answer follows it). After it, what it cost is
+//! charged.
 
 use std::time::Duration;
 
@@ -66,6 +69,9 @@ pub struct Response {
     pub truncated: Option<Truncation>,
     /// Attempts made, the successful or last one included (retries + 1).
     pub attempts: u32,
+    /// True when the last attempt was sent with its output cap lowered to what the rest
+    /// of the cost ceiling pays for: an answer cut at its cap was cut by the budget.
+    pub budget_capped: bool,
     /// Complete reasoning blocks, each with the number of text and tool-call pieces that
     /// came before it: [`Response::message`] puts it back in that place.
     pub reasoning: Vec<(usize, Reasoning)>,
@@ -202,7 +208,8 @@ pub async fn send_with_retries(
     } = exchange;
     let mut attempt = 1;
     loop {
-        // The job's ceilings: a request that would cross one is never sent.
+        // The job's ceilings: a request that would cross one is never sent, and one that
+        // is sent asks for no more answer than the budget pays for.
         let admitted = match guard
             .spend
             .map(|spend| spend.admit(request, guard.output_cap))
@@ -219,20 +226,31 @@ pub async fn send_with_retries(
             Some(Ok(admitted)) => Some(admitted),
             None => None,
         };
+        let budgeted = admitted.as_ref().and_then(|a| a.request(request));
+        let sent = budgeted.as_ref().unwrap_or(request);
+        let mut limits = guard;
+        if let Some(admitted) = &admitted {
+            limits.output_cap = limits.output_cap.min(admitted.answer_cap);
+        }
         visibility.emit(LoopEvent::RequestStarted { attempt });
         let mut response = Response::default();
+        let mut output = OutputGuard::new(limits);
         let outcome = attempt_once(
-            &exchange,
-            OutputGuard::new(guard),
+            &Exchange {
+                request: sent,
+                ..exchange
+            },
+            &mut output,
             &mut visibility,
             &mut response,
         )
         .await;
         response.attempts = attempt;
+        response.budget_capped = admitted.as_ref().is_some_and(|a| a.clamped);
         if let (Some(spend), Some(admitted)) = (guard.spend, admitted) {
             let answered = !response.is_empty() || response.shown || response.usage_reported;
             let usage = response.usage_reported.then_some(&response.usage);
-            spend.charge(request, admitted, usage, answered);
+            spend.charge(sent, admitted, usage, answered, output.counted());
         }
         match outcome {
             Ok(()) => return Ok(response),
@@ -268,7 +286,7 @@ pub async fn send_with_retries(
 
 async fn attempt_once(
     exchange: &Exchange<'_>,
-    mut guard: OutputGuard<'_>,
+    guard: &mut OutputGuard<'_>,
     visibility: &mut Visibility<'_>,
     response: &mut Response,
 ) -> Result<(), ProviderError> {

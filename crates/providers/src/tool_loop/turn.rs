@@ -73,6 +73,8 @@ impl AgentLoop {
                 Visibility::Visible(&mut *sink),
             )
             .await;
+            // The provider's cache was used (and its TTL restarted) by this request.
+            self.context.last_request_at = Some(Instant::now());
             // The request shares the history: release it so appending does not copy it.
             drop(prepared.request);
             let report = request_report(self, RequestPurpose::Turn, started, &sent);
@@ -144,6 +146,12 @@ impl AgentLoop {
                     reason: truncation.to_string(),
                 });
             }
+            // Cut at the cap the cost ceiling set: the budget is spent, not the answer done.
+            let budget_cut = response.budget_capped
+                && matches!(
+                    truncation,
+                    Some(Truncation::OutputCap { .. } | Truncation::ProviderLimit { .. })
+                );
             // Told after the tool results of the cut answer, or at once when it has none.
             let notice = truncation.map(|t| Message::user(truncation_notice(&t.to_string())));
             // Usage is evidence: weighed against pith's count of what was sent (a fitted
@@ -162,6 +170,13 @@ impl AgentLoop {
             if calls.is_empty() {
                 if let Some(notice) = notice {
                     self.push(notice, sink);
+                }
+                if budget_cut {
+                    // Not the end of the turn: the next request goes to the cost ceiling,
+                    // which refuses it (the job ends at the ceiling) unless the answer cost
+                    // less than the budget held for it.
+                    self.context.governor.record_new_history();
+                    continue;
                 }
                 if self
                     .stop_continues(&answer, &mut stop_continued, sink, cancel)

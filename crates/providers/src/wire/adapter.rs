@@ -48,6 +48,23 @@ pub struct ModelRequest {
     /// The schema the final answer must match (`--output-schema`), asked for natively
     /// where the protocol can (see [`crate::wire::structured`]).
     pub output: Option<StructuredOutput>,
+    /// Where the provider's prompt cache should hold this request's prefix.
+    pub cache: CacheHints,
+}
+
+/// What a request tells the provider's prompt cache (docs/context-pipeline.md, "Prompt
+/// caching"): Anthropic and Bedrock get a breakpoint after the system prompt, after the
+/// tools, at the end of the stable prefix (`anchor`) and at the end of the last message;
+/// OpenAI gets `prompt_cache_key`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CacheHints {
+    /// The messages before this index will not change again (the latest compaction's
+    /// replacement, the results masked so far): a breakpoint at their end keeps them a
+    /// cache hit when a later rewrite changes what follows. `None` or 0: no such mark.
+    pub anchor: Option<usize>,
+    /// A key the provider routes this conversation's requests by, so that they land on
+    /// the same cache (OpenAI's `prompt_cache_key`): the session id.
+    pub key: Option<String>,
 }
 
 /// A wire protocol implementation. See the module docs for the execution model.
@@ -270,6 +287,7 @@ pub(crate) mod tests {
                 temperature: None,
                 reasoning: None,
                 output: None,
+                cache: Default::default(),
             });
             requests.push(ModelRequest {
                 model: "m".into(),
@@ -291,6 +309,7 @@ pub(crate) mod tests {
                 temperature: Some(0.7),
                 reasoning: None,
                 output: None,
+                cache: Default::default(),
             });
         }
         requests

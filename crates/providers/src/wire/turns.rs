@@ -28,6 +28,9 @@ pub(crate) struct Alternating<'a, B> {
     pub system: Cow<'a, str>,
     /// The turns, alternating, the first one the user's.
     pub turns: Vec<(Side, Vec<B>)>,
+    /// Where the request's stable prefix ends ([`crate::wire::adapter::CacheHints`]): the
+    /// turn and block index of the last block made from a message before the anchor.
+    pub anchor: Option<(usize, usize)>,
 }
 
 /// Folds `request`'s history into alternating turns: `blocks` converts one message of a
@@ -39,7 +42,14 @@ pub(crate) fn alternate<'a, B>(
 ) -> Alternating<'a, B> {
     let mut system = Cow::Borrowed(request.system.as_str());
     let mut turns: Vec<(Side, Vec<B>)> = Vec::new();
-    for message in request.messages.iter() {
+    let anchor_at = request.cache.anchor.unwrap_or(0);
+    let mut anchor = None;
+    for (index, message) in request.messages.iter().enumerate() {
+        if index == anchor_at && anchor_at > 0 {
+            anchor = turns
+                .last()
+                .map(|(_, blocks)| (turns.len() - 1, blocks.len().saturating_sub(1)));
+        }
         let side = match message.role {
             Role::System => {
                 let text = system.to_mut();
@@ -63,8 +73,13 @@ pub(crate) fn alternate<'a, B>(
     }
     if turns.first().is_some_and(|(side, _)| *side != Side::User) {
         turns.insert(0, (Side::User, vec![placeholder()]));
+        anchor = anchor.map(|(turn, block)| (turn + 1, block));
     }
-    Alternating { system, turns }
+    Alternating {
+        system,
+        turns,
+        anchor,
+    }
 }
 
 #[cfg(test)]
@@ -81,6 +96,7 @@ mod tests {
             temperature: None,
             reasoning: None,
             output: None,
+            cache: Default::default(),
         }
     }
 
@@ -115,5 +131,37 @@ mod tests {
         );
         assert_eq!(folded.turns[0].1[0].1, CONVERSATION_CONTINUES);
         assert_eq!(folded.turns[2].1.len(), 2);
+        assert_eq!(folded.anchor, None, "no anchor asked for");
+    }
+
+    #[test]
+    fn the_anchor_names_the_last_block_before_it_across_merged_turns() {
+        let mut asked = request(vec![
+            Message::user("one"),
+            Message::user("two"),
+            Message::assistant("reply"),
+            Message::user("three"),
+        ]);
+        asked.cache.anchor = Some(2);
+        let folded = alternate(
+            &asked,
+            |side, m| vec![(side, m.text_content())],
+            || (Side::User, CONVERSATION_CONTINUES.to_owned()),
+        );
+        // Messages 0 and 1 merged into turn 0: its second block ends the prefix.
+        assert_eq!(folded.anchor, Some((0, 1)));
+        asked.messages =
+            std::sync::Arc::new(vec![Message::assistant("earlier"), Message::user("next")]);
+        asked.cache.anchor = Some(1);
+        let folded = alternate(
+            &asked,
+            |side, m| vec![(side, m.text_content())],
+            || (Side::User, CONVERSATION_CONTINUES.to_owned()),
+        );
+        assert_eq!(
+            folded.anchor,
+            Some((1, 0)),
+            "shifted by the placeholder turn"
+        );
     }
 }

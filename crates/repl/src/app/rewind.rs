@@ -59,6 +59,15 @@ impl App {
         }
     }
 
+    /// `/rewind undo`: the latest rewind of the files, undone, asked about and carried
+    /// out as any rewind (an undo is one, so undoing again redoes it).
+    pub(super) fn rewind_undo(&mut self, runtime: &Runtime, source: &mut LineSource) {
+        match runtime.block_on(self.conversation.plan_undo()) {
+            Ok(plan) => self.rewind_with(runtime, source, plan, RewindMode::Code),
+            Err(error) => self.screen.message(Tone::Error, &error.to_string()),
+        }
+    }
+
     fn rewind_to(
         &mut self,
         runtime: &Runtime,
@@ -66,13 +75,20 @@ impl App {
         turn: u64,
         mode: RewindMode,
     ) {
-        let plan = match runtime.block_on(self.conversation.plan_rewind(turn, mode)) {
-            Ok(plan) => plan,
-            Err(error) => {
-                self.screen.message(Tone::Error, &error.to_string());
-                return;
-            }
-        };
+        match runtime.block_on(self.conversation.plan_rewind(turn, mode)) {
+            Ok(plan) => self.rewind_with(runtime, source, plan, mode),
+            Err(error) => self.screen.message(Tone::Error, &error.to_string()),
+        }
+    }
+
+    /// Shows `plan`, asks about files changed outside pith, and carries it out.
+    fn rewind_with(
+        &mut self,
+        runtime: &Runtime,
+        source: &mut LineSource,
+        plan: RewindPlan,
+        mode: RewindMode,
+    ) {
         self.screen.block(&plan_text(&plan));
         let refused = plan.refused();
         if !refused.is_empty() {
@@ -104,13 +120,21 @@ impl App {
             }
         }
         let number = plan.turn.number;
+        let undo = plan.undo;
         let text = self.conversation.user_text_at(plan.turn.seq).ok().flatten();
         match runtime.block_on(self.conversation.rewind(plan)) {
             Ok(done) => {
-                let mut summary = format!(
-                    "Rewound to before turn {number}: {} file(s) restored.",
-                    done.record.restored.len()
-                );
+                let mut summary = if undo {
+                    format!(
+                        "Undid the latest rewind: {} file(s) restored (/rewind undo again redoes it).",
+                        done.record.restored.len()
+                    )
+                } else {
+                    format!(
+                        "Rewound to before turn {number}: {} file(s) restored (/rewind undo undoes it).",
+                        done.record.restored.len()
+                    )
+                };
                 if mode.rewinds_conversation() {
                     summary.push_str(&format!(
                         " The conversation continues from before turn {number}"
@@ -123,7 +147,18 @@ impl App {
                         _ => summary.push('.'),
                     }
                 }
-                self.screen.message(Tone::Info, &summary);
+                if done.not_as_planned.is_empty() {
+                    self.screen.message(Tone::Info, &summary);
+                } else {
+                    self.screen.message(
+                        Tone::Error,
+                        &format!(
+                            "{summary} But re-read after the rewind, these are not as it left \
+                             them (something changed them meanwhile): {}",
+                            done.not_as_planned.join(", ")
+                        ),
+                    );
+                }
                 self.refresh_status();
             }
             Err(error) => self.screen.message(Tone::Error, &error.to_string()),
@@ -153,12 +188,7 @@ fn turn_list(turns: &[Turn]) -> String {
 
 /// What the plan does, before it is done.
 fn plan_text(plan: &RewindPlan) -> String {
-    let mut out = format!(
-        "Rewind to before turn {} ({}): {}",
-        plan.turn.number,
-        plan.turn.preview,
-        plan.mode.describe()
-    );
+    let mut out = plan.headline();
     let writes = plan.writes();
     if plan.mode.rewinds_code() && writes.is_empty() {
         out.push_str("\n  no file to restore");

@@ -56,6 +56,10 @@ impl App {
             },
         );
         let mut lines = figures.lines();
+        match self.conversation.spend_report() {
+            Ok(spend) => lines.push(spend.line()),
+            Err(error) => lines.push(format!("Session: cost unknown ({error})")),
+        }
         lines.push(crate::context_view::checkpoints_line(
             self.conversation.checkpoint_store_bytes(),
         ));
@@ -102,7 +106,9 @@ impl App {
             }
         };
         let mut table = Vec::new();
-        if render::sessions_table(&sessions, &mut table).is_ok() {
+        let prices = self.conversation.prices();
+        let price = |model: &str| prices.of(model);
+        if render::sessions_table(&sessions, &price, &mut table).is_ok() {
             self.screen.block(&String::from_utf8_lossy(&table));
         }
         let current = format!("current: {}", self.conversation.session_id());

@@ -137,12 +137,13 @@ fn stop_reason(plan: &TurnPlan<'_>) -> &'static str {
     }
 }
 
-/// Anthropic usage: `input_tokens` excludes the cache read, reported separately.
+/// Anthropic usage: `input_tokens` excludes the cache read and the cache write, reported
+/// separately.
 fn usage(plan: &TurnPlan<'_>, output_tokens: u64) -> Value {
     let usage = plan.turn.effective_usage();
     json!({
-        "input_tokens": usage.input_tokens - usage.cached(),
-        "cache_creation_input_tokens": 0,
+        "input_tokens": usage.input_tokens - usage.cached() - usage.cache_written(),
+        "cache_creation_input_tokens": usage.cache_written(),
         "cache_read_input_tokens": usage.cached(),
         "output_tokens": output_tokens
     })

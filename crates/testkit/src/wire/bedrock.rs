@@ -86,16 +86,17 @@ fn stop_reason(plan: &TurnPlan<'_>) -> &'static str {
     }
 }
 
-/// Bedrock usage: `inputTokens` excludes the cache read, reported separately.
+/// Bedrock usage: `inputTokens` excludes the cache read and the cache write, reported
+/// separately.
 fn usage(plan: &TurnPlan<'_>) -> Value {
     let usage = plan.turn.effective_usage();
-    let input = usage.input_tokens - usage.cached();
+    let input = usage.input_tokens - usage.cached() - usage.cache_written();
     json!({
         "inputTokens": input,
         "outputTokens": usage.output_tokens,
         "totalTokens": usage.input_tokens + usage.output_tokens,
         "cacheReadInputTokens": usage.cached(),
-        "cacheWriteInputTokens": 0
+        "cacheWriteInputTokens": usage.cache_written()
     })
 }
 

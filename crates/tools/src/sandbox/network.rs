@@ -56,9 +56,13 @@ impl SessionNetwork {
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        // SAFETY: `enter` only makes system calls on data prepared before the fork.
+        // SAFETY: `enter` and `standard_descriptors_only` only make system calls on data
+        // prepared before the fork.
         unsafe {
-            helper.pre_exec(move || cut.enter());
+            helper.pre_exec(move || {
+                crate::process_group::standard_descriptors_only()?;
+                cut.enter()
+            });
         }
         let mut child = helper.spawn()?;
         // The helper blocks reading its stdin until it is dropped below: it is alive

@@ -5,9 +5,12 @@
 //! entries newest first. When everything does not fit, the budget is shared out by
 //! water-filling: every section that needs less than an equal share gets all it needs,
 //! the others split the rest equally (user messages never more than their own cap).
-//! Within its share a section keeps its newest entries; a user message that does not fit
-//! whole keeps its head and tail around `[N tokens omitted]`; whatever is left out is
-//! counted in a closing `[N older … omitted]` line, never dropped silently.
+//! Within its share a section keeps its newest entries; the User messages section also
+//! keeps its oldest one, the session's first message, which usually states the task and
+//! its constraints (the messages just after it are the ones left out). A user message
+//! that does not fit whole keeps its head and tail around `[N tokens omitted]`; whatever
+//! is left out is counted in a closing `[N older … omitted]` line, never dropped
+//! silently.
 //!
 //! The Plan (the model's latest `update_plan`, see [`crate::protocol::plan`]) comes
 //! first and is not shared out: it is carried verbatim, and the other sections share what
@@ -107,6 +110,9 @@ struct Section {
     omitted_noun: &'static str,
     /// Whether an entry that does not fit may be cut (user messages).
     cuttable: bool,
+    /// Whether the oldest entry is kept when older ones must be left out (user
+    /// messages: the first one usually states the task).
+    keep_oldest: bool,
     /// Most tokens this section may take.
     cap: usize,
     /// Entries counted as omitted before budgeting.
@@ -265,8 +271,10 @@ fn assemble(
         }
         // Room for the closing `[N … omitted]` line.
         let left = share.saturating_sub(heading_tokens + OMITTED_LINE_TOKENS);
+        let mut oldest_kept = false;
         let (body, shown) = if section.cuttable {
-            let allotted = fair_allotments(&section.entries, left);
+            let allotted = fair_allotments(&section.entries, left, section.keep_oldest);
+            oldest_kept = section.keep_oldest && allotted.last().is_some_and(|&a| a > 0);
             match form {
                 UserMessagesForm::Quoted => fair_cut(&section.entries, &allotted, counter),
                 UserMessagesForm::Listed => listed(&section.entries, &allotted),
@@ -282,7 +290,13 @@ fn assemble(
         out.push('\n');
         out.push_str(&body);
         if omitted > 0 {
-            out.push_str(&format!("[{omitted} {} omitted]\n", section.omitted_noun));
+            // With the oldest entry kept, the ones left out came after it.
+            let noun = if oldest_kept && section.omitted_before == 0 {
+                "user messages after the first"
+            } else {
+                section.omitted_noun
+            };
+            out.push_str(&format!("[{omitted} {noun} omitted]\n"));
         }
         omitted_total += section.entries.len() - shown;
     }
@@ -308,27 +322,46 @@ fn newest_whole(entries: &[(String, usize)], budget: usize) -> (String, usize) {
     (out, shown)
 }
 
-/// How many tokens each of the newest entries gets within `budget`, sharing it fairly:
-/// every entry shown gets at least [`MIN_CUT_TOKENS`] (the oldest are left out when not
-/// even that fits), small entries are shown whole, and the large ones share what is left
-/// equally. One allotment per entry shown, newest first; each counts its line break.
-fn fair_allotments(entries: &[(String, usize)], budget: usize) -> Vec<usize> {
-    // The newest entries whose floors fit.
-    let mut floors = 0;
-    let shown = entries
+/// How many tokens each entry gets within `budget`, sharing it fairly: every entry shown
+/// gets at least [`MIN_CUT_TOKENS`], small entries are shown whole, and the large ones
+/// share what is left equally. The newest entries are shown first; with `keep_oldest`
+/// the oldest one (the session's first user message, which usually states the task and
+/// its constraints) is kept too, and the entries left out are the ones just after it.
+/// One allotment per entry, newest first, 0 for an entry left out; each counts its line
+/// break.
+fn fair_allotments(entries: &[(String, usize)], budget: usize, keep_oldest: bool) -> Vec<usize> {
+    let floor = |tokens: usize| line_cost(tokens.min(MIN_CUT_TOKENS));
+    let oldest = entries.len().saturating_sub(1);
+    let reserve = match entries.last() {
+        Some((_, tokens)) if keep_oldest && entries.len() > 1 && floor(*tokens) <= budget => {
+            floor(*tokens)
+        }
+        _ => 0,
+    };
+    let candidates = if reserve > 0 {
+        &entries[..oldest]
+    } else {
+        entries
+    };
+    // The newest entries whose floors fit beside the oldest one's.
+    let mut floors = reserve;
+    let mut shown: Vec<usize> = (0..candidates
         .iter()
         .take_while(|(_, tokens)| {
-            floors += line_cost((*tokens).min(MIN_CUT_TOKENS));
+            floors += floor(*tokens);
             floors <= budget
         })
-        .count();
+        .count())
+        .collect();
+    if reserve > 0 {
+        shown.push(oldest);
+    }
     // Water-filling: the smallest entries first, each at most an equal share of the rest.
-    let mut order: Vec<usize> = (0..shown).collect();
-    order.sort_by_key(|&i| entries[i].1);
-    let mut allot = vec![0; shown];
+    shown.sort_by_key(|&i| entries[i].1);
+    let mut allot = vec![0; entries.len()];
     let mut left = budget;
-    let mut remaining = shown;
-    for i in order {
+    let mut remaining = shown.len();
+    for i in shown {
         let share = left / remaining.max(1);
         allot[i] = line_cost(entries[i].1).min(share.max(line_cost(MIN_CUT_TOKENS)));
         left = left.saturating_sub(allot[i]);
@@ -350,7 +383,7 @@ fn fair_cut(
     counter: &dyn TokenCounter,
 ) -> (String, usize) {
     let mut out = String::new();
-    for ((text, tokens), &allot) in entries.iter().zip(allotted) {
+    for ((text, tokens), &allot) in entries.iter().zip(allotted).filter(|(_, &a)| a > 0) {
         if line_cost(*tokens) <= allot {
             out.push_str(text);
         } else {
@@ -358,14 +391,14 @@ fn fair_cut(
         }
         out.push('\n');
     }
-    (out, allotted.len())
+    (out, allotted.iter().filter(|&&a| a > 0).count())
 }
 
 /// The entries [`fair_allotments`] gave room to, one line each: the entry's first line
 /// (`--- message 3`), its size and whether the quoted form keeps it whole.
 fn listed(entries: &[(String, usize)], allotted: &[usize]) -> (String, usize) {
     let mut out = String::new();
-    for ((text, tokens), &allot) in entries.iter().zip(allotted) {
+    for ((text, tokens), &allot) in entries.iter().zip(allotted).filter(|(_, &a)| a > 0) {
         let header = text.lines().next().unwrap_or_default();
         if line_cost(*tokens) <= allot {
             out.push_str(&format!("{header}: {tokens} tokens, attached whole\n"));
@@ -377,7 +410,7 @@ fn listed(entries: &[(String, usize)], allotted: &[usize]) -> (String, usize) {
             ));
         }
     }
-    (out, allotted.len())
+    (out, allotted.iter().filter(|&&a| a > 0).count())
 }
 
 fn entries(texts: Vec<String>, counter: &dyn TokenCounter) -> Vec<(String, usize)> {
@@ -442,6 +475,7 @@ fn user_section(
         entries: entries(texts, counter),
         omitted_noun: "older user messages",
         cuttable: true,
+        keep_oldest: true,
         cap: budget.user_messages_tokens,
         omitted_before: ledger.users_forgotten() as usize,
         listed_heading: Some(
@@ -523,6 +557,7 @@ fn files_section(
         entries: entries(texts, counter),
         omitted_noun: "older files",
         cuttable: false,
+        keep_oldest: false,
         cap: usize::MAX,
         omitted_before: 0,
         listed_heading: None,
@@ -586,6 +621,7 @@ fn commands_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
         entries: entries(texts, counter),
         omitted_noun: "older commands",
         cuttable: false,
+        keep_oldest: false,
         cap: usize::MAX,
         omitted_before: commands
             .len()
@@ -629,6 +665,7 @@ fn tests_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
         entries: entries(texts, counter),
         omitted_noun: "older test runs",
         cuttable: false,
+        keep_oldest: false,
         cap: usize::MAX,
         omitted_before: 0,
         listed_heading: None,
@@ -647,6 +684,7 @@ fn spills_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
         entries: entries(texts, counter),
         omitted_noun: "older spill files",
         cuttable: false,
+        keep_oldest: false,
         cap: usize::MAX,
         omitted_before: 0,
         listed_heading: None,

@@ -509,7 +509,7 @@ fn long_user_messages_share_the_budget_and_each_keeps_its_head_and_tail() {
         );
     }
     assert_eq!(rendered.text.matches("tokens omitted]").count(), 6);
-    // Far too small for all: the newest stay, the oldest are counted.
+    // Far too small for all: the newest and the first stay, the ones between are counted.
     let tiny = LedgerBudget {
         total_tokens: 300,
         user_messages_tokens: 300,
@@ -517,12 +517,14 @@ fn long_user_messages_share_the_budget_and_each_keeps_its_head_and_tail() {
     let rendered = render(&ledger, tiny, false, &counter(), None).unwrap();
     assert!(rendered.tokens <= 300, "{}", rendered.tokens);
     assert!(
-        rendered.text.contains("REQUEST-5-START"),
+        rendered.text.contains("REQUEST-5-START") && rendered.text.contains("REQUEST-0-START"),
         "{}",
         rendered.text
     );
     assert!(
-        rendered.text.contains("older user messages omitted]"),
+        rendered
+            .text
+            .contains("user messages after the first omitted]"),
         "{}",
         rendered.text
     );
@@ -771,4 +773,50 @@ fn the_plan_stays_whole_when_other_sections_are_cut_and_a_huge_one_is_cut_by_rul
         .text
         .contains("[ ] step number 39 of the migration"));
     assert!(!rendered.text.contains("[x] step number 0 "));
+}
+
+#[test]
+fn the_first_user_message_is_kept_when_older_ones_must_be_left_out() {
+    let mut ledger = Ledger::new(None);
+    ledger.observe_user("THE TASK: use SQLite in WAL mode; keep raw events for 90 days.");
+    for i in 0..40 {
+        ledger.observe_user(&format!(
+            "follow-up {i}: write the next paragraph of the design"
+        ));
+    }
+    let budget = LedgerBudget {
+        total_tokens: 300,
+        user_messages_tokens: 300,
+    };
+    for exclude_latest in [false, true] {
+        let rendered = render(&ledger, budget, exclude_latest, &counter(), None).unwrap();
+        let text = &rendered.text;
+        assert!(rendered.tokens <= 300, "{}", rendered.tokens);
+        assert!(text.contains("THE TASK: use SQLite in WAL mode"), "{text}");
+        assert!(text.contains("follow-up 38"), "the newest stay: {text}");
+        assert!(
+            !text.contains("follow-up 0:"),
+            "the ones after the first go: {text}"
+        );
+        assert!(
+            text.contains("user messages after the first omitted]"),
+            "{text}"
+        );
+        // Newest first, the first message last; every message is either shown or counted.
+        assert!(text.find("follow-up 38").unwrap() < text.find("THE TASK").unwrap());
+        let shown = text.matches("--- message").count();
+        assert_eq!(
+            shown + rendered.omitted,
+            41 - usize::from(exclude_latest),
+            "{text}"
+        );
+    }
+    // A budget too small for even the first message's floor keeps the newest, as before.
+    let tiny = LedgerBudget {
+        total_tokens: 60,
+        user_messages_tokens: 60,
+    };
+    if let Some(rendered) = render(&ledger, tiny, false, &counter(), None) {
+        assert!(rendered.tokens <= 60, "{}", rendered.tokens);
+    }
 }

@@ -234,6 +234,18 @@ impl RequestEstimator {
         if let Some(bound) = self.upper_bound_instead(system, messages, tools) {
             return bound;
         }
+        self.counted_estimate(system, messages, tools)
+    }
+
+    /// [`RequestEstimator::estimate`], never an upper bound: counts, waiting for the
+    /// counter's tables if they are not ready yet. For figures a user reads (the first
+    /// context figure of a session), where a bound would overstate the use fourfold.
+    pub fn counted_estimate(
+        &mut self,
+        system: &str,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+    ) -> RequestEstimate {
         let counter = Arc::clone(&self.counter);
         let counter = counter.as_ref();
 

@@ -240,6 +240,7 @@ impl Parser {
             let write = usage.cache_creation_input_tokens.unwrap_or(0);
             self.usage.input_tokens = input + read + write;
             self.usage.cached_input_tokens = read;
+            self.usage.cache_write_tokens = write;
         }
         if let Some(output) = usage.output_tokens {
             self.usage.output_tokens = output;

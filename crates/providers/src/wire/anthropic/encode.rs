@@ -173,7 +173,8 @@ impl Block<'_> {
 }
 
 /// The typed body of `request`: roles merged, tool results first, cache breakpoints on
-/// the system prompt, the tools and the last message.
+/// the system prompt, the tools, the end of the stable prefix (`CacheHints::anchor`) and
+/// the last message — four, Anthropic's limit.
 pub fn body(request: &ModelRequest) -> Body<'_> {
     let forced = request.output.as_ref().filter(|o| o.force);
     // The API refuses thinking with a forced tool.
@@ -184,6 +185,7 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
     let Alternating {
         system: system_text,
         turns,
+        anchor,
     } = alternate(
         request,
         |side, message| match side {
@@ -205,6 +207,15 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
             content,
         })
         .collect();
+    // The end of the stable prefix stays a cache hit when what follows is rewritten.
+    if let Some((turn, block)) = anchor {
+        if let Some(block) = messages
+            .get_mut(turn)
+            .and_then(|m| m.content.get_mut(block))
+        {
+            block.mark_cache_breakpoint();
+        }
+    }
     if let Some(block) = messages.last_mut().and_then(|m| m.content.last_mut()) {
         block.mark_cache_breakpoint();
     }

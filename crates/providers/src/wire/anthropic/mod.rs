@@ -105,6 +105,43 @@ mod tests {
     }
 
     #[test]
+    fn breakpoints_mark_the_system_the_tools_the_stable_prefix_and_the_last_message() {
+        let request = |anchor| crate::wire::adapter::ModelRequest {
+            model: "claude-sonnet-4-5".into(),
+            system: "sys".into(),
+            messages: std::sync::Arc::new(vec![
+                Message::user("<compacted_context>summary</compacted_context>"),
+                Message::assistant("looking"),
+                Message::user("more"),
+            ]),
+            tools: vec![ToolDefinition {
+                name: "read".into(),
+                description: "Read".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            max_output_tokens: None,
+            temperature: None,
+            reasoning: None,
+            output: None,
+            cache: crate::wire::adapter::CacheHints { anchor, key: None },
+        };
+        let marks = |body: &serde_json::Value| body.to_string().matches("cache_control").count();
+        let plain = request_body(&request(None));
+        assert_eq!(marks(&plain), 3, "{plain}");
+        let anchored = request_body(&request(Some(1)));
+        assert_eq!(marks(&anchored), 4, "{anchored}");
+        assert_eq!(
+            anchored["messages"][0]["content"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert!(anchored["messages"][1]["content"][0]
+            .get("cache_control")
+            .is_none());
+        // An anchor at the last message adds nothing: it is marked already.
+        assert_eq!(marks(&request_body(&request(Some(3)))), 3);
+    }
+
+    #[test]
     fn argument_progress_adds_up_to_the_arguments_of_each_call() {
         let events = [
             r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"get_weather","input":{}}}"#,
@@ -177,6 +214,7 @@ mod tests {
             StreamChunk::Usage(Usage {
                 input_tokens: 1060,
                 cached_input_tokens: 1000,
+                cache_write_tokens: 50,
                 output_tokens: 5,
                 ..Default::default()
             })
@@ -350,6 +388,7 @@ mod tests {
             temperature: None,
             reasoning: None,
             output: None,
+            cache: Default::default(),
         };
         let body = request_body(&request);
         assert_eq!(body["max_tokens"], json!(DEFAULT_MAX_TOKENS));

@@ -239,6 +239,7 @@ fn usage_of(usage: UsageBody) -> Usage {
             + usage.cache_read_input_tokens
             + usage.cache_write_input_tokens,
         cached_input_tokens: usage.cache_read_input_tokens,
+        cache_write_tokens: usage.cache_write_input_tokens,
         output_tokens: usage.output_tokens,
         ..Usage::default()
     }
@@ -442,6 +443,7 @@ mod tests {
                 StreamChunk::Usage(Usage {
                     input_tokens: 1070,
                     cached_input_tokens: 1000,
+                    cache_write_tokens: 60,
                     output_tokens: 7,
                     ..Usage::default()
                 }),

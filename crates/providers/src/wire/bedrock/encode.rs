@@ -9,7 +9,8 @@
 //!
 //! Prompt caching: for models that take `cachePoint` blocks (Anthropic Claude and Amazon
 //! Nova; [`supports_cache_points`]) one goes after the system prompt, after the tool
-//! definitions and at the end of the last message, as pith marks Anthropic's own API.
+//! definitions, at the end of the stable prefix and at the end of the last message, as
+//! pith marks Anthropic's own API.
 //!
 //! Reasoning: for Anthropic models with a reasoning setting the body asks for thinking in
 //! `additionalModelRequestFields` (`thinking`, the setting's budget; `maxTokens` raised
@@ -216,6 +217,7 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
     let Alternating {
         system: system_text,
         turns,
+        anchor,
     } = alternate(
         request,
         |side, message| match side {
@@ -235,6 +237,15 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         })
         .collect();
     if caching {
+        // The end of the stable prefix, then the end of the last message.
+        if let Some((turn, block)) = anchor {
+            let is_last = turn + 1 == messages.len() && messages[turn].content.len() == block + 1;
+            if let Some(message) = messages.get_mut(turn).filter(|_| !is_last) {
+                message
+                    .content
+                    .insert(block + 1, Block::CachePoint(CACHE_POINT));
+            }
+        }
         if let Some(last) = messages.last_mut() {
             last.content.push(Block::CachePoint(CACHE_POINT));
         }

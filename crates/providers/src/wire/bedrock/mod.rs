@@ -224,7 +224,31 @@ mod tests {
             temperature: Some(0.5),
             reasoning: None,
             output: None,
+            cache: Default::default(),
         }
+    }
+
+    #[test]
+    fn the_end_of_the_stable_prefix_gets_a_cache_point_of_its_own() {
+        let mut anchored = request("anthropic.claude-sonnet-4-5-20250929-v1:0");
+        anchored.cache.anchor = Some(1);
+        let body = request_body(&anchored);
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(
+            messages[0]["content"],
+            json!([{"text": "read it"}, {"cachePoint": {"type": "default"}}])
+        );
+        let points = body.to_string().matches("cachePoint").count();
+        assert_eq!(
+            points, 4,
+            "system, tools, the anchor, the last message: {body}"
+        );
+        // A model without cache points gets none.
+        let plain = request_body(&ModelRequest {
+            model: "meta.llama3-3-70b-instruct-v1:0".into(),
+            ..anchored
+        });
+        assert!(!plain.to_string().contains("cachePoint"));
     }
 
     #[test]
@@ -303,6 +327,7 @@ mod tests {
             temperature: None,
             reasoning: None,
             output: None,
+            cache: Default::default(),
         };
         let body = request_body(&request);
         assert!(body.get("system").is_none());

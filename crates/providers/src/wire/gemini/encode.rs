@@ -232,6 +232,7 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
     let Alternating {
         system: system_text,
         turns,
+        ..
     } = alternate(
         request,
         |side, message| match side {

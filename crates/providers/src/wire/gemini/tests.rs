@@ -36,6 +36,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         temperature: None,
         reasoning: None,
         output: None,
+        cache: Default::default(),
     }
 }
 

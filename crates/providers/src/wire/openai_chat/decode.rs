@@ -196,6 +196,7 @@ pub(super) fn usage_of(usage: ChunkUsage) -> Usage {
             .prompt_tokens_details
             .and_then(|d| d.cached_tokens)
             .unwrap_or(0),
+        cache_write_tokens: 0,
         output_tokens: usage.completion_tokens,
         reasoning_tokens: usage
             .completion_tokens_details

@@ -37,12 +37,21 @@ pub struct Body<'a> {
     max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
+    /// llama.cpp's repetition penalty (`[models."…"] repeat_penalty`; local models).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repeat_penalty: Option<f64>,
+    /// OpenAI's `frequency_penalty` (`[models."…"] frequency_penalty`; local models).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frequency_penalty: Option<f64>,
     /// `--output-schema`: `{"type": "json_schema", "json_schema": {…}}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<Value>,
     /// `"none"` for the forced structured answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<&'static str>,
+    /// The session's key, so OpenAI routes its requests to the same prompt cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
 }
 
 /// Which request field carries the output cap.
@@ -188,6 +197,8 @@ pub(super) fn body(request: &ModelRequest, max_tokens_field: MaxTokensField) -> 
         max_tokens,
         max_completion_tokens,
         temperature: request.temperature.map(f64::from),
+        repeat_penalty: None,
+        frequency_penalty: None,
         response_format: request
             .output
             .as_ref()
@@ -198,6 +209,7 @@ pub(super) fn body(request: &ModelRequest, max_tokens_field: MaxTokensField) -> 
             .as_ref()
             .filter(|o| o.force && !request.tools.is_empty())
             .map(|_| "none"),
+        prompt_cache_key: request.cache.key.as_deref(),
     }
 }
 
@@ -282,6 +294,28 @@ fn push_message<'a>(
 /// string keys: serialising cannot fail.
 pub fn encode_body(request: &ModelRequest, max_tokens_field: MaxTokensField) -> Vec<u8> {
     serde_json::to_vec(&body(request, max_tokens_field)).unwrap_or_default()
+}
+
+/// Penalties against repetition a server is sent (`None`: the field is left out and the
+/// server's default applies). Very small local models need them; hosted ones get none.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Penalties {
+    /// llama.cpp's `repeat_penalty` (1.0 is off).
+    pub repeat: Option<f32>,
+    /// OpenAI's `frequency_penalty`.
+    pub frequency: Option<f32>,
+}
+
+/// [`encode_body`] with `penalties`.
+pub fn encode_body_with_penalties(
+    request: &ModelRequest,
+    max_tokens_field: MaxTokensField,
+    penalties: Penalties,
+) -> Vec<u8> {
+    let mut body = body(request, max_tokens_field);
+    body.repeat_penalty = penalties.repeat.map(f64::from);
+    body.frequency_penalty = penalties.frequency.map(f64::from);
+    serde_json::to_vec(&body).unwrap_or_default()
 }
 
 /// The borrowed request body.

@@ -30,13 +30,15 @@ pub struct OpenAiChat {
 }
 
 /// What differs between Chat Completions servers.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChatOptions {
     /// The request field that carries the output cap.
     pub max_tokens_field: MaxTokensField,
     /// Headers sent with every request besides the key (OpenRouter's attribution
     /// headers `HTTP-Referer` and `X-Title`).
     pub headers: Vec<(String, String)>,
+    /// The penalties against repetition sent with every request (local models).
+    pub penalties: Penalties,
 }
 
 impl std::fmt::Debug for OpenAiChat {
@@ -84,7 +86,11 @@ impl ProviderAdapter for OpenAiChat {
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_str()))
             .collect();
-        let body = encode_body(request, self.options.max_tokens_field);
+        let body = encode_body_with_penalties(
+            request,
+            self.options.max_tokens_field,
+            self.options.penalties,
+        );
         let mut assembler = Assembler::default();
         let decode = move |event: Option<SseEvent>| {
             match event {
@@ -232,6 +238,64 @@ mod tests {
     }
 
     #[test]
+    fn the_session_key_routes_requests_to_one_prompt_cache() {
+        let request = |key: Option<&str>| crate::wire::adapter::ModelRequest {
+            model: "gpt-5".into(),
+            system: "sys".into(),
+            messages: std::sync::Arc::new(vec![pith_core::Message::user("hi")]),
+            tools: Vec::new(),
+            max_output_tokens: None,
+            temperature: None,
+            reasoning: None,
+            output: None,
+            cache: crate::wire::adapter::CacheHints {
+                anchor: None,
+                key: key.map(str::to_owned),
+            },
+        };
+        let keyed = request_body(&request(Some("session-1")));
+        assert_eq!(keyed["prompt_cache_key"], serde_json::json!("session-1"));
+        assert!(request_body(&request(None))
+            .get("prompt_cache_key")
+            .is_none());
+    }
+
+    #[test]
+    fn penalties_are_sent_only_when_set() {
+        let request = crate::wire::adapter::ModelRequest {
+            model: "smollm2".into(),
+            system: "sys".into(),
+            messages: std::sync::Arc::new(vec![pith_core::Message::user("hi")]),
+            tools: Vec::new(),
+            max_output_tokens: Some(256),
+            temperature: Some(0.0),
+            reasoning: None,
+            output: None,
+            cache: Default::default(),
+        };
+        let encode = |penalties| -> serde_json::Value {
+            serde_json::from_slice(&encode_body_with_penalties(
+                &request,
+                MaxTokensField::MaxTokens,
+                penalties,
+            ))
+            .unwrap()
+        };
+        let with = encode(Penalties {
+            repeat: Some(1.5),
+            frequency: Some(0.5),
+        });
+        assert_eq!(with["repeat_penalty"], json!(1.5));
+        assert_eq!(with["frequency_penalty"], json!(0.5));
+        let without = encode(Penalties::default());
+        assert!(without.get("repeat_penalty").is_none());
+        assert!(without.get("frequency_penalty").is_none());
+        let plain: serde_json::Value =
+            serde_json::from_slice(&encode_body(&request, MaxTokensField::MaxTokens)).unwrap();
+        assert_eq!(without, plain);
+    }
+
+    #[test]
     fn typed_encoder_matches_the_value_tree_reference() {
         crate::wire::adapter::tests::assert_encoder_matches_reference(
             request_body,
@@ -265,6 +329,7 @@ mod tests {
             temperature: None,
             reasoning: None,
             output: None,
+            cache: Default::default(),
         };
         let body = request_body(&request);
         assert_eq!(body["stream"], json!(true));

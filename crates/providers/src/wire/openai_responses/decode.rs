@@ -106,6 +106,7 @@ impl Parser {
                         cached_input_tokens: usage["input_tokens_details"]["cached_tokens"]
                             .as_u64()
                             .unwrap_or(0),
+                        cache_write_tokens: 0,
                         output_tokens: usage["output_tokens"].as_u64().unwrap_or(0),
                         reasoning_tokens: usage["output_tokens_details"]["reasoning_tokens"]
                             .as_u64()

@@ -52,6 +52,9 @@ pub struct Body<'a> {
     /// `"none"` for the forced structured answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<&'static str>,
+    /// The session's key, so OpenAI routes its requests to the same prompt cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
 }
 
 /// `reasoning: {"effort": …, "summary": "auto"}`.
@@ -282,6 +285,7 @@ pub(super) fn body(request: &ModelRequest, reasoning_model: bool) -> Body<'_> {
             .as_ref()
             .filter(|o| o.force && !request.tools.is_empty())
             .map(|_| "none"),
+        prompt_cache_key: request.cache.key.as_deref(),
     }
 }
 

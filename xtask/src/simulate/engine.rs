@@ -1,0 +1,532 @@
+//! The state of one session being replayed ([`Replay`]): the history a policy keeps with
+//! each message's cache identity, the clock, the bill, and the requests a policy sends
+//! (the agent's, summaries, re-reads). The policies' steps ([`super::steps`],
+//! [`super::pith_step`]) act on it; [`super::replay`] drives it through a session.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use pith_core::context::ledger::{render, restore_files, Ledger as SessionLedger, RestoreBudget};
+use pith_core::context::ContextConfig;
+use pith_core::message::{Message, Part};
+use pith_core::prompts::LEDGER_SUMMARY_WORDS;
+use pith_core::summary::{
+    auto_prompt, auto_prompt_with, build_auto_replacement, replacement_text, strip_system,
+    ReplacementParts,
+};
+use pith_core::tokens::{count_message, estimate_request};
+use pith_core::{ContextBudget, RequestEstimator, TokenCounter};
+use serde::Serialize;
+
+use super::disk::SessionDisk;
+use super::ledger::{Block, Ledger, LedgerTotals};
+use super::policy::{Carry, Policy};
+use super::prices::PriceModel;
+use crate::corpus::CorpusSession;
+
+/// Block identity of the system prompt.
+const SYSTEM_ID: u64 = 0;
+/// Block identity of the compaction prompt appended to a summary request.
+const PROMPT_ID: u64 = 1;
+/// Tokens of user messages the `codex` replacement keeps (Codex CLI's figure).
+const CODEX_USER_MESSAGES_TOKENS: usize = 20_000;
+
+/// What stays fixed across policies and sessions.
+pub struct SimParams {
+    /// The model's context window.
+    pub window: u64,
+    /// The stand-in summary every LLM compaction returns (the full schema).
+    pub summary: String,
+    /// Its token count.
+    pub summary_tokens: u64,
+    /// The stand-in summary of a compaction whose replacement carries the session ledger
+    /// (`carry=pith`): its prompt asks for the shorter schema within
+    /// [`LEDGER_SUMMARY_WORDS`] words, so it is no longer than that (at 4 tokens per 3
+    /// words) nor than the full one.
+    pub ledger_summary: String,
+    /// Its token count.
+    pub ledger_summary_tokens: u64,
+    /// Prices, cache rules and speed.
+    pub prices: PriceModel,
+    /// The counter (o200k).
+    pub counter: Arc<dyn TokenCounter>,
+}
+
+impl SimParams {
+    /// Parameters for `window`, with a stand-in summary of about `summary_tokens`.
+    pub fn new(
+        window: u64,
+        summary_tokens: usize,
+        prices: PriceModel,
+        counter: Arc<dyn TokenCounter>,
+    ) -> Self {
+        let summary = standin_summary(counter.as_ref(), summary_tokens);
+        let ledger_summary = standin_summary(
+            counter.as_ref(),
+            summary_tokens.min(default_ledger_summary_tokens()),
+        );
+        Self {
+            window,
+            summary_tokens: counter.count(&summary) as u64,
+            summary,
+            ledger_summary_tokens: counter.count(&ledger_summary) as u64,
+            ledger_summary,
+            prices,
+            counter,
+        }
+    }
+
+    /// These parameters with a ledger stand-in summary of about `tokens` instead.
+    pub fn with_ledger_summary_tokens(mut self, tokens: usize) -> Self {
+        self.ledger_summary = standin_summary(self.counter.as_ref(), tokens);
+        self.ledger_summary_tokens = self.counter.count(&self.ledger_summary) as u64;
+        self
+    }
+
+    /// The largest answer the peers' thresholds reserve room for: the model's, but at
+    /// most a quarter of a small window.
+    pub fn reserved_output(&self) -> u64 {
+        self.prices.max_output.min(self.window / 4)
+    }
+}
+
+/// The ledger stand-in summary's default size: [`LEDGER_SUMMARY_WORDS`] at 4 tokens per
+/// 3 words (English prose under o200k).
+pub fn default_ledger_summary_tokens() -> usize {
+    LEDGER_SUMMARY_WORDS * 4 / 3
+}
+
+/// A deterministic summary in the schema's shape with about `tokens` tokens.
+pub fn standin_summary(counter: &dyn TokenCounter, tokens: usize) -> String {
+    let mut text = String::from(
+        "## Goal\nFix the reported bug.\n## Key Instructions\nKeep the public API.\n\
+         ## Discoveries\n",
+    );
+    let tail = "\n## Accomplished\nReproduced the failure.\n## Relevant Files\nsrc/module.py\n";
+    let mut i = 0;
+    while counter.count(&text) + counter.count(tail) < tokens {
+        text.push_str(&format!("- fact {i} about the code base.\n"));
+        i += 1;
+    }
+    text.push_str(tail);
+    text
+}
+
+/// The figures of one session under one policy.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SessionOutcome {
+    /// Requests, tokens, cache and cost.
+    pub ledger: LedgerTotals,
+    /// Largest agent request (estimate after the policy acted), tokens.
+    pub peak_context: u64,
+    /// Sum of the agent requests' estimates (for the mean).
+    pub context_sum: u64,
+    /// Agent requests.
+    pub agent_requests: u64,
+    /// Rewrites without an LLM call (masking, clearing, prune, dedup).
+    pub micro_compactions: u64,
+    /// LLM compactions (summaries, shapings, compressions).
+    pub llm_compactions: u64,
+    /// Agent requests still over the input budget after the policy acted.
+    pub overflowing_requests: u64,
+    /// Tokens the model read again because the policy had hidden them.
+    pub reread_tokens: u64,
+    /// Re-reads.
+    pub rereads: u64,
+    /// The model's view right after each rewrite (only when asked for).
+    pub views: Vec<CompactionView>,
+}
+
+/// What made a view.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub enum ViewKind {
+    /// An LLM compaction.
+    #[default]
+    Llm,
+    /// A rewrite without an LLM call (masking, clearing, prune).
+    Masking,
+}
+
+/// The model's view right after one rewrite.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CompactionView {
+    /// Index in the session of the last message before the rewrite.
+    pub after_message: usize,
+    /// The history the next request carries (system prompt excluded).
+    pub messages: Vec<Message>,
+    /// Tokens of the session ledger in it (0 for designs without one).
+    pub ledger_tokens: u64,
+    /// The input budget it was made for.
+    pub input_budget: u64,
+    /// What made it.
+    pub kind: ViewKind,
+}
+
+/// pith's read-only tools among the names the replay gives corpus calls.
+pub(super) fn is_read_only(name: &str) -> bool {
+    matches!(name, "read" | "grep" | "glob" | "ls")
+}
+
+/// One session being replayed: the history the policy keeps, the clock and the bill.
+pub(super) struct Replay<'a> {
+    pub(super) params: &'a SimParams,
+    pub(super) budget: ContextBudget,
+    pub(super) system: String,
+    pub(super) system_tokens: usize,
+    pub(super) prompt_tokens: usize,
+    pub(super) history: Vec<Message>,
+    pub(super) ids: Vec<u64>,
+    pub(super) tokens: HashMap<u64, usize>,
+    pub(super) next_id: u64,
+    pub(super) estimator: RequestEstimator,
+    pub(super) ledger: Ledger,
+    pub(super) outcome: SessionOutcome,
+    pub(super) last_user_text: String,
+    pub(super) carry: Carry,
+    pub(super) restore_files: usize,
+    pub(super) session_ledger: SessionLedger,
+    pub(super) disk: SessionDisk,
+    pub(super) user_texts: Vec<String>,
+    pub(super) record_views: bool,
+    pub(super) message_index: usize,
+    /// Seconds since the session started.
+    pub(super) now: f64,
+    /// When the last request was sent.
+    pub(super) last_request_at: Option<f64>,
+    /// Messages at the start of the history that no rewrite will change (pith's
+    /// breakpoint anchor).
+    pub(super) stable_prefix: usize,
+    /// Put the anchor breakpoint (pith) and how many trailing messages get one.
+    pub(super) anchor_breakpoint: bool,
+    pub(super) tail_breakpoints: usize,
+    /// Files a compaction re-attached whole, until the next compaction.
+    pub(super) restored_paths: Vec<String>,
+}
+
+impl<'a> Replay<'a> {
+    pub(super) fn new(
+        params: &'a SimParams,
+        system: &str,
+        budget: ContextBudget,
+        policy: &Policy,
+    ) -> Self {
+        let counter = params.counter.as_ref();
+        Self {
+            params,
+            budget,
+            system: system.to_owned(),
+            system_tokens: estimate_request(counter, system, &[], &[]).system,
+            prompt_tokens: count_message(counter, &Message::user(auto_prompt())),
+            history: Vec::new(),
+            ids: Vec::new(),
+            tokens: HashMap::new(),
+            next_id: PROMPT_ID + 1,
+            estimator: RequestEstimator::new(Arc::clone(&params.counter)),
+            ledger: Ledger::new(params.prices),
+            outcome: SessionOutcome::default(),
+            last_user_text: String::new(),
+            carry: policy.carry(),
+            restore_files: policy.restore_files(),
+            session_ledger: SessionLedger::default(),
+            disk: SessionDisk::default(),
+            user_texts: Vec::new(),
+            record_views: false,
+            message_index: 0,
+            now: 0.0,
+            last_request_at: None,
+            stable_prefix: 0,
+            anchor_breakpoint: matches!(policy, Policy::Pith(_)),
+            tail_breakpoints: if matches!(policy, Policy::OpenCode) {
+                2
+            } else {
+                1
+            },
+            restored_paths: Vec::new(),
+        }
+    }
+
+    fn fresh_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    pub(super) fn push(&mut self, message: Message) {
+        let id = self.fresh_id();
+        self.history.push(message);
+        self.ids.push(id);
+    }
+
+    /// Installs a rewritten history; unchanged messages keep their identity. The stable
+    /// prefix moves as the loop's does (`stable_prefix_after`).
+    pub(super) fn set_history(&mut self, new: Vec<Message>) {
+        let same_length = new.len() == self.history.len();
+        let mut ids = Vec::with_capacity(new.len());
+        let mut last_changed = 0;
+        for (i, message) in new.iter().enumerate() {
+            match self.history.get(i) {
+                Some(old) if old == message => ids.push(self.ids[i]),
+                _ => {
+                    ids.push(self.fresh_id());
+                    last_changed = i + 1;
+                }
+            }
+        }
+        self.stable_prefix = if same_length {
+            last_changed.max(self.stable_prefix).min(new.len())
+        } else {
+            new.len()
+        };
+        self.history = new;
+        self.ids = ids;
+    }
+
+    pub(super) fn tokens_at(&mut self, i: usize) -> usize {
+        let counter = self.params.counter.as_ref();
+        let message = &self.history[i];
+        *self
+            .tokens
+            .entry(self.ids[i])
+            .or_insert_with(|| count_message(counter, message))
+    }
+
+    /// Tokens of `messages`, reusing the counts of messages equal to the current history.
+    pub(super) fn tokens_of(&mut self, messages: &[Message]) -> usize {
+        let mut total = 0;
+        for (i, message) in messages.iter().enumerate() {
+            total += if self.history.get(i) == Some(message) {
+                self.tokens_at(i)
+            } else {
+                count_message(self.params.counter.as_ref(), message)
+            };
+        }
+        total
+    }
+
+    /// The blocks of a request carrying the first `upto` messages, with the policy's
+    /// breakpoints: the system prompt, pith's stable prefix, the last message(s).
+    fn blocks(&mut self, upto: usize) -> Vec<Block> {
+        let mut blocks = Vec::with_capacity(upto + 2);
+        blocks.push(Block {
+            id: SYSTEM_ID,
+            tokens: self.system_tokens,
+            breakpoint: true,
+        });
+        let tail_from = upto.saturating_sub(self.tail_breakpoints);
+        for i in 0..upto {
+            let tokens = self.tokens_at(i);
+            let anchor = self.anchor_breakpoint && i + 1 == self.stable_prefix;
+            blocks.push(Block {
+                id: self.ids[i],
+                tokens,
+                breakpoint: anchor || i >= tail_from,
+            });
+        }
+        blocks
+    }
+
+    pub(super) fn estimate(&mut self) -> u64 {
+        self.estimator
+            .estimate(&self.system, &self.history, &[])
+            .total as u64
+    }
+
+    /// Sends a request of the whole history plus `extra` at the current time; returns
+    /// its input tokens.
+    fn send(&mut self, upto: usize, extra: Option<Block>) -> u64 {
+        let mut blocks = self.blocks(upto);
+        blocks.extend(extra);
+        let bill = self.ledger.send(self.now, &blocks);
+        self.last_request_at = Some(self.now);
+        bill.input_tokens
+    }
+
+    /// The agent's request for the assistant message that follows, and its answer of
+    /// `answer_tokens`.
+    pub(super) fn agent_request(&mut self, answer_tokens: u64) {
+        let estimate = self.estimate();
+        self.outcome.peak_context = self.outcome.peak_context.max(estimate);
+        self.outcome.context_sum += estimate;
+        self.outcome.agent_requests += 1;
+        if self.budget.overflows(estimate) {
+            self.outcome.overflowing_requests += 1;
+        }
+        let input = self.send(self.history.len(), None);
+        self.ledger.answer_output(input, answer_tokens);
+        self.now += self.params.prices.latency_s(answer_tokens);
+    }
+
+    /// A request whose answer is a re-read call of `answer_tokens`, billed to the policy.
+    pub(super) fn reread_request(&mut self, answer_tokens: u64) {
+        let input = self.send(self.history.len(), None);
+        self.ledger.reread_output(input, answer_tokens);
+        self.now += self.params.prices.latency_s(answer_tokens);
+    }
+
+    /// The summary request (the first `upto` messages + compaction prompt) and its output.
+    pub(super) fn summary_request(&mut self, upto: usize) {
+        self.summary_request_with(
+            upto,
+            (PROMPT_ID, self.prompt_tokens),
+            self.params.summary_tokens,
+        );
+    }
+
+    fn summary_request_with(
+        &mut self,
+        upto: usize,
+        (prompt_id, prompt_tokens): (u64, usize),
+        summary_tokens: u64,
+    ) {
+        let input = self.send(
+            upto,
+            Some(Block {
+                id: prompt_id,
+                tokens: prompt_tokens,
+                breakpoint: false,
+            }),
+        );
+        self.ledger.summary_output(input, summary_tokens);
+        self.now += self.params.prices.latency_s(summary_tokens);
+        self.outcome.llm_compactions += 1;
+    }
+
+    /// Records the view after a rewrite, when views are wanted.
+    pub(super) fn record_view(&mut self, kind: ViewKind, ledger_tokens: u64) {
+        if self.record_views {
+            self.outcome.views.push(CompactionView {
+                after_message: self.message_index.saturating_sub(1),
+                messages: self.history.clone(),
+                ledger_tokens,
+                input_budget: self.budget.input_budget,
+                kind,
+            });
+        }
+    }
+
+    /// Automatic LLM compaction (seed 002): summary request, then the replacement, which
+    /// carries what the policy's [`Carry`] says.
+    pub(super) fn llm_compaction(&mut self) {
+        let mut ledger_tokens = 0;
+        self.restored_paths.clear();
+        let replacement = match self.carry {
+            Carry::Keen => {
+                self.summary_request(self.history.len());
+                strip_system(&build_auto_replacement(
+                    &[Message::system(self.system.clone())],
+                    &self.params.summary,
+                    &self.last_user_text,
+                ))
+            }
+            Carry::Codex => {
+                self.summary_request(self.history.len());
+                self.codex_replacement()
+            }
+            Carry::Pith => {
+                let counter = Arc::clone(&self.params.counter);
+                let config = ContextConfig::default();
+                let working = self.budget.working_budget();
+                let rendered = render(
+                    &self.session_ledger,
+                    config.ledger_budget(working),
+                    true,
+                    counter.as_ref(),
+                    Some(&self.disk),
+                );
+                // The summary request shows the ledger; its prompt is its own block.
+                let prompt =
+                    auto_prompt_with(rendered.as_ref().map(|r| r.summary_request_text.as_str()));
+                let prompt_tokens = count_message(counter.as_ref(), &Message::user(prompt));
+                let prompt_id = self.fresh_id();
+                self.summary_request_with(
+                    self.history.len(),
+                    (prompt_id, prompt_tokens),
+                    self.params.ledger_summary_tokens,
+                );
+                let restored = restore_files(
+                    &self.session_ledger,
+                    &self.disk,
+                    counter.as_ref(),
+                    RestoreBudget {
+                        files: self.restore_files,
+                        ..config.restore_budget(working)
+                    },
+                );
+                self.restored_paths = restored.iter().map(|f| f.path.clone()).collect();
+                ledger_tokens = rendered.as_ref().map_or(0, |r| r.tokens as u64);
+                vec![Message::user(replacement_text(ReplacementParts {
+                    summary: &self.params.ledger_summary,
+                    ledger: rendered.as_ref().map(|r| r.text.as_str()),
+                    restored_files: &restored,
+                    last_user_message: Some(&self.last_user_text),
+                }))]
+            }
+        };
+        self.set_history(replacement);
+        self.record_view(ViewKind::Llm, ledger_tokens);
+    }
+
+    /// Codex CLI's replacement: the user messages, newest first within
+    /// [`CODEX_USER_MESSAGES_TOKENS`] (a message that does not fit whole is cut), in
+    /// their order, then the summary.
+    fn codex_replacement(&self) -> Vec<Message> {
+        let counter = self.params.counter.as_ref();
+        let mut left = CODEX_USER_MESSAGES_TOKENS;
+        let mut kept = Vec::new();
+        for text in self.user_texts.iter().rev() {
+            if left == 0 {
+                break;
+            }
+            let tokens = counter.count(text);
+            if tokens <= left {
+                kept.push(text.clone());
+                left -= tokens;
+            } else {
+                let cut: String = text.chars().take(left * 4).collect();
+                kept.push(format!("{cut}\n[truncated]"));
+                left = 0;
+            }
+        }
+        kept.reverse();
+        let mut messages: Vec<Message> = kept.into_iter().map(Message::user).collect();
+        messages.push(Message::user(self.params.summary.clone()));
+        messages
+    }
+
+    /// What the session ledger observes of an assistant message.
+    pub(super) fn observe_assistant(&mut self, message: &Message) {
+        if self.carry == Carry::Pith {
+            self.session_ledger
+                .observe_message(message, Some(&self.disk));
+        }
+    }
+
+    /// What the session ledger observes of a tool message: the result as pith's model
+    /// saw it (squashed), with the exit code line pith's bash tool writes.
+    pub(super) fn observe_tool(
+        &mut self,
+        session: &CorpusSession,
+        squashed: &Message,
+        raw: &Message,
+    ) {
+        if self.carry != Carry::Pith {
+            return;
+        }
+        for part in &raw.parts {
+            if let Part::ToolResult(result) = part {
+                if let Some(command) = session.commands.get(&result.call_id) {
+                    let code = session.exit_codes.get(&result.call_id).copied();
+                    self.disk.observe(command, code, &result.content);
+                }
+            }
+        }
+        let mut seen = squashed.clone();
+        for part in &mut seen.parts {
+            if let Part::ToolResult(result) = part {
+                if let Some(code) = session.exit_codes.get(&result.call_id) {
+                    result.content.push_str(&format!("\n[exit code: {code}]"));
+                }
+            }
+        }
+        self.session_ledger.observe_message(&seen, Some(&self.disk));
+    }
+}

@@ -1,0 +1,71 @@
+//! pith's step before a request: `AgentLoop::prepare_turn_request` (crates/providers)
+//! call for call on the simulated history — the cold rule, the budget with its working
+//! set, [`decide`], masking ([`collapse`] + [`prune_old_tool_outputs`] within
+//! [`PruneConfig::within`]) and LLM compaction, until there is nothing to do.
+
+use pith_core::context::PruneConfig;
+use pith_core::context::{collapse, decide, prune_old_tool_outputs, Action, Facts, Governor};
+use pith_core::message::Message;
+
+use super::engine::{is_read_only, Replay, ViewKind};
+use super::policy::PithPolicy;
+
+impl Replay<'_> {
+    /// Dedup + masking of the current history, not applied: (new history, tokens freed).
+    fn micro_candidate(&mut self, prune: &PruneConfig) -> (Vec<Message>, u64) {
+        let (deduplicated, _) = collapse(&self.history, is_read_only);
+        let (pruned, _) =
+            prune_old_tool_outputs(&deduplicated, self.params.counter.as_ref(), prune);
+        let before = self.tokens_of(&self.history.clone());
+        let after = self.tokens_of(&pruned);
+        (pruned, before.saturating_sub(after) as u64)
+    }
+
+    /// The loop's per-request decision (`AgentLoop::prepare_turn_request`), step for step,
+    /// on the simulated history: the cold rule, decide, act, decide again until there is
+    /// nothing to do.
+    pub(super) fn pith_step(&mut self, policy: &PithPolicy, memory: &mut Governor) {
+        let ttl = self.params.prices.ttl_s();
+        let cold = policy.cold_rule
+            && self
+                .last_request_at
+                .is_some_and(|last| self.now - last > ttl);
+        let prune = policy.prune.within(&self.budget, cold);
+        let (mut micro_allowed, mut llm_allowed) = (true, true);
+        loop {
+            let estimate = self.estimate();
+            let budget = if cold {
+                self.budget.cooled()
+            } else {
+                self.budget
+            };
+            let micro = (micro_allowed
+                && memory.new_history_since_attempt
+                && budget.reaches_micro(estimate))
+            .then(|| self.micro_candidate(&prune));
+            let facts = Facts {
+                estimate,
+                content: estimate,
+                micro_reclaimable: micro.as_ref().map_or(0, |(_, reclaimed)| *reclaimed),
+                micro_minimum: prune.minimum,
+                llm_allowed,
+            };
+            match (decide(&facts, &budget, memory), micro) {
+                (Action::Micro, Some((replacement, _))) => {
+                    micro_allowed = false;
+                    self.set_history(replacement);
+                    self.outcome.micro_compactions += 1;
+                    self.record_view(ViewKind::Masking, 0);
+                }
+                (Action::Llm, _) => {
+                    llm_allowed = false;
+                    memory.record_attempt_started(estimate, &budget);
+                    self.llm_compaction();
+                    let after = self.estimate();
+                    memory.record_applied(estimate.saturating_sub(after), after, &budget);
+                }
+                _ => return,
+            }
+        }
+    }
+}
