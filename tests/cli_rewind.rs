@@ -136,14 +136,14 @@ fn edits_by_the_edit_and_write_tools_are_rewound_byte_for_byte_and_the_rewind_is
         .to_owned();
     assert_ne!(tree(&cwd), before);
 
-    // The turns, with the files each changed.
+    // The turns, with the paths each changed (the directories `write` made too).
     let listed = rewind(&sandbox, &[&session, "--json"]);
     assert_eq!(listed.status.code(), Some(0), "stderr: {}", stderr(&listed));
     let listed: Value = serde_json::from_str(&stdout(&listed)).unwrap();
     assert_eq!(listed["turns"][0]["number"], json!(1));
     assert_eq!(
         listed["turns"][0]["files"],
-        json!(["a.txt", "new/deep/c.txt"])
+        json!(["a.txt", "new/", "new/deep/", "new/deep/c.txt"])
     );
 
     // A dry run writes nothing.
@@ -891,4 +891,110 @@ fn a_hand_edit_between_two_jobs_is_recorded_as_changed_outside_pith_when_the_ses
         std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
         "by hand\n"
     );
+}
+
+/// Every path under `root` with its kind, mode, bytes, and for a file with other hard
+/// links the sorted names of its inode: the state a rewind must put back.
+fn manifest(root: &Path) -> BTreeMap<String, String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut by_inode: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.strip_prefix(root).unwrap().display().to_string();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.permissions().mode() & 0o7777;
+            let state = if meta.is_dir() {
+                stack.push(path.clone());
+                format!("dir {mode:o}")
+            } else if meta.file_type().is_symlink() {
+                format!("link {}", std::fs::read_link(&path).unwrap().display())
+            } else {
+                if meta.nlink() > 1 {
+                    by_inode.entry(meta.ino()).or_default().push(name.clone());
+                }
+                format!("file {mode:o} {:?}", std::fs::read(&path).unwrap())
+            };
+            out.insert(name, state);
+        }
+    }
+    for mut names in by_inode.into_values() {
+        names.sort();
+        for name in &names {
+            let linked = format!(" linked with {}", names.join(" "));
+            out.get_mut(name).unwrap().push_str(&linked);
+        }
+    }
+    out
+}
+
+/// Cases 6, 7 and 8 of the rewind trial: an empty directory the turn filled stays, a
+/// removed 0700 tree comes back with its mode and its empty subdirectory, a directory's
+/// mode goes back, a directory the turn made goes, and a hard-linked pair written through
+/// one name is one file again with the old content.
+#[test]
+fn empty_directories_directory_modes_and_hard_links_are_rewound() {
+    let sandbox = Sandbox::new();
+    let cwd = sandbox.workspace();
+    let mode = |path: &str, bits: u32| {
+        std::fs::set_permissions(cwd.join(path), std::fs::Permissions::from_mode(bits)).unwrap()
+    };
+    std::fs::create_dir_all(cwd.join("logs")).unwrap();
+    std::fs::create_dir_all(cwd.join("private/empty")).unwrap();
+    std::fs::write(cwd.join("private/key"), "secret\n").unwrap();
+    mode("private/key", 0o600);
+    mode("private", 0o700);
+    std::fs::create_dir_all(cwd.join("docs")).unwrap();
+    mode("docs", 0o755);
+    std::fs::create_dir_all(cwd.join("sub")).unwrap();
+    std::fs::write(cwd.join("a.txt"), "v0\n").unwrap();
+    std::fs::hard_link(cwd.join("a.txt"), cwd.join("sub/b.txt")).unwrap();
+    let before = manifest(&cwd);
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Changing the tree.").with_tool_call(
+            "bash",
+            json!({"command": "touch logs/run.log && rm -rf private && chmod 700 docs \
+                              && echo v1 >> a.txt && mkdir -p made/inner"}),
+        ),
+        Turn::text("Done."),
+    ]))
+    .unwrap();
+    let first = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "change the tree",
+        ],
+    );
+    let session = session_of(&first);
+    let after = manifest(&cwd);
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("sub/b.txt")).unwrap(),
+        "v0\nv1\n"
+    );
+    let back = rewind(&sandbox, &[&session, "--to", "1", "--code"]);
+    assert_eq!(back.status.code(), Some(0), "stderr: {}", stderr(&back));
+    for shown in [
+        "restore private/",
+        "restore private/empty/",
+        "restore docs/",
+    ] {
+        assert!(stdout(&back).contains(shown), "{shown}: {}", stdout(&back));
+    }
+    assert_eq!(
+        manifest(&cwd),
+        before,
+        "contents, modes, empty directories and the hard link are back"
+    );
+    // And the undo brings the turn's tree back, directories included.
+    let undo = rewind(&sandbox, &[&session, "--undo"]);
+    assert_eq!(undo.status.code(), Some(0), "stderr: {}", stderr(&undo));
+    assert_eq!(manifest(&cwd), after);
 }

@@ -1,6 +1,6 @@
 //! What a workspace path holds on disk, as a [`FileState`]: lstat (never following a
 //! symlink), then the bytes of a regular file within the per-file cap, stored or only
-//! hashed.
+//! hashed; a directory's mode.
 
 use std::fs::{self, Metadata};
 use std::io::{ErrorKind, Read};
@@ -76,8 +76,14 @@ pub(crate) fn capture_with(
         });
     }
     if file_type.is_dir() {
-        // Directories are not states: their files are.
-        return Ok(absent());
+        // A directory's state is its mode; its entries are states of their own.
+        return Ok(Captured {
+            state: FileState::Dir {
+                mode: meta.permissions().mode() & 0o7777,
+            },
+            stat: Some(StatKey::of(meta)),
+            added_bytes: 0,
+        });
     }
     if !file_type.is_file() {
         let what = if file_type.is_fifo() {
@@ -94,7 +100,8 @@ pub(crate) fn capture_with(
         return Ok(omitted(meta.len(), over_cap(cap)));
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    let read = fs::File::open(path).and_then(|file| file.take(cap + 1).read_to_end(&mut bytes));
+    let read = fs::File::open(path)
+        .and_then(|file| file.take(cap.saturating_add(1)).read_to_end(&mut bytes));
     match read {
         Ok(_) if bytes.len() as u64 > cap => return Ok(omitted(bytes.len() as u64, over_cap(cap))),
         Ok(_) => {}
@@ -198,7 +205,12 @@ mod tests {
             capture(keep, &root.join("small/x")).unwrap().state,
             FileState::Absent
         );
-        assert_eq!(capture(keep, root).unwrap().state, FileState::Absent);
+        fs::create_dir(root.join("private")).unwrap();
+        fs::set_permissions(root.join("private"), fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(
+            capture(keep, &root.join("private")).unwrap().state,
+            FileState::Dir { mode: 0o700 }
+        );
         let hashed = capture(Keep::HashOnly { max_file_bytes: 10 }, &root.join("big")).unwrap();
         assert!(matches!(hashed.state, FileState::File { size: 5, .. }));
         assert_eq!(

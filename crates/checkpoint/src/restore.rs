@@ -10,10 +10,10 @@
 //! through). Before anything is overwritten, its current content is stored, so a rewind
 //! is itself undoable.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -65,6 +65,19 @@ pub struct PlannedWrite {
     pub current: FileState,
     /// What it will hold.
     pub target: FileState,
+}
+
+impl PlannedWrite {
+    /// The path as front-ends show it: a directory's with a trailing `/`.
+    pub fn shown_path(&self) -> String {
+        if matches!(self.current, FileState::Dir { .. })
+            || matches!(self.target, FileState::Dir { .. })
+        {
+            format!("{}/", self.path)
+        } else {
+            self.path.clone()
+        }
+    }
 }
 
 /// What a rewind would do, computed without writing anything.
@@ -121,6 +134,12 @@ pub fn plan(root: &Path, store: &Store, targets: &BTreeMap<String, Target>) -> R
         .filter(|(_, target)| target.restore == FileState::Absent)
         .map(|(path, _)| path.as_str())
         .collect();
+    // Paths where a file now gives way: removed, or a directory again.
+    let gives_way: HashSet<&str> = targets
+        .iter()
+        .filter(|(_, target)| matches!(target.restore, FileState::Absent | FileState::Dir { .. }))
+        .map(|(path, _)| path.as_str())
+        .collect();
     let mut plan = RestorePlan {
         root: root.clone(),
         writes: Vec::new(),
@@ -146,7 +165,7 @@ pub fn plan(root: &Path, store: &Store, targets: &BTreeMap<String, Target>) -> R
             continue;
         }
         let abs = paths::absolute(&root, path);
-        if let Some(reason) = unsafe_parent(&root, path, &removals) {
+        if let Some(reason) = unsafe_parent(&root, path, &gives_way) {
             // A path to be removed that is not there is in its target state already
             // (its parent became a file, as an earlier rewind may have left it): nothing
             // to do, nothing to refuse.
@@ -160,16 +179,22 @@ pub fn plan(root: &Path, store: &Store, targets: &BTreeMap<String, Target>) -> R
         if dirs_seen.insert(dir) {
             stray_temp_files(&root, dir, &mut strays);
         }
-        if fs::symlink_metadata(&abs).is_ok_and(|meta| meta.is_dir()) {
-            if target.restore == FileState::Absent {
-                continue;
-            }
-            // A directory can give way to a file only when the rewind empties it.
+        let is_dir_now = fs::symlink_metadata(&abs).is_ok_and(|meta| meta.is_dir());
+        if is_dir_now && !matches!(target.restore, FileState::Dir { .. }) {
+            // A directory goes (or gives way to a file) only when the rewind empties it;
+            // one that keeps entries the rewind does not remove stays, with them.
             let mut left = Vec::new();
             entries_below(&abs, path, &mut left);
-            if let Some(kept) = left.iter().find(|entry| !removals.contains(entry.as_str())) {
-                refuse(format!("is a directory now, and {kept} in it would stay"));
-                continue;
+            let kept = left
+                .iter()
+                .find(|entry| !removals.contains(entry.trim_end_matches('/')));
+            match (kept, &target.restore) {
+                (Some(_), FileState::Absent) => continue,
+                (Some(kept), _) => {
+                    refuse(format!("is a directory now, and {kept} in it would stay"));
+                    continue;
+                }
+                (None, _) => {}
             }
         }
         let current = capture(keep, &abs)?.state;
@@ -265,9 +290,14 @@ pub fn apply(plan: &RestorePlan, store: &Store) -> Result<Vec<FileChange>> {
             write.path.clone(),
         )
     });
+    let linked = hard_link_groups(root, &plan.writes);
+    let mut dir_modes = Vec::new();
     let mut touched_dirs = BTreeSet::new();
     for i in order {
         let write = &plan.writes[i];
+        if linked.get(&i) == Some(&LinkRole::Shared) {
+            continue; // written through another name of the same file
+        }
         if let Some(reason) = unsafe_parent(root, &write.path, &HashSet::new()) {
             return Err(CheckpointError::Unsafe {
                 path: write.path.clone(),
@@ -285,9 +315,17 @@ pub fn apply(plan: &RestorePlan, store: &Store) -> Result<Vec<FileChange>> {
                         path: write.path.clone(),
                         hash: hash.clone(),
                     })?;
-                write_file(&abs, &bytes, *mode)?;
+                if linked.get(&i) == Some(&LinkRole::InPlace) {
+                    write_in_place(&abs, &bytes, *mode)?;
+                } else {
+                    write_file(&abs, &bytes, *mode)?;
+                }
             }
             FileState::Symlink { target } => write_symlink(&abs, target)?,
+            FileState::Dir { mode } => {
+                make_dir(&abs)?;
+                dir_modes.push((write.path.clone(), *mode));
+            }
             FileState::Omitted { reason, .. } => {
                 return Err(CheckpointError::Unsafe {
                     path: write.path.clone(),
@@ -295,6 +333,14 @@ pub fn apply(plan: &RestorePlan, store: &Store) -> Result<Vec<FileChange>> {
                 })
             }
         }
+    }
+    // Directory modes last, deepest first: a directory made read-only still took the
+    // entries the rewind put in it.
+    dir_modes.sort_by_key(|(path, _)| std::cmp::Reverse(path.matches('/').count()));
+    for (path, mode) in dir_modes {
+        let abs = paths::absolute(root, &path);
+        fs::set_permissions(&abs, fs::Permissions::from_mode(mode))
+            .map_err(io_context(format!("setting the mode of {}", abs.display())))?;
     }
     for dir in touched_dirs {
         if let Ok(handle) = fs::File::open(paths::absolute(root, &dir)) {
@@ -346,8 +392,9 @@ pub(crate) fn unsafe_shape(path: &str) -> Option<&'static str> {
 }
 
 /// Why writing `rel` would leave the workspace or write through something, if it would:
-/// an existing parent that is a symlink, or a file the rewind does not remove first.
-fn unsafe_parent(root: &Path, rel: &str, removals: &HashSet<&str>) -> Option<String> {
+/// an existing parent that is a symlink, or a file the rewind does not remove (or turn
+/// back into a directory) first.
+fn unsafe_parent(root: &Path, rel: &str, gives_way: &HashSet<&str>) -> Option<String> {
     let mut end = 0;
     while let Some(offset) = rel[end..].find('/') {
         end += offset;
@@ -360,7 +407,7 @@ fn unsafe_parent(root: &Path, rel: &str, removals: &HashSet<&str>) -> Option<Str
             ))
             }
             Ok(meta) if meta.is_dir() => {}
-            Ok(_) if removals.contains(parent) => return None,
+            Ok(_) if gives_way.contains(parent) => return None,
             Ok(_) => return Some(format!("its parent {parent} is a file now")),
             Err(_) => return None,
         }
@@ -390,22 +437,109 @@ fn entries_below(abs: &Path, rel: &str, out: &mut Vec<String>) {
     }
 }
 
+/// Removes the file, symlink or directory at `rel`. A directory goes only when empty (the
+/// plan checked that the rewind empties it; an entry that appeared since keeps it, and the
+/// re-read after the rewind names it). Directories are states of their own: a parent left
+/// empty stays unless the rewind removes it too.
 fn remove(root: &Path, rel: &str) -> Result<()> {
     let abs = paths::absolute(root, rel);
-    match fs::symlink_metadata(&abs) {
-        Ok(meta) if meta.is_dir() => return Ok(()),
-        Ok(_) => match fs::remove_file(&abs) {
-            Ok(()) => {}
-            Err(error) if is_absent(&error) => {}
-            Err(error) => return Err(io_context(format!("removing {}", abs.display()))(error)),
+    let removed = match fs::symlink_metadata(&abs) {
+        Ok(meta) if meta.is_dir() => match fs::remove_dir(&abs) {
+            Err(error) if error.kind() == ErrorKind::DirectoryNotEmpty => Ok(()),
+            other => other,
         },
+        Ok(_) => fs::remove_file(&abs),
+        Err(_) => Ok(()),
+    };
+    match removed {
+        Err(error) if !is_absent(&error) => {
+            Err(io_context(format!("removing {}", abs.display()))(error))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Makes the directory `abs` (and missing parents); a file or symlink in its place goes
+/// first (the plan saw it change from a directory).
+fn make_dir(abs: &Path) -> Result<()> {
+    match fs::symlink_metadata(abs) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => fs::remove_file(abs).map_err(io_context(format!("removing {}", abs.display())))?,
         Err(_) => {}
     }
-    // Directories left empty go too, up to the root.
-    let mut dir = paths::parent(rel);
-    while !dir.is_empty() && fs::remove_dir(paths::absolute(root, dir)).is_ok() {
-        dir = paths::parent(dir);
+    fs::create_dir_all(abs).map_err(io_context(format!("creating {}", abs.display())))
+}
+
+/// How a write to a file with several hard links is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LinkRole {
+    /// Rewritten in place, so that every name of the file keeps pointing at it.
+    InPlace,
+    /// Another name of a file written [`LinkRole::InPlace`]: nothing to do.
+    Shared,
+}
+
+/// The writes that restore a hard-linked file through all its names at once: when every
+/// name of a file (its link count) is a write of the plan to the same content, the file is
+/// rewritten in place once and the link survives. Otherwise each name is written as its
+/// own file (a name outside the plan must not change).
+fn hard_link_groups(root: &Path, writes: &[PlannedWrite]) -> HashMap<usize, LinkRole> {
+    let mut groups: HashMap<(u64, u64), (u64, Vec<usize>)> = HashMap::new();
+    for (i, write) in writes.iter().enumerate() {
+        if !matches!(write.target, FileState::File { .. }) {
+            continue;
+        }
+        let Ok(meta) = fs::symlink_metadata(paths::absolute(root, &write.path)) else {
+            continue;
+        };
+        if meta.is_file() && meta.nlink() > 1 {
+            groups
+                .entry((meta.dev(), meta.ino()))
+                .or_insert_with(|| (meta.nlink(), Vec::new()))
+                .1
+                .push(i);
+        }
     }
+    let mut roles = HashMap::new();
+    for (links, members) in groups.into_values() {
+        let same_target = members
+            .iter()
+            .all(|&i| writes[i].target == writes[members[0]].target);
+        if members.len() as u64 == links && same_target {
+            for (n, &i) in members.iter().enumerate() {
+                roles.insert(
+                    i,
+                    if n == 0 {
+                        LinkRole::InPlace
+                    } else {
+                        LinkRole::Shared
+                    },
+                );
+            }
+        }
+    }
+    roles
+}
+
+/// Rewrites the file `abs` in place (truncated, written, synced): its inode, and so its
+/// other hard links, stay. Not atomic, unlike [`write_file`]: its content was stored
+/// before, so a rewind cut short can be undone.
+fn write_in_place(abs: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    // Never through a symlink: a name that is no longer a regular file is written as a
+    // file of its own.
+    if !fs::symlink_metadata(abs).is_ok_and(|meta| meta.is_file()) {
+        return write_file(abs, bytes, mode);
+    }
+    let context = || format!("rewriting {} in place", abs.display());
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(abs)
+        .map_err(io_context(context()))?;
+    file.write_all(bytes).map_err(io_context(context()))?;
+    file.set_permissions(fs::Permissions::from_mode(mode))
+        .map_err(io_context(context()))?;
+    file.sync_all().map_err(io_context(context()))?;
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 //! `before` of any change is already kept when the change is found.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -27,6 +28,8 @@ pub(crate) struct Entry {
 pub struct SnapshotReport {
     /// Paths recorded (files, symlinks and omitted ones).
     pub files: usize,
+    /// Directories recorded (their modes; an empty directory is part of the state).
+    pub dirs: usize,
     /// Their total size in bytes (regular files, omitted ones included).
     pub bytes: u64,
     /// Bytes the snapshot added to the store (new content).
@@ -68,6 +71,14 @@ impl Shadow {
         let mut failure = None;
         walk(root, "", &mut rules, |rel, meta| {
             if meta.is_dir() {
+                // Directories are states too (empty ones, modes): nothing to store.
+                let mode = meta.permissions().mode() & 0o7777;
+                let entry = Entry {
+                    state: FileState::Dir { mode },
+                    stat: Some(StatKey::of(meta)),
+                };
+                report.dirs += 1;
+                entries.insert(rel.to_owned(), entry);
                 return true;
             }
             let stat = StatKey::of(meta);
@@ -107,7 +118,7 @@ impl Shadow {
                     report.bytes += size;
                     report.omitted.push((rel.to_owned(), reason.clone()));
                 }
-                FileState::Symlink { .. } => {}
+                FileState::Symlink { .. } | FileState::Dir { .. } => {}
             }
             report.files += 1;
             entries.insert(rel.to_owned(), entry);
@@ -138,8 +149,11 @@ impl Shadow {
     }
 
     /// Re-reads `changed` (paths relative to the root) and what they stand for: a path
-    /// that was a directory stands for the files the shadow knows below it, a path that is
-    /// a directory now for the kept files below it. Returns the changes, sorted.
+    /// that was a directory stands for the paths the shadow knows below it, a path that is
+    /// a new directory now for the kept paths below it (a directory pith already knew
+    /// stands only for itself); a file with other hard links for its other names; and
+    /// the directories on the way that pith did not know yet. Returns the changes,
+    /// sorted.
     pub(crate) fn observe(
         &mut self,
         root: &Path,
@@ -148,24 +162,54 @@ impl Shadow {
     ) -> crate::Result<Observation> {
         let mut targets = BTreeSet::new();
         for path in changed {
-            let prefix = format!("{path}/");
-            targets.extend(
-                self.entries
-                    .range(prefix.clone()..)
-                    .take_while(|(known, _)| known.starts_with(&prefix))
-                    .map(|(known, _)| known.clone()),
-            );
-            let is_dir = std::fs::symlink_metadata(paths::absolute(root, path))
-                .is_ok_and(|meta| meta.is_dir());
-            if is_dir {
-                walk(root, path, &mut self.rules, |rel, meta| {
-                    if !meta.is_dir() {
-                        targets.insert(rel.to_owned());
-                    }
+            let now = std::fs::symlink_metadata(paths::absolute(root, path)).ok();
+            let is_dir = now.as_ref().is_some_and(|meta| meta.is_dir());
+            // A directory pith knows, still the same one (its mode changed, or an entry
+            // came or went: those are named on their own): only itself is read again.
+            let same_dir = is_dir
+                && self.entries.get(path).is_some_and(|entry| {
+                    matches!(entry.state, FileState::Dir { .. })
+                        && entry.stat.map(|stat| stat.ino) == now.as_ref().map(|meta| meta.ino())
+                });
+            if !same_dir {
+                let prefix = format!("{path}/");
+                targets.extend(
+                    self.entries
+                        .range(prefix.clone()..)
+                        .take_while(|(known, _)| known.starts_with(&prefix))
+                        .map(|(known, _)| known.clone()),
+                );
+            }
+            if is_dir && !same_dir {
+                walk(root, path, &mut self.rules, |rel, _| {
+                    targets.insert(rel.to_owned());
                     true
                 });
             }
             targets.insert(path.clone());
+            // Directories created on the way (a tool that writes `new/dir/file` creates
+            // them) are changes too: each ancestor the shadow does not know yet.
+            let mut ancestor = paths::parent(path);
+            while !ancestor.is_empty()
+                && !self.entries.contains_key(ancestor)
+                && !self.rules.is_ignored(ancestor, true)
+            {
+                targets.insert(ancestor.to_owned());
+                ancestor = paths::parent(ancestor);
+            }
+            // A file with other hard links changed under their names too: the shadow's
+            // paths with its inode are read again.
+            if let Some(meta) = &now {
+                if meta.is_file() && meta.nlink() > 1 {
+                    let ino = meta.ino();
+                    targets.extend(
+                        self.entries
+                            .iter()
+                            .filter(|(_, entry)| entry.stat.is_some_and(|stat| stat.ino == ino))
+                            .map(|(known, _)| known.clone()),
+                    );
+                }
+            }
         }
         self.reread(root, store, targets.into_iter())
     }
@@ -177,9 +221,6 @@ impl Shadow {
         let mut seen = HashSet::new();
         let entries = &self.entries;
         walk(root, "", &mut self.rules, |rel, meta| {
-            if meta.is_dir() {
-                return true;
-            }
             seen.insert(rel.to_owned());
             let unchanged = entries
                 .get(rel)

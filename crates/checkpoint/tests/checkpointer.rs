@@ -157,7 +157,7 @@ async fn without_a_tracker_observe_compares_the_tree_and_observe_paths_reads_giv
 }
 
 #[tokio::test]
-async fn a_directory_moved_away_shows_its_files_absent_and_a_new_one_its_files() {
+async fn a_directory_moved_away_shows_its_paths_absent_and_a_new_one_its_paths() {
     let work = tempfile::tempdir().unwrap();
     let store = tempfile::tempdir().unwrap();
     let root = work.path();
@@ -170,9 +170,13 @@ async fn a_directory_moved_away_shows_its_files_absent_and_a_new_one_its_files()
     let observation = checkpointer.observe().await.unwrap();
     assert_eq!(
         paths(&observation.changes),
-        ["a/b/f", "a/g", "z/b/f", "z/g"]
+        ["a", "a/b", "a/b/f", "a/g", "z", "z/b", "z/b/f", "z/g"]
     );
     assert_eq!(observation.changes[0].after, FileState::Absent);
+    assert!(matches!(
+        observation.changes[4].after,
+        FileState::Dir { .. }
+    ));
     assert_eq!(observation.bytes_added, 0, "same content, already stored");
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use pith_checkpoint::{
@@ -12,7 +12,8 @@ use pith_checkpoint::{
 };
 use pith_core::{FileChange, FileState};
 
-/// Every path below `root` (directories too) with what it holds.
+/// Every path below `root` (directories too, with their modes) with what it holds, and
+/// which files are one inode (hard links).
 fn tree(root: &Path) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mut pending = vec![root.to_path_buf()];
@@ -31,10 +32,15 @@ fn tree(root: &Path) -> BTreeMap<String, String> {
                 format!("link -> {}", fs::read_link(&path).unwrap().display())
             } else if meta.is_dir() {
                 pending.push(path.clone());
-                "dir".to_owned()
+                format!("dir {:o}", meta.permissions().mode() & 0o7777)
             } else {
+                let links = if meta.nlink() > 1 {
+                    format!(" (inode {})", meta.ino())
+                } else {
+                    String::new()
+                };
                 format!(
-                    "{:o} {}",
+                    "{:o} {}{links}",
                     meta.permissions().mode() & 0o7777,
                     String::from_utf8_lossy(&fs::read(&path).unwrap())
                 )
@@ -124,6 +130,8 @@ async fn rewind_restores_the_tree_byte_for_byte_and_can_be_undone() {
             "dir/sub",
             "dir/sub/file",
             "link",
+            "new",
+            "new/deep",
             "new/deep/file.txt",
             "script.sh",
             "src/core.rs",
@@ -136,7 +144,7 @@ async fn rewind_restores_the_tree_byte_for_byte_and_can_be_undone() {
     let rewind = plan(root, store, &targets).unwrap();
     assert_eq!(rewind.refused, []);
     assert_eq!(rewind.changed_outside, Vec::<String>::new());
-    assert_eq!(rewind.writes.len(), 10);
+    assert_eq!(rewind.writes.len(), 12);
     let applied = apply(&rewind, store).unwrap();
     assert_eq!(tree(root), s.before, "the tree is back as it was");
     // Planning again finds nothing to do.
@@ -181,9 +189,9 @@ async fn a_parent_replaced_by_a_symlink_out_of_the_workspace_is_refused() {
     let targets = rewind_targets(&s.changes);
     let rewind = plan(root, s.checkpointer.store(), &targets).unwrap();
     let refused: Vec<&str> = rewind.refused.iter().map(|r| r.path.as_str()).collect();
-    // `dir/sub` (to be removed) is not there through the link: it needs nothing. The
-    // file to be written below it is refused.
-    assert_eq!(refused, ["dir/sub/file"]);
+    // `dir/sub`, to be a directory again, and the file to be written below it would
+    // both be written through the link: refused.
+    assert_eq!(refused, ["dir/sub", "dir/sub/file"]);
     assert!(
         rewind.refused[0].reason.contains("symlink"),
         "{}",
@@ -284,7 +292,7 @@ async fn the_checkpointer_rewinds_and_keeps_its_shadow_in_step() {
     // The hand edit is found before the rewind, as its own change.
     assert_eq!(rewound.pending.changes.len(), 1);
     assert_eq!(rewound.pending.changes[0].path, "a.txt");
-    assert_eq!(rewound.applied.len(), 10);
+    assert_eq!(rewound.applied.len(), 12, "10 files and 2 directories");
     let FileState::File { hash, .. } = &rewound
         .applied
         .iter()
@@ -379,6 +387,115 @@ async fn verify_names_a_path_that_is_not_as_the_rewind_wrote_it() {
     fs::write(root.join("new/deep/file.txt"), "back\n").unwrap();
     assert_eq!(
         verify(&rewind, cap).unwrap(),
-        ["a.txt", "new/deep/file.txt"]
+        ["a.txt", "new", "new/deep", "new/deep/file.txt"]
+    );
+}
+
+/// Empty directories, directory modes and hard links are part of the state: a rewind
+/// puts back an empty directory a turn filled (and keeps one it did not touch), a removed
+/// 0700 tree with its empty subdirectory, a directory's changed mode, and a hard-linked
+/// pair written through one name, still one file.
+#[tokio::test]
+async fn directories_modes_and_hard_links_come_back() {
+    let work = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let root = work.path();
+    fs::create_dir_all(root.join("logs")).unwrap();
+    fs::create_dir_all(root.join("private/empty")).unwrap();
+    fs::write(root.join("private/key"), "secret\n").unwrap();
+    set_mode(&root.join("private/key"), 0o600);
+    set_mode(&root.join("private"), 0o700);
+    fs::create_dir_all(root.join("docs")).unwrap();
+    set_mode(&root.join("docs"), 0o755);
+    fs::create_dir_all(root.join("sub")).unwrap();
+    fs::write(root.join("a.txt"), "v0\n").unwrap();
+    set_mode(&root.join("a.txt"), 0o644);
+    fs::hard_link(root.join("a.txt"), root.join("sub/b.txt")).unwrap();
+    let before = tree(root);
+    let checkpointer =
+        Checkpointer::start(root, store.path(), CheckpointConfig::default()).unwrap();
+    checkpointer.snapshot_report().await.unwrap();
+
+    fs::write(root.join("logs/run.log"), "started\n").unwrap();
+    fs::remove_dir_all(root.join("private")).unwrap();
+    set_mode(&root.join("docs"), 0o700);
+    fs::create_dir(root.join("made")).unwrap();
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .open(root.join("a.txt"))
+        .unwrap();
+    std::io::Write::write_all(&mut file, b"v1\n").unwrap();
+    drop(file);
+    let after = tree(root);
+    // As the tracker names them: the paths written, not every path below.
+    let named: Vec<String> = ["logs/run.log", "private", "docs", "made", "a.txt"]
+        .map(String::from)
+        .to_vec();
+    let changes = checkpointer.observe_paths(&named).await.unwrap().changes;
+    let shown: Vec<String> = changes.iter().map(FileChange::shown_path).collect();
+    assert_eq!(
+        shown,
+        [
+            "a.txt",
+            "docs/",
+            "logs/run.log",
+            "made/",
+            "private/",
+            "private/empty/",
+            "private/key",
+            "sub/b.txt"
+        ],
+        "the other name of a.txt and the removed tree's directories are changes too"
+    );
+
+    let rewind = plan(root, checkpointer.store(), &rewind_targets(&changes)).unwrap();
+    assert_eq!(rewind.refused, []);
+    assert_eq!(rewind.changed_outside, Vec::<String>::new());
+    let applied = apply(&rewind, checkpointer.store()).unwrap();
+    assert_eq!(verify(&rewind, u64::MAX).unwrap(), Vec::<String>::new());
+    assert_eq!(
+        tree(root),
+        before,
+        "contents, modes, the empty directories and the hard link are back"
+    );
+    assert_eq!(
+        fs::metadata(root.join("a.txt")).unwrap().ino(),
+        fs::metadata(root.join("sub/b.txt")).unwrap().ino(),
+        "one file under two names"
+    );
+
+    // And the undo puts the changed tree back, directories included.
+    let undo = plan(root, checkpointer.store(), &rewind_targets(&applied)).unwrap();
+    assert_eq!(undo.refused, []);
+    apply(&undo, checkpointer.store()).unwrap();
+    assert_eq!(tree(root), after);
+}
+
+/// A name outside the rewind keeps its content: a file that shares an inode with a path
+/// the rewind restores, but that the rewind does not name, is not written through.
+#[tokio::test]
+async fn a_hard_link_the_rewind_does_not_name_is_left_alone() {
+    let work = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let root = work.path();
+    fs::write(root.join("a.txt"), "mine\n").unwrap();
+    fs::write(root.join("other.txt"), "theirs\n").unwrap();
+    let checkpointer =
+        Checkpointer::start(root, store.path(), CheckpointConfig::default()).unwrap();
+    checkpointer.snapshot_report().await.unwrap();
+    // a.txt becomes another name of other.txt (`ln -f other.txt a.txt`).
+    fs::remove_file(root.join("a.txt")).unwrap();
+    fs::hard_link(root.join("other.txt"), root.join("a.txt")).unwrap();
+    let changes = checkpointer
+        .observe_paths(&["a.txt".into()])
+        .await
+        .unwrap()
+        .changes;
+    let rewind = plan(root, checkpointer.store(), &rewind_targets(&changes)).unwrap();
+    apply(&rewind, checkpointer.store()).unwrap();
+    assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), "mine\n");
+    assert_eq!(
+        fs::read_to_string(root.join("other.txt")).unwrap(),
+        "theirs\n"
     );
 }

@@ -61,7 +61,7 @@ async fn sees_create_modify_delete_rename_and_mkdir_p() {
             fs::write(root.join("d1/top"), "t").unwrap();
         })
         .await,
-        ["d1/d2/d3/f", "d1/top"]
+        ["d1", "d1/d2", "d1/d2/d3", "d1/d2/d3/f", "d1/top"]
     );
     // The new directories are watched: a later change inside them is seen.
     assert_eq!(
@@ -76,7 +76,15 @@ async fn sees_create_modify_delete_rename_and_mkdir_p() {
         changes(&tracker, || fs::rename(root.join("d1"), root.join("e1"))
             .unwrap())
         .await,
-        ["d1", "e1/d2/d3/f", "e1/d2/d3/g", "e1/top"]
+        [
+            "d1",
+            "e1",
+            "e1/d2",
+            "e1/d2/d3",
+            "e1/d2/d3/f",
+            "e1/d2/d3/g",
+            "e1/top"
+        ]
     );
     assert_eq!(
         changes(&tracker, || fs::write(root.join("e1/d2/h"), "h").unwrap()).await,
@@ -93,10 +101,27 @@ async fn sees_create_modify_delete_rename_and_mkdir_p() {
         .await,
         ["link", "src/lib.rs"]
     );
-    // rm -r: every file is named.
+    // rm -r: every file and directory is named.
     assert_eq!(
         changes(&tracker, || fs::remove_dir_all(root.join("e1")).unwrap()).await,
-        ["e1/d2/d3/f", "e1/d2/d3/g", "e1/d2/h", "e1/top"]
+        [
+            "e1",
+            "e1/d2",
+            "e1/d2/d3",
+            "e1/d2/d3/f",
+            "e1/d2/d3/g",
+            "e1/d2/h",
+            "e1/top"
+        ]
+    );
+    // A directory's mode is a change.
+    assert_eq!(
+        changes(&tracker, || {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(root.join("src"), fs::Permissions::from_mode(0o700)).unwrap();
+        })
+        .await,
+        ["src"]
     );
 }
 
@@ -120,7 +145,7 @@ async fn ignores_gitignored_paths_and_dot_git() {
         fs::write(root.join("sub/kept"), "o").unwrap();
     })
     .await;
-    assert_eq!(seen, ["sub/kept"]);
+    assert_eq!(seen, ["sub", "sub/kept"], "a directory is a change too");
     // A .gitignore written later: what is tracked changed, so the tracker cannot say what
     // changed across it (the caller compares the whole tree with what it knows)...
     let mark = tracker.mark().await;
@@ -179,10 +204,11 @@ async fn with_no_watches_allowed_it_scans() {
         fs::write(root.join("ignored/x"), "n").unwrap();
     })
     .await;
-    assert_eq!(seen, ["a/b/old", "c/d/new"]);
+    assert_eq!(seen, ["a/b/old", "c", "c/d", "c/d/new"]);
     assert_eq!(
         changes(&tracker, || fs::remove_file(root.join("c/d/new")).unwrap()).await,
-        ["c/d/new"]
+        ["c/d", "c/d/new"],
+        "a scan sees the directory's entries change too"
     );
     // The first drain covers the time before scanning started: unknown.
     assert_eq!(tracker.drain().await, None);

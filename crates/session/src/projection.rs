@@ -14,7 +14,7 @@
 
 use std::path::PathBuf;
 
-use pith_core::{Message, Usage};
+use pith_core::{FileChange, Message, Usage};
 use serde::Serialize;
 
 use crate::checkpoint::RewindMode;
@@ -390,7 +390,11 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
                 call_id: checkpoint.call_id.clone(),
                 tool: checkpoint.tool.clone(),
                 outside: checkpoint.outside,
-                files: checkpoint.changes.iter().map(|c| c.path.clone()).collect(),
+                files: checkpoint
+                    .changes
+                    .iter()
+                    .map(FileChange::shown_path)
+                    .collect(),
                 omitted: checkpoint
                     .changes
                     .iter()

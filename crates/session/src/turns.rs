@@ -65,7 +65,7 @@ pub fn turns(records: &[Record]) -> Vec<Turn> {
                 });
             }
             Event::Checkpoint(checkpoint) if !checkpoint.outside && !turns.is_empty() => {
-                files.extend(checkpoint.changes.iter().map(|c| c.path.clone()));
+                files.extend(checkpoint.changes.iter().map(FileChange::shown_path));
             }
             _ => {}
         }

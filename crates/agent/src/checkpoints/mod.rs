@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pith_checkpoint::{CheckpointConfig, Checkpointer, StoreConfig};
-use pith_core::{ChangeFeed, CheckpointSummary, FileState};
+use pith_core::{ChangeFeed, CheckpointSummary, FileChange, FileState};
 use pith_session::Checkpoint;
 
 use crate::config::CheckpointsConfig;
@@ -243,7 +243,7 @@ impl Checkpoints {
         CheckpointSummary {
             id: String::new(),
             call_id: record.call_id.clone(),
-            files: record.changes.iter().map(|c| c.path.clone()).collect(),
+            files: record.changes.iter().map(FileChange::shown_path).collect(),
             bytes: record.bytes,
             store_bytes: self.store_bytes(),
             omitted: record

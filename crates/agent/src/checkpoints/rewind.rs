@@ -14,6 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use pith_checkpoint::{rewind_targets, Checkpointer, RestorePlan, Store};
+use pith_core::FileChange;
 use pith_session::turns::{changes_after_in, last_code_rewind, turn_seq, turns, Turn};
 use pith_session::{Checkpoint, Event, Record, Rewind, RewindMode, Session};
 
@@ -85,7 +86,7 @@ impl RewindPlan {
     pub fn writes(&self) -> Vec<String> {
         self.files
             .iter()
-            .flat_map(|f| f.writes.iter().map(|w| w.path.clone()))
+            .flat_map(|f| f.writes.iter().map(|w| w.shown_path()))
             .collect()
     }
 
@@ -267,7 +268,7 @@ pub async fn carry_out(
         turn: plan.turn.number,
         mode: plan.mode,
         root: plan.root,
-        restored: applied.iter().map(|c| c.path.clone()).collect(),
+        restored: applied.iter().map(FileChange::shown_path).collect(),
         changes: applied,
     };
     session.append(Event::Rewind(record.clone()))?;

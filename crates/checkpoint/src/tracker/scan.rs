@@ -1,5 +1,5 @@
 //! The fallback when inotify cannot watch the tree (watches exhausted, or none allowed):
-//! a map of every kept file's stat key, compared with a fresh walk on each question.
+//! a map of every kept path's stat key (files and directories), compared with a fresh walk on each question.
 //! Bounded: beyond `cap` entries the tracker answers "unknown".
 
 use std::collections::HashMap;
@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::rules::Rules;
 use crate::walk::{walk, StatKey};
 
-/// The stat keys of the tree's files at the last scan.
+/// The stat keys of the tree's paths at the last scan.
 #[derive(Debug)]
 pub(crate) struct ScanState {
     entries: HashMap<String, StatKey>,
@@ -59,10 +59,8 @@ impl ScanState {
 fn scan(root: &Path, rules: &mut Rules, cap: usize) -> (HashMap<String, StatKey>, bool) {
     let mut entries = HashMap::new();
     let mut over_cap = false;
+    // Directories too: one created empty, removed or given another mode is a change.
     walk(root, "", rules, |rel, meta| {
-        if meta.is_dir() {
-            return true;
-        }
         if entries.len() >= cap {
             over_cap = true;
             return false;

@@ -152,7 +152,7 @@ impl Inner {
     }
 
     /// Watches the directory `rel` and every kept directory below it; with `record`, every
-    /// file found below is recorded as changed (a directory created or moved in). Falls
+    /// path found below is recorded as changed (a directory created or moved in). Falls
     /// back to scanning when the watches run out.
     pub(crate) fn watch_tree(&mut self, rel: &str, record: bool) {
         if self.watched.add(&self.root, rel).is_err() {
@@ -168,12 +168,11 @@ impl Inner {
             ..
         } = self;
         walk(root, rel, rules, |child, meta| {
-            if meta.is_dir() {
-                if watched.add(root, child).is_err() {
-                    exhausted = true;
-                    return false;
-                }
-            } else if record {
+            if meta.is_dir() && watched.add(root, child).is_err() {
+                exhausted = true;
+                return false;
+            }
+            if record {
                 log.record(child);
             }
             true
@@ -302,16 +301,14 @@ impl Inner {
         if self.rules.is_ignored(&rel, is_dir) {
             return;
         }
+        // A directory is a state too (created, removed, its mode changed); one moved away
+        // also stands for its files, which left without events of their own.
+        self.log.record(&rel);
         if !is_dir {
-            self.log.record(&rel);
             return;
         }
         if mask.intersects(EventMask::MOVED_FROM | EventMask::DELETE) {
             self.watched.remove_below(&rel);
-            if mask.contains(EventMask::MOVED_FROM) {
-                // Its files left without events of their own: the directory stands for them.
-                self.log.record(&rel);
-            }
         }
         if mask.intersects(EventMask::CREATE | EventMask::MOVED_TO) {
             self.watch_tree(&rel, true);

@@ -35,6 +35,14 @@ pub enum FileState {
         #[serde(rename = "target")]
         target: String,
     },
+    /// A directory with its Unix permission bits: an empty directory and a directory's
+    /// mode are part of what a rewind puts back.
+    #[serde(rename = "dir")]
+    Dir {
+        /// Its Unix permission bits (`0o755` is 493).
+        #[serde(rename = "mode")]
+        mode: u32,
+    },
     /// A file the store did not keep (over a cap, or unreadable): a rewind to this state
     /// refuses and names the path.
     #[serde(rename = "omitted")]
@@ -69,6 +77,20 @@ pub struct FileChange {
     pub after: FileState,
 }
 
+impl FileChange {
+    /// The path as front-ends show it: a directory's with a trailing `/` (`logs/`), so a
+    /// list of changes tells directories from files.
+    pub fn shown_path(&self) -> String {
+        if matches!(self.before, FileState::Dir { .. })
+            || matches!(self.after, FileState::Dir { .. })
+        {
+            format!("{}/", self.path)
+        } else {
+            self.path.clone()
+        }
+    }
+}
+
 /// What one checkpoint recorded, as front-ends show it (stream-json `checkpoint`, the
 /// REPL's status line): which files pith saw change and kept a copy of.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -80,7 +102,7 @@ pub struct CheckpointSummary {
     /// turn (made outside pith).
     #[serde(rename = "call_id", default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
-    /// The paths that changed (relative to the workspace root).
+    /// The paths that changed (relative to the workspace root; a directory ends with `/`).
     #[serde(rename = "files")]
     pub files: Vec<String>,
     /// Bytes this checkpoint added to the store (new contents only: the store dedupes).
@@ -137,6 +159,10 @@ mod tests {
                 r#"{"state":"symlink","target":"../x"}"#,
             ),
             (
+                FileState::Dir { mode: 0o700 },
+                r#"{"state":"dir","mode":448}"#,
+            ),
+            (
                 FileState::Omitted {
                     size: 9,
                     reason: "too big".into(),
@@ -154,5 +180,21 @@ mod tests {
         }
         .is_restorable());
         assert!(FileState::Absent.is_restorable());
+    }
+
+    #[test]
+    fn a_directory_change_is_shown_with_a_slash() {
+        let change = |before, after| FileChange {
+            path: "logs".into(),
+            before,
+            after,
+        };
+        let dir = FileState::Dir { mode: 0o755 };
+        assert_eq!(change(FileState::Absent, dir.clone()).shown_path(), "logs/");
+        assert_eq!(change(dir, FileState::Absent).shown_path(), "logs/");
+        assert_eq!(
+            change(FileState::Absent, FileState::Symlink { target: "x".into() }).shown_path(),
+            "logs"
+        );
     }
 }

@@ -37,10 +37,24 @@ pub async fn since(
     effects(paths, root)
 }
 
-/// The effects of `paths` (relative to `root`) as they are on disk now.
+/// The effects of `paths` (relative to `root`) as they are on disk now. Directories are
+/// left out (the tracker names them for checkpoints; the ledger keeps files): one that is
+/// there now, and a gone one whose files are named too.
 pub fn effects(paths: Vec<String>, root: &Path) -> Vec<FileEffect> {
+    let parents: std::collections::HashSet<String> = paths
+        .iter()
+        .filter_map(|path| path.rsplit_once('/').map(|(dir, _)| dir.to_owned()))
+        .collect();
     paths
         .into_iter()
+        .filter_map(|path| {
+            let meta = root.join(&path).symlink_metadata();
+            let is_dir = match &meta {
+                Ok(meta) => meta.is_dir(),
+                Err(_) => parents.contains(&path),
+            };
+            (!is_dir).then_some(path)
+        })
         .take(MAX_PATHS)
         .map(|path| {
             let full = root.join(&path);
@@ -115,6 +129,25 @@ mod tests {
             effects[0].fingerprint.as_deref(),
             Some(pith_core::effect::fingerprint(b"three, longer").as_str())
         );
+    }
+
+    #[test]
+    fn directories_are_left_out_of_the_effects() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("made/inner")).unwrap();
+        std::fs::write(root.join("made/inner/f"), "f").unwrap();
+        let paths = [
+            "gone",
+            "gone/x",
+            "gone_file",
+            "made",
+            "made/inner",
+            "made/inner/f",
+        ];
+        let effects = effects(paths.map(String::from).to_vec(), root);
+        let shown: Vec<&str> = effects.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(shown, ["gone/x", "gone_file", "made/inner/f"]);
     }
 
     #[tokio::test]
