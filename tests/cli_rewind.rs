@@ -893,8 +893,8 @@ fn a_hand_edit_between_two_jobs_is_recorded_as_changed_outside_pith_when_the_ses
     );
 }
 
-/// Every path under `root` with its kind, mode, bytes, and for a file with other hard
-/// links the sorted names of its inode: the state a rewind must put back.
+/// Every path under `root` with its kind, mode, content (length and hash), and for a file
+/// with other hard links the sorted names of its inode: the state a rewind must put back.
 fn manifest(root: &Path) -> BTreeMap<String, String> {
     use std::os::unix::fs::MetadataExt;
     let mut by_inode: BTreeMap<u64, Vec<String>> = BTreeMap::new();
@@ -915,7 +915,11 @@ fn manifest(root: &Path) -> BTreeMap<String, String> {
                 if meta.nlink() > 1 {
                     by_inode.entry(meta.ino()).or_default().push(name.clone());
                 }
-                format!("file {mode:o} {:?}", std::fs::read(&path).unwrap())
+                let bytes = std::fs::read(&path).unwrap();
+                let mut hasher = std::hash::DefaultHasher::new();
+                std::hash::Hash::hash(&bytes, &mut hasher);
+                let digest = std::hash::Hasher::finish(&hasher);
+                format!("file {mode:o} {} bytes {digest:016x}", bytes.len())
             };
             out.insert(name, state);
         }
@@ -997,4 +1001,269 @@ fn empty_directories_directory_modes_and_hard_links_are_rewound() {
     let undo = rewind(&sandbox, &[&session, "--undo"]);
     assert_eq!(undo.status.code(), Some(0), "stderr: {}", stderr(&undo));
     assert_eq!(manifest(&cwd), after);
+}
+
+/// Every regular file below `dir`: (count, bytes).
+fn files_below(dir: &Path) -> (usize, u64) {
+    let mut found = (0, 0);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let entry = entry.unwrap();
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else {
+                found.0 += 1;
+                found.1 += meta.len();
+            }
+        }
+    }
+    found
+}
+
+fn git(cwd: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(args)
+        .current_dir(cwd)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+/// In a git repository the first snapshot does not copy the tree: the committed files'
+/// bytes stay in git until one changes, and the rewind still brings every change back
+/// byte for byte. `.git` is left as it was.
+#[test]
+fn in_a_git_repository_the_first_snapshot_copies_only_what_changes_and_the_rewind_is_exact() {
+    let sandbox = Sandbox::new();
+    let cwd = sandbox.workspace();
+    std::fs::create_dir_all(cwd.join("src")).unwrap();
+    for i in 0..300 {
+        let body = format!("pub fn f{i}() -> u32 {{ {i} }}\n").repeat(20);
+        std::fs::write(cwd.join(format!("src/m{i}.rs")), body).unwrap();
+    }
+    // git's index is written after the files' mtimes (racily clean files are copied).
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    git(&cwd, &["init", "-q"]);
+    git(&cwd, &["add", "."]);
+    git(&cwd, &["commit", "-q", "-m", "seed"]);
+    let before = tree(&cwd);
+    let git_before = files_below(&cwd.join(".git"));
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Editing.").with_tool_call(
+            "bash",
+            json!({"command": "sed -i 's/u32/u64/' src/m7.rs && rm src/m8.rs && echo new > src/new.rs"}),
+        ),
+        Turn::text("Done."),
+    ]))
+    .unwrap();
+    let first = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "edit the sources",
+        ],
+    );
+    let session = session_of(&first);
+    let (blobs, bytes) = files_below(&sandbox.pith_home().join("checkpoints"));
+    let tree_bytes: u64 = before
+        .values()
+        .map(|(content, _)| content.len() as u64)
+        .sum();
+    assert!(
+        bytes < tree_bytes / 10,
+        "the store holds {bytes} bytes in {blobs} files for a {tree_bytes}-byte tree: it copied the tree"
+    );
+    let back = rewind(&sandbox, &[&session, "--to", "1", "--code"]);
+    assert_eq!(back.status.code(), Some(0), "stderr: {}", stderr(&back));
+    let mut now = tree(&cwd);
+    now.retain(|path, _| !path.starts_with(".git/"));
+    let mut expected = before.clone();
+    expected.retain(|path, _| !path.starts_with(".git/"));
+    assert_eq!(now, expected, "every change rewound byte for byte");
+    assert_eq!(files_below(&cwd.join(".git")), git_before, ".git untouched");
+}
+
+/// The manifest of the workspace without what a rewind never restores (`.git`, the
+/// ignored `target/`) and without `keep` (a file a rewind was told to skip).
+fn restorable(cwd: &Path, skip: &[&str]) -> BTreeMap<String, String> {
+    let mut shown = manifest(cwd);
+    shown.retain(|path, _| {
+        !path.starts_with(".git/")
+            && path != ".git"
+            && !path.starts_with("target/")
+            && path != "target"
+            && !skip.contains(&path.as_str())
+    });
+    shown
+}
+
+/// The rewind trial through the binary: a committed git workspace with the tricky kinds of
+/// file (binary, modes 755/444/600, a symlink and a dangling one, a hard-linked pair, CRLF
+/// without a final newline, spaced and unicode names, an empty directory, a 20 MB file
+/// over the per-file cap, an ignored `target/`, an untracked file), changed by `edit`,
+/// `write` and `bash` over four jobs with a compaction in the third. A rewind to before
+/// each turn must give the manifest taken before it, byte for byte with modes, links and
+/// directories; each is undone back to the last manifest; the rewind that needs the 20 MB
+/// file's old content is refused and writes nothing, and `--skip-omitted` restores the rest.
+#[test]
+fn the_rewind_trial_restores_every_turn_against_its_manifest() {
+    let sandbox = Sandbox::new();
+    sandbox.believe_scripted_usage();
+    let cwd = sandbox.workspace();
+    let write = |path: &str, bytes: &[u8], mode: u32| {
+        let full = cwd.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(&full, bytes).unwrap();
+        std::fs::set_permissions(&full, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let binary: Vec<u8> = (0..=255u8).cycle().take(4096).collect();
+    write("bin.dat", &binary, 0o644);
+    write("run.sh", b"#!/bin/sh\necho run\n", 0o755);
+    write("ro.txt", b"read only\n", 0o444);
+    write("secret.env", b"KEY=1\n", 0o600);
+    write("crlf.txt", b"one\r\ntwo", 0o644);
+    write("spaced name.txt", b"spaces\n", 0o644);
+    write("ünïcode.txt", b"unicode\n", 0o644);
+    write("a.txt", b"v0\n", 0o644);
+    write("big.bin", &vec![7u8; 20 << 20], 0o644);
+    write(".gitignore", b"target/\n", 0o644);
+    write("target/out.o", b"object\n", 0o644);
+    std::fs::create_dir_all(cwd.join("sub")).unwrap();
+    std::fs::hard_link(cwd.join("a.txt"), cwd.join("sub/b.txt")).unwrap();
+    std::fs::create_dir_all(cwd.join("empty")).unwrap();
+    std::os::unix::fs::symlink("ro.txt", cwd.join("link")).unwrap();
+    std::os::unix::fs::symlink("nowhere", cwd.join("dangling")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    git(&cwd, &["init", "-q"]);
+    git(&cwd, &["add", "."]);
+    git(&cwd, &["commit", "-q", "-m", "seed"]);
+    write("untracked.txt", b"u1\n", 0o644);
+
+    let server = TestServer::start(Script::anthropic([
+        // Turn 1: the edit and write tools.
+        Turn::text("Editing.")
+            .with_tool_call(
+                "edit",
+                json!({"path": "crlf.txt", "old_string": "two", "new_string": "TWO"}),
+            )
+            .with_tool_call(
+                "write",
+                json!({"path": "ünïcode.txt", "content": "rewritten\n"}),
+            ),
+        Turn::text("One."),
+        // Turn 2: bash on modes, links, directories and names.
+        Turn::text("Reshaping.").with_tool_call(
+            "bash",
+            json!({"command": "chmod 755 ro.txt && echo v1 >> a.txt && touch empty/x \
+                              && ln -sfn bin.dat link && rm dangling && echo t > target/new.o \
+                              && mv 'spaced name.txt' 'spaced renamed.txt' && chmod 700 sub"}),
+        ),
+        Turn::text("Two."),
+        // Turn 3: more bash, and the request after it is over the threshold: a compaction.
+        Turn::text("Cleaning.")
+            .with_tool_call(
+                "bash",
+                json!({"command": "printf '\\000\\001' >> bin.dat && rm secret.env run.sh \
+                                  && mkdir -p deep/er && echo d > deep/er/f.txt"}),
+            )
+            .with_usage(180_000, 40),
+        Turn::text(SUMMARY),
+        Turn::text("Three."),
+        // Turn 4: the 20 MB file and the untracked one.
+        Turn::text("Growing.").with_tool_call(
+            "bash",
+            json!({"command": "echo more >> big.bin && echo u2 >> untracked.txt"}),
+        ),
+        Turn::text("Four."),
+    ]))
+    .unwrap();
+    let mut manifests = vec![restorable(&cwd, &[])];
+    let mut session: Option<String> = None;
+    for task in ["turn one", "turn two", "turn three", "turn four"] {
+        let mut args = vec!["--model", MODEL, "--approval", "full", "--format", "json"];
+        if let Some(id) = &session {
+            args.extend(["--session", id.as_str()]);
+        }
+        args.push(task);
+        let output = sandbox.run(&server, &args);
+        session = Some(session_of(&output));
+        manifests.push(restorable(&cwd, &[]));
+    }
+    let session = session.unwrap();
+    assert!(
+        records(&sandbox.only_transcript())
+            .iter()
+            .any(|r| r["kind"] == "compaction_applied"),
+        "the third job compacted"
+    );
+    for turn in 1..manifests.len() {
+        assert_ne!(
+            manifests[turn],
+            manifests[turn - 1],
+            "turn {turn} changed the tree"
+        );
+    }
+    let last = manifests.last().unwrap().clone();
+
+    // The rewind that needs the 20 MB file's old content is refused, and writes nothing.
+    let refused = rewind(&sandbox, &[&session, "--to", "4", "--code"]);
+    assert_ne!(refused.status.code(), Some(0), "{}", stdout(&refused));
+    assert!(
+        format!("{}{}", stdout(&refused), stderr(&refused)).contains("big.bin"),
+        "the refusal names the file: {}{}",
+        stdout(&refused),
+        stderr(&refused)
+    );
+    assert_eq!(
+        restorable(&cwd, &[]),
+        last,
+        "a refused rewind writes nothing"
+    );
+
+    // Every turn, rewound (the 20 MB file skipped), then undone.
+    for turn in (1..=4).rev() {
+        let to = turn.to_string();
+        let back = rewind(
+            &sandbox,
+            &[&session, "--to", &to, "--code", "--skip-omitted"],
+        );
+        assert_eq!(
+            back.status.code(),
+            Some(0),
+            "turn {turn}: {}",
+            stderr(&back)
+        );
+        assert_eq!(
+            restorable(&cwd, &["big.bin"]),
+            {
+                let mut expected = manifests[turn - 1].clone();
+                expected.remove("big.bin");
+                expected
+            },
+            "before turn {turn}, byte for byte"
+        );
+        let undo = rewind(&sandbox, &[&session, "--undo"]);
+        assert_eq!(
+            undo.status.code(),
+            Some(0),
+            "undo of turn {turn}: {}",
+            stderr(&undo)
+        );
+        assert_eq!(restorable(&cwd, &[]), last, "the undo of turn {turn}");
+    }
 }

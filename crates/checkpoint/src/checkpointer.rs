@@ -187,7 +187,10 @@ impl Checkpointer {
 
     /// The state the shadow knows for `path` now (as of the last observation).
     pub async fn known_state(&self, path: &str) -> Result<FileState> {
-        Ok(self.ready().await?.shadow().state(path))
+        let ready = self.ready().await?;
+        let store = Arc::clone(&self.store);
+        let path = path.to_owned();
+        blocking(move || ready.shadow().state(&path, &store)).await
     }
 
     /// The blobs the current states reference: a GC must keep them (with those the

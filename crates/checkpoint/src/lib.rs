@@ -5,6 +5,7 @@
 mod checkpointer;
 mod disk;
 mod error;
+mod git;
 mod index;
 mod paths;
 mod restore;

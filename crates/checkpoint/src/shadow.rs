@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use pith_core::{FileChange, FileState};
 
 use crate::disk::{capture, capture_with, Keep};
+use crate::git::{BlobId, GitIndex, GitObjects};
 use crate::index;
 use crate::paths;
 use crate::rules::Rules;
@@ -19,8 +20,23 @@ use crate::walk::{walk, StatKey};
 /// One path's known state.
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
+    /// The state. A file known by its git blob ([`Entry::git`]) has an empty hash until
+    /// its bytes are copied into the store ([`Shadow::resolved`]).
     pub state: FileState,
     pub stat: Option<StatKey>,
+    /// The git blob that holds the file's bytes, when git's index vouched for it at the
+    /// snapshot and they have not been copied yet.
+    pub git: Option<BlobId>,
+}
+
+impl Entry {
+    fn new(state: FileState, stat: Option<StatKey>) -> Entry {
+        Entry {
+            state,
+            stat,
+            git: None,
+        }
+    }
 }
 
 /// What the first snapshot of a session did.
@@ -36,6 +52,9 @@ pub struct SnapshotReport {
     pub added_bytes: u64,
     /// Files whose hash came from the previous session's index (not read again).
     pub reused: usize,
+    /// Files git's index vouched for: not read, not copied (their bytes are git's blobs
+    /// until they change).
+    pub from_git: usize,
     /// Paths left out of the store (over the per-file cap, unreadable, special files), with
     /// the reason.
     pub omitted: Vec<(String, String)>,
@@ -57,13 +76,17 @@ pub struct Observation {
 pub(crate) struct Shadow {
     entries: BTreeMap<String, Entry>,
     rules: Rules,
+    /// git's object store, for the files recorded by blob id.
+    git: Option<GitObjects>,
 }
 
 impl Shadow {
-    /// The first snapshot: walks `root`, keeps every file (reusing the previous
-    /// session's index where the stat key is unchanged), and saves the index.
+    /// The first snapshot: walks `root`, keeps every file (by its git blob id where git's
+    /// index vouches for it, reusing the previous session's index where the stat key is
+    /// unchanged, copying it into the store otherwise), and saves the index.
     pub(crate) fn snapshot(root: &Path, store: &Store) -> crate::Result<(Shadow, SnapshotReport)> {
         let started = Instant::now();
+        let git_index = GitIndex::open(root);
         let known = index::load(store.dir());
         let mut rules = Rules::new(root);
         let mut entries = BTreeMap::new();
@@ -73,37 +96,55 @@ impl Shadow {
             if meta.is_dir() {
                 // Directories are states too (empty ones, modes): nothing to store.
                 let mode = meta.permissions().mode() & 0o7777;
-                let entry = Entry {
-                    state: FileState::Dir { mode },
-                    stat: Some(StatKey::of(meta)),
-                };
+                let entry = Entry::new(FileState::Dir { mode }, Some(StatKey::of(meta)));
                 report.dirs += 1;
                 entries.insert(rel.to_owned(), entry);
                 return true;
             }
             let stat = StatKey::of(meta);
+            let within_cap = stat.size <= store.config().max_file_bytes;
+            let blob = git_index
+                .as_ref()
+                .filter(|_| within_cap)
+                .and_then(|git| git.clean_blob(rel, meta));
+            if let Some(blob) = blob {
+                report.from_git += 1;
+                report.files += 1;
+                report.bytes += stat.size;
+                let state = FileState::File {
+                    hash: String::new(),
+                    size: stat.size,
+                    mode: stat.mode & 0o7777,
+                };
+                entries.insert(
+                    rel.to_owned(),
+                    Entry {
+                        state,
+                        stat: Some(stat),
+                        git: Some(blob),
+                    },
+                );
+                return true;
+            }
             let reused = known
                 .get(rel)
                 .filter(|(known_stat, hash)| *known_stat == stat && store.contains(hash));
             let entry = match reused {
                 Some((_, hash)) => {
                     report.reused += 1;
-                    Entry {
-                        state: FileState::File {
+                    Entry::new(
+                        FileState::File {
                             hash: hash.clone(),
                             size: stat.size,
                             mode: stat.mode & 0o7777,
                         },
-                        stat: Some(stat),
-                    }
+                        Some(stat),
+                    )
                 }
                 None => match capture_with(Keep::Store(store), &paths::absolute(root, rel), meta) {
                     Ok(captured) => {
                         report.added_bytes += captured.added_bytes;
-                        Entry {
-                            state: captured.state,
-                            stat: captured.stat,
-                        }
+                        Entry::new(captured.state, captured.stat)
                     }
                     Err(error) => {
                         failure = Some(error);
@@ -127,7 +168,11 @@ impl Shadow {
         if let Some(error) = failure {
             return Err(error);
         }
-        let shadow = Shadow { entries, rules };
+        let shadow = Shadow {
+            entries,
+            rules,
+            git: git_index.as_ref().map(GitIndex::objects),
+        };
         shadow.save_index(store)?;
         report.elapsed = started.elapsed();
         Ok((shadow, report))
@@ -140,7 +185,7 @@ impl Shadow {
             self.entries
                 .iter()
                 .filter_map(|(path, entry)| match (&entry.state, &entry.stat) {
-                    (FileState::File { hash, .. }, Some(stat)) => {
+                    (FileState::File { hash, .. }, Some(stat)) if entry.git.is_none() => {
                         Some((path.as_str(), stat, hash.as_str()))
                     }
                     _ => None,
@@ -249,19 +294,24 @@ impl Shadow {
         for path in targets {
             let captured = capture(Keep::Store(store), &paths::absolute(root, &path))?;
             observation.bytes_added += captured.added_bytes;
-            let before = self
-                .entries
-                .get(&path)
-                .map_or(FileState::Absent, |entry| entry.state.clone());
+            // A file known by its git blob, read again unchanged (same stat), has just been
+            // stored by the capture: no need to read git's copy.
+            let unchanged = captured.stat.is_some()
+                && self
+                    .entries
+                    .get(&path)
+                    .is_some_and(|entry| entry.git.is_some() && entry.stat == captured.stat);
+            let before = if unchanged {
+                captured.state.clone()
+            } else {
+                self.resolved(&path, store)?
+            };
             if captured.state == FileState::Absent {
                 self.entries.remove(&path);
             } else {
                 self.entries.insert(
                     path.clone(),
-                    Entry {
-                        state: captured.state.clone(),
-                        stat: captured.stat,
-                    },
+                    Entry::new(captured.state.clone(), captured.stat),
                 );
             }
             if before != captured.state {
@@ -275,11 +325,44 @@ impl Shadow {
         Ok(observation)
     }
 
-    /// The state the shadow knows for `path`.
-    pub(crate) fn state(&self, path: &str) -> FileState {
-        self.entries
-            .get(path)
-            .map_or(FileState::Absent, |entry| entry.state.clone())
+    /// The state the shadow knows for `path` (a file known by its git blob is copied into
+    /// the store first).
+    pub(crate) fn state(&mut self, path: &str, store: &Store) -> crate::Result<FileState> {
+        self.resolved(path, store)
+    }
+
+    /// The known state of `path`, with a file known by its git blob copied into the store
+    /// now: its bytes are read from git's object store, checked against the recorded size
+    /// and stored. A blob git no longer has (or that differs) makes the state omitted,
+    /// with why.
+    fn resolved(&mut self, path: &str, store: &Store) -> crate::Result<FileState> {
+        let Some(entry) = self.entries.get_mut(path) else {
+            return Ok(FileState::Absent);
+        };
+        let Some(blob) = entry.git else {
+            return Ok(entry.state.clone());
+        };
+        let FileState::File { size, mode, .. } = entry.state.clone() else {
+            return Ok(entry.state.clone());
+        };
+        let bytes = self.git.as_ref().and_then(|git| git.read(blob));
+        entry.git = None;
+        entry.state = match bytes {
+            Some(bytes) if bytes.len() as u64 == size => FileState::File {
+                hash: store.put(&bytes)?.hash,
+                size,
+                mode,
+            },
+            Some(_) => FileState::Omitted {
+                size,
+                reason: "git's copy of it differs from the file (a checkout filter?)".into(),
+            },
+            None => FileState::Omitted {
+                size,
+                reason: "its content was in git's object store, which no longer has it".into(),
+            },
+        };
+        Ok(entry.state.clone())
     }
 
     /// The blobs the shadow's states reference (to keep through a GC).
@@ -287,7 +370,7 @@ impl Shadow {
         self.entries
             .values()
             .filter_map(|entry| match &entry.state {
-                FileState::File { hash, .. } => Some(hash.clone()),
+                FileState::File { hash, .. } if entry.git.is_none() => Some(hash.clone()),
                 _ => None,
             })
             .collect()

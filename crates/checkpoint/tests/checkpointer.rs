@@ -261,3 +261,112 @@ async fn a_change_of_the_ignore_rules_never_hides_a_tracked_file_nor_an_unignore
         fs::write(root.join(".gitignore"), "target/\n").unwrap();
     }
 }
+
+fn git(root: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+/// Every file under `dir` and its size: what is on disk below it.
+fn disk_usage(dir: &Path) -> (usize, u64) {
+    let mut found = (0, 0);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else {
+                found.0 += 1;
+                found.1 += meta.len();
+            }
+        }
+    }
+    found
+}
+
+/// In a git repository the first snapshot copies only what git does not hold: files as
+/// committed are recorded by their blob id, and their bytes come from git's object store
+/// when they change, so the change's `before` is in pith's store all the same and a
+/// rewind brings it back. `.git` is never written.
+#[tokio::test]
+async fn in_git_the_first_snapshot_copies_only_what_git_does_not_hold() {
+    let work = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let root = work.path();
+    git(root, &["init", "-q"]);
+    fs::create_dir_all(root.join("src")).unwrap();
+    for i in 0..50 {
+        fs::write(
+            root.join(format!("src/f{i}.rs")),
+            format!("fn f{i}() {{}}\n"),
+        )
+        .unwrap();
+    }
+    // git's index must be written after the files' mtimes (racily clean files are read).
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "seed"]);
+    fs::write(root.join("src/f1.rs"), "modified before pith started\n").unwrap();
+    fs::write(root.join("untracked.txt"), "not in git\n").unwrap();
+    let git_before = disk_usage(&root.join(".git"));
+    let checkpointer =
+        Checkpointer::start(root, store.path(), CheckpointConfig::default()).unwrap();
+    let report = checkpointer.snapshot_report().await.unwrap();
+    assert_eq!(
+        report.from_git, 49,
+        "every committed file but the modified one"
+    );
+    assert_eq!(report.files, 51);
+    assert_eq!(
+        report.added_bytes,
+        ("modified before pith started\n".len() + "not in git\n".len()) as u64,
+        "only the modified and the untracked file are copied"
+    );
+
+    // A committed file changes: its `before` comes from git, into pith's store.
+    fs::write(root.join("src/f7.rs"), "rewritten\n").unwrap();
+    fs::remove_file(root.join("src/f8.rs")).unwrap();
+    let changes = checkpointer.observe().await.unwrap().changes;
+    assert_eq!(paths(&changes), ["src/f7.rs", "src/f8.rs"]);
+    assert_eq!(changes[0].before, file(b"fn f7() {}\n", 0o644));
+    assert_eq!(changes[1].before, file(b"fn f8() {}\n", 0o644));
+    let FileState::File { hash, .. } = &changes[0].before else {
+        panic!("a file")
+    };
+    assert_eq!(
+        checkpointer.store().get(hash).unwrap().unwrap(),
+        b"fn f7() {}\n"
+    );
+    // The known state of an unchanged committed file is its real content's.
+    assert_eq!(
+        checkpointer.known_state("src/f9.rs").await.unwrap(),
+        file(b"fn f9() {}\n", 0o644)
+    );
+
+    let targets = pith_checkpoint::rewind_targets(&changes);
+    let plan = checkpointer.plan_rewind(targets).await.unwrap();
+    checkpointer.rewind(plan).await.unwrap();
+    assert_eq!(
+        fs::read_to_string(root.join("src/f7.rs")).unwrap(),
+        "fn f7() {}\n"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("src/f8.rs")).unwrap(),
+        "fn f8() {}\n"
+    );
+    assert_eq!(
+        disk_usage(&root.join(".git")),
+        git_before,
+        "nothing written under .git"
+    );
+}

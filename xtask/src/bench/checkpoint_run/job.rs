@@ -72,6 +72,8 @@ pub struct JobTimes {
     pub store_bytes: Option<u64>,
     /// Tool results that were errors.
     pub errors: usize,
+    /// The job's peak resident memory, KiB (its `VmHWM`).
+    pub peak_rss_kib: u64,
 }
 
 impl JobTimes {
@@ -150,15 +152,23 @@ pub fn run(binary: &Path, home: &Home, workspace: &Path, turns: Vec<Turn>) -> Re
         .spawn()
         .with_context(|| format!("starting {}", binary.display()))?;
     let stdout = child.stdout.take().context("pith's stdout")?;
-    let mut times = JobTimes::default();
-    for line in BufReader::new(stdout).lines() {
-        let line = line.context("reading pith's stdout")?;
-        times.record(&line, start.elapsed().as_secs_f64() * 1e3);
-    }
-    let status = child.wait().context("waiting for pith run")?;
-    if !status.success() {
+    // The lines are timed on a thread of their own while this one polls the peak memory.
+    let reader = std::thread::spawn(move || -> Result<JobTimes> {
+        let mut times = JobTimes::default();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.context("reading pith's stdout")?;
+            times.record(&line, start.elapsed().as_secs_f64() * 1e3);
+        }
+        Ok(times)
+    });
+    let (code, peak_rss_kib) = super::super::agent::wait_with_peak_rss(child)?;
+    let mut times = reader
+        .join()
+        .map_err(|_| anyhow!("the thread reading pith's stdout panicked"))??;
+    times.peak_rss_kib = peak_rss_kib;
+    if code != 0 {
         bail!(
-            "pith run in {} failed ({status}): {}",
+            "pith run in {} failed (exit {code}): {}",
             workspace.display(),
             std::fs::read_to_string(stderr.path()).unwrap_or_default()
         );

@@ -73,6 +73,10 @@ pub struct TreeRow {
     pub first_off: Spread,
     /// The store after the first snapshot (the last cold job).
     pub snapshot_store: StoreUsage,
+    /// Peak resident memory of the cold first-snapshot jobs, MiB, checkpoints on.
+    pub rss_on: Spread,
+    /// The same, checkpoints off.
+    pub rss_off: Spread,
 }
 
 /// The 100-turn session's store.
@@ -97,7 +101,8 @@ pub struct CheckpointRunSection {
     pub runs: usize,
     /// Cold first-snapshot jobs per workspace.
     pub cold_runs: usize,
-    /// Rows: the tiny repository first, then the generated one, then this repository.
+    /// Rows: the tiny repository first, then the generated one (60,000 files), this
+    /// repository, and the larger generated one (100,000 files).
     pub trees: Vec<TreeRow>,
     /// The 100-turn session.
     pub session: SessionRow,
@@ -146,6 +151,7 @@ pub fn measure(
         trees::tiny()?,
         trees::generated(trees::GENERATED_DIRS, trees::GENERATED_FILES_PER_DIR)?,
         trees::this_repository(root)?,
+        trees::generated(trees::LARGER_DIRS, trees::GENERATED_FILES_PER_DIR)?,
     ];
     let mut homes = Vec::new();
     let mut cold = Vec::new();
@@ -153,16 +159,21 @@ pub fn measure(
         log(&format!("first snapshots of {}", tree.label));
         let off = Home::new(false)?;
         let (mut first_cold, mut first_off) = (Vec::new(), Vec::new());
+        let (mut rss_on, mut rss_off) = (Vec::new(), Vec::new());
         let mut kept = None;
         for _ in 0..cold_runs.max(1) {
             let home = Home::new(true)?;
-            first_cold.push(job::run(binary, &home, tree.path(), bash_true(1))?.result_ms[0]);
-            first_off.push(job::run(binary, &off, tree.path(), bash_true(1))?.result_ms[0]);
+            let with = job::run(binary, &home, tree.path(), bash_true(1))?;
+            let without = job::run(binary, &off, tree.path(), bash_true(1))?;
+            first_cold.push(with.result_ms[0]);
+            first_off.push(without.result_ms[0]);
+            rss_on.push(with.peak_rss_kib as f64 / 1024.0);
+            rss_off.push(without.peak_rss_kib as f64 / 1024.0);
             kept = Some(home); // the previous one (and its store) is removed here
         }
         let on = kept.context("no cold run")?;
         let snapshot_store = trees::store_usage(&on.checkpoints_dir())?;
-        cold.push((first_cold, first_off, snapshot_store));
+        cold.push((first_cold, first_off, snapshot_store, rss_on, rss_off));
         homes.push((on, off));
     }
 
@@ -187,7 +198,7 @@ pub fn measure(
     }
 
     let mut rows = Vec::new();
-    for ((tree, (first_cold, first_off, snapshot_store)), figures) in
+    for ((tree, (first_cold, first_off, snapshot_store, rss_on, rss_off)), figures) in
         trees.iter().zip(cold).zip(&samples)
     {
         let what = |figure: &str| format!("{figure} in {}", tree.label);
@@ -203,6 +214,8 @@ pub fn measure(
             first_warm: spread(&figures[4], &what("second sessions"))?,
             first_off: spread(&first_off, &what("jobs without checkpoints"))?,
             snapshot_store,
+            rss_on: spread(&rss_on, &what("first snapshots"))?,
+            rss_off: spread(&rss_off, &what("jobs without checkpoints"))?,
         });
     }
 
@@ -312,6 +325,9 @@ pub fn target_rows(section: &CheckpointRunSection) -> Vec<String> {
         megabytes(large.snapshot_store.bytes),
         megabytes(large.snapshot_store.disk_bytes),
     ));
+    if let Some(larger) = section.trees.get(3) {
+        rows.extend(first_snapshot_rows(larger));
+    }
     let s = &section.session;
     rows.push(format!(
         "| store size after a {}-turn session reported | {} ({} on disk), {} more than before it | reported |",
@@ -321,6 +337,52 @@ pub fn target_rows(section: &CheckpointRunSection) -> Vec<String> {
         megabytes(s.after.bytes.saturating_sub(s.before.bytes)),
     ));
     rows
+}
+
+/// Target: the first bash result of a first session in the larger repository, ms.
+pub const FIRST_SESSION_TARGET_MS: f64 = 1_500.0;
+/// Target: the same for a later session (the store of an earlier one), ms.
+pub const LATER_SESSION_TARGET_MS: f64 = 300.0;
+/// Target: peak memory with checkpoints over without, MiB.
+pub const RSS_TARGET_MIB: f64 = 30.0;
+/// Target: the store's blocks on disk over the bytes it holds.
+pub const DISK_TARGET_RATIO: f64 = 3.0;
+/// A store this small on disk meets the ratio whatever it holds: a few files in 4 KiB
+/// blocks cannot be within 3× of a few hundred bytes, and cost nothing.
+const DISK_FLOOR_BYTES: u64 = 1 << 20;
+
+/// The rows of issue 41's first-snapshot targets, in the larger repository.
+fn first_snapshot_rows(larger: &TreeRow) -> Vec<String> {
+    let files = trees::group_thousands(larger.files);
+    let rss = larger.rss_on.median - larger.rss_off.median;
+    let store = &larger.snapshot_store;
+    let ratio = store.disk_bytes as f64 / store.bytes.max(1) as f64;
+    vec![
+        format!(
+            "| first session in a {files}-file git repository: first bash result within {FIRST_SESSION_TARGET_MS:.0} ms | {:.0} ms ({:.0} ms without checkpoints) | {} |",
+            larger.first_cold.median,
+            larger.first_off.median,
+            verdict(larger.first_cold.median <= FIRST_SESSION_TARGET_MS)
+        ),
+        format!(
+            "| later session in a {files}-file git repository: first bash result within {LATER_SESSION_TARGET_MS:.0} ms | {:.0} ms | {} |",
+            larger.first_warm.median,
+            verdict(larger.first_warm.median <= LATER_SESSION_TARGET_MS)
+        ),
+        format!(
+            "| peak memory with checkpoints at most {RSS_TARGET_MIB:.0} MiB over without ({files} files) | {rss:+.1} MiB ({:.1} vs {:.1} MiB) | {} |",
+            larger.rss_on.median,
+            larger.rss_off.median,
+            verdict(rss <= RSS_TARGET_MIB)
+        ),
+        format!(
+            "| store on disk at most {DISK_TARGET_RATIO:.0}× the bytes it holds, or under 1 MiB ({files} files) | {} on disk for {} ({ratio:.1}×, {} files) | {} |",
+            megabytes(store.disk_bytes),
+            megabytes(store.bytes),
+            store.files,
+            verdict(ratio <= DISK_TARGET_RATIO || store.disk_bytes <= DISK_FLOOR_BYTES)
+        ),
+    ]
 }
 
 /// The report's part; `with_heading` adds the section's heading (when the crate's
@@ -379,16 +441,18 @@ pub fn section(section: &CheckpointRunSection, with_heading: bool) -> String {
     );
     let _ = writeln!(
         out,
-        "| workspace | first result, empty store (ms) | index reused (ms) | checkpoints off (ms) | store files | store bytes | on disk |\n|---|---:|---:|---:|---:|---:|---:|"
+        "| workspace | first result, empty store (ms) | index reused (ms) | checkpoints off (ms) | peak memory on / off (MiB) | store files | store bytes | on disk |\n|---|---:|---:|---:|---:|---:|---:|---:|"
     );
     for row in &section.trees {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {:.1} / {:.1} | {} | {} | {} |",
             row.label,
             row.first_cold.show(0),
             row.first_warm.show(0),
             row.first_off.show(0),
+            row.rss_on.median,
+            row.rss_off.median,
             trees::group_thousands(row.snapshot_store.files as usize),
             megabytes(row.snapshot_store.bytes),
             megabytes(row.snapshot_store.disk_bytes),
@@ -445,6 +509,8 @@ mod tests {
                 bytes: 20_000_000,
                 disk_bytes: 265_000_000,
             },
+            rss_on: one(40.0),
+            rss_off: one(22.0),
         }
     }
 
@@ -510,6 +576,55 @@ mod tests {
         let mut alone = measured(14.0);
         alone.trees.truncate(1);
         assert!(target_rows(&alone).is_empty());
+    }
+
+    #[test]
+    fn the_larger_repository_has_the_first_snapshot_targets() {
+        let mut figures = measured(14.0);
+        assert_eq!(
+            target_rows(&figures).len(),
+            4,
+            "no larger repository, no rows"
+        );
+        let mut larger = row(
+            "a generated git repository of 100,000 files",
+            100_000,
+            14.0,
+            12.0,
+        );
+        larger.first_cold = one(1_200.0);
+        larger.first_warm = one(450.0);
+        larger.snapshot_store = StoreUsage {
+            files: 3,
+            bytes: 2_000_000,
+            disk_bytes: 5_000_000,
+        };
+        figures.trees.push(row("this repository", 600, 12.0, 11.0));
+        figures.trees.push(larger);
+        let rows = target_rows(&figures);
+        assert_eq!(rows.len(), 8);
+        assert!(
+            rows[3].contains("| 1200 ms (40 ms without checkpoints) | met |"),
+            "{}",
+            rows[3]
+        );
+        assert!(rows[4].contains("| 450 ms | **not met** |"), "{}", rows[4]);
+        assert!(
+            rows[5].contains("+18.0 MiB (40.0 vs 22.0 MiB) | met |"),
+            "{}",
+            rows[5]
+        );
+        assert!(rows[6].contains("(2.5×, 3 files) | met |"), "{}", rows[6]);
+        let mut packed_badly = figures.clone();
+        packed_badly.trees[3].snapshot_store.disk_bytes = 8_000_000;
+        assert!(target_rows(&packed_badly)[6].ends_with("| **not met** |"));
+        let mut tiny_store = figures;
+        tiny_store.trees[3].snapshot_store = StoreUsage {
+            files: 1,
+            bytes: 60,
+            disk_bytes: 4096,
+        };
+        assert!(target_rows(&tiny_store)[6].ends_with("(68.3×, 1 files) | met |"));
     }
 
     #[test]

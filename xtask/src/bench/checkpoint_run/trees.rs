@@ -13,6 +13,9 @@ use anyhow::{bail, Context, Result};
 pub const GENERATED_DIRS: usize = 3_000;
 /// Files per directory of the generated tree.
 pub const GENERATED_FILES_PER_DIR: usize = 20;
+/// Directories of the larger generated tree (× [`GENERATED_FILES_PER_DIR`] = 100,000
+/// files): the size the first-snapshot targets are set at.
+pub const LARGER_DIRS: usize = 5_000;
 
 /// A workspace: a committed git repository in a temp directory.
 pub struct Tree {

@@ -1,0 +1,207 @@
+//! Pre-images from git: in a git repository, a tracked file whose stat matches git's
+//! index holds exactly the blob the index names, and that blob is already in git's object
+//! store. The first snapshot records such a file by its blob id instead of copying it;
+//! its bytes are copied into pith's store only when a change of the file is found (the
+//! `before` of that change). Read-only: nothing is ever written under `.git`.
+//!
+//! Trusted only where the index is exact: an entry at stage 0, not marked assume-valid,
+//! skip-worktree or intent-to-add, of a regular file whose size, mtime and inode match
+//! lstat, modified before the index was written (a file changed in the index's own
+//! second is "racily clean" and read instead, as git does). A repository with checkout
+//! filters (`.gitattributes`, `core.autocrlf`, an attributes file) is not used at all: its
+//! blobs may differ from the files.
+
+use std::fs::Metadata;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use gix::bstr::ByteSlice;
+
+/// A git blob's id.
+pub(crate) type BlobId = gix::ObjectId;
+
+/// git's index of the repository that holds the workspace, for the first snapshot.
+pub(crate) struct GitIndex {
+    objects: GitObjects,
+    index: gix::index::File,
+    /// The workspace's path inside the repository's work tree (`""` at its top), with a
+    /// trailing `/` when not empty.
+    prefix: String,
+    /// When the index was written (seconds, nanoseconds): files modified at or after it
+    /// are not trusted.
+    written: (i64, u32),
+}
+
+/// git's object store, to read a recorded blob back when its file changes.
+#[derive(Clone)]
+pub(crate) struct GitObjects {
+    repo: gix::ThreadSafeRepository,
+}
+
+impl std::fmt::Debug for GitObjects {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitObjects")
+            .field("git_dir", &self.repo.git_dir())
+            .finish()
+    }
+}
+
+impl GitIndex {
+    /// git's index for the workspace `root`, or None when `root` is not in a git work
+    /// tree, the index cannot be read, or the repository has checkout filters.
+    pub(crate) fn open(root: &Path) -> Option<GitIndex> {
+        let repo = gix::discover(root).ok()?;
+        let workdir = repo.workdir()?.canonicalize().ok()?;
+        let root = root.canonicalize().ok()?;
+        let inside = root.strip_prefix(&workdir).ok()?.to_str()?.to_owned();
+        let prefix = if inside.is_empty() {
+            inside
+        } else {
+            format!("{inside}/")
+        };
+        if has_filters(&repo) {
+            tracing::debug!("checkpoints: git checkout filters in use; copying files instead");
+            return None;
+        }
+        let index = repo.open_index().ok()?;
+        if index
+            .entries()
+            .iter()
+            .any(|entry| entry.path(&index).ends_with(b".gitattributes"))
+        {
+            tracing::debug!("checkpoints: the repository has .gitattributes; copying files");
+            return None;
+        }
+        let stamp = index.timestamp();
+        let written = (stamp.unix_seconds(), stamp.nanoseconds());
+        Some(GitIndex {
+            objects: GitObjects {
+                repo: repo.into_sync(),
+            },
+            index,
+            prefix,
+            written,
+        })
+    }
+
+    /// The blob id of the workspace file `rel` (lstat `meta`), when git's index vouches
+    /// for its content.
+    pub(crate) fn clean_blob(&self, rel: &str, meta: &Metadata) -> Option<BlobId> {
+        if !meta.is_file() {
+            return None;
+        }
+        let path = format!("{}{rel}", self.prefix);
+        let entry = self.index.entry_by_path(path.as_bytes().as_bstr())?;
+        let flags = gix::index::entry::Flags::ASSUME_VALID
+            | gix::index::entry::Flags::SKIP_WORKTREE
+            | gix::index::entry::Flags::INTENT_TO_ADD;
+        if entry.stage_raw() != 0 || entry.flags.intersects(flags) {
+            return None;
+        }
+        if !entry.mode.contains(gix::index::entry::Mode::FILE) {
+            return None;
+        }
+        let stat = &entry.stat;
+        let matches = u64::from(stat.size) == meta.size()
+            && i64::from(stat.mtime.secs) == meta.mtime()
+            && i64::from(stat.mtime.nsecs) == meta.mtime_nsec()
+            && (stat.ino == 0 || u64::from(stat.ino) == meta.ino() & u64::from(u32::MAX));
+        let before_index = (meta.mtime(), meta.mtime_nsec() as u32) < self.written;
+        (matches && before_index).then_some(entry.id)
+    }
+
+    /// How many entries the index has.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.index.entries().len()
+    }
+
+    /// The object store, kept after the snapshot (the index itself is dropped).
+    pub(crate) fn objects(&self) -> GitObjects {
+        self.objects.clone()
+    }
+}
+
+impl GitObjects {
+    /// The bytes of blob `id`, or None when git no longer has it.
+    pub(crate) fn read(&self, id: BlobId) -> Option<Vec<u8>> {
+        let repo = self.repo.to_thread_local();
+        let object = repo.find_object(id).ok()?;
+        if object.kind != gix::object::Kind::Blob {
+            return None;
+        }
+        Some(object.detach().data)
+    }
+}
+
+/// True when checkouts may transform blobs: line-ending conversion, or an attributes file
+/// outside the index (a `.gitattributes` in the index is checked by the caller).
+fn has_filters(repo: &gix::Repository) -> bool {
+    let config = repo.config_snapshot();
+    let autocrlf = config
+        .string("core.autocrlf")
+        .is_some_and(|value| !value.eq_ignore_ascii_case(b"false"));
+    let attributes_file = config.string("core.attributesFile").is_some();
+    let info_attributes = repo.git_dir().join("info").join("attributes").exists();
+    autocrlf || attributes_file || info_attributes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(root: &Path, args: &[&str]) {
+        let status = Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    }
+
+    /// A file as committed is vouched for, and its blob reads back; a modified file, an
+    /// untracked one and a file touched after the index was written are not.
+    #[test]
+    fn the_index_vouches_only_for_files_as_git_has_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        git(root, &["init", "-q"]);
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.rs"), "fn a() {}\n").unwrap();
+        std::fs::write(root.join("b.txt"), "b\n").unwrap();
+        // The index must be written after the files' mtimes (racy git).
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        git(root, &["add", "."]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        std::fs::write(root.join("b.txt"), "changed\n").unwrap();
+        std::fs::write(root.join("new.txt"), "new\n").unwrap();
+        let index = GitIndex::open(root).expect("a git work tree");
+        assert_eq!(index.len(), 2);
+        let meta = |rel: &str| std::fs::symlink_metadata(root.join(rel)).unwrap();
+        let id = index.clean_blob("src/a.rs", &meta("src/a.rs")).unwrap();
+        assert_eq!(index.objects().read(id).unwrap(), b"fn a() {}\n");
+        assert_eq!(index.clean_blob("b.txt", &meta("b.txt")), None);
+        assert_eq!(index.clean_blob("new.txt", &meta("new.txt")), None);
+        assert_eq!(index.clean_blob("src", &meta("src")), None);
+        // A workspace below the work tree's top finds its files under its prefix.
+        let below = GitIndex::open(&root.join("src")).unwrap();
+        assert!(below.clean_blob("a.rs", &meta("src/a.rs")).is_some());
+    }
+
+    #[test]
+    fn outside_git_or_with_filters_there_is_no_index() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(GitIndex::open(dir.path()).is_none());
+        let root = dir.path();
+        git(root, &["init", "-q"]);
+        std::fs::write(root.join(".gitattributes"), "*.txt eol=crlf\n").unwrap();
+        std::fs::write(root.join("a.txt"), "a\n").unwrap();
+        git(root, &["add", "."]);
+        assert!(GitIndex::open(root).is_none(), "checkout filters");
+    }
+}
