@@ -13,7 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Output;
 
-use common::{json_lines, records, stderr, stdout, Sandbox};
+use common::{json_lines, records, stderr, stdout, transcripts, Sandbox};
 use pith_testkit::{Script, TestServer, Turn};
 use serde_json::{json, Value};
 
@@ -1266,4 +1266,112 @@ fn the_rewind_trial_restores_every_turn_against_its_manifest() {
         );
         assert_eq!(restorable(&cwd, &[]), last, "the undo of turn {turn}");
     }
+}
+
+/// A rewind of session B while session C runs in the same workspace is not charged to
+/// C's checkpoint: C records it apart (`rewind_elsewhere`), and a later rewind of C leaves
+/// B's rewind alone while it restores C's own changes.
+#[test]
+fn a_rewind_of_another_session_is_not_charged_to_the_running_one() {
+    let sandbox = Sandbox::new();
+    let cwd = sandbox.workspace();
+    let b_server = TestServer::start(Script::anthropic([
+        Turn::text("Writing.")
+            .with_tool_call("write", json!({"path": "b.txt", "content": "from B\n"})),
+        Turn::text("B done."),
+    ]))
+    .unwrap();
+    let b = session_of(&sandbox.run(
+        &b_server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "session B",
+        ],
+    ));
+    assert!(cwd.join("b.txt").exists());
+    // Session C's bash call runs for a while; B is rewound meanwhile, from outside.
+    let c_server = TestServer::start(Script::anthropic([
+        Turn::text("Working.")
+            .with_tool_call("bash", json!({"command": "sleep 3 && echo c > c.txt"})),
+        Turn::text("C done."),
+    ]))
+    .unwrap();
+    let c_job = sandbox
+        .pith(Some(&c_server))
+        .args([
+            "run",
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "session C",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let rewound_b = rewind(&sandbox, &[&b, "--to", "1", "--code"]);
+    assert_eq!(
+        rewound_b.status.code(),
+        Some(0),
+        "stderr: {}",
+        stderr(&rewound_b)
+    );
+    assert!(!cwd.join("b.txt").exists(), "B's rewind removed its file");
+    let c_output = c_job.wait_with_output().unwrap();
+    let c = session_of(&c_output);
+    assert!(cwd.join("c.txt").exists());
+
+    let transcript = transcripts(&sandbox.pith_home())
+        .into_iter()
+        .find(|path| path.to_string_lossy().contains(&c))
+        .unwrap();
+    let checkpoints: Vec<Value> = records(&transcript)
+        .into_iter()
+        .filter(|r| r["kind"] == "checkpoint")
+        .collect();
+    let paths_of = |record: &Value| -> Vec<String> {
+        record["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let bash = checkpoints
+        .iter()
+        .find(|r| r["tool"] == "bash")
+        .expect("a checkpoint of C's bash call");
+    assert_eq!(
+        paths_of(bash),
+        ["c.txt"],
+        "B's rewind is not C's bash call's"
+    );
+    let elsewhere = checkpoints
+        .iter()
+        .find(|r| r["rewind_elsewhere"] == true)
+        .expect("B's rewind recorded apart");
+    assert_eq!(paths_of(elsewhere), ["b.txt"]);
+
+    // C's rewind restores C's change and leaves B's rewind as it is.
+    let rewound_c = rewind(&sandbox, &[&c, "--to", "1", "--code"]);
+    assert_eq!(
+        rewound_c.status.code(),
+        Some(0),
+        "stderr: {}",
+        stderr(&rewound_c)
+    );
+    assert!(!cwd.join("c.txt").exists());
+    assert!(
+        !cwd.join("b.txt").exists(),
+        "B's rewind is not undone by C's"
+    );
 }

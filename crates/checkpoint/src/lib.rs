@@ -7,6 +7,7 @@ mod disk;
 mod error;
 mod git;
 mod index;
+mod journal;
 mod paths;
 mod restore;
 mod rules;

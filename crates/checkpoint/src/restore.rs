@@ -252,9 +252,10 @@ pub fn verify(plan: &RestorePlan, max_file_bytes: u64) -> Result<Vec<String>> {
 }
 
 /// Applies `plan`: stores the current content of every path it writes (so the rewind can
-/// be undone), then writes each path through a temp file renamed over it. Returns the
-/// changes made (`before` = what was there, `after` = the target), by path. Refuses the
-/// whole plan, writing nothing, when it has refusals.
+/// be undone), then writes each path through a temp file renamed over it, and notes what
+/// it wrote in the store's rewind journal. Returns the changes made (`before` = what was
+/// there, `after` = the target), by path. Refuses the whole plan, writing nothing, when it
+/// has refusals.
 pub fn apply(plan: &RestorePlan, store: &Store) -> Result<Vec<FileChange>> {
     if !plan.refused.is_empty() {
         return Err(CheckpointError::Refused(plan.refused.clone()));
@@ -347,7 +348,7 @@ pub fn apply(plan: &RestorePlan, store: &Store) -> Result<Vec<FileChange>> {
             let _ = handle.sync_all();
         }
     }
-    Ok(plan
+    let changes: Vec<FileChange> = plan
         .writes
         .iter()
         .zip(befores)
@@ -357,7 +358,12 @@ pub fn apply(plan: &RestorePlan, store: &Store) -> Result<Vec<FileChange>> {
             before,
             after: write.target.clone(),
         })
-        .collect())
+        .collect();
+    // Another session of this workspace must not take these writes for its own tools'.
+    if let Err(error) = store.note_rewind(&changes) {
+        tracing::warn!(%error, "rewind: the rewind journal could not be written");
+    }
+    Ok(changes)
 }
 
 /// The `.pith-rewind-…` temp files (never directories) in the directory `rel`: what a

@@ -1,7 +1,8 @@
 //! The content-addressed blob store: each distinct content once, under its SHA-256, in a
 //! directory outside the workspace (`$PITH_HOME/checkpoints/<project_key>/`).
 //!
-//! Layout: `blobs/<2 hex>/<62 hex>` (the raw bytes), `tmp/` (blobs being written; a
+//! Layout: `blobs/<2 hex>/<62 hex>` (the raw bytes), `rewinds/` (the rewind journal, see
+//! `journal.rs`), `tmp/` (blobs being written; a
 //! crash leaves at most a stray temp file there, never a torn blob), `index.json` (the
 //! shadow's stat index, see `index.rs`). A blob is written to a temp file and renamed into
 //! place; a blob whose bytes do not hash to its name is treated as missing. Blobs are not
@@ -205,6 +206,20 @@ impl Store {
         report.size_bytes = size;
         *self.lock_size() = Some(size);
         Ok(report)
+    }
+
+    /// Notes in the rewind journal that this process's rewind wrote `changes` (each
+    /// path's `after`), so that another session of the workspace does not take them for
+    /// its own tools' (see `journal.rs`).
+    pub fn note_rewind(&self, changes: &[pith_core::FileChange]) -> Result<()> {
+        crate::journal::note(&self.dir, changes)
+    }
+
+    /// The states other processes' rewinds wrote in the last hour, by path.
+    pub fn rewinds_elsewhere(
+        &self,
+    ) -> std::collections::HashMap<String, Vec<pith_core::FileState>> {
+        crate::journal::written_elsewhere(&self.dir)
     }
 
     fn lock_size(&self) -> std::sync::MutexGuard<'_, Option<u64>> {

@@ -37,6 +37,12 @@ pub struct Checkpoint {
     /// warn before overwriting them, never counted among a turn's files.
     #[serde(rename = "outside", default, skip_serializing_if = "is_false")]
     pub outside: bool,
+    /// True for changes another session's rewind made (pith knows them from the store's
+    /// rewind journal): recorded so the history is complete, never rewound by this
+    /// session. A rewind of this session that would overwrite such a path asks first, as
+    /// for any change made outside it.
+    #[serde(rename = "rewind_elsewhere", default, skip_serializing_if = "is_false")]
+    pub rewind_elsewhere: bool,
     /// What changed, one entry per path.
     #[serde(rename = "changes")]
     pub changes: Vec<FileChange>,
@@ -60,6 +66,7 @@ impl Checkpoint {
             call_id,
             tool,
             outside,
+            rewind_elsewhere,
             changes,
             bytes,
         } = self;
@@ -72,6 +79,7 @@ impl Checkpoint {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
                 outside,
+                rewind_elsewhere,
                 changes: chunk,
                 bytes: if parts.is_empty() { bytes } else { 0 },
             });
@@ -191,6 +199,7 @@ mod tests {
             call_id: Some("call_3".into()),
             tool: Some("edit".into()),
             outside: false,
+            rewind_elsewhere: false,
             changes: vec![edit_of("src/parser.rs")],
             bytes: 4,
         });
@@ -216,6 +225,7 @@ mod tests {
             call_id: None,
             tool: None,
             outside: true,
+            rewind_elsewhere: false,
             changes: vec![FileChange {
                 path: "notes.txt".into(),
                 before: FileState::Absent,
@@ -296,6 +306,7 @@ mod tests {
             call_id: Some("c".into()),
             tool: Some("bash".into()),
             outside: false,
+            rewind_elsewhere: false,
             changes: (0..count).map(|i| edit_of(&format!("f{i}"))).collect(),
             bytes: 77,
         };

@@ -99,6 +99,8 @@ fn preview(text: &str) -> String {
 /// The changes of one record, with the root their paths are relative to.
 fn record_changes(record: &Record) -> Option<(&Path, &[FileChange])> {
     match &record.event {
+        // Another session's rewind is never this session's to rewind.
+        Event::Checkpoint(checkpoint) if checkpoint.rewind_elsewhere => None,
         Event::Checkpoint(checkpoint) => Some((&checkpoint.root, &checkpoint.changes)),
         Event::Rewind(rewind) => Some((&rewind.root, &rewind.changes)),
         _ => None,
@@ -159,8 +161,16 @@ pub fn states_at(records: &[Record], seq: u64, root: &Path) -> BTreeMap<String, 
 /// change. A file on disk that differs from it was changed outside pith since.
 pub fn last_known_states(records: &[Record], root: &Path) -> BTreeMap<String, FileState> {
     let mut states = BTreeMap::new();
-    for change in changes_after_in(records, 0, root) {
-        states.insert(change.path, change.after);
+    for record in records {
+        let changes = match &record.event {
+            // What another session's rewind wrote is known too: not a change outside pith.
+            Event::Checkpoint(checkpoint) if checkpoint.root == root => &checkpoint.changes,
+            Event::Rewind(rewind) if rewind.root == root => &rewind.changes,
+            _ => continue,
+        };
+        for change in changes {
+            states.insert(change.path.clone(), change.after.clone());
+        }
     }
     states
 }
@@ -200,6 +210,7 @@ mod tests {
             call_id: (!outside).then(|| "call".to_owned()),
             tool: None,
             outside,
+            rewind_elsewhere: false,
             changes,
             bytes: 1,
         })
@@ -373,5 +384,37 @@ mod tests {
             !known.contains_key("x"),
             "other roots are not the workspace"
         );
+    }
+
+    /// What another session's rewind wrote is known (not a change outside pith) but never
+    /// rewound by this session: a rewind to before it leaves those paths to it.
+    #[test]
+    fn another_session_s_rewind_is_known_and_never_rewound() {
+        let mut records = vec![record(
+            2,
+            checkpoint("/w", false, vec![change("a.rs", file("a0"), file("a1"))]),
+        )];
+        let Event::Checkpoint(mut elsewhere) = checkpoint(
+            "/w",
+            true,
+            vec![
+                change("a.rs", file("a1"), file("b-era")),
+                change("z.rs", file("z1"), file("z0")),
+            ],
+        ) else {
+            unreachable!()
+        };
+        elsewhere.rewind_elsewhere = true;
+        records.push(record(3, Event::Checkpoint(elsewhere)));
+        let targets = states_at(&records, 1, Path::new("/w"));
+        assert_eq!(targets, BTreeMap::from([("a.rs".to_owned(), file("a0"))]));
+        let paths: Vec<String> = changes_after_in(&records, 1, Path::new("/w"))
+            .into_iter()
+            .map(|c| c.path)
+            .collect();
+        assert_eq!(paths, ["a.rs"]);
+        let known = last_known_states(&records, Path::new("/w"));
+        assert_eq!(known["a.rs"], file("b-era"));
+        assert_eq!(known["z.rs"], file("z0"));
     }
 }

@@ -229,6 +229,7 @@ fn a_resumed_session_continues_from_the_rewind_and_replay_shows_it() {
             call_id: Some("c1".into()),
             tool: Some("edit".into()),
             outside: false,
+            rewind_elsewhere: false,
             changes: vec![FileChange {
                 path: "a.rs".into(),
                 before: FileState::Absent,

@@ -130,8 +130,10 @@ impl Checkpoints {
 
     /// Observes the workspace and returns a record of what changed: attributed to the call
     /// `call` (id and tool) when given, else to the turn (`outside` false) or to someone
-    /// outside pith (`outside` true). `None` when nothing changed or the observation
-    /// failed (logged: checkpoints never fail a turn).
+    /// outside pith (`outside` true). Changes another session's rewind made go into a
+    /// record of their own (`rewind_elsewhere`), queued with the pending records.
+    /// `None` when nothing (else) changed or the observation failed (logged: checkpoints
+    /// never fail a turn).
     pub async fn observe(&self, call: Option<(&str, &str)>, outside: bool) -> Option<Checkpoint> {
         if call.is_none() && !self.engine.is_started() {
             // Nothing ran since the session started (every tool call waits for the first
@@ -161,12 +163,36 @@ impl Checkpoints {
         if observation.bytes_added > 0 {
             self.keep_under_cap().await;
         }
+        // What another session's rewind wrote is not this call's (nor this turn's): it is
+        // recorded apart, before, and this session never rewinds it.
+        let elsewhere = self.engine.store().rewinds_elsewhere();
+        let (foreign, own): (Vec<FileChange>, Vec<FileChange>) =
+            observation.changes.into_iter().partition(|change| {
+                elsewhere
+                    .get(&change.path)
+                    .is_some_and(|states| states.contains(&change.after))
+            });
+        if !foreign.is_empty() {
+            self.lock().push(Checkpoint {
+                root: self.root().to_path_buf(),
+                call_id: None,
+                tool: None,
+                outside: true,
+                rewind_elsewhere: true,
+                changes: foreign,
+                bytes: 0,
+            });
+        }
+        if own.is_empty() {
+            return None;
+        }
         Some(Checkpoint {
             root: self.root().to_path_buf(),
             call_id: call.map(|(id, _)| id.to_owned()),
             tool: call.map(|(_, tool)| tool.to_owned()),
             outside,
-            changes: observation.changes,
+            rewind_elsewhere: false,
+            changes: own,
             bytes: observation.bytes_added,
         })
     }

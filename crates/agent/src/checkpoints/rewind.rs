@@ -242,6 +242,7 @@ pub async fn carry_out(
                     call_id: None,
                     tool: None,
                     outside: true,
+                    rewind_elsewhere: false,
                     changes: rewound.pending.changes,
                     bytes: rewound.pending.bytes_added,
                 };

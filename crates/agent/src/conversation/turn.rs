@@ -517,6 +517,7 @@ impl Conversation {
             call_id: None,
             tool: None,
             outside: true,
+            rewind_elsewhere: false,
             changes,
             bytes: 0,
         };
@@ -530,10 +531,12 @@ impl Conversation {
         let Some(checkpoints) = self.factory.checkpoints.clone() else {
             return;
         };
+        // Observed first: what another session's rewind wrote joins the pending records.
+        let observed = checkpoints.observe(None, outside).await;
         for record in checkpoints.take_pending() {
             write_checkpoint(&mut self.session, &checkpoints, record, sink);
         }
-        if let Some(record) = checkpoints.observe(None, outside).await {
+        if let Some(record) = observed {
             write_checkpoint(&mut self.session, &checkpoints, record, sink);
         }
     }
