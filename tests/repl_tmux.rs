@@ -715,7 +715,7 @@ fn esc_esc_opens_rewind_which_warns_about_a_hand_edit_and_puts_files_and_convers
     pane.keys(&["Escape"]);
     let screen = pane.wait_for_text("Turns of this session:");
     assert!(
-        screen.contains("first change  [new/fresh.txt, notes.txt]"),
+        screen.contains("first change  [new/, new/fresh.txt, notes.txt]"),
         "{screen}"
     );
     assert!(

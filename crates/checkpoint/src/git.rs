@@ -5,8 +5,8 @@
 //! `before` of that change). Read-only: nothing is ever written under `.git`.
 //!
 //! Trusted only where the index is exact: an entry at stage 0, not marked assume-valid,
-//! skip-worktree or intent-to-add, of a regular file whose size, mtime and inode match
-//! lstat, modified before the index was written (a file changed in the index's own
+//! skip-worktree or intent-to-add, of a regular file whose size, mtime, ctime and inode
+//! match lstat, modified before the index was written (a file changed in the index's own
 //! second is "racily clean" and read instead, as git does). A repository with checkout
 //! filters (`.gitattributes`, `core.autocrlf`, an attributes file) is not used at all: its
 //! blobs may differ from the files.
@@ -102,9 +102,13 @@ impl GitIndex {
             return None;
         }
         let stat = &entry.stat;
+        // As git does (core.trustctime): size, mtime and ctime, to the nanosecond, and the
+        // inode when the index has it.
         let matches = u64::from(stat.size) == meta.size()
             && i64::from(stat.mtime.secs) == meta.mtime()
             && i64::from(stat.mtime.nsecs) == meta.mtime_nsec()
+            && i64::from(stat.ctime.secs) == meta.ctime()
+            && i64::from(stat.ctime.nsecs) == meta.ctime_nsec()
             && (stat.ino == 0 || u64::from(stat.ino) == meta.ino() & u64::from(u32::MAX));
         let before_index = (meta.mtime(), meta.mtime_nsec() as u32) < self.written;
         (matches && before_index).then_some(entry.id)
