@@ -90,8 +90,12 @@ impl GitIndex {
         if !meta.is_file() {
             return None;
         }
-        let path = format!("{}{rel}", self.prefix);
-        let entry = self.index.entry_by_path(path.as_bytes().as_bstr())?;
+        let entry = if self.prefix.is_empty() {
+            self.index.entry_by_path(rel.as_bytes().as_bstr())?
+        } else {
+            let path = format!("{}{rel}", self.prefix);
+            self.index.entry_by_path(path.as_bytes().as_bstr())?
+        };
         let flags = gix::index::entry::Flags::ASSUME_VALID
             | gix::index::entry::Flags::SKIP_WORKTREE
             | gix::index::entry::Flags::INTENT_TO_ADD;

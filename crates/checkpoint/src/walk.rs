@@ -46,6 +46,33 @@ pub(crate) fn walk(
     rules: &mut Rules,
     mut visit: impl FnMut(&str, &Metadata) -> bool,
 ) {
+    walk_entries(root, start, rules, |rel, entry, _| {
+        // DirEntry::metadata does not follow symlinks.
+        match entry.metadata() {
+            Ok(meta) => visit(rel, &meta),
+            Err(_) => true,
+        }
+    });
+}
+
+/// [`walk`] without the metadata: each entry's path and whether it is a directory, from
+/// the directory listing's own file type (no `lstat` per entry where the file system
+/// gives it, which is most of them). For the tracker, which only watches directories.
+pub(crate) fn walk_names(
+    root: &Path,
+    start: &str,
+    rules: &mut Rules,
+    mut visit: impl FnMut(&str, bool) -> bool,
+) {
+    walk_entries(root, start, rules, |rel, _, is_dir| visit(rel, is_dir));
+}
+
+fn walk_entries(
+    root: &Path,
+    start: &str,
+    rules: &mut Rules,
+    mut visit: impl FnMut(&str, &std::fs::DirEntry, bool) -> bool,
+) {
     let mut pending = vec![start.to_owned()];
     while let Some(dir) = pending.pop() {
         // Every directory's `.gitignore` is read as the walk enters it, the root's too:
@@ -65,15 +92,18 @@ pub(crate) fn walk(
                 continue;
             };
             let rel = paths::join(&dir, name);
-            // DirEntry::metadata does not follow symlinks.
-            let Ok(meta) = entry.metadata() else { continue };
-            if rules.is_ignored(&rel, meta.is_dir()) {
+            // The listing's file type does not follow symlinks either.
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let is_dir = kind.is_dir();
+            if rules.is_ignored(&rel, is_dir) {
                 continue;
             }
-            if !visit(&rel, &meta) {
+            if !visit(&rel, &entry, is_dir) {
                 return;
             }
-            if meta.is_dir() {
+            if is_dir {
                 pending.push(rel);
             }
         }
@@ -105,6 +135,23 @@ mod tests {
         assert_eq!(
             seen,
             [".gitignore", "link", "src", "src/deep", "src/deep/a.rs"]
+        );
+        let mut names = Vec::new();
+        walk_names(root, "", &mut rules, |rel, is_dir| {
+            names.push((rel.to_owned(), is_dir));
+            true
+        });
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                (".gitignore".to_owned(), false),
+                ("link".to_owned(), false),
+                ("src".to_owned(), true),
+                ("src/deep".to_owned(), true),
+                ("src/deep/a.rs".to_owned(), false)
+            ],
+            "the same entries, a symlink to a directory not one"
         );
     }
 }

@@ -20,7 +20,7 @@ use super::log::ChangeLog;
 use super::scan::ScanState;
 use crate::paths;
 use crate::rules::Rules;
-use crate::walk::walk;
+use crate::walk::walk_names;
 
 /// What a workspace directory's watch asks for. Not IN_OPEN or IN_ACCESS: reads are not
 /// changes, and the snapshot reads every file.
@@ -167,8 +167,8 @@ impl Inner {
             watched,
             ..
         } = self;
-        walk(root, rel, rules, |child, meta| {
-            if meta.is_dir() && watched.add(root, child).is_err() {
+        walk_names(root, rel, rules, |child, is_dir| {
+            if is_dir && watched.add(root, child).is_err() {
                 exhausted = true;
                 return false;
             }
