@@ -83,7 +83,8 @@ pub(crate) struct Shadow {
 impl Shadow {
     /// The first snapshot: walks `root`, keeps every file (by its git blob id where git's
     /// index vouches for it, reusing the previous session's index where the stat key is
-    /// unchanged, copying it into the store otherwise), and saves the index.
+    /// unchanged, copying it into the store otherwise), and saves the index when it
+    /// changed.
     pub(crate) fn snapshot(root: &Path, store: &Store) -> crate::Result<(Shadow, SnapshotReport)> {
         let started = Instant::now();
         let git_index = GitIndex::open(root);
@@ -173,7 +174,16 @@ impl Shadow {
             rules,
             git: git_index.as_ref().map(GitIndex::objects),
         };
-        shadow.save_index(store)?;
+        // An index that would come out as it was read (every file it names reused, none
+        // gone, none new) is not written again.
+        let copied_files = shadow
+            .entries
+            .values()
+            .filter(|entry| entry.git.is_none() && matches!(entry.state, FileState::File { .. }))
+            .count();
+        if report.reused != copied_files || known.len() != report.reused {
+            shadow.save_index(store)?;
+        }
         report.elapsed = started.elapsed();
         Ok((shadow, report))
     }

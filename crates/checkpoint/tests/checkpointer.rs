@@ -202,6 +202,17 @@ async fn the_next_session_reuses_the_index() {
     let first = Checkpointer::start(root, store.path(), config(true, usize::MAX)).unwrap();
     assert_eq!(first.snapshot_report().await.unwrap().reused, 0);
     drop(first);
+    // The index is written atomically (a new inode): a session whose snapshot reuses it
+    // whole leaves it as it is, one that found a change writes it again.
+    let index_inode = || {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(store.path().join("index.json")).unwrap().ino()
+    };
+    let written = index_inode();
+    let unchanged = Checkpointer::start(root, store.path(), config(true, usize::MAX)).unwrap();
+    assert_eq!(unchanged.snapshot_report().await.unwrap().reused, 20);
+    drop(unchanged);
+    assert_eq!(index_inode(), written, "nothing changed: not rewritten");
     fs::write(root.join("d/3"), "changed").unwrap();
     let second = Checkpointer::start(root, store.path(), config(true, usize::MAX)).unwrap();
     let report = second.snapshot_report().await.unwrap();
@@ -211,6 +222,7 @@ async fn the_next_session_reuses_the_index() {
         second.known_state("d/3").await.unwrap(),
         file(b"changed", 0o644)
     );
+    assert_ne!(index_inode(), written, "a changed file: written again");
 }
 
 /// The tests expect 0o644 files whatever the umask.
