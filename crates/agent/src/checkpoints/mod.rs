@@ -320,6 +320,9 @@ mod tests {
         drop(earlier);
         let checkpoints = Checkpoints::start(&root, &data, &config).unwrap().unwrap();
         assert!(checkpoints.observe(None, true).await.is_none());
+        // As a writing tool does: the snapshot first, so the write is a change (a file
+        // written before the snapshot reaches it has its new content as its first state).
+        checkpoints.wait_for_snapshot().await;
         std::fs::write(root.join("big.bin"), noise(9, 400_000)).unwrap();
         let record = checkpoints
             .observe(Some(("c1", "write")), false)
