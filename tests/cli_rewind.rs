@@ -1275,6 +1275,8 @@ fn the_rewind_trial_restores_every_turn_against_its_manifest() {
 fn a_rewind_of_another_session_is_not_charged_to_the_running_one() {
     let sandbox = Sandbox::new();
     let cwd = sandbox.workspace();
+    // C's bash call says when it runs with a file no checkpoint records (ignored).
+    std::fs::write(cwd.join(".gitignore"), "*.flag\n").unwrap();
     let b_server = TestServer::start(Script::anthropic([
         Turn::text("Writing.")
             .with_tool_call("write", json!({"path": "b.txt", "content": "from B\n"})),
@@ -1296,8 +1298,10 @@ fn a_rewind_of_another_session_is_not_charged_to_the_running_one() {
     assert!(cwd.join("b.txt").exists());
     // Session C's bash call runs for a while; B is rewound meanwhile, from outside.
     let c_server = TestServer::start(Script::anthropic([
-        Turn::text("Working.")
-            .with_tool_call("bash", json!({"command": "sleep 3 && echo c > c.txt"})),
+        Turn::text("Working.").with_tool_call(
+            "bash",
+            json!({"command": "touch running.flag && sleep 5 && echo c > c.txt"}),
+        ),
         Turn::text("C done."),
     ]))
     .unwrap();
@@ -1317,7 +1321,14 @@ fn a_rewind_of_another_session_is_not_charged_to_the_running_one() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let waited = std::time::Instant::now();
+    while !cwd.join("running.flag").exists() {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(60),
+            "C's bash call never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let rewound_b = rewind(&sandbox, &[&b, "--to", "1", "--code"]);
     assert_eq!(
         rewound_b.status.code(),
