@@ -70,13 +70,7 @@ pub struct PlannedWrite {
 impl PlannedWrite {
     /// The path as front-ends show it: a directory's with a trailing `/`.
     pub fn shown_path(&self) -> String {
-        if matches!(self.current, FileState::Dir { .. })
-            || matches!(self.target, FileState::Dir { .. })
-        {
-            format!("{}/", self.path)
-        } else {
-            self.path.clone()
-        }
+        pith_core::shown_path(&self.path, &self.current, &self.target)
     }
 }
 
@@ -180,7 +174,7 @@ pub fn plan(root: &Path, store: &Store, targets: &BTreeMap<String, Target>) -> R
             stray_temp_files(&root, dir, &mut strays);
         }
         let is_dir_now = fs::symlink_metadata(&abs).is_ok_and(|meta| meta.is_dir());
-        if is_dir_now && !matches!(target.restore, FileState::Dir { .. }) {
+        if is_dir_now && !target.restore.is_dir() {
             // A directory goes (or gives way to a file) only when the rewind empties it;
             // one that keeps entries the rewind does not remove stays, with them.
             let mut left = Vec::new();

@@ -223,7 +223,7 @@ impl Shadow {
             // came or went: those are named on their own): only itself is read again.
             let same_dir = is_dir
                 && self.entries.get(path).is_some_and(|entry| {
-                    matches!(entry.state, FileState::Dir { .. })
+                    entry.state.is_dir()
                         && entry.stat.map(|stat| stat.ino) == now.as_ref().map(|meta| meta.ino())
                 });
             if !same_dir {

@@ -37,7 +37,9 @@ pub use cost::{
     plan_request, usage_cost, CeilingReached, Ceilings, InputEstimate, Pricing, RequestPlan,
     Reservation, SpendMeter, MIN_USEFUL_OUTPUT_TOKENS,
 };
-pub use protocol::checkpoint::{ChangeFeed, ChangeMark, CheckpointSummary, FileChange, FileState};
+pub use protocol::checkpoint::{
+    shown_path, ChangeFeed, ChangeMark, CheckpointSummary, FileChange, FileState,
+};
 pub use protocol::effect::{FileAction, FileEffect};
 pub use protocol::events::SubagentEvent;
 pub use protocol::events::{AutoCompaction, LoopEvent, RequestPurpose, RequestReport};

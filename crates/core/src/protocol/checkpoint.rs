@@ -61,6 +61,11 @@ impl FileState {
     pub fn is_restorable(&self) -> bool {
         !matches!(self, FileState::Omitted { .. })
     }
+
+    /// True for a directory.
+    pub fn is_dir(&self) -> bool {
+        matches!(self, FileState::Dir { .. })
+    }
 }
 
 /// One path pith saw change: what it held before and after.
@@ -81,13 +86,17 @@ impl FileChange {
     /// The path as front-ends show it: a directory's with a trailing `/` (`logs/`), so a
     /// list of changes tells directories from files.
     pub fn shown_path(&self) -> String {
-        if matches!(self.before, FileState::Dir { .. })
-            || matches!(self.after, FileState::Dir { .. })
-        {
-            format!("{}/", self.path)
-        } else {
-            self.path.clone()
-        }
+        shown_path(&self.path, &self.before, &self.after)
+    }
+}
+
+/// `path` as front-ends show a change of it between two states: with a trailing `/` when
+/// either is a directory.
+pub fn shown_path(path: &str, before: &FileState, after: &FileState) -> String {
+    if before.is_dir() || after.is_dir() {
+        format!("{path}/")
+    } else {
+        path.to_owned()
     }
 }
 

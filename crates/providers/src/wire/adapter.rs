@@ -213,6 +213,30 @@ pub(crate) mod tests {
 
     /// Asserts that an adapter's typed encoder gives the same JSON as its previous
     /// `Value`-tree builder on every one of [`varied_requests`].
+    /// Both OpenAI encoders: the session's cache key becomes `prompt_cache_key`, and no key
+    /// sends none.
+    pub(crate) fn assert_the_session_key_routes_to_one_prompt_cache(
+        encoded: impl Fn(&ModelRequest) -> serde_json::Value,
+    ) {
+        let request = |key: Option<&str>| ModelRequest {
+            model: "gpt-5".into(),
+            system: "sys".into(),
+            messages: std::sync::Arc::new(vec![pith_core::Message::user("hi")]),
+            tools: Vec::new(),
+            max_output_tokens: None,
+            temperature: None,
+            reasoning: None,
+            output: None,
+            cache: CacheHints {
+                anchor: None,
+                key: key.map(str::to_owned),
+            },
+        };
+        let keyed = encoded(&request(Some("session-1")));
+        assert_eq!(keyed["prompt_cache_key"], serde_json::json!("session-1"));
+        assert!(encoded(&request(None)).get("prompt_cache_key").is_none());
+    }
+
     pub(crate) fn assert_encoder_matches_reference(
         encoded: impl Fn(&ModelRequest) -> serde_json::Value,
         reference: impl Fn(&ModelRequest) -> serde_json::Value,

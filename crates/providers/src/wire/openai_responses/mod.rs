@@ -183,25 +183,9 @@ mod tests {
 
     #[test]
     fn the_session_key_routes_requests_to_one_prompt_cache() {
-        let request = |key: Option<&str>| crate::wire::adapter::ModelRequest {
-            model: "gpt-5".into(),
-            system: "sys".into(),
-            messages: std::sync::Arc::new(vec![pith_core::Message::user("hi")]),
-            tools: Vec::new(),
-            max_output_tokens: None,
-            temperature: None,
-            reasoning: None,
-            output: None,
-            cache: crate::wire::adapter::CacheHints {
-                anchor: None,
-                key: key.map(str::to_owned),
-            },
-        };
-        let keyed = request_body(&request(Some("session-1")));
-        assert_eq!(keyed["prompt_cache_key"], serde_json::json!("session-1"));
-        assert!(request_body(&request(None))
-            .get("prompt_cache_key")
-            .is_none());
+        crate::wire::adapter::tests::assert_the_session_key_routes_to_one_prompt_cache(
+            request_body,
+        );
     }
 
     #[test]
