@@ -287,3 +287,88 @@ fn a_plan_reaches_stream_json_and_survives_a_compaction_after_a_resume() {
         "{text}"
     );
 }
+
+/// The decisions the session starts with, which every later request must still carry.
+const DECISIONS: &str = "Part 1, the decisions:\n- We chose SQLite in WAL mode because the team already operates it.\n- Raw events are kept for 90 days.\nAcknowledge in one short sentence.";
+
+#[test]
+fn a_small_window_keeps_the_first_message_through_compactions_after_plans_and_reads() {
+    // A 6k window and a model that plans, reads and runs a command on every step: the
+    // smallest compaction plan's ledger is tight, and its plan, files and commands once
+    // took all of it, so every request after a compaction lost the session's first
+    // message (seen in the demo with a real 135M model).
+    let sandbox = Sandbox::new();
+    let workspace = sandbox.workspace();
+    let mut turns = vec![Turn::text("Noted.")];
+    for part in 2..=10 {
+        std::fs::write(workspace.join(format!("part{part}.md")), "draft\n").unwrap();
+        let steps: Vec<Value> = (1..=6)
+            .map(|i| json!({"step": format!("write part {i} of the design document with every decision"), "status": "pending"}))
+            .collect();
+        turns.push(
+            Turn::text("Planning.")
+                .with_tool_call("read", json!({"path": format!("part{part}.md")}))
+                .with_tool_call("bash", json!({"command": format!("ls -la part{part}.md")}))
+                .with_tool_call("update_plan", json!({ "steps": steps })),
+        );
+        turns.push(Turn::text(
+            "the store event design part decision region snapshot replay ".repeat(if part < 6 {
+                3
+            } else {
+                120
+            }),
+        ));
+    }
+    let server = TestServer::start(
+        Script::openai_chat(turns)
+            .responding("This is a context compaction request", Turn::text(SUMMARY)),
+    )
+    .unwrap();
+    let mut session: Option<String> = None;
+    for part in 1..=10 {
+        let prompt = if part == 1 {
+            DECISIONS.to_owned()
+        } else {
+            format!(
+                "Part {part} of the design: {} Acknowledge in one short sentence.",
+                "a paragraph of the design that the model is asked to acknowledge. ".repeat(4)
+            )
+        };
+        let mut args = vec!["--context-window", "6144", "--format", "json"];
+        match &session {
+            Some(id) => args.extend(["--session", id.as_str()]),
+            None => args.extend(["--model", "openai-chat/gpt-4o"]),
+        }
+        args.push(&prompt);
+        let output = sandbox.run(&server, &args);
+        assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+        let report: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+        session = session.or_else(|| report["session_id"].as_str().map(str::to_owned));
+    }
+
+    let requests = server.requests();
+    let is_summary = |body: &Value| {
+        body.to_string()
+            .contains("This is a context compaction request")
+    };
+    let summaries = requests.iter().filter(|r| is_summary(&r.body)).count();
+    assert!(
+        summaries >= 2,
+        "the window made pith compact at least twice: {summaries}"
+    );
+    let first_summary = requests.iter().position(|r| is_summary(&r.body)).unwrap();
+    let mut checked = 0;
+    for (index, request) in requests.iter().enumerate().skip(first_summary) {
+        if is_summary(&request.body) {
+            continue;
+        }
+        let body = request.body.to_string();
+        assert!(
+            body.contains("We chose SQLite in WAL mode because the team already operates it.")
+                && body.contains("Raw events are kept for 90 days."),
+            "request {index} lost the first message: {body}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 2, "requests after a compaction: {checked}");
+}

@@ -101,12 +101,30 @@ pub fn after_compactions(requests: &[Value]) -> Vec<AfterCompaction> {
     checked
 }
 
-/// True when the request's last user message is pith's compaction prompt.
+/// True when the request's last user message is pith's compaction prompt: it starts
+/// with the marker. Merely containing it is not enough: a tiny model's summary can echo
+/// the prompt, and the replacement that quotes that summary (`<compacted_context>…`) is
+/// the first request the model answers from the compacted history.
 pub fn is_summary_request(body: &Value) -> bool {
     body["messages"]
         .as_array()
         .and_then(|messages| messages.iter().rev().find(|m| m["role"] == "user"))
-        .is_some_and(|message| content_text(&message["content"]).contains(SUMMARY_MARKER))
+        .is_some_and(|message| {
+            content_text(&message["content"])
+                .trim_start()
+                .starts_with(SUMMARY_MARKER)
+        })
+}
+
+/// The request's `<session_ledger>` block, for a reader of a failed demo (what the model
+/// received, and so why a fact was not in it).
+pub fn ledger_block(body: &Value) -> Option<String> {
+    let text = conversation_text(body);
+    let start = text.rfind("<session_ledger>")?;
+    let end = text[start..]
+        .find("</session_ledger>")
+        .map_or(text.len(), |at| start + at + "</session_ledger>".len());
+    Some(text[start..end].to_owned())
 }
 
 /// The text of every message but the system prompt, in order.
@@ -222,6 +240,26 @@ mod tests {
         // The second compaction lost WAL mode, the reason, retention and access control;
         // the system prompt's mention does not count.
         assert_eq!(checked[1].missing().len(), 4);
+    }
+
+    #[test]
+    fn a_replacement_whose_summary_echoes_the_prompt_is_not_a_summary_request() {
+        let echoed = "<compacted_context>This is a context compaction request. Your reply will REPLACE…</compacted_context>\n<session_ledger>\n- We chose SQLite in WAL mode because the team already operates it and backups are a single file.\n- Raw events are kept for 90 days.\n- Writers authenticate with mutual TLS.\n</session_ledger>";
+        let requests = [
+            request("part 1"),
+            request("This is a context compaction request. Summarize."),
+            request(echoed),
+            request("part 3"),
+        ];
+        assert!(!is_summary_request(&requests[2]));
+        let checked = after_compactions(&requests);
+        assert_eq!(checked.len(), 1);
+        assert_eq!(checked[0].request, 2, "the replacement itself is checked");
+        assert!(checked[0].missing().is_empty());
+        let ledger = ledger_block(&requests[2]).unwrap();
+        assert!(ledger.starts_with("<session_ledger>") && ledger.ends_with("</session_ledger>"));
+        assert!(ledger.contains("mutual TLS"));
+        assert_eq!(ledger_block(&requests[0]), None);
     }
 
     #[test]

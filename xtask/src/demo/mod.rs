@@ -207,6 +207,13 @@ fn demo(root: &Path, server_url: &str, build: Build) -> Result<Outcome> {
                 None => println!("  ✗ LOST  {}", found.fact.label),
             }
         }
+        if !after.missing().is_empty() {
+            // What the model received instead, for a reader of a failed run (CI's log).
+            match requests.get(after.request).and_then(evidence::ledger_block) {
+                Some(ledger) => println!("  its session ledger:\n{ledger}"),
+                None => println!("  it carried no session ledger"),
+            }
+        }
         missing.extend(
             after
                 .missing()

@@ -30,6 +30,7 @@ mod fold;
 mod reading;
 pub mod render;
 pub mod restore;
+mod sections;
 pub mod shell;
 
 pub use entries::{CommandEntry, FileEntry, FileProbe, Observed, SpillEntry, TestRun, UserEntry};

@@ -820,3 +820,57 @@ fn the_first_user_message_is_kept_when_older_ones_must_be_left_out() {
         assert!(rendered.tokens <= 60, "{}", rendered.tokens);
     }
 }
+
+#[test]
+fn a_tight_budget_keeps_the_first_user_message_before_the_plan_and_the_commands() {
+    // What a 6k window's smallest compaction plan sees after a small model called tools:
+    // a plan, commands and ten user messages in about 150 tokens. The plan and the
+    // commands once took it all and every user message went, the task with them.
+    let mut ledger = Ledger::new(None);
+    ledger.observe_user(
+        "Part 1, the decisions:\n- We chose SQLite in WAL mode because the team already \
+         operates it.\n- Raw events are kept for 90 days.",
+    );
+    for part in 2..=10 {
+        ledger.observe_user(&format!(
+            "Part {part} of the design: {} Acknowledge in one short sentence.",
+            "a paragraph of the design document that the model is asked to acknowledge. ".repeat(3)
+        ));
+        run(
+            &mut ledger,
+            &format!("c{part}"),
+            &format!("ls -la part{part}"),
+            "x",
+            0,
+        );
+    }
+    let steps: Vec<serde_json::Value> = (0..6)
+        .map(|i| json!({"step": format!("write part {i} of the design document with every decision"), "status": "pending"}))
+        .collect();
+    set_plan(&mut ledger, "p1", serde_json::Value::from(steps), false);
+    for total in [150, 200, 300] {
+        let budget = LedgerBudget {
+            total_tokens: total,
+            user_messages_tokens: total,
+        };
+        for exclude_latest in [false, true] {
+            let rendered = render(&ledger, budget, exclude_latest, &counter(), None).unwrap();
+            let text = &rendered.text;
+            assert!(rendered.tokens <= total, "{} > {total}", rendered.tokens);
+            assert!(
+                text.contains("SQLite in WAL mode") && text.contains("90 days"),
+                "the first message went at {total}: {text}"
+            );
+            assert!(
+                text.contains("## Plan"),
+                "the plan stays at {total}: {text}"
+            );
+            // The summary request's form keeps the same cut: message 1 attached whole.
+            assert!(
+                rendered.summary_request_text.contains("--- message 1: "),
+                "{}",
+                rendered.summary_request_text
+            );
+        }
+    }
+}
