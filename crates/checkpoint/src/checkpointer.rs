@@ -1,5 +1,6 @@
 //! The session's checkpointer: the tracker, the store and the shadow together. It starts
-//! in the background (tracker set-up, then the first snapshot) and, on each
+//! in the background (the tracker, whose watches the first snapshot's walk adds
+//! directory by directory as it enters them) and, on each
 //! [`Checkpointer::observe`], turns what the tracker saw into [`FileChange`]s whose
 //! `before` and `after` contents are both in the store.
 
@@ -229,8 +230,10 @@ impl Checkpointer {
 }
 
 fn start_in_background(root: &Path, store: &Store, config: &CheckpointConfig) -> Result<Ready> {
+    // The tracker watches each directory as the snapshot's walk enters it, before the
+    // walk reads anything there: one walk of the tree, not one each.
     let tracker = if config.track {
-        match Tracker::start(root, config.tracker.clone()) {
+        match Tracker::start_unwalked(root, config.tracker.clone()) {
             Ok(tracker) => Some(Arc::new(tracker)),
             Err(error) => {
                 tracing::warn!(
@@ -242,7 +245,11 @@ fn start_in_background(root: &Path, store: &Store, config: &CheckpointConfig) ->
     } else {
         None
     };
-    let (shadow, report) = Shadow::snapshot(root, store)?;
+    let (shadow, report) = Shadow::snapshot_calling(root, store, &mut |dir| {
+        if let Some(tracker) = &tracker {
+            tracker.watch_directory(dir);
+        }
+    })?;
     Ok(Ready {
         tracker,
         shadow: Mutex::new(shadow),

@@ -84,8 +84,13 @@ impl Shadow {
     /// The first snapshot: walks `root`, keeps every file (by its git blob id where git's
     /// index vouches for it, reusing the previous session's index where the stat key is
     /// unchanged, copying it into the store otherwise), and saves the index when it
-    /// changed.
-    pub(crate) fn snapshot(root: &Path, store: &Store) -> crate::Result<(Shadow, SnapshotReport)> {
+    /// changed. `entering` is called with each kept directory below the root before the walk lists
+    /// it (the tracker watches it then: one walk does both).
+    pub(crate) fn snapshot_calling(
+        root: &Path,
+        store: &Store,
+        entering: &mut dyn FnMut(&str),
+    ) -> crate::Result<(Shadow, SnapshotReport)> {
         let started = Instant::now();
         let git_index = GitIndex::open(root);
         let known = index::load(store.dir());
@@ -95,6 +100,7 @@ impl Shadow {
         let mut failure = None;
         walk(root, "", &mut rules, |rel, meta| {
             if meta.is_dir() {
+                entering(rel);
                 // Directories are states too (empty ones, modes): nothing to store.
                 let mode = meta.permissions().mode() & 0o7777;
                 let entry = Entry::new(FileState::Dir { mode }, Some(StatKey::of(meta)));

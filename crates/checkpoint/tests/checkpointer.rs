@@ -6,7 +6,9 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use pith_checkpoint::{hash_bytes, CheckpointConfig, Checkpointer, StoreConfig, TrackerConfig};
+use pith_checkpoint::{
+    hash_bytes, CheckpointConfig, Checkpointer, StoreConfig, TrackerConfig, TrackerMode,
+};
 use pith_core::{FileChange, FileState};
 
 fn file(bytes: &[u8], mode: u32) -> FileState {
@@ -116,6 +118,30 @@ async fn snapshot_then_observe_finds_each_kind_of_change() {
         }
     );
     scripted_changes(&checkpointer, work.path()).await;
+}
+
+#[tokio::test]
+async fn the_snapshot_s_walk_watches_every_directory_with_its_ignore_rules() {
+    // The tracker no longer walks the tree itself: the first snapshot adds its watches
+    // and loads each directory's .gitignore as it enters it.
+    let work = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let root = work.path();
+    fs::create_dir_all(root.join("a/b/c/d")).unwrap();
+    fs::create_dir_all(root.join("e")).unwrap();
+    fs::write(root.join("a/b/.gitignore"), "*.log\n").unwrap();
+    fs::write(root.join("a/b/c/d/deep.txt"), "one\n").unwrap();
+    fs::write(root.join("e/flat.txt"), "one\n").unwrap();
+    let checkpointer = Checkpointer::start(root, store.path(), config(true, usize::MAX)).unwrap();
+    checkpointer.snapshot_report().await.unwrap();
+    let tracker = checkpointer.tracker().await.unwrap().unwrap();
+    // The root, a, a/b, a/b/c, a/b/c/d and e.
+    assert_eq!(tracker.mode(), TrackerMode::Watching { watches: 6 });
+    fs::write(root.join("a/b/c/d/deep.txt"), "two\n").unwrap();
+    fs::write(root.join("a/b/c/noise.log"), "ignored below a/b\n").unwrap();
+    fs::write(root.join("e/new.txt"), "new\n").unwrap();
+    let changes = checkpointer.observe().await.unwrap().changes;
+    assert_eq!(paths(&changes), ["a/b/c/d/deep.txt", "e/new.txt"]);
 }
 
 #[tokio::test]

@@ -70,6 +70,15 @@ pub enum TrackerMode {
     },
 }
 
+/// Who walks the tree to add the watches when a tracker starts.
+#[derive(Debug, Clone, Copy)]
+enum Walk {
+    /// The tracker, at once.
+    Whole,
+    /// The caller, directory by directory ([`Tracker::watch_directory`]).
+    ByCaller,
+}
+
 /// The change tracker of one workspace root. Dropping it stops its thread.
 #[derive(Debug)]
 pub struct Tracker {
@@ -84,6 +93,24 @@ impl Tracker {
     /// Starts tracking `root`: walks it once to add the watches (blocking: run it off the
     /// async workers for a large tree). Falls back to scanning when inotify is unavailable.
     pub fn start(root: &Path, config: TrackerConfig) -> Result<Tracker> {
+        Tracker::start_with(root, config, Walk::Whole)
+    }
+
+    /// Starts tracking `root` with a watch on the root only: the caller walks the tree
+    /// and calls [`Tracker::watch_directory`] for each directory before listing it (the
+    /// first snapshot does, so the tree is walked once, not twice).
+    pub fn start_unwalked(root: &Path, config: TrackerConfig) -> Result<Tracker> {
+        Tracker::start_with(root, config, Walk::ByCaller)
+    }
+
+    /// Watches the directory `rel` (relative to the root; not the directories below it),
+    /// for a tracker started with [`Tracker::start_unwalked`]. Falls back to scanning when
+    /// the watches run out.
+    pub fn watch_directory(&self, rel: &str) {
+        self.shared.lock().watch_one(rel);
+    }
+
+    fn start_with(root: &Path, config: TrackerConfig, walk: Walk) -> Result<Tracker> {
         let root = root
             .canonicalize()
             .map_err(io_context(format!("resolving {}", root.display())))?;
@@ -138,7 +165,10 @@ impl Tracker {
             config.max_watches,
             config.scan_cap,
         );
-        inner.watch_tree("", false);
+        match walk {
+            Walk::Whole => inner.watch_tree("", false),
+            Walk::ByCaller => inner.watch_one(""),
+        }
         let shared = Arc::new(Shared {
             inner: std::sync::Mutex::new(inner),
             barrier,

@@ -151,6 +151,19 @@ impl Inner {
         }
     }
 
+    /// Watches the one directory `rel` (not those below it) and loads its ignore rules,
+    /// for a walk someone else does: the first snapshot calls it for each directory
+    /// before listing it, so a change to anything the snapshot reads there is seen.
+    pub(crate) fn watch_one(&mut self, rel: &str) {
+        if !matches!(self.mode, Mode::Watching) {
+            return;
+        }
+        self.rules.load_dir(rel);
+        if self.watched.add(&self.root, rel).is_err() {
+            self.start_scanning();
+        }
+    }
+
     /// Watches the directory `rel` and every kept directory below it; with `record`, every
     /// path found below is recorded as changed (a directory created or moved in). Falls
     /// back to scanning when the watches run out.
