@@ -97,7 +97,8 @@ fn walk_entries(
                 continue;
             };
             let is_dir = kind.is_dir();
-            if rules.is_ignored(&rel, is_dir) {
+            // The walk entered `dir`, so none of its parents is ignored.
+            if rules.is_ignored_in_kept_dir(&rel, is_dir) {
                 continue;
             }
             if !visit(&rel, &entry, is_dir) {
