@@ -235,7 +235,10 @@ fn a_summary_request_answered_with_tool_calls_compacts_without_the_models_summar
 fn a_context_length_error_right_after_a_compaction_is_recalibrated_and_sent_once_more() {
     let mut scenario = Scenario::new(Protocol::OpenAiChat);
     scenario.usage = UsageMode::None;
-    // The first request after the first compaction carries the replacement last.
+    // The first request after the first compaction carries the replacement last (a
+    // compaction in place: a summary prepared ahead keeps the messages after its mark
+    // after the replacement).
+    scenario.config = Some("[context]\nprepare_summary_percent = 0\n".to_owned());
     scenario.responders = vec![Responder {
         when_last_message_contains: "</last_user_message>".to_owned(),
         turn: Turn::fault(Fault::ContextLength),

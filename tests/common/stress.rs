@@ -283,7 +283,20 @@ impl Outcome {
     /// LLM compaction attempts: summary requests (a model that calls tools during a
     /// summary is answered and asked again: those rounds count as one attempt).
     pub fn compaction_attempts(&self) -> usize {
-        self.requests.iter().filter(|r| Self::is_summary(r)).count()
+        self.requests
+            .iter()
+            .filter(|r| Self::is_summary(r))
+            .count()
+            .saturating_sub(self.unused_prepared())
+    }
+
+    /// Summaries prepared in the background and never applied (a job that ended between
+    /// the mark and the threshold): requests sent, but no attempt of the governor's.
+    pub fn unused_prepared(&self) -> usize {
+        self.events
+            .iter()
+            .filter(|e| e["type"] == "compaction_unused")
+            .count()
     }
 
     /// Summary requests of attempts that did not leave a compaction that helped: failed,
@@ -466,12 +479,15 @@ impl Outcome {
                 }
                 (Some("compaction_started"), _) => {
                     let before = event["tokens_before"].as_u64().unwrap();
-                    let floor = *floor;
                     assert!(
-                        before >= floor,
-                        "a compaction started at {before} tokens after a notice said none would before {floor}: {}",
+                        before >= *floor,
+                        "a compaction started at {before} tokens after a notice said none would before {}: {}",
+                        *floor,
                         self.describe()
                     );
+                    // The notice's promise was kept: the context reached its figure and
+                    // the ceiling or breaker was released there.
+                    *floor = 0;
                 }
                 _ => {}
             }

@@ -134,6 +134,8 @@ pub(crate) fn open(
     let mut conversation = opened.value;
     // What session/list shows can always be loaded: a session is kept once created.
     conversation.keep();
+    // The next prompt may use a summary prepared during this one.
+    conversation.keep_prepared_summaries(true);
     let mut notices = opened.notices;
     notices.extend(mcp_notices);
     let view = state.view();

@@ -215,11 +215,14 @@ impl AcpSession {
             token
         };
         let mut sink = SessionSink::new(self.mapper.clone(), self.compaction.clone(), outbox);
-        let result = {
+        let (result, prepared) = {
             let mut guard = self.conversation.lock().await;
             match guard.as_mut() {
-                Some(conversation) => self.run(conversation, blocks, &mut sink, &cancel).await,
-                None => Err(PromptError::Closed),
+                Some(conversation) => (
+                    self.run(conversation, blocks, &mut sink, &cancel).await,
+                    conversation.prepared_summary_cancel(),
+                ),
+                None => (Err(PromptError::Closed), None),
             }
         };
         // Calls that got no result (the turn stopped while they ran) end as cancelled.
@@ -236,6 +239,11 @@ impl AcpSession {
             .collect();
         sink.send_all(ended);
         self.compaction.ended();
+        // A summary still being prepared for the next prompt stays cancellable
+        // (`_pith/cancel_compaction`) between prompts.
+        if let Some(token) = prepared {
+            self.compaction.started(token);
+        }
         *lock(&self.turn) = None;
         result
     }

@@ -363,14 +363,25 @@ impl EventMapper {
 
     fn auto_compaction(&mut self, lifecycle: &AutoCompaction, out: &mut Vec<SessionNotification>) {
         match lifecycle {
-            AutoCompaction::Started { tokens_before, .. } => {
+            AutoCompaction::Started {
+                tokens_before,
+                background,
+                ..
+            } => {
                 let id = self.next_compaction_id("auto");
                 self.compaction = Some(id.clone());
                 if self.view.compaction {
                     let update = CompactionUpdate::new(id, CompactionStatus::InProgress).meta(
-                        pith_meta(json!({"trigger": "auto", "tokensBefore": tokens_before})),
+                        pith_meta(json!({"trigger": "auto", "tokensBefore": tokens_before,
+                                         "background": background})),
                     );
                     self.push(out, SessionUpdate::CompactionUpdate(update));
+                } else if *background {
+                    self.notice(
+                        out,
+                        NoticeSeverity::Info,
+                        format!("Preparing a summary in the background ({tokens_before} tokens); the turn goes on…"),
+                    );
                 } else {
                     self.notice(
                         out,
@@ -385,6 +396,7 @@ impl EventMapper {
                 tokens_after,
                 ledger_tokens,
                 duration_ms,
+                waited_ms,
                 ..
             } => {
                 let id = self
@@ -406,6 +418,7 @@ impl EventMapper {
                             "tokensAfter": tokens_after,
                             "ledgerTokens": ledger_tokens,
                             "durationMs": duration_ms,
+                            "waitedMs": waited_ms,
                         })),
                     );
                     self.push(out, SessionUpdate::CompactionUpdate(update));
@@ -445,6 +458,23 @@ impl EventMapper {
                         NoticeSeverity::Info,
                         "Automatic compaction cancelled; the turn goes on with the full history"
                             .to_owned(),
+                    );
+                }
+            }
+            AutoCompaction::Unused { reason, .. } => {
+                let id = self
+                    .compaction
+                    .take()
+                    .unwrap_or_else(|| self.next_compaction_id("auto"));
+                if self.view.compaction {
+                    let update = CompactionUpdate::new(id, CompactionStatus::Cancelled)
+                        .meta(pith_meta(json!({"trigger": "auto", "unused": reason})));
+                    self.push(out, SessionUpdate::CompactionUpdate(update));
+                } else {
+                    self.notice(
+                        out,
+                        NoticeSeverity::Info,
+                        format!("The summary prepared in the background was not used: {reason}"),
                     );
                 }
             }

@@ -245,13 +245,14 @@ fn an_automatic_compaction_is_in_progress_then_completed_with_its_figures() {
     let started = updates(m.map(&LoopEvent::AutoCompaction(AutoCompaction::Started {
         cancel: CancellationToken::new(),
         tokens_before: 180_000,
+        background: false,
     })));
     assert_eq!(
         started,
         [
             json!({"sessionUpdate": "compaction_update", "compactionId": "auto-1",
             "status": "in_progress",
-            "_meta": {"pith": {"trigger": "auto", "tokensBefore": 180_000}}})
+            "_meta": {"pith": {"trigger": "auto", "tokensBefore": 180_000, "background": false}}})
         ]
     );
     let applied = updates(m.map(&LoopEvent::AutoCompaction(AutoCompaction::Applied {
@@ -262,6 +263,7 @@ fn an_automatic_compaction_is_in_progress_then_completed_with_its_figures() {
         tokens_after: 9_000,
         ledger_tokens: 300,
         duration_ms: 1_200,
+        waited_ms: 1_200,
     })));
     let kinds: Vec<&Value> = applied.iter().map(|u| &u["sessionUpdate"]).collect();
     assert_eq!(
@@ -278,7 +280,7 @@ fn an_automatic_compaction_is_in_progress_then_completed_with_its_figures() {
     assert_eq!(
         applied[1]["_meta"]["pith"],
         json!({"trigger": "auto", "tokensBefore": 180_000, "tokensAfter": 9_000,
-            "ledgerTokens": 300, "durationMs": 1_200})
+            "ledgerTokens": 300, "durationMs": 1_200, "waitedMs": 1_200})
     );
     assert_eq!(applied[2]["used"], json!(9_000));
 }
@@ -290,6 +292,7 @@ fn a_cancelled_and_a_failed_compaction_end_their_own_ids() {
         LoopEvent::AutoCompaction(AutoCompaction::Started {
             cancel: CancellationToken::new(),
             tokens_before: 1,
+            background: false,
         })
     };
     m.map(&start());
@@ -315,6 +318,7 @@ fn a_client_without_compaction_updates_gets_words_as_notices_or_thoughts() {
     let started = LoopEvent::AutoCompaction(AutoCompaction::Started {
         cancel: CancellationToken::new(),
         tokens_before: 180_000,
+        background: false,
     });
     let with_notices = ClientView {
         notices: true,
@@ -481,12 +485,14 @@ fn the_sink_keeps_the_running_compactions_token_until_it_ends() {
     sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Started {
         cancel: token.clone(),
         tokens_before: 1,
+        background: false,
     }));
     assert!(slot.cancel());
     assert!(token.is_cancelled());
     sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Started {
         cancel: CancellationToken::new(),
         tokens_before: 1,
+        background: false,
     }));
     sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Cancelled));
     assert!(!slot.cancel(), "the ended compaction is forgotten");

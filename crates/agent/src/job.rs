@@ -47,6 +47,37 @@ pub fn typed_line(kind: &str, value: impl Serialize) -> Option<Value> {
     Some(line)
 }
 
+/// The stream-json line of an automatic compaction's lifecycle event (docs/headless.md):
+/// `compaction_started`, `compaction` (trigger `auto`), `compaction_cancelled`,
+/// `compaction_failed` or `compaction_unused`.
+pub fn auto_compaction_line(lifecycle: &pith_core::AutoCompaction) -> Value {
+    use pith_core::AutoCompaction;
+    use serde_json::json;
+    match lifecycle {
+        AutoCompaction::Started {
+            tokens_before,
+            background,
+            ..
+        } => json!({"type": "compaction_started", "trigger": "auto",
+                    "tokens_before": tokens_before, "background": background}),
+        AutoCompaction::Applied {
+            tokens_before,
+            tokens_after,
+            ledger_tokens,
+            duration_ms,
+            waited_ms,
+            ..
+        } => json!({"type": "compaction", "trigger": "auto", "tokens_before": tokens_before,
+                    "tokens_after": tokens_after, "ledger_tokens": ledger_tokens,
+                    "duration_ms": duration_ms, "waited_ms": waited_ms}),
+        AutoCompaction::Cancelled => json!({"type": "compaction_cancelled"}),
+        AutoCompaction::Failed { reason } => json!({"type": "compaction_failed", "reason": reason}),
+        AutoCompaction::Unused { reason, usage } => {
+            json!({"type": "compaction_unused", "reason": reason, "usage": usage})
+        }
+    }
+}
+
 /// The stream-json `plan` line of a plan update (docs/headless.md):
 /// `{"type": "plan", "steps": [{step, status, note?}, …]}`, every step of the plan.
 pub fn plan_line(plan: &pith_core::Plan) -> Option<Value> {
@@ -90,6 +121,9 @@ pub struct CompactionCost {
     pub totals: CompactionTotals,
     /// The summary requests' cost in US dollars, when prices are known.
     pub cost: Option<f64>,
+    /// The part of `cost` spent on summaries prepared in the background and never
+    /// applied.
+    pub unused_cost: Option<f64>,
 }
 
 /// One model request in the result's `requests` list and in a stream-json `request`
@@ -212,6 +246,7 @@ impl RunReport {
             compaction: CompactionCost {
                 totals: outcome.compaction,
                 cost: conversation.cost_of(&outcome.compaction.usage),
+                unused_cost: conversation.cost_of(&outcome.compaction.unused_usage),
             },
             requests: outcome.requests.iter().map(RequestEntry::from).collect(),
             children: outcome.children.clone(),

@@ -70,6 +70,12 @@ pub struct CompactionTotals {
     pub summary_requests: u32,
     /// Their usage.
     pub usage: Usage,
+    /// Of the automatic compactions started, those prepared in the background.
+    pub prepared: u32,
+    /// Summaries prepared in the background and never applied.
+    pub unused: u32,
+    /// What those unused summaries used (part of `usage`).
+    pub unused_usage: Usage,
 }
 
 impl std::ops::AddAssign for CompactionTotals {
@@ -82,6 +88,9 @@ impl std::ops::AddAssign for CompactionTotals {
         self.overflow_fits += other.overflow_fits;
         self.summary_requests += other.summary_requests;
         self.usage += other.usage;
+        self.prepared += other.prepared;
+        self.unused += other.unused;
+        self.unused_usage += other.unused_usage;
     }
 }
 
@@ -90,7 +99,14 @@ impl CompactionTotals {
     pub fn observe(&mut self, event: &LoopEvent) {
         match event {
             LoopEvent::AutoCompaction(lifecycle) => match lifecycle {
-                pith_core::AutoCompaction::Started { .. } => self.llm_attempts += 1,
+                pith_core::AutoCompaction::Started { background, .. } => {
+                    self.llm_attempts += 1;
+                    self.prepared += u32::from(*background);
+                }
+                pith_core::AutoCompaction::Unused { usage, .. } => {
+                    self.unused += 1;
+                    self.unused_usage += *usage;
+                }
                 pith_core::AutoCompaction::Applied { .. } => self.applied += 1,
                 pith_core::AutoCompaction::Failed { .. } => self.failed += 1,
                 pith_core::AutoCompaction::Cancelled => self.cancelled += 1,

@@ -161,6 +161,11 @@ impl Settings {
             output_cap: enforced_output_cap(output_cap),
             ledger: LedgerOptions::from_context(&context),
             max_auto_compactions_per_turn: context.max_auto_compactions_per_turn,
+            prepare_summary_percent: if overrides.no_auto_compact {
+                0
+            } else {
+                context.prepare_summary_percent_for(&model.provider)
+            },
             usage_band: context.usage_band(),
             repeated_calls: repeated_call_limits(config),
             prompt_cache: pith_providers::tool_loop::PromptCacheOptions {

@@ -1,9 +1,9 @@
 //! The stream-json lines of a headless job (docs/headless.md); the result object they
 //! end with is pith-agent's [`pith_agent::job::RunReport`].
 
-use pith_agent::job::{plan_line, typed_line, RequestEntry};
+use pith_agent::job::{auto_compaction_line, plan_line, typed_line, RequestEntry};
 use pith_core::events::MicroReason;
-use pith_core::{AutoCompaction, LoopEvent, Role};
+use pith_core::{LoopEvent, Role};
 use serde_json::{json, Value};
 
 /// Characters of a tool result shown in a stream-json `tool_result` event.
@@ -54,20 +54,7 @@ pub fn stream_event(event: &LoopEvent, include_partial: bool) -> Option<Value> {
             }
             value
         }
-        LoopEvent::AutoCompaction(AutoCompaction::Started { tokens_before, .. }) => {
-            json!({"type": "compaction_started", "trigger": "auto", "tokens_before": tokens_before})
-        }
-        LoopEvent::AutoCompaction(AutoCompaction::Applied {
-            tokens_before,
-            tokens_after,
-            ledger_tokens,
-            duration_ms,
-            ..
-        }) => {
-            json!({"type": "compaction", "trigger": "auto", "tokens_before": tokens_before,
-                   "tokens_after": tokens_after, "ledger_tokens": ledger_tokens,
-                   "duration_ms": duration_ms})
-        }
+        LoopEvent::AutoCompaction(lifecycle) => auto_compaction_line(lifecycle),
         LoopEvent::MicroCompaction(step) => {
             let trigger = match step.reason {
                 MicroReason::Prune => "micro",
@@ -75,12 +62,6 @@ pub fn stream_event(event: &LoopEvent, include_partial: bool) -> Option<Value> {
             };
             json!({"type": "compaction", "trigger": trigger, "tokens_before": step.tokens_before,
                    "tokens_after": step.tokens_after, "duration_ms": step.duration_ms})
-        }
-        LoopEvent::AutoCompaction(AutoCompaction::Cancelled) => {
-            json!({"type": "compaction_cancelled"})
-        }
-        LoopEvent::AutoCompaction(AutoCompaction::Failed { reason }) => {
-            json!({"type": "compaction_failed", "reason": reason})
         }
         LoopEvent::Retrying {
             attempt,
@@ -114,6 +95,7 @@ mod tests {
     use pith_agent::job::{CompactionCost, CompactionReport, RunReport};
     use pith_core::context::{GovernorNotice, PauseReason};
     use pith_core::events::{MicroCompaction, MicroReason};
+    use pith_core::AutoCompaction;
     use pith_core::{ChildRun, RequestPurpose, RequestReport, Usage};
     use pith_core::{
         HookEvent, HookOutcome, HookRun, Message, SubagentEvent, ToolCall, ToolResult,
@@ -201,6 +183,7 @@ mod tests {
             LoopEvent::AutoCompaction(AutoCompaction::Started {
                 cancel: CancellationToken::new(),
                 tokens_before: 171_000,
+                background: true,
             }),
             LoopEvent::AutoCompaction(AutoCompaction::Applied {
                 replacement: Vec::new(),
@@ -210,6 +193,7 @@ mod tests {
                 tokens_after: 900,
                 ledger_tokens: 400,
                 duration_ms: 1500,
+                waited_ms: 40,
             }),
             LoopEvent::MicroCompaction(MicroCompaction {
                 reason: MicroReason::Prune,
@@ -228,6 +212,10 @@ mod tests {
                 duration_ms: 0,
             }),
             LoopEvent::AutoCompaction(AutoCompaction::Cancelled),
+            LoopEvent::AutoCompaction(AutoCompaction::Unused {
+                reason: "the session stopped before it was needed".into(),
+                usage: report.usage,
+            }),
             LoopEvent::AutoCompaction(AutoCompaction::Failed {
                 reason: "disk full".into(),
             }),
@@ -343,9 +331,13 @@ mod tests {
                     failed: 1,
                     summary_requests: 2,
                     usage: report.usage,
+                    prepared: 1,
+                    unused: 1,
+                    unused_usage: report.usage,
                     ..Default::default()
                 },
                 cost: Some(0.004),
+                unused_cost: Some(0.001),
             },
             requests: vec![RequestEntry::from(&report)],
             children: vec![child],

@@ -207,7 +207,10 @@ impl App {
         let workspace =
             Workspace::open(&overrides.cwd, frontend.env.as_ref()).map_err(ReplError)?;
         ask_project_trust(&workspace, &frontend, &mut screen);
-        let opened = Conversation::open_in(workspace, overrides, frontend).map_err(ReplError)?;
+        let mut opened =
+            Conversation::open_in(workspace, overrides, frontend).map_err(ReplError)?;
+        // The next turn may use a summary prepared in this one.
+        opened.value.keep_prepared_summaries(true);
         for notice in &opened.notices {
             screen.message(Tone::Error, notice);
         }

@@ -30,6 +30,8 @@ pub enum Loader {
     Working,
     /// A compaction (automatic or manual) is running.
     Compacting,
+    /// The model is working, and a summary is being prepared in the background.
+    WorkingAndPreparing,
 }
 
 impl Loader {
@@ -38,6 +40,7 @@ impl Loader {
         match self {
             Loader::Working => "Working...",
             Loader::Compacting => "Compacting...",
+            Loader::WorkingAndPreparing => "Working... (preparing a summary; Esc cancels it)",
         }
     }
 }
@@ -56,6 +59,8 @@ pub enum Notice {
     AutoCompactionCancelled,
     /// The automatic compaction failed; the turn continues unchanged.
     AutoCompactionFailed(String),
+    /// A summary prepared in the background was not used; the turn continues unchanged.
+    PreparedSummaryUnused(String),
     /// The user asked to stop the turn.
     Interrupting,
     /// The user cancelled `/compact`.
@@ -78,6 +83,9 @@ impl Notice {
             }
             Notice::AutoCompactionFailed(reason) => {
                 format!("Compaction failed ({reason}); the turn continues with the full history")
+            }
+            Notice::PreparedSummaryUnused(reason) => {
+                format!("The summary prepared in the background was not used ({reason})")
             }
             Notice::Interrupting => "Interrupted".to_owned(),
             Notice::ManualCompactionCancelling => "Cancelling /compact…".to_owned(),
@@ -104,6 +112,8 @@ pub struct BusyState {
     job: Job,
     cancel: CancellationToken,
     compactor: Option<CancellationToken>,
+    /// The compactor prepares a summary in the background: the turn goes on meanwhile.
+    background: bool,
     approval_pending: bool,
     type_ahead: String,
     queued: Vec<String>,
@@ -127,6 +137,7 @@ impl BusyState {
             job,
             cancel,
             compactor: None,
+            background: false,
             approval_pending: false,
             type_ahead: String::new(),
             queued: Vec::new(),
@@ -148,21 +159,38 @@ impl BusyState {
         }
     }
 
+    /// A summary prepared in the background by an earlier turn (`cancel` cancels it):
+    /// shown, and cancelled by Esc, as one this turn started.
+    pub fn adopt_prepared_summary(&mut self, cancel: Option<CancellationToken>) {
+        if let Some(cancel) = cancel.filter(|c| !c.is_cancelled()) {
+            self.compactor = Some(cancel);
+            self.background = true;
+        }
+    }
+
     /// The loader text now.
     pub fn loader(&self) -> Loader {
-        if self.job == Job::ManualCompaction || self.compactor.is_some() {
-            Loader::Compacting
-        } else {
-            Loader::Working
+        match (&self.compactor, self.background) {
+            _ if self.job == Job::ManualCompaction => Loader::Compacting,
+            (Some(_), true) => Loader::WorkingAndPreparing,
+            (Some(_), false) => Loader::Compacting,
+            (None, _) => Loader::Working,
         }
     }
 
     /// Follows the automatic compaction lifecycle; returns what to tell the user.
     pub fn on_auto_compaction(&mut self, event: &AutoCompaction) -> Option<Notice> {
         match event {
-            AutoCompaction::Started { cancel, .. } => {
+            AutoCompaction::Started {
+                cancel, background, ..
+            } => {
                 self.compactor = Some(cancel.clone());
+                self.background = *background;
                 None
+            }
+            AutoCompaction::Unused { reason, .. } => {
+                self.compactor = None;
+                Some(Notice::PreparedSummaryUnused(reason.clone()))
             }
             AutoCompaction::Applied {
                 tokens_before,
@@ -197,6 +225,12 @@ impl BusyState {
             KeyAction::CancelCompactor => match &self.compactor {
                 Some(child) => {
                     child.cancel();
+                    // A background one is told cancelled only at the loop's next step:
+                    // the loader returns at once.
+                    if self.background {
+                        self.compactor = None;
+                        self.background = false;
+                    }
                     Reaction::Redraw
                 }
                 None => Reaction::None,
@@ -213,6 +247,11 @@ impl BusyState {
                     return Reaction::None;
                 }
                 self.cancel.cancel();
+                // A summary prepared since an earlier turn is not under this turn's
+                // token: stopping the turn stops it too.
+                if let Some(compactor) = self.compactor.as_ref().filter(|_| self.background) {
+                    compactor.cancel();
+                }
                 Reaction::Notice(Notice::Interrupting)
             }
             KeyAction::Answer(answer) => {
@@ -283,6 +322,7 @@ mod tests {
         state.on_auto_compaction(&AutoCompaction::Started {
             cancel: child.clone(),
             tokens_before: 0,
+            background: false,
         });
         assert_eq!(
             state.loader(),
@@ -312,12 +352,58 @@ mod tests {
     }
 
     #[test]
+    fn a_background_summary_shows_beside_the_work_and_esc_cancels_only_it() {
+        let turn = CancellationToken::new();
+        let mut state = BusyState::turn(turn.clone());
+        let child = turn.child_token();
+        state.on_auto_compaction(&AutoCompaction::Started {
+            cancel: child.clone(),
+            tokens_before: 0,
+            background: true,
+        });
+        assert_eq!(state.loader(), Loader::WorkingAndPreparing);
+        assert_eq!(esc(&mut state), Reaction::Redraw);
+        assert!(child.is_cancelled() && !turn.is_cancelled());
+        assert_eq!(
+            state.loader(),
+            Loader::Working,
+            "the loader returns at once"
+        );
+        assert_eq!(
+            esc(&mut state),
+            Reaction::None,
+            "a second Esc has nothing to cancel"
+        );
+        assert!(!turn.is_cancelled());
+    }
+
+    #[test]
+    fn a_summary_prepared_in_an_earlier_turn_is_adopted_and_stopped_with_the_turn() {
+        let earlier = CancellationToken::new();
+        let prepared = earlier.child_token();
+        let turn = CancellationToken::new();
+        let mut state = BusyState::turn(turn.clone());
+        state.adopt_prepared_summary(Some(prepared.clone()));
+        assert_eq!(state.loader(), Loader::WorkingAndPreparing);
+        let notice = state.on_auto_compaction(&AutoCompaction::Unused {
+            reason: "the history was rewritten".into(),
+            usage: Default::default(),
+        });
+        assert!(matches!(notice, Some(Notice::PreparedSummaryUnused(_))));
+        assert_eq!(state.loader(), Loader::Working);
+        state.adopt_prepared_summary(Some(prepared.clone()));
+        press(&mut state, KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert!(turn.is_cancelled() && prepared.is_cancelled());
+    }
+
+    #[test]
     fn an_applied_compaction_restores_the_loader_and_announces_itself() {
         let turn = CancellationToken::new();
         let mut state = BusyState::turn(turn.clone());
         state.on_auto_compaction(&AutoCompaction::Started {
             cancel: turn.child_token(),
             tokens_before: 0,
+            background: false,
         });
         let notice = state.on_auto_compaction(&AutoCompaction::Applied {
             replacement: Vec::new(),
@@ -327,6 +413,7 @@ mod tests {
             tokens_after: 100,
             ledger_tokens: 0,
             duration_ms: 0,
+            waited_ms: 0,
         });
         let notice = notice.expect("Applied must be announced");
         assert_eq!(
@@ -347,6 +434,7 @@ mod tests {
         state.on_auto_compaction(&AutoCompaction::Started {
             cancel: turn.child_token(),
             tokens_before: 0,
+            background: false,
         });
         let notice = state.on_auto_compaction(&AutoCompaction::Failed {
             reason: "empty summary".into(),
@@ -364,6 +452,7 @@ mod tests {
         state.on_auto_compaction(&AutoCompaction::Started {
             cancel: child.clone(),
             tokens_before: 0,
+            background: false,
         });
         let reaction = press(&mut state, KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert_eq!(reaction, Reaction::Notice(Notice::Interrupting));

@@ -86,11 +86,15 @@ impl LimitsConfig {
 /// Misspelt keys are errors that list the known ones (serde cannot reject unknown keys
 /// of the flattened section itself).
 pub fn context_section(context: &toml::Table) -> Result<ContextConfig, ConfigError> {
-    let known =
+    let mut known =
         toml::Table::try_from(ContextConfig::default()).map_err(|err| ConfigError::Invalid {
             path: PathBuf::from("[context]"),
             message: err.to_string(),
         })?;
+    // Keys unset by default are not in the serialised default.
+    for key in ContextConfig::OPTIONAL_KEYS {
+        known.insert((*key).to_owned(), toml::Value::Boolean(true));
+    }
     if let Some(unknown) = context.keys().find(|key| !known.contains_key(*key)) {
         let names: Vec<&str> = known.keys().map(String::as_str).collect();
         return Err(ConfigError::Invalid {

@@ -262,6 +262,7 @@ impl Conversation {
                 compaction_totals: CompactionTotals::default(),
                 output_schema: None,
                 telemetry,
+                keep_prepared_summaries: false,
             },
             notices,
             resumed: records,

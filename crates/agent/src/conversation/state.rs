@@ -70,6 +70,10 @@ pub struct Conversation {
     pub(super) output_schema: Option<Arc<OutputSchema>>,
     /// OpenTelemetry export, when configured (a top-level conversation only).
     pub(super) telemetry: Option<Arc<Telemetry>>,
+    /// A summary prepared in the background outlives the turn (a REPL or an editor's
+    /// session, whose next turn may use it); otherwise it ends with the turn, counted as
+    /// unused (a `pith run` job, a subagent's task).
+    pub(super) keep_prepared_summaries: bool,
 }
 
 impl Conversation {
@@ -163,6 +167,19 @@ impl Conversation {
     /// included): the `/context` rows.
     pub fn compaction_totals(&self) -> CompactionTotals {
         self.compaction_totals
+    }
+
+    /// Lets a summary prepared in the background outlive the turn that started it (for
+    /// front-ends whose sessions take more turns: the REPL, `pith acp`). Off by default:
+    /// a one-shot job ends its prepared summary with the turn and reports it unused.
+    pub fn keep_prepared_summaries(&mut self, keep: bool) {
+        self.keep_prepared_summaries = keep;
+    }
+
+    /// The token that cancels the summary being prepared in the background, if one is
+    /// (a front-end shows it, and Esc cancels it, in the turns after the one it began).
+    pub fn prepared_summary_cancel(&self) -> Option<tokio_util::sync::CancellationToken> {
+        self.agent.prepared_summary_cancel()
     }
 
     /// The cost of `usage` in US dollars: the provider's own figure when it reported one,

@@ -252,8 +252,13 @@ impl Conversation {
         }
         let mut recorder = TurnRecorder::new();
         let result = {
+            let keep_prepared = self.keep_prepared_summaries;
             let (agent, mut recording) = self.recording(&mut recorder, sink);
-            agent.run_turn(user, &mut recording, cancel).await
+            let result = agent.run_turn(user, &mut recording, cancel).await;
+            if !keep_prepared {
+                agent.abandon_prepared_summary(&mut recording).await;
+            }
+            result
         };
         // Changes no call accounted for (a call cancelled before its checkpoint) are the
         // turn's.

@@ -253,7 +253,11 @@ impl<'a> TurnTrace<'a> {
                 }
                 span.end();
             }
-            LoopEvent::AutoCompaction(AutoCompaction::Started { tokens_before, .. }) => {
+            LoopEvent::AutoCompaction(AutoCompaction::Started {
+                tokens_before,
+                background,
+                ..
+            }) => {
                 let parent = self.scope(key).cx.clone();
                 let cx = self.child_span(
                     &parent,
@@ -262,6 +266,7 @@ impl<'a> TurnTrace<'a> {
                     vec![
                         KeyValue::new("pith.compaction.trigger", "auto"),
                         KeyValue::new("pith.compaction.tokens_before", to_i64(*tokens_before)),
+                        KeyValue::new("pith.compaction.background", *background),
                     ],
                 );
                 self.scope(key).compaction = Some(cx);
@@ -271,6 +276,7 @@ impl<'a> TurnTrace<'a> {
                 tokens_after,
                 ledger_tokens,
                 duration_ms,
+                waited_ms,
                 ..
             }) => {
                 let cx = self.compaction_span(key, *tokens_before, *duration_ms);
@@ -279,10 +285,21 @@ impl<'a> TurnTrace<'a> {
                     KeyValue::new("pith.compaction.tokens_after", to_i64(*tokens_after)),
                     KeyValue::new("pith.compaction.ledger_tokens", to_i64(*ledger_tokens)),
                     KeyValue::new("pith.compaction.duration_ms", to_i64(*duration_ms)),
+                    KeyValue::new("pith.compaction.waited_ms", to_i64(*waited_ms)),
                     KeyValue::new("pith.compaction.outcome", "applied"),
                 ]);
                 span.end();
                 self.count_compaction("auto", "applied");
+            }
+            LoopEvent::AutoCompaction(AutoCompaction::Unused { reason, .. }) => {
+                if let Some(cx) = self.scope(key).compaction.take() {
+                    cx.span().set_attributes([
+                        KeyValue::new("pith.compaction.outcome", "unused"),
+                        KeyValue::new("pith.compaction.reason", reason.clone()),
+                    ]);
+                    cx.span().end();
+                }
+                self.count_compaction("auto", "unused");
             }
             LoopEvent::AutoCompaction(AutoCompaction::Cancelled) => {
                 if let Some(cx) = self.scope(key).compaction.take() {

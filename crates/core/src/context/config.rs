@@ -70,6 +70,12 @@ pub struct ContextConfig {
     /// percentage of the input budget in the system prompt; the rest is named, to read
     /// (`instructions_percent`).
     pub instructions_percent: u8,
+    /// A summary is prepared in the background once the context passes this percentage
+    /// of the automatic compaction threshold (`prepare_summary_percent`; 0 turns it off):
+    /// the turn goes on, and the threshold applies the summary instead of waiting for one
+    /// (docs/context-pipeline.md, "Summaries prepared ahead"). Unset: see
+    /// [`ContextConfig::prepare_summary_percent_for`].
+    pub prepare_summary_percent: Option<u8>,
     /// The smallest reported/counted ratio of input tokens believed
     /// (`usage_ratio_min`; see [`crate::context::calibration`]).
     pub usage_ratio_min: f64,
@@ -80,6 +86,9 @@ pub struct ContextConfig {
 /// Default of [`ContextConfig::working_set_tokens`] (docs/context-pipeline.md, "The working
 /// set": chosen with `cargo xtask simulate` on the tuning half of the corpus).
 pub const DEFAULT_WORKING_SET_TOKENS: u64 = 32_000;
+
+/// Default of [`ContextConfig::prepare_summary_percent`].
+pub const DEFAULT_PREPARE_SUMMARY_PERCENT: u8 = 75;
 
 /// Default of [`ContextConfig::user_message_percent`].
 pub const DEFAULT_USER_MESSAGE_PERCENT: u8 = 25;
@@ -111,6 +120,7 @@ impl Default for ContextConfig {
                 crate::context::governor::DEFAULT_MAX_AUTO_COMPACTIONS_PER_TURN,
             user_message_percent: DEFAULT_USER_MESSAGE_PERCENT,
             instructions_percent: DEFAULT_INSTRUCTIONS_PERCENT,
+            prepare_summary_percent: None,
             usage_ratio_min: crate::context::calibration::PLAUSIBLE_RATIO_MIN,
             usage_ratio_max: crate::context::calibration::PLAUSIBLE_RATIO_MAX,
         }
@@ -118,6 +128,10 @@ impl Default for ContextConfig {
 }
 
 impl ContextConfig {
+    /// The keys whose default is "unset" (absent from the serialised default), for the
+    /// loader's check of known keys.
+    pub const OPTIONAL_KEYS: &'static [&'static str] = &["prepare_summary_percent"];
+
     /// The ledger's budgets for an input budget of `input_budget` tokens.
     pub fn ledger_budget(&self, input_budget: u64) -> super::ledger::LedgerBudget {
         super::ledger::LedgerBudget::for_input_budget(
@@ -145,6 +159,19 @@ impl ContextConfig {
     /// `input_budget`.
     pub fn instruction_tokens(&self, input_budget: u64) -> u64 {
         input_budget * u64::from(self.instructions_percent.clamp(1, 100)) / 100
+    }
+
+    /// The mark of summaries prepared in the background for a model of `provider`: the
+    /// configured one, else [`DEFAULT_PREPARE_SUMMARY_PERCENT`], except on the `local`
+    /// provider (a llama.cpp server on this machine), which usually serves one request at
+    /// a time: there a summary in the background would make the turn's request wait
+    /// behind it, so it is off unless configured.
+    pub fn prepare_summary_percent_for(&self, provider: &str) -> u8 {
+        match self.prepare_summary_percent {
+            Some(percent) => percent.min(100),
+            None if provider == "local" => 0,
+            None => DEFAULT_PREPARE_SUMMARY_PERCENT,
+        }
     }
 
     /// The band of believed usage reports (an inverted band is taken in order).
@@ -197,6 +224,11 @@ mod tests {
         assert_eq!(config.max_auto_compactions_per_turn, 2);
         assert_eq!(config.user_message_percent, 25);
         assert_eq!(config.instructions_percent, 20);
+        assert_eq!(config.prepare_summary_percent_for("anthropic"), 75);
+        assert_eq!(config.prepare_summary_percent_for("local"), 0);
+        let set: ContextConfig =
+            serde_json::from_str(r#"{"prepare_summary_percent": 60}"#).unwrap();
+        assert_eq!(set.prepare_summary_percent_for("local"), 60);
         assert_eq!(config.user_message_tokens(28_672), 7_168);
         assert_eq!(config.instruction_tokens(28_672), 5_734);
         let ledger = config.ledger_budget(27_904);

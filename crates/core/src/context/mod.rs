@@ -51,6 +51,6 @@ pub use dedup::{collapse, DedupStats, DUPLICATE_PLACEHOLDER};
 pub use governor::Governor;
 pub use images::{has_images, replace_images};
 pub use masking::PRUNE_PLACEHOLDER;
-pub use policy::{decide, held_by_ceiling, Action, Facts};
+pub use policy::{decide, held_by_ceiling, prepare_permitted, Action, Facts};
 pub use prune::{prune_old_tool_outputs, PruneConfig};
 pub use squash::{apply as squash_output, SquashConfig, SquashStats, Squashed};

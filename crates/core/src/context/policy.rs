@@ -88,6 +88,24 @@ fn llm_permitted(facts: &Facts, budget: &ContextBudget, governor: &Governor) -> 
         && !governor.ceiling_reached(facts.progress(), budget)
 }
 
+/// True when a summary may be prepared in the background before this request: the
+/// estimate has passed `percent` of the automatic threshold but not the threshold itself
+/// (there the compaction runs in place), and the governor would let an LLM compaction
+/// start (its breaker and ceiling hold for a prepared summary as for any). `percent` 0
+/// never prepares.
+pub fn prepare_permitted(
+    facts: &Facts,
+    budget: &ContextBudget,
+    governor: &Governor,
+    percent: u8,
+) -> bool {
+    if percent == 0 || budget.reaches_auto(facts.estimate) {
+        return false;
+    }
+    let mark = budget.auto_threshold * u64::from(percent.min(100)) / 100;
+    facts.estimate >= mark && llm_permitted(facts, budget, governor)
+}
+
 /// True when only the turn's ceiling kept an LLM compaction from starting: the loop tells
 /// the user once a turn.
 pub fn held_by_ceiling(facts: &Facts, budget: &ContextBudget, governor: &Governor) -> bool {
@@ -160,6 +178,47 @@ mod tests {
 
     fn fresh() -> Governor {
         Governor::default()
+    }
+
+    #[test]
+    fn a_summary_is_prepared_between_the_mark_and_the_threshold_only() {
+        let budget = budget();
+        let mark = budget.auto_threshold * 75 / 100;
+        let at = |estimate| prepare_permitted(&facts(estimate, 0), &budget, &fresh(), 75);
+        assert!(!at(mark - 1));
+        assert!(at(mark));
+        assert!(at(budget.auto_threshold - 1));
+        assert!(
+            !at(budget.auto_threshold),
+            "at the threshold it compacts in place"
+        );
+        assert!(
+            !prepare_permitted(&facts(mark, 0), &budget, &fresh(), 0),
+            "0 is off"
+        );
+    }
+
+    #[test]
+    fn the_breaker_holds_a_prepared_summary_back_as_any_compaction() {
+        let budget = budget();
+        let mark = budget.auto_threshold * 75 / 100;
+        let mut governor = fresh();
+        governor.pause(
+            PauseReason::Failed {
+                detail: "test".to_owned(),
+            },
+            mark,
+            &budget,
+        );
+        assert!(!prepare_permitted(
+            &facts(mark + 1, 0),
+            &budget,
+            &governor,
+            75
+        ));
+        let mut no_llm = facts(mark + 1, 0);
+        no_llm.llm_allowed = false;
+        assert!(!prepare_permitted(&no_llm, &budget, &fresh(), 75));
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub enum AutoCompaction {
         cancel: CancellationToken,
         /// Estimated input tokens of the history being compacted.
         tokens_before: u64,
+        /// True for a summary prepared in the background before the threshold: the turn
+        /// goes on, and the compaction applies it when the threshold is reached (or ends
+        /// it [`AutoCompaction::Unused`]).
+        background: bool,
     },
     /// A valid replacement was installed in the loop's history. `replacement` holds the
     /// system message(s) followed by the compacted user message; front-ends strip the
@@ -49,6 +53,10 @@ pub enum AutoCompaction {
         /// Wall time from [`AutoCompaction::Started`] until the replacement was persisted
         /// and installed, milliseconds.
         duration_ms: u64,
+        /// How long the turn waited for it, milliseconds: `duration_ms` for a compaction
+        /// in place, less for a summary prepared in the background (only what was left of
+        /// it when the threshold was reached).
+        waited_ms: u64,
     },
     /// The child token was cancelled; history is unchanged.
     Cancelled,
@@ -56,6 +64,15 @@ pub enum AutoCompaction {
     Failed {
         /// Human-readable reason.
         reason: String,
+    },
+    /// A summary prepared in the background was never applied (the history was rewritten
+    /// under it, the conversation after its mark grew too large, the session stopped
+    /// first); history is unchanged. Its requests were reported.
+    Unused {
+        /// Human-readable reason.
+        reason: String,
+        /// What its requests used (what the provider reported before it was stopped).
+        usage: Usage,
     },
 }
 

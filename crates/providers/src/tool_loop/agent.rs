@@ -42,6 +42,11 @@ pub struct AgentLoop {
     pub(super) repeat_gate: Arc<dyn pith_core::repeat::RepeatGate>,
     /// The job's ceilings, checked before every request (see `spend`).
     pub(super) spend: Option<Arc<SpendGuard>>,
+    /// The summary being prepared in the background, if any (see `prepared`).
+    pub(super) prepared: Option<crate::tool_loop::prepared_task::PreparedSummary>,
+    /// A `PreCompact` hook blocked preparing one: none is prepared until the next
+    /// automatic compaction asks the hooks again.
+    pub(super) prepare_declined: bool,
 }
 
 impl std::fmt::Debug for AgentLoop {
@@ -100,6 +105,8 @@ impl AgentLoop {
             repeats: Default::default(),
             repeat_gate: Arc::new(pith_core::repeat::StopRepeating),
             spend: None,
+            prepared: None,
+            prepare_declined: false,
         }
     }
 
@@ -128,6 +135,9 @@ impl AgentLoop {
     /// Replaces the conversation (resuming a session, `/clear`, switching models). System
     /// messages are dropped: the loop adds its own system prompt to every request.
     pub fn set_history(&mut self, history: Vec<Message>) {
+        // A summary prepared for the old history is of no use (dropping it cancels it).
+        self.prepared = None;
+        self.prepare_declined = false;
         self.context.replace_history(history);
     }
 

@@ -38,68 +38,29 @@ use pith_core::hooks::{context_block, CompactGate, CompactionFacts};
 use pith_core::prompts::FALLBACK_SUMMARY_WITH_LEDGER;
 use pith_core::summary::{
     auto_prompt_with, fallback_summary, head_tokens, manual_prompt_with, replacement_text,
-    validate_summary, with_hook_instructions, ReplacementParts, RestoredFile,
+    with_hook_instructions, ReplacementParts, RestoredFile,
 };
 use pith_core::{
-    AutoCompaction, Carried, Compaction, CompactionTrigger, Discard, EventSink, HistoryRewrite,
-    HookEvent, LoopEvent, Message, NoHooks, Part, RequestPurpose, RequestReport, Role, TurnSink,
-    Usage,
+    AutoCompaction, Carried, Compaction, CompactionTrigger, EventSink, HistoryRewrite, HookEvent,
+    LoopEvent, Message, Part, RequestReport, TurnSink,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
 use crate::tool_loop::decision::{AutoCompactStart, CompactionPlan};
-use crate::tool_loop::execute::execute_calls;
-use crate::tool_loop::guard::{GuardLimits, Truncation};
 use crate::tool_loop::options::{LoopError, ManualCompaction, TurnSummary};
-use crate::tool_loop::report::{emit_hooks, request_report};
-use crate::tool_loop::request::{send_with_retries, Exchange, Visibility};
-use crate::wire::adapter::ModelRequest;
-use crate::wire::error::ProviderError;
+use crate::tool_loop::report::emit_hooks;
+use crate::tool_loop::request::Visibility;
+use crate::tool_loop::summary_outcome::SummaryOutcome;
 
 /// Most tokens of pith's own summary when the model could not write one: the smaller of
 /// 8,000 and a tenth of the input budget.
 const FALLBACK_SUMMARY_MAX_TOKENS: u64 = 8_000;
 
-/// pith stops reading a summary at this many times its allowance (at least
-/// [`MIN_SUMMARY_READ_TOKENS`]), unless the model reasons first.
-const SUMMARY_READ_FACTOR: u64 = 4;
-
-/// The least output pith reads of a summary before it stops.
-const MIN_SUMMARY_READ_TOKENS: u64 = 2_000;
-
-/// How a summary request ended.
-#[derive(Debug, Clone, PartialEq)]
-enum SummaryOutcome {
-    /// A valid (non-empty, trimmed) summary; `cut_off` when the answer was cut before
-    /// the model finished it (pith keeps what arrived).
-    Summary {
-        summary: String,
-        usage: Usage,
-        cut_off: bool,
-    },
-    /// The model kept calling tools past the allowed rounds.
-    ToolRoundsExhausted { usage: Usage },
-    /// The compaction's token was cancelled.
-    Cancelled { usage: Usage },
-    /// The request failed or the summary was empty.
-    Failed { reason: String, usage: Usage },
-}
-
-impl SummaryOutcome {
-    fn usage(&self) -> Usage {
-        match self {
-            Self::Summary { usage, .. }
-            | Self::ToolRoundsExhausted { usage }
-            | Self::Cancelled { usage }
-            | Self::Failed { usage, .. } => *usage,
-        }
-    }
-}
-
 impl AgentLoop {
-    /// The automatic compaction of `start.plan`, run privately inside a turn. `Err` only
-    /// when the turn itself was cancelled; every other outcome lets the turn go on.
+    /// The automatic compaction of `start.plan`, run privately inside a turn and awaited
+    /// (see `prepared` for one prepared ahead). `Err` only when the turn itself was
+    /// cancelled; every other outcome lets the turn go on.
     pub(super) async fn auto_compact(
         &mut self,
         start: AutoCompactStart<'_>,
@@ -107,15 +68,9 @@ impl AgentLoop {
         cancel: &CancellationToken,
         turn: &mut TurnSummary,
     ) -> Result<(), LoopError> {
-        let AutoCompactStart {
-            plan,
-            tokens_before,
-            progress,
-            last_user_text,
-        } = start;
         let hooks = Arc::clone(&self.hooks);
         let gate = hooks
-            .pre_compact(CompactionTrigger::Auto, tokens_before, None, cancel)
+            .pre_compact(CompactionTrigger::Auto, start.tokens_before, None, cancel)
             .await;
         emit_hooks(gate.runs, sink);
         let instructions = match gate.value {
@@ -136,33 +91,30 @@ impl AgentLoop {
         let budget = self.context.budget;
         self.context
             .governor
-            .record_attempt_started(progress, &budget);
+            .record_attempt_started(start.progress, &budget);
         sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Started {
             cancel: child.clone(),
-            tokens_before,
+            tokens_before: start.tokens_before,
+            background: false,
         }));
         let tools = self.tools.definitions();
-        let CompactionPlan {
-            plan,
-            ledger,
-            restored,
-            floor,
-        } = plan;
-        tracing::debug!(?plan, floor = %floor.describe(), "automatic compaction");
+        let ledger = start.plan.ledger.as_ref();
+        tracing::debug!(plan = ?start.plan.plan, floor = %start.plan.floor.describe(), "automatic compaction");
         let mut messages = self.history_for_summary();
         messages.push(Message::user(with_hook_instructions(
-            auto_prompt_with(ledger.as_ref().map(|l| l.summary_request_text.as_str())),
+            auto_prompt_with(ledger.map(|l| l.summary_request_text.as_str())),
             instructions.as_deref(),
         )));
         let messages = self.fit_if_needed(messages, &tools);
         let (_, counted) = self
             .context
             .estimate_other(&self.system_prompt, &messages, &tools);
-        let request = self.request(Arc::new(messages), tools.clone());
+        let request = self.request(Arc::new(messages), tools);
         let allowance = summary_allowance(self.context.budget.working_budget(), ledger.is_some());
         let mut reports = Vec::new();
         let outcome = self
-            .summary_request(
+            .summarizer()
+            .request(
                 request,
                 Visibility::Private,
                 &child,
@@ -170,6 +122,47 @@ impl AgentLoop {
                 allowance,
             )
             .await;
+        let done = SummaryDone {
+            outcome,
+            reports,
+            counted,
+            allowance,
+            started,
+            waiting: started,
+            tail: Vec::new(),
+        };
+        self.finish_auto(done, start, sink, cancel, turn).await
+    }
+
+    /// Applies the summary of an automatic compaction (in place or prepared ahead), with
+    /// `done.tail` kept verbatim after the replacement; every way it can end tells the
+    /// governor. `Err` only when the turn itself was cancelled.
+    pub(super) async fn finish_auto(
+        &mut self,
+        done: SummaryDone,
+        start: AutoCompactStart<'_>,
+        sink: &mut dyn TurnSink,
+        cancel: &CancellationToken,
+        turn: &mut TurnSummary,
+    ) -> Result<(), LoopError> {
+        let AutoCompactStart {
+            plan,
+            tokens_before,
+            progress,
+            last_user_text,
+        } = start;
+        let SummaryDone {
+            outcome,
+            reports,
+            counted,
+            allowance,
+            started,
+            waiting,
+            tail,
+        } = done;
+        let CompactionPlan {
+            ledger, restored, ..
+        } = plan;
         self.context.last_request_at = Some(Instant::now());
         if let Some(reported) = reports.last().filter(|r| r.usage_reported) {
             self.context.observe_summary_usage(reported.usage, counted);
@@ -209,9 +202,12 @@ impl AgentLoop {
             }
         };
 
+        let tools = self.tools.definitions();
         let summary = self.within_allowance(summary, allowance);
-        let (replacement, carried) =
-            self.replacement(&summary, ledger, restored, Some(last_user_text));
+        let last_user =
+            (!Self::tail_holds_user_message(&tail, last_user_text)).then_some(last_user_text);
+        let (mut replacement, carried) = self.replacement(&summary, ledger, restored, last_user);
+        replacement.extend(tail);
         let (replacement, tokens_after) = self
             .after_summary(
                 AfterSummary {
@@ -263,6 +259,8 @@ impl AgentLoop {
             .context
             .governor
             .record_applied(freed, tokens_after, &budget);
+        let millis =
+            |since: Instant| u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
         sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Applied {
             replacement: compaction.replacement,
             summary: compaction.summary,
@@ -270,7 +268,8 @@ impl AgentLoop {
             tokens_before,
             tokens_after,
             ledger_tokens: compaction.carried.ledger_tokens,
-            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            duration_ms: millis(started),
+            waited_ms: millis(waiting),
         }));
         self.tell(paused.into_iter().collect(), sink);
         Ok(())
@@ -319,6 +318,11 @@ impl AgentLoop {
                 "there is no conversation to compact yet".to_owned(),
             ));
         }
+        self.abandon_prepared(
+            "a manual compaction replaces the history it was prepared for",
+            sink,
+        )
+        .await;
         let tokens_before = self.estimate().total as u64;
         let hooks = Arc::clone(&self.hooks);
         let gate = hooks
@@ -354,7 +358,8 @@ impl AgentLoop {
         let request = self.request(Arc::new(messages), tools.clone());
         let mut reports = Vec::new();
         let outcome = self
-            .summary_request(
+            .summarizer()
+            .request(
                 request,
                 Visibility::Visible(&mut *sink),
                 cancel,
@@ -474,10 +479,11 @@ impl AgentLoop {
             )
             .await;
         emit_hooks(hooked.runs, sink);
-        let (Some(context), Some(last)) = (hooked.value, replacement.last_mut()) else {
+        // The replacement's own message (the first): a verbatim tail follows it.
+        let (Some(context), Some(first)) = (hooked.value, replacement.first_mut()) else {
             return (replacement, tokens_after);
         };
-        last.parts.push(Part::Text {
+        first.parts.push(Part::Text {
             text: context_block(HookEvent::PostCompact, &context),
         });
         let tokens_after = estimate(self, &replacement);
@@ -497,149 +503,25 @@ impl AgentLoop {
             usize::try_from(max).unwrap_or(usize::MAX),
         )
     }
+}
 
-    /// Sends a summary request, answering attempted tool calls with the denial and
-    /// repeating, at most `compaction_tool_rounds` times.
-    async fn summary_request(
-        &self,
-        mut request: ModelRequest,
-        mut visibility: Visibility<'_>,
-        cancel: &CancellationToken,
-        reports: &mut Vec<RequestReport>,
-        allowance: u64,
-    ) -> SummaryOutcome {
-        let guard = self.summary_guard(allowance);
-        let mut usage = Usage::default();
-        let denying = self.tools.denying();
-        let mut rounds = 0;
-        loop {
-            let sent_visibility = match &mut visibility {
-                Visibility::Visible(sink) => Visibility::Visible(&mut **sink),
-                Visibility::Private => Visibility::Private,
-            };
-            let started = Instant::now();
-            let exchange = Exchange {
-                adapter: self.adapter.as_ref(),
-                request: &request,
-                timeouts: &self.options.timeouts,
-                cancel,
-            };
-            let sent =
-                send_with_retries(exchange, &self.options.retry, guard, sent_visibility).await;
-            reports.push(request_report(
-                self,
-                RequestPurpose::Compaction,
-                started,
-                &sent,
-            ));
-            let response = match sent {
-                Ok(response) => response,
-                Err(failure) => {
-                    return match failure.error {
-                        ProviderError::Cancelled => SummaryOutcome::Cancelled { usage },
-                        error => SummaryOutcome::Failed {
-                            reason: error.to_string(),
-                            usage,
-                        },
-                    }
-                }
-            };
-            usage += response.usage;
-            let truncation = response
-                .truncated
-                .clone()
-                .or_else(|| Truncation::from_stop_reason(response.stop_reason.as_deref()));
-            // A summary cut off is kept for what it says (the ledger carries the facts);
-            // tool calls that were not complete are not run.
-            if let Some(truncation) = truncation {
-                return match validate_summary(&response.text) {
-                    Ok(summary) => {
-                        // A visible (manual) summary shows the marker as it is kept.
-                        let marker =
-                            format!("\n[pith: the summary was cut off here: {truncation}]");
-                        if let Visibility::Visible(sink) = &mut visibility {
-                            sink.emit(LoopEvent::TextDelta(marker.clone()));
-                        }
-                        SummaryOutcome::Summary {
-                            summary: format!("{summary}{marker}"),
-                            usage,
-                            cut_off: true,
-                        }
-                    }
-                    Err(_) => SummaryOutcome::Failed {
-                        reason: format!("the summary was cut off before any text: {truncation}"),
-                        usage,
-                    },
-                };
-            }
-            if response.tool_calls.is_empty() {
-                return match validate_summary(&response.text) {
-                    Ok(summary) => SummaryOutcome::Summary {
-                        summary: summary.to_owned(),
-                        usage,
-                        cut_off: false,
-                    },
-                    Err(error) => SummaryOutcome::Failed {
-                        reason: error.to_string(),
-                        usage,
-                    },
-                };
-            }
-            if rounds >= self.options.compaction_tool_rounds {
-                return SummaryOutcome::ToolRoundsExhausted { usage };
-            }
-            rounds += 1;
-            let results = match &mut visibility {
-                Visibility::Visible(sink) => {
-                    execute_calls(
-                        &denying,
-                        &NoHooks,
-                        &response.tool_calls,
-                        &mut **sink,
-                        cancel,
-                    )
-                    .await
-                }
-                Visibility::Private => {
-                    execute_calls(
-                        &denying,
-                        &NoHooks,
-                        &response.tool_calls,
-                        &mut Discard,
-                        cancel,
-                    )
-                    .await
-                }
-            };
-            if cancel.is_cancelled() {
-                return SummaryOutcome::Cancelled { usage };
-            }
-            let messages = Arc::make_mut(&mut request.messages);
-            messages.push(response.message());
-            for result in results {
-                messages.push(Message {
-                    role: Role::Tool,
-                    parts: vec![Part::ToolResult(result)],
-                });
-            }
-        }
-    }
-
-    /// The bounds a summary answer is held to: the loop's, with pith's own cap lowered to
-    /// [`SUMMARY_READ_FACTOR`] times the allowance unless the model reasons first (its
-    /// thinking counts against the same cap).
-    fn summary_guard(&self, allowance: u64) -> GuardLimits<'_> {
-        let mut guard = self.guard();
-        let reasons = self
-            .options
-            .reasoning
-            .is_some_and(|effort| effort != crate::wire::ReasoningEffort::Off);
-        if !reasons {
-            let cap = (allowance * SUMMARY_READ_FACTOR).max(MIN_SUMMARY_READ_TOKENS);
-            guard.output_cap = guard.output_cap.min(cap);
-        }
-        guard
-    }
+/// A summary request that ended, with what applying it needs.
+pub(super) struct SummaryDone {
+    /// How it ended.
+    pub outcome: SummaryOutcome,
+    /// The requests it sent, not yet reported.
+    pub reports: Vec<RequestReport>,
+    /// pith's count of the request, weighed against its reported usage.
+    pub counted: u64,
+    /// Most tokens of the summary.
+    pub allowance: u64,
+    /// When the compaction started (its request was sent).
+    pub started: Instant,
+    /// When the turn started waiting for it (`started` for a compaction in place).
+    pub waiting: Instant,
+    /// The messages after the summary's mark, kept verbatim after the replacement (empty
+    /// for a compaction in place: the summary covers the whole history).
+    pub tail: Vec<Message>,
 }
 
 /// What [`AgentLoop::after_summary`] needs to know about the compaction.

@@ -73,6 +73,9 @@ pub(super) struct ContextState {
     /// When the last request was sent: after a pause longer than the provider cache's
     /// TTL the cache is cold, and rewriting costs nothing extra.
     pub last_request_at: Option<std::time::Instant>,
+    /// Counts the rewrites that moved messages (a compaction, a fit that dropped some, a
+    /// new history): a summary prepared in an earlier epoch no longer has its mark.
+    pub epoch: u64,
 }
 
 impl ContextState {
@@ -87,6 +90,7 @@ impl ContextState {
             ledger: Ledger::default(),
             stable_prefix: 0,
             last_request_at: None,
+            epoch: 0,
             files: None,
         }
     }
@@ -138,8 +142,15 @@ impl ContextState {
     }
 
     /// Installs a persisted rewrite: the new history, no anchor on the old one, and the
-    /// next report must follow it.
+    /// next report must follow it. A new epoch begins (messages moved).
     pub fn install(&mut self, replacement: Vec<Message>) {
+        self.epoch += 1;
+        self.install_in_place(replacement);
+    }
+
+    /// [`ContextState::install`] of a rewrite that keeps every message in its place and
+    /// changes only contents (micro-compaction): the epoch stays.
+    pub fn install_in_place(&mut self, replacement: Vec<Message>) {
         self.stable_prefix = stable_prefix_after(&self.history, &replacement, self.stable_prefix);
         self.history = Arc::new(replacement);
         self.estimator.rewritten();
@@ -157,6 +168,7 @@ impl ContextState {
     /// Replaces the whole conversation (resume, `/clear`, a switched model): the governor
     /// starts afresh, the calibration is kept.
     pub fn replace_history(&mut self, history: Vec<Message>) {
+        self.epoch += 1;
         self.stable_prefix = 0;
         self.history = Arc::new(pith_core::summary::strip_system(&history));
         self.estimator.clear_usage();

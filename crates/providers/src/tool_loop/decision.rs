@@ -85,6 +85,7 @@ impl AgentLoop {
         cancel: &CancellationToken,
         summary: &mut TurnSummary,
     ) -> Result<Prepared, LoopError> {
+        self.reap_cancelled_prepared(sink).await;
         let mut micro_allowed = self.options.micro_compaction;
         let mut llm_allowed = self.options.auto_compaction;
         // After a pause longer than the cache's TTL, the next request rewrites the cache
@@ -142,7 +143,8 @@ impl AgentLoop {
                                 progress: facts.progress(),
                                 last_user_text,
                             };
-                            self.auto_compact(start, sink, cancel, summary).await?;
+                            self.compact_automatically(start, sink, cancel, summary)
+                                .await?;
                         }
                         Err(floor) => {
                             let notice = self.context.governor.pause(
@@ -165,10 +167,12 @@ impl AgentLoop {
                 }
                 // `Micro` is only decided with a measured candidate; without one, send.
                 (Action::None | Action::Micro, _) => {
+                    self.maybe_prepare_summary(&facts, last_user_text, &tools, sink, cancel)
+                        .await;
                     return Ok(Prepared {
                         request: self.request(Arc::clone(&self.context.history), tools),
                         sent: Sent::history(&estimated, self.context.history.len()),
-                    })
+                    });
                 }
             }
         }
@@ -252,7 +256,7 @@ impl AgentLoop {
     /// The first plan of the replacement (the default, then smaller ones) whose floor
     /// leaves a compaction able to help; `Err` with the smallest plan's floor when none
     /// does.
-    fn plan_compaction(
+    pub(super) fn plan_compaction(
         &self,
         last_user_text: &str,
         tools: &[ToolDefinition],
@@ -417,7 +421,14 @@ impl AgentLoop {
         let HistoryRewrite::Micro(step) = rewrite else {
             return;
         };
-        self.context.install(step.replacement.clone());
+        // Dedup and prune keep every message in its place: a prepared summary's mark
+        // still holds.
+        debug_assert_eq!(step.replacement.len(), self.context.history.len());
+        if step.replacement.len() == self.context.history.len() {
+            self.context.install_in_place(step.replacement.clone());
+        } else {
+            self.context.install(step.replacement.clone());
+        }
         sink.emit(LoopEvent::MicroCompaction(step));
     }
 

@@ -7,7 +7,8 @@
 //! guard (`guard`: pith's own output cap, repetition, keep-alive-only streams), runs the tools
 //! the model asks for (`execute`), and repeats until the model answers without tool calls.
 //! [`AgentLoop::compact`] is the manual `/compact` (`compaction`, which also holds the
-//! private automatic summary request). `overflow` fits a request that cannot fit.
+//! private automatic compaction; `summarizer` sends a summary request, and `prepared`
+//! prepares one in the background before the threshold). `overflow` fits a request that cannot fit.
 //! `spend` holds every request to the job's ceilings (`--max-cost`, `--max-duration`)
 //! before it is sent.
 //!
@@ -31,10 +32,14 @@ pub mod guard;
 mod options;
 mod output_cap;
 pub mod overflow;
+mod prepared;
+mod prepared_task;
 mod report;
 pub mod request;
 pub mod retry;
 pub mod spend;
+mod summarizer;
+mod summary_outcome;
 mod turn;
 
 pub use agent::{AgentLoop, LoopSetup};

@@ -55,6 +55,10 @@ pub struct LoopOptions {
     /// The provider's prompt cache: how long an unused prefix lives there, and the key
     /// requests are routed by.
     pub prompt_cache: PromptCacheOptions,
+    /// Prepare the automatic compaction's summary in the background from this percentage
+    /// of the threshold (`[context] prepare_summary_percent`, 75 in the binary; 0, the
+    /// library's default, waits for the threshold).
+    pub prepare_summary_percent: u8,
 }
 
 /// What the loop knows of its provider's prompt cache.
@@ -155,6 +159,7 @@ impl Default for LoopOptions {
             usage_band: Default::default(),
             output: None,
             prompt_cache: PromptCacheOptions::default(),
+            prepare_summary_percent: 0,
         }
     }
 }

@@ -18,6 +18,21 @@ pub(super) fn request_report(
     started: Instant,
     sent: &Result<Response, RequestFailure>,
 ) -> RequestReport {
+    report_of(
+        (agent.adapter.protocol_name(), &agent.model),
+        purpose,
+        started,
+        sent,
+    )
+}
+
+/// The report of a request sent with `protocol` to `model`; see [`request_report`].
+pub(super) fn report_of(
+    (protocol, model): (&str, &str),
+    purpose: RequestPurpose,
+    started: Instant,
+    sent: &Result<Response, RequestFailure>,
+) -> RequestReport {
     let (usage, usage_reported, attempts, error) = match sent {
         Ok(response) => (
             response.usage,
@@ -38,8 +53,8 @@ pub(super) fn request_report(
     RequestReport {
         id: 0,
         purpose,
-        protocol: agent.adapter.protocol_name().to_owned(),
-        model: agent.model.clone(),
+        protocol: protocol.to_owned(),
+        model: model.to_owned(),
         usage,
         usage_reported,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),

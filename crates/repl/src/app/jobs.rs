@@ -16,6 +16,7 @@ impl App {
     pub(super) async fn turn(&mut self, text: String) {
         let cancel = CancellationToken::new();
         let mut busy = BusyState::turn(cancel.clone());
+        busy.adopt_prepared_summary(self.conversation.prepared_summary_cancel());
         let (mut events, mut received) = unbounded_channel();
         // `@path/to/shot.png` attaches the image to this message.
         let (message, notices) = self.conversation.user_message(&text);
@@ -271,6 +272,7 @@ mod tests {
             LoopEvent::AutoCompaction(AutoCompaction::Started {
                 cancel: turn.child_token(),
                 tokens_before: 0,
+                background: false,
             }),
             LoopEvent::AutoCompaction(AutoCompaction::Applied {
                 replacement: vec![Message::user(
@@ -282,6 +284,7 @@ mod tests {
                 tokens_after: 900,
                 ledger_tokens: 0,
                 duration_ms: 0,
+                waited_ms: 0,
             }),
             LoopEvent::TextDelta("After".into()),
         ];
