@@ -51,7 +51,9 @@ impl Pane {
         std::fs::create_dir_all(&config).unwrap();
         std::fs::write(
             config.join("config.toml"),
-            "[context]\nusage_ratio_min = 0.0\nusage_ratio_max = 1e12\n",
+            // The scenarios are about compactions in place: no summary prepared ahead
+            // takes a scripted turn (docs/context-pipeline.md, "Summaries prepared ahead").
+            "[context]\nusage_ratio_min = 0.0\nusage_ratio_max = 1e12\nprepare_summary_percent = 0\n",
         )
         .unwrap();
         let socket = format!("pith-e2e-{}-{name}", std::process::id());
