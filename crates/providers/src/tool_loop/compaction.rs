@@ -42,7 +42,7 @@ use pith_core::summary::{
 };
 use pith_core::{
     AutoCompaction, Carried, Compaction, CompactionTrigger, EventSink, HistoryRewrite, HookEvent,
-    LoopEvent, Message, Part, RequestReport, TurnSink,
+    LoopEvent, Message, Part, RequestReport, ToolDefinition, TurnSink,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -68,12 +68,10 @@ impl AgentLoop {
         cancel: &CancellationToken,
         turn: &mut TurnSummary,
     ) -> Result<(), LoopError> {
-        let hooks = Arc::clone(&self.hooks);
-        let gate = hooks
-            .pre_compact(CompactionTrigger::Auto, start.tokens_before, None, cancel)
-            .await;
-        emit_hooks(gate.runs, sink);
-        let instructions = match gate.value {
+        let instructions = match self
+            .ask_pre_compact(start.tokens_before, sink, cancel)
+            .await
+        {
             CompactGate::Proceed { instructions } => instructions,
             CompactGate::Block { reason } => {
                 self.context.governor.record_skipped();
@@ -98,19 +96,12 @@ impl AgentLoop {
             background: false,
         }));
         let tools = self.tools.definitions();
-        let ledger = start.plan.ledger.as_ref();
         tracing::debug!(plan = ?start.plan.plan, floor = %start.plan.floor.describe(), "automatic compaction");
-        let mut messages = self.history_for_summary();
-        messages.push(Message::user(with_hook_instructions(
-            auto_prompt_with(ledger.map(|l| l.summary_request_text.as_str())),
-            instructions.as_deref(),
-        )));
-        let messages = self.fit_if_needed(messages, &tools);
-        let (_, counted) = self
-            .context
-            .estimate_other(&self.system_prompt, &messages, &tools);
-        let request = self.request(Arc::new(messages), tools);
-        let allowance = summary_allowance(self.context.budget.working_budget(), ledger.is_some());
+        let AutoSummaryRequest {
+            request,
+            counted,
+            allowance,
+        } = self.auto_summary_request(start.plan.ledger.as_ref(), instructions, &tools);
         let mut reports = Vec::new();
         let outcome = self
             .summarizer()
@@ -132,6 +123,47 @@ impl AgentLoop {
             tail: Vec::new(),
         };
         self.finish_auto(done, start, sink, cancel, turn).await
+    }
+
+    /// Asks the `PreCompact` hooks about an automatic compaction at `tokens` (what they
+    /// ran is reported): proceed, with instructions for the summary, or block.
+    pub(super) async fn ask_pre_compact(
+        &self,
+        tokens: u64,
+        sink: &mut dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> CompactGate {
+        let hooks = Arc::clone(&self.hooks);
+        let gate = hooks
+            .pre_compact(CompactionTrigger::Auto, tokens, None, cancel)
+            .await;
+        emit_hooks(gate.runs, sink);
+        gate.value
+    }
+
+    /// The automatic compaction's summary request over the history as it is now: the
+    /// history, then the automatic prompt with `ledger`'s request text and the hooks'
+    /// `instructions`, fitted when it would not fit.
+    pub(super) fn auto_summary_request(
+        &mut self,
+        ledger: Option<&RenderedLedger>,
+        instructions: Option<String>,
+        tools: &[ToolDefinition],
+    ) -> AutoSummaryRequest {
+        let mut messages = self.history_for_summary();
+        messages.push(Message::user(with_hook_instructions(
+            auto_prompt_with(ledger.map(|l| l.summary_request_text.as_str())),
+            instructions.as_deref(),
+        )));
+        let messages = self.fit_if_needed(messages, tools);
+        let (_, counted) = self
+            .context
+            .estimate_other(&self.system_prompt, &messages, tools);
+        AutoSummaryRequest {
+            request: self.request(Arc::new(messages), tools.to_vec()),
+            counted,
+            allowance: summary_allowance(self.context.budget.working_budget(), ledger.is_some()),
+        }
     }
 
     /// Applies the summary of an automatic compaction (in place or prepared ahead), with
@@ -503,6 +535,16 @@ impl AgentLoop {
             usize::try_from(max).unwrap_or(usize::MAX),
         )
     }
+}
+
+/// An automatic compaction's summary request, ready to send.
+pub(super) struct AutoSummaryRequest {
+    /// The request.
+    pub request: crate::wire::adapter::ModelRequest,
+    /// pith's count of it, weighed against its reported usage.
+    pub counted: u64,
+    /// Most tokens of the summary.
+    pub allowance: u64,
 }
 
 /// A summary request that ended, with what applying it needs.

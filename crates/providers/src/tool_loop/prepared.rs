@@ -16,27 +16,20 @@
 //! large, the session ended first) is told as [`AutoCompaction::Unused`] with what it
 //! cost, and its requests are reported like any.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use pith_core::context::floor::summary_allowance;
 use pith_core::context::{prepare_permitted, Facts};
 use pith_core::events::compaction_token;
 use pith_core::hooks::CompactGate;
-use pith_core::summary::{auto_prompt_with, with_hook_instructions};
 use pith_core::tokens::count_message;
-use pith_core::{
-    AutoCompaction, CompactionTrigger, EventSink, LoopEvent, Message, Role, ToolDefinition,
-    TurnSink,
-};
+use pith_core::{AutoCompaction, EventSink, LoopEvent, Message, Role, ToolDefinition, TurnSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
-use crate::tool_loop::compaction::SummaryDone;
+use crate::tool_loop::compaction::{AutoSummaryRequest, SummaryDone};
 use crate::tool_loop::decision::AutoCompactStart;
 use crate::tool_loop::options::{LoopError, TurnSummary};
 use crate::tool_loop::prepared_task::PreparedSummary;
-use crate::tool_loop::report::emit_hooks;
 use crate::tool_loop::request::Visibility;
 use crate::tool_loop::summary_outcome::SummaryOutcome;
 
@@ -66,30 +59,18 @@ impl AgentLoop {
         let Ok(plan) = self.plan_compaction(last_user_text, tools) else {
             return;
         };
-        let hooks = Arc::clone(&self.hooks);
-        let gate = hooks
-            .pre_compact(CompactionTrigger::Auto, facts.estimate, None, cancel)
-            .await;
-        emit_hooks(gate.runs, sink);
-        let instructions = match gate.value {
+        let instructions = match self.ask_pre_compact(facts.estimate, sink, cancel).await {
             CompactGate::Proceed { instructions } => instructions,
             CompactGate::Block { .. } => {
                 self.prepare_declined = true;
                 return;
             }
         };
-        let ledger = plan.ledger;
-        let mut messages = self.history_for_summary();
-        messages.push(Message::user(with_hook_instructions(
-            auto_prompt_with(ledger.as_ref().map(|l| l.summary_request_text.as_str())),
-            instructions.as_deref(),
-        )));
-        let messages = self.fit_if_needed(messages, tools);
-        let (_, counted) = self
-            .context
-            .estimate_other(&self.system_prompt, &messages, tools);
-        let request = self.request(Arc::new(messages), tools.to_vec());
-        let allowance = summary_allowance(self.context.budget.working_budget(), ledger.is_some());
+        let AutoSummaryRequest {
+            request,
+            counted,
+            allowance,
+        } = self.auto_summary_request(plan.ledger.as_ref(), instructions, tools);
         let child = compaction_token(cancel);
         let summarizer = self.summarizer();
         let token = child.clone();
