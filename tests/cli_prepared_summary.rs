@@ -195,3 +195,120 @@ fn a_job_that_ends_before_the_threshold_reports_its_prepared_summary_unused() {
     assert_eq!(result["compaction"]["unused"], 1);
     assert_eq!(result["compaction"]["applied"], 0);
 }
+
+/// Runs a job that reads six notes and hangs in its next request, kills it (SIGKILL) there
+/// — with a summary prepared in the background still streaming when `percent` is set —
+/// then continues the session. Returns the transcript's record kinds and the messages of
+/// the continued job's request.
+fn killed_then_continued(percent: u8) -> (Vec<String>, Value) {
+    let sandbox = Sandbox::new();
+    write_user_config(
+        &sandbox,
+        &format!("[context]\nprepare_summary_percent = {percent}\n"),
+    );
+    let workspace = sandbox.workspace();
+    let mut turns = Vec::new();
+    for n in 0..6 {
+        std::fs::write(workspace.join(format!("note{n}.md")), note(n)).unwrap();
+        turns.push(Turn::text("").with_tool_call("read", json!({"path": format!("note{n}.md")})));
+    }
+    turns.push(Turn::fault(pith_testkit::Fault::Hang));
+    turns.push(Turn::text("Resumed fine."));
+    // About 12 s: still streaming when the job is killed.
+    let summary = Turn::text("## Goal\nRead the notes. The notes were read.".repeat(6))
+        .with_chunk_delay_ms(500);
+    let server = TestServer::start(
+        Script::openai_chat(turns).responding("This is a context compaction request", summary),
+    )
+    .unwrap();
+    let mut child = sandbox
+        .pith(Some(&server))
+        .args([
+            "run",
+            "--model",
+            "openai-chat/gpt-4o",
+            "--context-window",
+            "16000",
+            "Read every note, one at a time.",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let is_summary = |r: &pith_testkit::RecordedRequest| {
+        r.body
+            .to_string()
+            .contains("This is a context compaction request")
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let requests = server.requests();
+        let turns_sent = requests.iter().filter(|r| !is_summary(r)).count();
+        let summary_sent = requests.iter().any(is_summary);
+        if turns_sent >= 7 && (summary_sent || percent == 0) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job never reached its hanging request: {} requests",
+            requests.len()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let transcript = sandbox.only_transcript();
+    let kinds = common::kinds(&common::records(&transcript));
+    let session_id = transcript
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let replay = sandbox
+        .pith(None)
+        .args(["replay", &session_id])
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+    let before = server.requests().len();
+    let resumed = sandbox.run(&server, &["--session", &session_id, "continue"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert_eq!(stdout(&resumed), "Resumed fine.\n");
+    let continued = server
+        .requests()
+        .into_iter()
+        .skip(before)
+        .find(|r| !is_summary(r))
+        .expect("the continued job sent its request");
+    // The system message names the sandbox's own directory: the conversation is the rest.
+    let messages = continued.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .cloned()
+        .collect();
+    (kinds, Value::Array(messages))
+}
+
+#[test]
+fn a_kill_during_a_background_summary_leaves_the_session_as_if_it_never_started() {
+    let (kinds, continued) = killed_then_continued(75);
+    assert!(
+        !kinds.iter().any(|k| k.starts_with("compaction")),
+        "nothing of the summary was written: {kinds:?}"
+    );
+    assert!(!continued.to_string().contains("<compacted_context>"));
+    let (kinds_without, continued_without) = killed_then_continued(0);
+    assert_eq!(
+        kinds, kinds_without,
+        "the same records as a job that never prepared one"
+    );
+    assert_eq!(
+        continued, continued_without,
+        "the continued job sends what it would have sent had no summary started"
+    );
+}
