@@ -525,7 +525,9 @@ impl Outcome {
             .requests
             .iter()
             .rev()
-            .find(|r| !Self::is_summary(r))
+            // Not a summary round either: a prepared summary abandoned at the end of the
+            // job may be the last request, its rounds after a denied tool call included.
+            .find(|r| !r.body.to_string().contains(SUMMARY_REQUEST_MARKER))
             .expect("a turn request");
         let sent = &last.body;
         let encoded = encode(self.scenario.protocol, sent, history);

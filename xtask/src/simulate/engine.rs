@@ -135,6 +135,27 @@ pub struct SessionOutcome {
     pub rereads: u64,
     /// The model's view right after each rewrite (only when asked for).
     pub views: Vec<CompactionView>,
+    /// Summaries prepared in the background (pith, `prepare` > 0).
+    pub prepared: u64,
+    /// Of them, never applied (the session ended first, or what followed the mark left
+    /// no room and the compaction ran in place).
+    pub unused: u64,
+    /// What the unused ones cost (part of the ledger's `cost_dollars`).
+    pub unused_dollars: f64,
+    /// Seconds the agent waited for its LLM compactions (the whole summary in place,
+    /// what was left of it when prepared ahead).
+    pub compaction_wait_s: f64,
+}
+
+/// A summary the simulated pith prepared in the background.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SimPrepared {
+    /// History length when it was sent: it covers the messages before.
+    pub mark: usize,
+    /// When its answer is complete, seconds since the session started.
+    pub ready_at: f64,
+    /// What its request cost.
+    pub dollars: f64,
 }
 
 /// What made a view.
@@ -201,6 +222,8 @@ pub(super) struct Replay<'a> {
     pub(super) tail_breakpoints: usize,
     /// Files a compaction re-attached whole, until the next compaction.
     pub(super) restored_paths: Vec<String>,
+    /// The summary being prepared in the background (pith, `prepare` > 0).
+    pub(super) prepared: Option<SimPrepared>,
 }
 
 impl<'a> Replay<'a> {
@@ -242,6 +265,7 @@ impl<'a> Replay<'a> {
                 1
             },
             restored_paths: Vec::new(),
+            prepared: None,
         }
     }
 
@@ -386,7 +410,9 @@ impl<'a> Replay<'a> {
             }),
         );
         self.ledger.summary_output(input, summary_tokens);
-        self.now += self.params.prices.latency_s(summary_tokens);
+        let latency = self.params.prices.latency_s(summary_tokens);
+        self.now += latency;
+        self.outcome.compaction_wait_s += latency;
         self.outcome.llm_compactions += 1;
     }
 
@@ -422,47 +448,114 @@ impl<'a> Replay<'a> {
                 self.codex_replacement()
             }
             Carry::Pith => {
-                let counter = Arc::clone(&self.params.counter);
-                let config = ContextConfig::default();
-                let working = self.budget.working_budget();
-                let rendered = render(
-                    &self.session_ledger,
-                    config.ledger_budget(working),
-                    true,
-                    counter.as_ref(),
-                    Some(&self.disk),
-                );
-                // The summary request shows the ledger; its prompt is its own block.
-                let prompt =
-                    auto_prompt_with(rendered.as_ref().map(|r| r.summary_request_text.as_str()));
-                let prompt_tokens = count_message(counter.as_ref(), &Message::user(prompt));
-                let prompt_id = self.fresh_id();
+                let (prompt_id, prompt_tokens) = self.pith_summary_prompt();
                 self.summary_request_with(
                     self.history.len(),
                     (prompt_id, prompt_tokens),
                     self.params.ledger_summary_tokens,
                 );
-                let restored = restore_files(
-                    &self.session_ledger,
-                    &self.disk,
-                    counter.as_ref(),
-                    RestoreBudget {
-                        files: self.restore_files,
-                        ..config.restore_budget(working)
-                    },
-                );
-                self.restored_paths = restored.iter().map(|f| f.path.clone()).collect();
-                ledger_tokens = rendered.as_ref().map_or(0, |r| r.tokens as u64);
-                vec![Message::user(replacement_text(ReplacementParts {
-                    summary: &self.params.ledger_summary,
-                    ledger: rendered.as_ref().map(|r| r.text.as_str()),
-                    restored_files: &restored,
-                    last_user_message: Some(&self.last_user_text),
-                }))]
+                let (replacement, tokens) = self.pith_replacement();
+                ledger_tokens = tokens;
+                replacement
             }
         };
         self.set_history(replacement);
         self.record_view(ViewKind::Llm, ledger_tokens);
+    }
+
+    /// pith's summary request's own block (the automatic prompt with the ledger's request
+    /// text) as the loop would send it now: its id and tokens.
+    fn pith_summary_prompt(&mut self) -> (u64, usize) {
+        let counter = Arc::clone(&self.params.counter);
+        let config = ContextConfig::default();
+        let rendered = render(
+            &self.session_ledger,
+            config.ledger_budget(self.budget.working_budget()),
+            true,
+            counter.as_ref(),
+            Some(&self.disk),
+        );
+        let prompt = auto_prompt_with(rendered.as_ref().map(|r| r.summary_request_text.as_str()));
+        let prompt_tokens = count_message(counter.as_ref(), &Message::user(prompt));
+        (self.fresh_id(), prompt_tokens)
+    }
+
+    /// pith's replacement message as of now (the summary, the ledger, the files it
+    /// re-attaches, the latest user message) and the ledger's tokens in it.
+    fn pith_replacement(&mut self) -> (Vec<Message>, u64) {
+        let counter = Arc::clone(&self.params.counter);
+        let config = ContextConfig::default();
+        let working = self.budget.working_budget();
+        let rendered = render(
+            &self.session_ledger,
+            config.ledger_budget(working),
+            true,
+            counter.as_ref(),
+            Some(&self.disk),
+        );
+        let restored = restore_files(
+            &self.session_ledger,
+            &self.disk,
+            counter.as_ref(),
+            RestoreBudget {
+                files: self.restore_files,
+                ..config.restore_budget(working)
+            },
+        );
+        self.restored_paths = restored.iter().map(|f| f.path.clone()).collect();
+        let ledger_tokens = rendered.as_ref().map_or(0, |r| r.tokens as u64);
+        let message = Message::user(replacement_text(ReplacementParts {
+            summary: &self.params.ledger_summary,
+            ledger: rendered.as_ref().map(|r| r.text.as_str()),
+            restored_files: &restored,
+            last_user_message: Some(&self.last_user_text),
+        }));
+        (vec![message], ledger_tokens)
+    }
+
+    /// Sends pith's summary request in the background (`tool_loop::prepared`): billed
+    /// now, the clock not moved; its answer is ready after its latency.
+    pub(super) fn prepare_summary(&mut self) {
+        let before = self.ledger.totals().cost_dollars;
+        let block = self.pith_summary_prompt();
+        let upto = self.history.len();
+        let input = self.send(
+            upto,
+            Some(Block {
+                id: block.0,
+                tokens: block.1,
+                breakpoint: false,
+            }),
+        );
+        let tokens = self.params.ledger_summary_tokens;
+        self.ledger.summary_output(input, tokens);
+        self.prepared = Some(SimPrepared {
+            mark: upto,
+            ready_at: self.now + self.params.prices.latency_s(tokens),
+            dollars: self.ledger.totals().cost_dollars - before,
+        });
+        self.outcome.prepared += 1;
+    }
+
+    /// Applies the prepared summary at the threshold: waits for what is left of it, then
+    /// the replacement with the messages after its mark kept verbatim.
+    pub(super) fn apply_prepared(&mut self, prepared: SimPrepared) {
+        self.restored_paths.clear();
+        let wait = (prepared.ready_at - self.now).max(0.0);
+        self.now += wait;
+        self.outcome.compaction_wait_s += wait;
+        self.outcome.llm_compactions += 1;
+        let tail = self.history[prepared.mark.min(self.history.len())..].to_vec();
+        let (mut replacement, ledger_tokens) = self.pith_replacement();
+        replacement.extend(tail);
+        self.set_history(replacement);
+        self.record_view(ViewKind::Llm, ledger_tokens);
+    }
+
+    /// A prepared summary that will never be applied.
+    pub(super) fn prepared_unused(&mut self, prepared: SimPrepared) {
+        self.outcome.unused += 1;
+        self.outcome.unused_dollars += prepared.dollars;
     }
 
     /// Codex CLI's replacement: the user messages, newest first within

@@ -128,6 +128,14 @@ pub struct PolicyRow {
     pub fidelity: Fidelity,
     /// Views probed.
     pub views: u64,
+    /// Summaries prepared in the background (pith with `prepare` > 0).
+    pub prepared: u64,
+    /// Of them, never applied.
+    pub unused: u64,
+    /// What the unused ones cost (part of `cost_dollars`).
+    pub unused_dollars: f64,
+    /// Seconds the agent waited for its LLM compactions.
+    pub compaction_wait_s: f64,
     #[serde(skip)]
     tallies: [Tally; 5],
     #[serde(skip)]
@@ -154,6 +162,10 @@ impl PolicyRow {
         self.masking_events += outcome.micro_compactions;
         self.reread_tokens += outcome.reread_tokens;
         self.over_budget_requests += outcome.overflowing_requests;
+        self.prepared += outcome.prepared;
+        self.unused += outcome.unused;
+        self.unused_dollars += outcome.unused_dollars;
+        self.compaction_wait_s += outcome.compaction_wait_s;
         for view in &outcome.views {
             let facts = facts_at(session, view.after_message);
             let text = view_text(&view.messages);
@@ -255,8 +267,8 @@ pub fn vs_cheapest_peer(rows: &[PolicyRow], row: &PolicyRow) -> Option<f64> {
 /// and half, and pith's to the cheapest peer.
 pub fn markdown_table(rows: &[PolicyRow]) -> String {
     let mut out = String::from(
-        "| window | half | policy | cost | vs first | vs cheapest peer | cache hits | peak / mean context | LLM | masking | re-read tokens | over budget | fidelity a/b/c/d/e (%) |\n\
-         |---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+        "| window | half | policy | cost | vs first | vs cheapest peer | cache hits | peak / mean context | LLM | masking | re-read tokens | over budget | fidelity a/b/c/d/e (%) | compaction wait | prepared / unused ($) |\n\
+         |---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n",
     );
     let mut base: Option<(u64, &str, f64)> = None;
     for row in rows {
@@ -276,7 +288,7 @@ pub fn markdown_table(rows: &[PolicyRow]) -> String {
         let peer = vs_cheapest_peer(rows, row).map_or("".to_owned(), |r| format!("{r:.3}"));
         let f = row.fidelity;
         out.push_str(&format!(
-            "| {} | {} | {} | ${:.2} | {:.3} | {} | {:.1}% | {} / {:.0} | {} | {} | {} | {} | {:.1}/{:.1}/{:.1}/{:.1}/{:.1} |\n",
+            "| {} | {} | {} | ${:.2} | {:.3} | {} | {:.1}% | {} / {:.0} | {} | {} | {} | {} | {:.1}/{:.1}/{:.1}/{:.1}/{:.1} | {:.0} s | {} / {} (${:.2}) |\n",
             row.window,
             row.half,
             row.policy,
@@ -295,6 +307,10 @@ pub fn markdown_table(rows: &[PolicyRow]) -> String {
             f.c * 100.0,
             f.d * 100.0,
             f.e * 100.0,
+            row.compaction_wait_s,
+            row.prepared,
+            row.unused,
+            row.unused_dollars,
         ));
     }
     out

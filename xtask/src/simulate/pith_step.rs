@@ -4,7 +4,9 @@
 //! [`PruneConfig::within`]) and LLM compaction, until there is nothing to do.
 
 use pith_core::context::PruneConfig;
-use pith_core::context::{collapse, decide, prune_old_tool_outputs, Action, Facts, Governor};
+use pith_core::context::{
+    collapse, decide, prepare_permitted, prune_old_tool_outputs, Action, Facts, Governor,
+};
 use pith_core::message::Message;
 
 use super::engine::{is_read_only, Replay, ViewKind};
@@ -19,6 +21,39 @@ impl Replay<'_> {
         let before = self.tokens_of(&self.history.clone());
         let after = self.tokens_of(&pruned);
         (pruned, before.saturating_sub(after) as u64)
+    }
+
+    /// An LLM compaction at `estimate`: the prepared summary when there is one whose
+    /// replacement (with the messages after its mark) gets under the threshold, else one
+    /// in place.
+    fn compact(&mut self, estimate: u64) {
+        let Some(prepared) = self.prepared.take() else {
+            return self.llm_compaction();
+        };
+        let history = self.history.clone();
+        let ids = self.ids.clone();
+        let stable = self.stable_prefix;
+        let views = self.outcome.views.len();
+        let (now, wait, compactions) = (
+            self.now,
+            self.outcome.compaction_wait_s,
+            self.outcome.llm_compactions,
+        );
+        self.apply_prepared(prepared);
+        let after = self.estimate();
+        if !self.budget.reaches_auto(after) && after < estimate {
+            return;
+        }
+        // Too large: undo, count it unused, compact in place.
+        self.history = history;
+        self.ids = ids;
+        self.stable_prefix = stable;
+        self.outcome.views.truncate(views);
+        self.now = now;
+        self.outcome.compaction_wait_s = wait;
+        self.outcome.llm_compactions = compactions;
+        self.prepared_unused(prepared);
+        self.llm_compaction();
     }
 
     /// The loop's per-request decision (`AgentLoop::prepare_turn_request`), step for step,
@@ -60,11 +95,19 @@ impl Replay<'_> {
                 (Action::Llm, _) => {
                     llm_allowed = false;
                     memory.record_attempt_started(estimate, &budget);
-                    self.llm_compaction();
+                    self.compact(estimate);
                     let after = self.estimate();
                     memory.record_applied(estimate.saturating_sub(after), after, &budget);
                 }
-                _ => return,
+                _ => {
+                    if self.prepared.is_none()
+                        && policy.carry == super::policy::Carry::Pith
+                        && prepare_permitted(&facts, &self.budget, memory, policy.prepare_percent)
+                    {
+                        self.prepare_summary();
+                    }
+                    return;
+                }
             }
         }
     }

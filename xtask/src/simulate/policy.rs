@@ -51,6 +51,9 @@ pub struct PithPolicy {
     pub working_set: u64,
     /// The cold-cache rule: after a pause longer than the TTL, due work is done early.
     pub cold_rule: bool,
+    /// `[context] prepare_summary_percent`: the summary is prepared in the background
+    /// from this percentage of the threshold (0: in place only).
+    pub prepare_percent: u8,
 }
 
 /// One policy to simulate.
@@ -136,6 +139,7 @@ impl Policy {
             restore_files: config.restore_files,
             working_set: config.working_set_tokens,
             cold_rule: true,
+            prepare_percent: config.prepare_summary_percent_for("anthropic"),
         })
     }
 
@@ -225,8 +229,9 @@ impl Policy {
                         "mprotect" => p.prune.protect_percent = number(key, value)?.min(100) as u8,
                         "mbatch" => p.prune.minimum_percent = number(key, value)?.min(100) as u8,
                         "cold" => p.cold_rule = number(key, value)? != 0,
+                        "prepare" => p.prepare_percent = number(key, value)?.min(100) as u8,
                         other => bail!(
-                            "unknown pith parameter `{other}` (micro, protect, minimum, turns, carry, restore, ws, mprotect, mbatch, cold)"
+                            "unknown pith parameter `{other}` (micro, protect, minimum, turns, carry, restore, ws, mprotect, mbatch, cold, prepare)"
                         ),
                     }
                 }

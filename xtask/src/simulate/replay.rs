@@ -154,6 +154,9 @@ pub fn replay_with(
             }
         }
     }
+    if let Some(prepared) = replay.prepared.take() {
+        replay.prepared_unused(prepared);
+    }
     replay.outcome.ledger = replay.ledger.totals();
     replay.outcome
 }

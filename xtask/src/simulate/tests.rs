@@ -339,3 +339,53 @@ fn on_the_vendored_sample_pith_keeps_every_probe_and_never_overflows() {
         assert!(json["fidelity"].get(probe).is_some());
     }
 }
+
+fn pith_preparing(percent: u8) -> Policy {
+    Policy::parse(&format!("pith:prepare={percent}")).unwrap()
+}
+
+#[test]
+fn a_summary_prepared_at_the_mark_waits_less_than_one_in_place_and_is_sent_once() {
+    let s = session(40, 30);
+    let p = params(16_384);
+    let in_place = replay(&s, &pith_preparing(0), &p);
+    let ahead = replay(&s, &pith_preparing(75), &p);
+    assert!(in_place.llm_compactions >= 1, "{in_place:?}");
+    assert_eq!((in_place.prepared, in_place.unused), (0, 0));
+    assert!(ahead.prepared >= 1, "{ahead:?}");
+    assert!(
+        ahead.compaction_wait_s < in_place.compaction_wait_s,
+        "prepared ahead the agent waits less: {} s against {} s",
+        ahead.compaction_wait_s,
+        in_place.compaction_wait_s
+    );
+    // Every summary request is one compaction applied (in place or prepared) or one
+    // prepared and never used: none is sent twice, none is free.
+    assert_eq!(
+        ahead.ledger.summary_output_tokens,
+        (ahead.llm_compactions + ahead.unused) * p.ledger_summary_tokens
+    );
+    assert!(ahead.peak_context <= ContextBudget::for_window(16_384).input_budget);
+}
+
+#[test]
+fn a_session_that_ends_between_the_mark_and_the_threshold_pays_for_its_unused_summary() {
+    let p = params(16_384);
+    let ended_in_the_band = (4..40).find_map(|turns| {
+        let s = session(turns, 30);
+        let in_place = replay(&s, &pith_preparing(0), &p);
+        let ahead = replay(&s, &pith_preparing(75), &p);
+        (in_place.llm_compactions == 0 && ahead.prepared == 1).then_some((in_place, ahead))
+    });
+    let (in_place, ahead) = ended_in_the_band.expect("some length ends between mark and threshold");
+    assert_eq!(ahead.unused, 1);
+    assert!(ahead.unused_dollars > 0.0);
+    let extra = ahead.ledger.cost_dollars - in_place.ledger.cost_dollars;
+    // It costs more by at most what the unused summary cost: its request also wrote the
+    // prompt cache that the next agent request reads.
+    assert!(
+        extra > 0.0 && extra <= ahead.unused_dollars + 1e-9,
+        "the unused summary is what it costs more: {extra} vs {}",
+        ahead.unused_dollars
+    );
+}

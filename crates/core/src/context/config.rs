@@ -87,8 +87,10 @@ pub struct ContextConfig {
 /// set": chosen with `cargo xtask simulate` on the tuning half of the corpus).
 pub const DEFAULT_WORKING_SET_TOKENS: u64 = 32_000;
 
-/// Default of [`ContextConfig::prepare_summary_percent`].
-pub const DEFAULT_PREPARE_SUMMARY_PERCENT: u8 = 75;
+/// Default of [`ContextConfig::prepare_summary_percent`] (docs/context-pipeline.md,
+/// "Summaries prepared ahead": chosen with `cargo xtask simulate` on the tuning half of
+/// the corpus, the mark with the least extra cost for most of the wait saved).
+pub const DEFAULT_PREPARE_SUMMARY_PERCENT: u8 = 90;
 
 /// Default of [`ContextConfig::user_message_percent`].
 pub const DEFAULT_USER_MESSAGE_PERCENT: u8 = 25;
@@ -224,7 +226,7 @@ mod tests {
         assert_eq!(config.max_auto_compactions_per_turn, 2);
         assert_eq!(config.user_message_percent, 25);
         assert_eq!(config.instructions_percent, 20);
-        assert_eq!(config.prepare_summary_percent_for("anthropic"), 75);
+        assert_eq!(config.prepare_summary_percent_for("anthropic"), 90);
         assert_eq!(config.prepare_summary_percent_for("local"), 0);
         let set: ContextConfig =
             serde_json::from_str(r#"{"prepare_summary_percent": 60}"#).unwrap();

@@ -56,7 +56,7 @@ pub struct LoopOptions {
     /// requests are routed by.
     pub prompt_cache: PromptCacheOptions,
     /// Prepare the automatic compaction's summary in the background from this percentage
-    /// of the threshold (`[context] prepare_summary_percent`, 75 in the binary; 0, the
+    /// of the threshold (`[context] prepare_summary_percent`, 90 in the binary; 0, the
     /// library's default, waits for the threshold).
     pub prepare_summary_percent: u8,
 }
