@@ -40,6 +40,12 @@ struct Pane {
 
 impl Pane {
     fn start(name: &str, server: &TestServer, extra_args: &[&str]) -> Pane {
+        Self::start_preparing(name, server, extra_args, 0)
+    }
+
+    /// [`Pane::start`] with summaries prepared in the background from `prepare` percent
+    /// of the threshold (0: off).
+    fn start_preparing(name: &str, server: &TestServer, extra_args: &[&str], prepare: u8) -> Pane {
         let root = tempfile::tempdir().unwrap();
         let project = root.path().join("project");
         std::fs::create_dir_all(&project).unwrap();
@@ -51,9 +57,11 @@ impl Pane {
         std::fs::create_dir_all(&config).unwrap();
         std::fs::write(
             config.join("config.toml"),
-            // The scenarios are about compactions in place: no summary prepared ahead
+            // Most scenarios are about compactions in place: no summary prepared ahead
             // takes a scripted turn (docs/context-pipeline.md, "Summaries prepared ahead").
-            "[context]\nusage_ratio_min = 0.0\nusage_ratio_max = 1e12\nprepare_summary_percent = 0\n",
+            format!(
+                "[context]\nusage_ratio_min = 0.0\nusage_ratio_max = 1e12\nprepare_summary_percent = {prepare}\n"
+            ),
         )
         .unwrap();
         let socket = format!("pith-e2e-{}-{name}", std::process::id());
@@ -267,6 +275,64 @@ fn esc_during_a_slow_automatic_compaction_cancels_only_the_compactor() {
     assert!(
         last.len() >= 3,
         "the parent request must continue with the full history: {last:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs tmux"]
+fn esc_while_a_summary_is_prepared_in_the_background_cancels_only_it() {
+    require_tmux!();
+    // The first answer leaves the context between the mark (75% of the threshold) and the
+    // threshold: a summary is prepared (slowly) while the next answer streams (slowly).
+    let answer = format!(
+        "{}PARENT-ANSWER-COMPLETE",
+        "The notes say the API is stable. ".repeat(12)
+    );
+    let server = TestServer::start(
+        Script::anthropic([
+            Turn::text("Let me look at the notes.")
+                .with_tool_call("read", json!({"path": "notes.txt"}))
+                .with_usage(12_000, 20),
+            Turn::text(answer).with_chunk_delay_ms(150),
+        ])
+        .responding(
+            "This is a context compaction request",
+            Turn::text(long_summary()).with_chunk_delay_ms(400),
+        ),
+    )
+    .unwrap();
+    let pane = Pane::start_preparing("prepare", &server, &[], 75);
+    pane.wait_for_prompt();
+    pane.type_line("summarise the notes");
+    pane.wait_for_text("preparing a summary");
+    pane.keys(&["Escape"]);
+    let screen = pane.wait_for("the loader to go back to Working", |s| {
+        !s.contains("preparing a summary")
+    });
+    assert!(
+        !screen.contains("Interrupted"),
+        "Esc must leave the turn running:\n{screen}"
+    );
+    let screen = pane.wait_for_text("PARENT-ANSWER-COMPLETE");
+    assert!(
+        !screen.contains("PRIVATE-SUMMARY"),
+        "the private summary must never be rendered:\n{screen}"
+    );
+    pane.wait_for_prompt();
+    pane.exit();
+    let transcript = pane.transcript();
+    assert!(
+        !kinds(&transcript).contains(&"compaction_applied"),
+        "a cancelled summary must not be persisted: {:?}",
+        kinds(&transcript)
+    );
+    let requests = server.requests();
+    assert!(
+        requests.iter().any(|r| r
+            .body
+            .to_string()
+            .contains("This is a context compaction request")),
+        "a summary was being prepared"
     );
 }
 
