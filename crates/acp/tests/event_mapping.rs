@@ -314,6 +314,44 @@ fn a_cancelled_and_a_failed_compaction_end_their_own_ids() {
 }
 
 #[test]
+fn a_summary_prepared_in_the_background_says_so_and_ends_unused_with_its_reason() {
+    let mut m = mapper(EVERYTHING, Path::new("/w"));
+    let started = updates(m.map(&LoopEvent::AutoCompaction(AutoCompaction::Started {
+        cancel: CancellationToken::new(),
+        tokens_before: 12_000,
+        background: true,
+    })));
+    assert_eq!(started[0]["status"], json!("in_progress"));
+    assert_eq!(started[0]["_meta"]["pith"]["background"], json!(true));
+    let unused = updates(m.map(&LoopEvent::AutoCompaction(AutoCompaction::Unused {
+        reason: "the session stopped before it was needed".into(),
+        usage: Default::default(),
+    })));
+    assert_eq!(unused[0]["compactionId"], started[0]["compactionId"]);
+    assert_eq!(unused[0]["status"], json!("cancelled"));
+    assert_eq!(
+        unused[0]["_meta"]["pith"]["unused"],
+        json!("the session stopped before it was needed")
+    );
+    let with_notices = ClientView {
+        notices: true,
+        ..NOTHING
+    };
+    let mut words = mapper(with_notices, Path::new("/w"));
+    let noticed = updates(
+        words.map(&LoopEvent::AutoCompaction(AutoCompaction::Started {
+            cancel: CancellationToken::new(),
+            tokens_before: 12_000,
+            background: true,
+        })),
+    );
+    assert!(noticed[0]["title"]
+        .as_str()
+        .unwrap()
+        .starts_with("Preparing a summary in the background"));
+}
+
+#[test]
 fn a_client_without_compaction_updates_gets_words_as_notices_or_thoughts() {
     let started = LoopEvent::AutoCompaction(AutoCompaction::Started {
         cancel: CancellationToken::new(),

@@ -241,8 +241,17 @@ pub fn checkpoints_line(store_bytes: Option<u64>) -> String {
 /// `Compactions: …` — what compaction did and cost.
 fn compaction_line(totals: &CompactionTotals, cost: Option<f64>) -> String {
     let cost = cost.map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.4}"));
+    // Summaries prepared in the background: how many, and how many were never used.
+    let prepared = if totals.prepared > 0 {
+        format!(
+            "; {} prepared in the background, {} never used",
+            totals.prepared, totals.unused
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "Compactions: {} automatic ({} applied, {} failed, {} cancelled), {} micro, {} fitted to the window; {} summary requests, {} tokens in / {} out, {cost}.",
+        "Compactions: {} automatic ({} applied, {} failed, {} cancelled{prepared}), {} micro, {} fitted to the window; {} summary requests, {} tokens in / {} out, {cost}.",
         totals.llm_attempts,
         totals.applied,
         totals.failed,
@@ -479,6 +488,26 @@ mod tests {
         assert!(
             report.contains("Compactions: 3 automatic (2 applied, 1 failed, 0 cancelled), 0 micro, 1 fitted to the window; 3 summary requests, 61,000 tokens in / 2,400 out, $0.2191."),
             "{report}"
+        );
+        let prepared = ContextFigures::new(budget, RequestEstimate::default(), &[], &counter)
+            .with_compactions(
+                CompactionTotals {
+                    llm_attempts: 2,
+                    applied: 1,
+                    prepared: 2,
+                    unused: 1,
+                    summary_requests: 2,
+                    ..Default::default()
+                },
+                None,
+            )
+            .lines()
+            .join("\n");
+        assert!(
+            prepared.contains(
+                "Compactions: 2 automatic (1 applied, 0 failed, 0 cancelled; 2 prepared in the background, 1 never used), 0 micro"
+            ),
+            "{prepared}"
         );
         assert!(
             report.contains("Automatic compaction is paused (freed too little) until the context reaches 24,500 tokens"),
