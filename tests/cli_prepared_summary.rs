@@ -34,6 +34,39 @@ fn note(n: usize) -> String {
         .collect()
 }
 
+/// A sandbox whose config prepares summaries from `percent`, with `notes` notes, and the
+/// scripted turns that read them one by one (each also sleeping `seconds` in `bash` when
+/// given).
+fn reading_notes(percent: u8, notes: usize, seconds: Option<f32>) -> (Sandbox, Vec<Turn>) {
+    let sandbox = Sandbox::new();
+    write_user_config(
+        &sandbox,
+        &format!("[context]\nprepare_summary_percent = {percent}\n"),
+    );
+    let turns = (0..notes)
+        .map(|n| {
+            std::fs::write(sandbox.workspace().join(format!("note{n}.md")), note(n)).unwrap();
+            let read =
+                Turn::text("").with_tool_call("read", json!({"path": format!("note{n}.md")}));
+            match seconds {
+                Some(seconds) => {
+                    read.with_tool_call("bash", json!({"command": format!("sleep {seconds}")}))
+                }
+                None => read,
+            }
+        })
+        .collect();
+    (sandbox, turns)
+}
+
+/// True for a summary request (or a later round of one).
+fn is_summary(request: &pith_testkit::RecordedRequest) -> bool {
+    request
+        .body
+        .to_string()
+        .contains("This is a context compaction request")
+}
+
 /// What the job printed, one event per line.
 fn events(output: &std::process::Output) -> Vec<Value> {
     stdout(output)
@@ -46,21 +79,7 @@ fn events(output: &std::process::Output) -> Vec<Value> {
 /// `seconds`) with `[context] prepare_summary_percent = percent`, and returns its events
 /// and the server.
 fn job(percent: u8, tool_turns: usize, seconds: f32) -> (Vec<Value>, TestServer) {
-    let sandbox = Sandbox::new();
-    write_user_config(
-        &sandbox,
-        &format!("[context]\nprepare_summary_percent = {percent}\n"),
-    );
-    let workspace = sandbox.workspace();
-    let mut turns = Vec::new();
-    for n in 0..tool_turns {
-        std::fs::write(workspace.join(format!("note{n}.md")), note(n)).unwrap();
-        turns.push(
-            Turn::text("")
-                .with_tool_call("read", json!({"path": format!("note{n}.md")}))
-                .with_tool_call("bash", json!({"command": format!("sleep {seconds}")})),
-        );
-    }
+    let (sandbox, mut turns) = reading_notes(percent, tool_turns, Some(seconds));
     turns.push(Turn::text("All notes read."));
     let server = TestServer::start(
         Script::openai_chat(turns)
@@ -119,11 +138,6 @@ fn a_summary_prepared_at_the_mark_is_applied_at_the_threshold_without_waiting() 
     // What came after the mark is kept verbatim after the replacement: the request after
     // the compaction holds the summary and the last note read before it, whole.
     let requests = server.requests();
-    let is_summary = |r: &pith_testkit::RecordedRequest| {
-        r.body
-            .to_string()
-            .contains("This is a context compaction request")
-    };
     let summary_at = requests.iter().position(is_summary).unwrap();
     let after = requests
         .iter()
@@ -201,17 +215,7 @@ fn a_job_that_ends_before_the_threshold_reports_its_prepared_summary_unused() {
 /// then continues the session. Returns the transcript's record kinds and the messages of
 /// the continued job's request.
 fn killed_then_continued(percent: u8) -> (Vec<String>, Value) {
-    let sandbox = Sandbox::new();
-    write_user_config(
-        &sandbox,
-        &format!("[context]\nprepare_summary_percent = {percent}\n"),
-    );
-    let workspace = sandbox.workspace();
-    let mut turns = Vec::new();
-    for n in 0..6 {
-        std::fs::write(workspace.join(format!("note{n}.md")), note(n)).unwrap();
-        turns.push(Turn::text("").with_tool_call("read", json!({"path": format!("note{n}.md")})));
-    }
+    let (sandbox, mut turns) = reading_notes(percent, 6, None);
     turns.push(Turn::fault(pith_testkit::Fault::Hang));
     turns.push(Turn::text("Resumed fine."));
     // About 12 s: still streaming when the job is killed.
@@ -235,11 +239,6 @@ fn killed_then_continued(percent: u8) -> (Vec<String>, Value) {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let is_summary = |r: &pith_testkit::RecordedRequest| {
-        r.body
-            .to_string()
-            .contains("This is a context compaction request")
-    };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let requests = server.requests();

@@ -361,6 +361,27 @@ impl EventMapper {
         out
     }
 
+    /// Ends the running automatic compaction as cancelled (`meta` in `_meta.pith`), or
+    /// tells `words` to a client without compaction updates.
+    fn compaction_cancelled(
+        &mut self,
+        meta: serde_json::Value,
+        words: String,
+        out: &mut Vec<SessionNotification>,
+    ) {
+        let id = self
+            .compaction
+            .take()
+            .unwrap_or_else(|| self.next_compaction_id("auto"));
+        if self.view.compaction {
+            let update =
+                CompactionUpdate::new(id, CompactionStatus::Cancelled).meta(pith_meta(meta));
+            self.push(out, SessionUpdate::CompactionUpdate(update));
+        } else {
+            self.notice(out, NoticeSeverity::Info, words);
+        }
+    }
+
     fn auto_compaction(&mut self, lifecycle: &AutoCompaction, out: &mut Vec<SessionNotification>) {
         match lifecycle {
             AutoCompaction::Started {
@@ -443,41 +464,16 @@ impl EventMapper {
                     );
                 }
             }
-            AutoCompaction::Cancelled => {
-                let id = self
-                    .compaction
-                    .take()
-                    .unwrap_or_else(|| self.next_compaction_id("auto"));
-                if self.view.compaction {
-                    let update = CompactionUpdate::new(id, CompactionStatus::Cancelled)
-                        .meta(pith_meta(json!({"trigger": "auto"})));
-                    self.push(out, SessionUpdate::CompactionUpdate(update));
-                } else {
-                    self.notice(
-                        out,
-                        NoticeSeverity::Info,
-                        "Automatic compaction cancelled; the turn goes on with the full history"
-                            .to_owned(),
-                    );
-                }
-            }
-            AutoCompaction::Unused { reason, .. } => {
-                let id = self
-                    .compaction
-                    .take()
-                    .unwrap_or_else(|| self.next_compaction_id("auto"));
-                if self.view.compaction {
-                    let update = CompactionUpdate::new(id, CompactionStatus::Cancelled)
-                        .meta(pith_meta(json!({"trigger": "auto", "unused": reason})));
-                    self.push(out, SessionUpdate::CompactionUpdate(update));
-                } else {
-                    self.notice(
-                        out,
-                        NoticeSeverity::Info,
-                        format!("The summary prepared in the background was not used: {reason}"),
-                    );
-                }
-            }
+            AutoCompaction::Cancelled => self.compaction_cancelled(
+                json!({"trigger": "auto"}),
+                "Automatic compaction cancelled; the turn goes on with the full history".to_owned(),
+                out,
+            ),
+            AutoCompaction::Unused { reason, .. } => self.compaction_cancelled(
+                json!({"trigger": "auto", "unused": reason}),
+                format!("The summary prepared in the background was not used: {reason}"),
+                out,
+            ),
             AutoCompaction::Failed { reason } => {
                 let id = self
                     .compaction

@@ -6,7 +6,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use pith_core::context::ledger::{render, restore_files, Ledger as SessionLedger, RestoreBudget};
+use pith_core::context::ledger::{
+    render, restore_files, Ledger as SessionLedger, RenderedLedger, RestoreBudget,
+};
 use pith_core::context::ContextConfig;
 use pith_core::message::{Message, Part};
 use pith_core::prompts::LEDGER_SUMMARY_WORDS;
@@ -448,13 +450,14 @@ impl<'a> Replay<'a> {
                 self.codex_replacement()
             }
             Carry::Pith => {
-                let (prompt_id, prompt_tokens) = self.pith_summary_prompt();
+                let ledger = self.pith_ledger();
+                let prompt = self.pith_prompt_block(ledger.as_ref());
                 self.summary_request_with(
                     self.history.len(),
-                    (prompt_id, prompt_tokens),
+                    prompt,
                     self.params.ledger_summary_tokens,
                 );
-                let (replacement, tokens) = self.pith_replacement();
+                let (replacement, tokens) = self.pith_replacement(ledger);
                 ledger_tokens = tokens;
                 replacement
             }
@@ -463,50 +466,45 @@ impl<'a> Replay<'a> {
         self.record_view(ViewKind::Llm, ledger_tokens);
     }
 
-    /// pith's summary request's own block (the automatic prompt with the ledger's request
-    /// text) as the loop would send it now: its id and tokens.
-    fn pith_summary_prompt(&mut self) -> (u64, usize) {
-        let counter = Arc::clone(&self.params.counter);
+    /// The session ledger as a pith compaction carries it now.
+    fn pith_ledger(&self) -> Option<RenderedLedger> {
         let config = ContextConfig::default();
-        let rendered = render(
+        render(
             &self.session_ledger,
             config.ledger_budget(self.budget.working_budget()),
             true,
-            counter.as_ref(),
+            self.params.counter.as_ref(),
             Some(&self.disk),
-        );
-        let prompt = auto_prompt_with(rendered.as_ref().map(|r| r.summary_request_text.as_str()));
-        let prompt_tokens = count_message(counter.as_ref(), &Message::user(prompt));
+        )
+    }
+
+    /// pith's summary request's own block (the automatic prompt with `ledger`'s request
+    /// text): its id and tokens.
+    fn pith_prompt_block(&mut self, ledger: Option<&RenderedLedger>) -> (u64, usize) {
+        let prompt = auto_prompt_with(ledger.map(|r| r.summary_request_text.as_str()));
+        let prompt_tokens = count_message(self.params.counter.as_ref(), &Message::user(prompt));
         (self.fresh_id(), prompt_tokens)
     }
 
-    /// pith's replacement message as of now (the summary, the ledger, the files it
+    /// pith's replacement message carrying `ledger` (the summary, the ledger, the files it
     /// re-attaches, the latest user message) and the ledger's tokens in it.
-    fn pith_replacement(&mut self) -> (Vec<Message>, u64) {
+    fn pith_replacement(&mut self, ledger: Option<RenderedLedger>) -> (Vec<Message>, u64) {
         let counter = Arc::clone(&self.params.counter);
         let config = ContextConfig::default();
-        let working = self.budget.working_budget();
-        let rendered = render(
-            &self.session_ledger,
-            config.ledger_budget(working),
-            true,
-            counter.as_ref(),
-            Some(&self.disk),
-        );
         let restored = restore_files(
             &self.session_ledger,
             &self.disk,
             counter.as_ref(),
             RestoreBudget {
                 files: self.restore_files,
-                ..config.restore_budget(working)
+                ..config.restore_budget(self.budget.working_budget())
             },
         );
         self.restored_paths = restored.iter().map(|f| f.path.clone()).collect();
-        let ledger_tokens = rendered.as_ref().map_or(0, |r| r.tokens as u64);
+        let ledger_tokens = ledger.as_ref().map_or(0, |r| r.tokens as u64);
         let message = Message::user(replacement_text(ReplacementParts {
             summary: &self.params.ledger_summary,
-            ledger: rendered.as_ref().map(|r| r.text.as_str()),
+            ledger: ledger.as_ref().map(|r| r.text.as_str()),
             restored_files: &restored,
             last_user_message: Some(&self.last_user_text),
         }));
@@ -517,37 +515,56 @@ impl<'a> Replay<'a> {
     /// now, the clock not moved; its answer is ready after its latency.
     pub(super) fn prepare_summary(&mut self) {
         let before = self.ledger.totals().cost_dollars;
-        let block = self.pith_summary_prompt();
+        let ledger = self.pith_ledger();
+        let (id, tokens) = self.pith_prompt_block(ledger.as_ref());
         let upto = self.history.len();
         let input = self.send(
             upto,
             Some(Block {
-                id: block.0,
-                tokens: block.1,
+                id,
+                tokens,
                 breakpoint: false,
             }),
         );
-        let tokens = self.params.ledger_summary_tokens;
-        self.ledger.summary_output(input, tokens);
+        let summary_tokens = self.params.ledger_summary_tokens;
+        self.ledger.summary_output(input, summary_tokens);
         self.prepared = Some(SimPrepared {
             mark: upto,
-            ready_at: self.now + self.params.prices.latency_s(tokens),
+            ready_at: self.now + self.params.prices.latency_s(summary_tokens),
             dollars: self.ledger.totals().cost_dollars - before,
         });
         self.outcome.prepared += 1;
     }
 
-    /// Applies the prepared summary at the threshold: waits for what is left of it, then
-    /// the replacement with the messages after its mark kept verbatim.
-    pub(super) fn apply_prepared(&mut self, prepared: SimPrepared) {
+    /// The replacement a prepared summary makes now (the messages after its mark kept
+    /// verbatim after it), its ledger's tokens, and pith's count of the request it makes.
+    pub(super) fn prepared_replacement(
+        &mut self,
+        prepared: SimPrepared,
+    ) -> (Vec<Message>, u64, u64) {
         self.restored_paths.clear();
+        let tail = self.history[prepared.mark.min(self.history.len())..].to_vec();
+        let ledger = self.pith_ledger();
+        let (mut replacement, ledger_tokens) = self.pith_replacement(ledger);
+        replacement.extend(tail);
+        let counted = self
+            .estimator
+            .count_request(&self.system, &replacement, &[]) as u64;
+        (replacement, ledger_tokens, counted)
+    }
+
+    /// Installs a prepared summary's `replacement` at the threshold, after waiting for
+    /// what is left of it.
+    pub(super) fn apply_prepared(
+        &mut self,
+        prepared: SimPrepared,
+        replacement: Vec<Message>,
+        ledger_tokens: u64,
+    ) {
         let wait = (prepared.ready_at - self.now).max(0.0);
         self.now += wait;
         self.outcome.compaction_wait_s += wait;
         self.outcome.llm_compactions += 1;
-        let tail = self.history[prepared.mark.min(self.history.len())..].to_vec();
-        let (mut replacement, ledger_tokens) = self.pith_replacement();
-        replacement.extend(tail);
         self.set_history(replacement);
         self.record_view(ViewKind::Llm, ledger_tokens);
     }

@@ -30,28 +30,11 @@ impl Replay<'_> {
         let Some(prepared) = self.prepared.take() else {
             return self.llm_compaction();
         };
-        let history = self.history.clone();
-        let ids = self.ids.clone();
-        let stable = self.stable_prefix;
-        let views = self.outcome.views.len();
-        let (now, wait, compactions) = (
-            self.now,
-            self.outcome.compaction_wait_s,
-            self.outcome.llm_compactions,
-        );
-        self.apply_prepared(prepared);
-        let after = self.estimate();
+        let (replacement, ledger_tokens, after) = self.prepared_replacement(prepared);
         if !self.budget.reaches_auto(after) && after < estimate {
-            return;
+            return self.apply_prepared(prepared, replacement, ledger_tokens);
         }
-        // Too large: undo, count it unused, compact in place.
-        self.history = history;
-        self.ids = ids;
-        self.stable_prefix = stable;
-        self.outcome.views.truncate(views);
-        self.now = now;
-        self.outcome.compaction_wait_s = wait;
-        self.outcome.llm_compactions = compactions;
+        // Too large: it goes unused and the compaction runs in place.
         self.prepared_unused(prepared);
         self.llm_compaction();
     }

@@ -44,8 +44,8 @@ pub struct AgentLoop {
     pub(super) spend: Option<Arc<SpendGuard>>,
     /// The summary being prepared in the background, if any (see `prepared`).
     pub(super) prepared: Option<crate::tool_loop::prepared_task::PreparedSummary>,
-    /// A `PreCompact` hook blocked preparing one: none is prepared until the next
-    /// automatic compaction asks the hooks again.
+    /// A `PreCompact` hook blocked preparing one, or no plan could help: none is prepared
+    /// until the next automatic compaction (or a new history).
     pub(super) prepare_declined: bool,
 }
 

@@ -35,8 +35,8 @@ use crate::tool_loop::summary_outcome::SummaryOutcome;
 
 impl AgentLoop {
     /// Starts preparing a summary when `facts` call for it (see the module docs); the
-    /// `PreCompact` hooks run first and may block it (then none is prepared until the
-    /// next compaction, which asks them again).
+    /// `PreCompact` hooks run first and may block it. After a block, or when no plan of
+    /// the replacement can help, none is prepared until the next compaction.
     pub(super) async fn maybe_prepare_summary(
         &mut self,
         facts: &Facts,
@@ -56,7 +56,10 @@ impl AgentLoop {
         {
             return;
         }
+        // No plan can help now: the threshold's compaction finds out again (and pauses);
+        // rendering the plans on every request until then would be wasted work.
         let Ok(plan) = self.plan_compaction(last_user_text, tools) else {
+            self.prepare_declined = true;
             return;
         };
         let instructions = match self.ask_pre_compact(facts.estimate, sink, cancel).await {

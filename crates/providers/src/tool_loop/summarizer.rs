@@ -24,7 +24,7 @@ use crate::tool_loop::report::report_of;
 use crate::tool_loop::request::{send_with_retries, Exchange, Timeouts, Visibility};
 use crate::tool_loop::retry::RetryPolicy;
 use crate::tool_loop::spend::SpendGuard;
-pub(super) use crate::tool_loop::summary_outcome::SummaryOutcome;
+use crate::tool_loop::summary_outcome::SummaryOutcome;
 use crate::wire::adapter::{ModelRequest, ProviderAdapter};
 use crate::wire::error::ProviderError;
 
