@@ -90,7 +90,7 @@ pub enum ReplApprovalArg {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one agent job without the REPL (scripts and CI).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Count the tokens of a file or of standard input.
     Tokens(TokensArgs),
     /// Squash a tool output the way pith does before the model sees it.
@@ -343,6 +343,14 @@ pub struct RunArgs {
     /// ends the job with exit code 4.
     #[arg(long, value_name = "FILE")]
     pub output_schema: Option<PathBuf>,
+    /// Pin a file of the workspace for the whole session: every compaction carries it
+    /// whole, as it is on disk then (repeatable; see docs/context-pipeline.md, "Pins").
+    #[arg(long, value_name = "PATH")]
+    pub pin: Vec<PathBuf>,
+    /// Pin a note for the whole session, carried verbatim by every compaction
+    /// (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    pub pin_note: Vec<String>,
 }
 
 /// `pith mcp …`.

@@ -18,7 +18,7 @@ fn main() {
         Some(cli::Command::Tokens(args)) => commands::tokens::run(args),
         Some(cli::Command::Sessions(args)) => commands::sessions::run(args),
         Some(cli::Command::Replay(args)) => commands::replay::run(args),
-        Some(cli::Command::Run(args)) => commands::run::run(args),
+        Some(cli::Command::Run(args)) => commands::run::run(*args),
         Some(cli::Command::Compress(args)) => commands::compress::run(args),
         Some(cli::Command::Mcp(args)) => commands::mcp::run(args),
         Some(cli::Command::Acp(args)) => commands::acp::run(args),

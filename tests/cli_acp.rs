@@ -375,6 +375,32 @@ fn acp_by_hand_modes_gate_tools_and_slash_commands_run() {
         .as_str()
         .unwrap()
         .contains("of 200000 tokens"));
+    // `/pin` and `/unpin` through the editor's prompt: the session's pins.
+    let pinned = request(&mut agent, "session/prompt", prompt("/pin c.txt"));
+    assert!(
+        updates(&pinned)[0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Pinned c.txt ("),
+        "{pinned:#?}"
+    );
+    let noted = request(&mut agent, "session/prompt", prompt("/pin \"ACP-NOTE\""));
+    assert!(updates(&noted)[0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("Pinned note \"ACP-NOTE\""));
+    let listed = request(&mut agent, "session/prompt", prompt("/unpin 2"));
+    assert!(updates(&listed)[0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Unpinned note"));
+    let context = request(&mut agent, "session/prompt", prompt("/context"));
+    let context = updates(&context)[0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(context.contains("\n1. c.txt — "), "{context}");
+    assert!(!context.contains("ACP-NOTE"), "{context}");
     assert_eq!(
         server.request_count(),
         requests,

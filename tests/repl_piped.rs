@@ -488,3 +488,69 @@ fn a_hand_edit_between_turns_is_asked_about_before_a_rewind_overwrites_it() {
         "edited by hand\n"
     );
 }
+
+#[test]
+fn pins_are_made_listed_removed_sent_and_kept_through_a_conversation_rewind() {
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("FIRST-ANSWER"),
+        Turn::text("SECOND-ANSWER"),
+        Turn::text("THIRD-ANSWER"),
+    ]))
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let project = root.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("spec.md"), "PINNED-SPEC-TEXT\n").unwrap();
+    let output = pith(root.path(), &server)
+        .write_stdin(
+            "/pin spec.md\n/pin \"PINNED-NOTE keep it short\"\n/pin spec.md\n/pin missing.md\n/pin\nfirst\n/pin \"LATE-NOTE\"\nsecond\n/unpin 2\n/context\n/rewind 2 conversation\nthird\n/pin\n/exit\n",
+        )
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(output.status.success(), "pith failed: {stdout}");
+    assert!(stdout.contains("Pinned spec.md ("), "{stdout}");
+    assert!(
+        stdout.contains("Pinned note \"PINNED-NOTE keep it short\""),
+        "{stdout}"
+    );
+    assert!(stdout.contains("spec.md is pinned already"), "{stdout}");
+    assert!(stdout.contains("cannot pin missing.md"), "{stdout}");
+    assert!(
+        stdout.contains("  1. spec.md  "),
+        "/pin lists them: {stdout}"
+    );
+    assert!(
+        stdout.contains("Unpinned note \"PINNED-NOTE keep it short\""),
+        "{stdout}"
+    );
+    assert!(stdout.contains("pins: "), "/context lists them: {stdout}");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let first = requests[0].body.to_string();
+    assert!(
+        first.contains("PINNED-SPEC-TEXT") && first.contains("PINNED-NOTE"),
+        "{first}"
+    );
+    let second = requests[1].body.to_string();
+    assert_eq!(
+        second.matches("PINNED-SPEC-TEXT").count(),
+        1,
+        "shown once, with the message after the pin: {second}"
+    );
+    assert!(second.contains("LATE-NOTE"), "{second}");
+    // Back to just before turn 2: the unpin made after it went with the rewind; the
+    // pins made before it stay, and the one that turn showed the model is shown again.
+    let third = requests[2].body.to_string();
+    assert_eq!(third.matches("LATE-NOTE").count(), 1, "{third}");
+    assert_eq!(third.matches("PINNED-NOTE").count(), 1, "{third}");
+    assert!(!third.contains("SECOND-ANSWER"), "{third}");
+    let listing = stdout.rsplit("THIRD-ANSWER").next().unwrap();
+    assert!(listing.contains("1. spec.md"), "{listing}");
+    assert!(
+        listing.contains("2. note \"PINNED-NOTE keep it short\""),
+        "the unpin after the rewind point went with the rewind: {listing}"
+    );
+    assert!(listing.contains("3. note \"LATE-NOTE\""), "{listing}");
+}

@@ -44,6 +44,18 @@ pub fn run(args: RunArgs) -> Result<()> {
         },
         include_partial: args.include_partial,
         output_schema: args.output_schema,
+        pins: args
+            .pin
+            .into_iter()
+            .map(|path| pith_agent::Pin::File {
+                path: path.display().to_string(),
+            })
+            .chain(
+                args.pin_note
+                    .into_iter()
+                    .map(|text| pith_agent::Pin::Note { text }),
+            )
+            .collect(),
     };
     let overrides = Overrides {
         model: args.model,

@@ -1,6 +1,7 @@
 //! pith's slash commands that make sense in an editor, as `available_commands_update`
 //! advertises them, and the parsing of a prompt that starts with one. The editor owns
-//! the list of sessions, so `/sessions`, `/resume`, `/clear` and `/exit` are not offered.
+//! the list of sessions, so `/sessions`, `/resume`, `/clear` and `/exit` are not offered;
+//! `/pin` and `/unpin` are (pins are the session's).
 
 use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, UnstructuredCommandInput,
@@ -18,6 +19,17 @@ pub enum SlashCommand {
     Context,
     /// `/ledger`: what every compaction carries verbatim.
     Ledger,
+    /// `/pin [PATH|"text"]`: keep a file or a note whole through every compaction; list
+    /// the pins without an argument.
+    Pin {
+        /// The file, or the quoted note.
+        argument: Option<String>,
+    },
+    /// `/unpin N|PATH|"text"|all`: remove a pin.
+    Unpin {
+        /// What to remove.
+        target: String,
+    },
     /// `/model [provider/model]`: show or switch the model.
     Model {
         /// The model to switch to.
@@ -44,6 +56,17 @@ pub fn available() -> Vec<AvailableCommand> {
             "The session ledger: what every compaction keeps verbatim",
         ),
         AvailableCommand::new(
+            "pin",
+            "Keep a file (as it is on disk) or a \"quoted note\" whole through every compaction; without input, list the pins",
+        )
+        .input(AvailableCommandInput::Unstructured(
+            UnstructuredCommandInput::new("PATH or \"note\" (optional)"),
+        )),
+        AvailableCommand::new("unpin", "Remove a pin: its number, its path, or all")
+            .input(AvailableCommandInput::Unstructured(
+                UnstructuredCommandInput::new("N, PATH or all"),
+            )),
+        AvailableCommand::new(
             "model",
             "Show the model, or switch to another (provider/model); the history stays",
         )
@@ -67,6 +90,14 @@ pub fn parse(text: &str) -> Option<Result<SlashCommand, String>> {
         "compact" => Ok(SlashCommand::Compact { focus: argument }),
         "context" => no_argument(SlashCommand::Context, name, &argument),
         "ledger" => no_argument(SlashCommand::Ledger, name, &argument),
+        "pin" => Ok(SlashCommand::Pin { argument }),
+        "unpin" => match argument {
+            Some(target) => Ok(SlashCommand::Unpin { target }),
+            None => Err(
+                "/unpin needs what to remove: its number in /pin's list, its path, or all"
+                    .to_owned(),
+            ),
+        },
         "model" => match argument {
             Some(name) if name.contains(char::is_whitespace) => {
                 Err("/model takes one name, provider/model".to_owned())
@@ -113,6 +144,13 @@ mod tests {
                 name: Some("openai/gpt-5".into())
             }))
         );
+        assert_eq!(
+            parse("/pin docs/spec.md"),
+            Some(Ok(SlashCommand::Pin {
+                argument: Some("docs/spec.md".into())
+            }))
+        );
+        assert!(matches!(parse("/unpin"), Some(Err(_))));
         assert_eq!(parse("/etc/hosts is wrong"), None);
         assert_eq!(parse("fix /compact"), None);
     }
@@ -120,8 +158,9 @@ mod tests {
     #[test]
     fn every_advertised_command_parses() {
         for command in available() {
+            let input = if command.name == "unpin" { " all" } else { "" };
             assert!(
-                matches!(parse(&format!("/{}", command.name)), Some(Ok(_))),
+                matches!(parse(&format!("/{}{input}", command.name)), Some(Ok(_))),
                 "{}",
                 command.name
             );

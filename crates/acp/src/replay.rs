@@ -9,6 +9,7 @@ use agent_client_protocol::v1::schema::{
     CompactionId, CompactionStatus, CompactionUpdate, ContentBlock, ContentChunk, ImageContent,
     NoticeSeverity, SessionNotification, SessionUpdate,
 };
+use pith_core::context::pins::is_pinned_block;
 use pith_core::{Message, Part, Role};
 use pith_session::{Event, Record, SessionSpend};
 use serde_json::json;
@@ -92,6 +93,15 @@ pub fn replay(
                     rewind.mode.describe()
                 ),
             )),
+            Event::Pin(change) => out.extend(mapper.notice_updates(
+                NoticeSeverity::Info,
+                match change.action {
+                    pith_session::PinAction::Add => format!("Pinned {}", change.pin.label()),
+                    pith_session::PinAction::Remove => {
+                        format!("Unpinned {}", change.pin.label())
+                    }
+                },
+            )),
             Event::HookRun(_)
             | Event::Checkpoint(_)
             | Event::ModelSwitched { .. }
@@ -104,7 +114,10 @@ pub fn replay(
 fn user(message: &Message, mapper: &EventMapper, out: &mut Vec<SessionNotification>) {
     for part in &message.parts {
         let block = match part {
-            Part::Text { text } if !text.is_empty() => ContentBlock::from(text.as_str()),
+            // The block of pins pith added is not the user's words.
+            Part::Text { text } if !text.is_empty() && !is_pinned_block(text) => {
+                ContentBlock::from(text.as_str())
+            }
             Part::Image(image) => ContentBlock::Image(ImageContent::new(
                 image.data.clone(),
                 image.media_type.clone(),

@@ -1,6 +1,6 @@
 //! Carrying out a slash command typed in the editor's prompt (`commands.rs` parses
 //! them): `/compact` with its updates and its own cancellable token, `/context`,
-//! `/ledger`, `/model`. Each answers as the agent's message.
+//! `/ledger`, `/pin`, `/unpin`, `/model`. Each answers as the agent's message.
 
 use agent_client_protocol::v1::schema::{SessionUpdate, StopReason};
 use pith_agent::{Conversation, LoopError};
@@ -36,6 +36,37 @@ impl AcpSession {
                         ledger.tokens, ledger.text
                     ),
                     None => "The session ledger is empty.".to_owned(),
+                };
+                answer(sink, &text);
+                Ok(StopReason::EndTurn)
+            }
+            SlashCommand::Pin { argument } => {
+                let text = match argument {
+                    None => pins_text(conversation),
+                    Some(argument) => match conversation.pin(pith_agent::pin_of_argument(&argument)) {
+                        Ok(row) => format!(
+                            "Pinned {} ({} tokens): the model sees it with your next message, and every compaction keeps it whole.",
+                            row.pin.label(),
+                            row.tokens.unwrap_or(0)
+                        ),
+                        Err(error) => format!("/pin failed: {error}"),
+                    },
+                };
+                answer(sink, &text);
+                Ok(StopReason::EndTurn)
+            }
+            SlashCommand::Unpin { target } => {
+                let text = match conversation.unpin(&target) {
+                    Ok(removed) if removed.is_empty() => "Nothing was pinned.".to_owned(),
+                    Ok(removed) => format!(
+                        "Unpinned {}: compactions from now on no longer carry it.",
+                        removed
+                            .iter()
+                            .map(pith_agent::Pin::label)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    Err(error) => format!("/unpin failed: {error}"),
                 };
                 answer(sink, &text);
                 Ok(StopReason::EndTurn)
@@ -104,12 +135,38 @@ fn context_text(conversation: &mut Conversation) -> String {
         Err(error) => format!("Session: cost unknown ({error})"),
     };
     format!(
-        "Context: {estimate} of {} tokens used ({}%); automatic compaction at {} tokens; {} automatic compaction(s) applied so far.\n{spend}",
+        "Context: {estimate} of {} tokens used ({}%); automatic compaction at {} tokens; {} automatic compaction(s) applied so far.\n{spend}\n{}",
         budget.window,
         estimate * 100 / budget.window.max(1),
         budget.auto_threshold,
-        totals.applied
+        totals.applied,
+        pins_text(conversation)
     )
+}
+
+/// The pins with their tokens, against the budget (`/pin`, `/context`).
+fn pins_text(conversation: &Conversation) -> String {
+    let view = conversation.pins_view();
+    if view.budget_tokens == 0 {
+        return "Pins: off ([context] pins_percent = 0).".to_owned();
+    }
+    let mut text = format!("Pins: {} of {} tokens.", view.tokens, view.budget_tokens);
+    for row in &view.rows {
+        let size = row
+            .tokens
+            .map_or_else(|| "unreadable".to_owned(), |t| format!("{t} tokens"));
+        let status = if row.carried {
+            ""
+        } else {
+            " (NOT CARRIED: over the budget or unreadable)"
+        };
+        text.push_str(&format!(
+            "\n{}. {} — {size}{status}",
+            row.number,
+            row.pin.label()
+        ));
+    }
+    text
 }
 
 /// A command's answer, as the agent's message.

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use pith_core::context::pins::Pin;
 use pith_core::{ChildRun, RequestPurpose, RequestReport, Usage};
 use serde::Serialize;
 use serde_json::Value;
@@ -18,11 +19,14 @@ use crate::overrides::Overrides;
 use crate::recording::{CompactionNote, CompactionTotals};
 
 /// Opens the conversation of a job of `prompt` whose final answer must match the JSON
-/// Schema in the file `schema`, if given. An empty prompt, a schema that cannot be used
-/// and a conversation that cannot be opened are errors (checked in that order).
+/// Schema in the file `schema`, if given, with `pins` pinned (`--pin`, `--pin-note`; one
+/// a resumed session holds already stays). An empty prompt, a schema that cannot be
+/// used, a conversation that cannot be opened and a pin that cannot be made are errors
+/// (checked in that order).
 pub fn open(
     prompt: &str,
     schema: Option<&Path>,
+    pins: &[Pin],
     overrides: Overrides,
     frontend: Frontend,
 ) -> Result<Opened<Conversation>, ConversationError> {
@@ -35,6 +39,22 @@ pub fn open(
         .map_err(ConversationError::usage)?;
     let mut opened = Conversation::open(overrides, frontend)?;
     opened.value.set_output_schema(schema);
+    for pin in pins {
+        // A resumed session may hold the pin already: it stays as it is.
+        if opened
+            .value
+            .pins_view()
+            .rows
+            .iter()
+            .any(|row| row.pin == *pin)
+        {
+            continue;
+        }
+        if let Err(error) = opened.value.pin(pin.clone()) {
+            opened.value.close();
+            return Err(error);
+        }
+    }
     Ok(opened)
 }
 

@@ -51,12 +51,15 @@ pub mod telemetry;
 pub mod trust;
 pub mod workspace;
 
-pub use conversation::{Conversation, Opened, TurnError, TurnOutcome};
+pub use conversation::{
+    pin_of_argument, Conversation, Opened, PinRow, PinsView, TurnError, TurnOutcome,
+};
 pub use env::{Env, Frontend};
 pub use error::ConversationError;
 pub use exit::ExitCode;
 pub use output_schema::{OutputSchema, SchemaMismatch};
 pub use overrides::{Overrides, SessionChoice};
+pub use pith_core::context::pins::Pin;
 /// `--reasoning`'s value.
 pub use pith_providers::wire::ReasoningEffort;
 /// What a turn or `/compact` can end with, as the loop reports it.

@@ -33,6 +33,8 @@ pub struct Job {
     pub include_partial: bool,
     /// `--output-schema`: the JSON Schema the final answer must match.
     pub output_schema: Option<std::path::PathBuf>,
+    /// `--pin` and `--pin-note`: pinned before the prompt is sent.
+    pub pins: Vec<pith_agent::Pin>,
 }
 
 /// Runs the job and returns the process exit code. `cancel` is cancelled on SIGINT /
@@ -47,7 +49,7 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> ExitCode {
     let schema = job.output_schema.as_deref();
-    let opened = match pith_agent::job::open(&job.prompt, schema, overrides, frontend) {
+    let opened = match pith_agent::job::open(&job.prompt, schema, &job.pins, overrides, frontend) {
         Ok(opened) => opened,
         Err(error) => {
             let _ = writeln!(err, "pith: {error}");

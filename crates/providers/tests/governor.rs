@@ -25,6 +25,7 @@ for_each_protocol!(
     a_replacement_that_is_not_smaller_is_not_applied,
     the_ceiling_holds_a_third_compaction_in_a_turn_and_says_until_when,
     a_request_nothing_can_make_fit_is_never_sent,
+    pins_count_in_the_floor_and_the_pause_names_them,
 );
 
 /// The harness with the default band of believed reports.
@@ -104,7 +105,7 @@ async fn a_compaction_that_cannot_help_sends_no_summary_request(protocol: Protoc
         .into_iter()
         .filter_map(|n| match n {
             GovernorNotice::Paused {
-                reason: PauseReason::CannotHelp { floor },
+                reason: PauseReason::CannotHelp { floor, pins: 0 },
                 until_tokens,
                 ..
             } => Some((floor, until_tokens)),
@@ -239,4 +240,66 @@ async fn a_request_nothing_can_make_fit_is_never_sent(protocol: Protocol) {
         "{what}"
     );
     assert_eq!(h.server.request_count(), 0, "no request was sent");
+}
+
+/// Two turns of about 7,400 tokens each in a 20,000-token window (threshold 14,313; a
+/// replacement must stay under 12,723): over the threshold at the second, with `pinned`
+/// tokens of pinned note. The events and the requests.
+async fn two_long_turns(protocol: Protocol, pinned: usize) -> (Vec<LoopEvent>, usize) {
+    let mut h = default_band(
+        protocol,
+        vec![
+            Turn::text("Noted."),
+            Turn::text("## Goal\nThe two messages."),
+            Turn::text("Done."),
+        ],
+        20_000,
+    );
+    h.agent.options_mut().ledger.pins_percent = 40;
+    if pinned > 0 {
+        h.agent.pins_mut().add(pith_core::context::pins::Pin::Note {
+            text: "keep this ".repeat(pinned / 2),
+        });
+    }
+    let filler = "the quick brown fox jumps over the lazy dog ".repeat(820);
+    h.turn(&format!("{filler} one"))
+        .await
+        .outcome
+        .expect("turn one");
+    let run = h.turn(&format!("{filler} two")).await;
+    run.outcome.expect("turn two completes");
+    let summaries = h
+        .requests()
+        .iter()
+        .filter(|r| Wire::is_auto_compaction(r))
+        .count();
+    (run.events, summaries)
+}
+
+async fn pins_count_in_the_floor_and_the_pause_names_them(protocol: Protocol) {
+    // Without pins the replacement (the latest message and the summary's allowance) can
+    // help: one summary request.
+    let (_, summaries) = two_long_turns(protocol, 0).await;
+    assert_eq!(summaries, 1, "without pins a compaction helps");
+    // With 4,000 tokens of pins it cannot: no request, and the pause names the pins.
+    let (events, summaries) = two_long_turns(protocol, 4_000).await;
+    assert_eq!(summaries, 0, "no summary request");
+    let pins: Vec<u64> = governor_events(&events)
+        .into_iter()
+        .filter_map(|n| match n {
+            GovernorNotice::Paused {
+                reason: PauseReason::CannotHelp { pins, .. },
+                ..
+            } => Some(pins),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pins.len(), 1, "{:?}", governor_events(&events));
+    assert!(pins[0] >= 3_500, "the floor counts the pins: {pins:?}");
+    let said = PauseReason::CannotHelp {
+        floor: 14_000,
+        pins: pins[0],
+    }
+    .describe();
+    assert!(said.contains("of them your pins"), "{said}");
 }

@@ -361,6 +361,8 @@ impl App {
                 self.context_report()
             }
             Command::Ledger => self.ledger_report(),
+            Command::Pin { argument } => self.pin(argument),
+            Command::Unpin { target } => self.unpin(&target),
             Command::Sessions => self.sessions(),
             Command::Resume { id } => self.resume(&id),
             Command::Clear => self.clear(),

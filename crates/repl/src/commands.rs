@@ -28,6 +28,17 @@ pub enum Command {
     Context,
     /// `/ledger`: the session ledger the next compaction carries.
     Ledger,
+    /// `/pin PATH` or `/pin "text"`: keep a file (as it is on disk) or a note whole
+    /// through every compaction; without an argument, list the pins.
+    Pin {
+        /// The file, or the quoted note.
+        argument: Option<String>,
+    },
+    /// `/unpin N|PATH|"text"|all`: remove a pin.
+    Unpin {
+        /// What to remove.
+        target: String,
+    },
     /// `/sessions`: this project's sessions.
     Sessions,
     /// `/resume ID`: switch to another session.
@@ -59,7 +70,7 @@ pub enum Command {
 }
 
 /// Every command with its one-line help, in `/help` order.
-pub const HELP: [(&str, &str); 10] = [
+pub const HELP: [(&str, &str); 12] = [
     (
         "/compact [focus]",
         "summarise the conversation now; the focus text steers what the summary keeps",
@@ -71,6 +82,14 @@ pub const HELP: [(&str, &str); 10] = [
     (
         "/ledger",
         "show the session ledger: what every compaction keeps verbatim (your messages, files, commands, failing tests)",
+    ),
+    (
+        "/pin [PATH|\"text\"]",
+        "keep a file (as it is on disk) or a note whole through every compaction, for the whole session; without an argument, list the pins",
+    ),
+    (
+        "/unpin N|PATH|all",
+        "remove a pin (its number in /pin's list, its path or its note) or all of them",
     ),
     ("/sessions", "list this project's sessions"),
     ("/resume ID", "continue another session of this project"),
@@ -112,6 +131,14 @@ pub fn parse_input(line: &str) -> Input {
         "context" => no_argument(Command::Context, name, &argument),
         "ledger" => no_argument(Command::Ledger, name, &argument),
         "sessions" => no_argument(Command::Sessions, name, &argument),
+        "pin" => Ok(Command::Pin { argument }),
+        "unpin" => match argument {
+            Some(target) => Ok(Command::Unpin { target }),
+            None => Err(
+                "/unpin needs what to remove: its number in /pin's list, its path, or all"
+                    .to_owned(),
+            ),
+        },
         "clear" => no_argument(Command::Clear, name, &argument),
         "help" | "?" => no_argument(Command::Help, name, &argument),
         "exit" | "quit" => no_argument(Command::Exit, name, &argument),
@@ -228,6 +255,21 @@ mod tests {
         assert_eq!(parse_input("/quit"), Input::Command(Command::Exit));
         assert_eq!(parse_input("/context"), Input::Command(Command::Context));
         assert_eq!(parse_input("/ledger"), Input::Command(Command::Ledger));
+        assert_eq!(
+            parse_input("/pin \"keep the API\""),
+            Input::Command(Command::Pin {
+                argument: Some("\"keep the API\"".into())
+            })
+        );
+        assert_eq!(
+            parse_input("/pin"),
+            Input::Command(Command::Pin { argument: None })
+        );
+        assert_eq!(
+            parse_input("/unpin 2"),
+            Input::Command(Command::Unpin { target: "2".into() })
+        );
+        assert!(matches!(parse_input("/unpin"), Input::Invalid(_)));
         assert!(matches!(parse_input("/ledger x"), Input::Invalid(_)));
         assert_eq!(parse_input("/sessions"), Input::Command(Command::Sessions));
         assert_eq!(parse_input("/help"), Input::Command(Command::Help));

@@ -6,7 +6,7 @@
 //! provider's formula, `count_image`; returned reasoning, `count_reasoning`). Nothing here
 //! computes a threshold.
 
-use pith_agent::CompactionTotals;
+use pith_agent::{CompactionTotals, PinsView};
 use pith_core::context::PauseReason;
 use pith_core::format::thousands;
 use pith_core::tokens::{count_image, count_message, count_reasoning};
@@ -236,6 +236,42 @@ pub fn checkpoints_line(store_bytes: Option<u64>) -> String {
         ),
         None => "checkpoints: off ([checkpoints] enabled = false)".to_owned(),
     }
+}
+
+/// `pins: …` and one line per pin with its tokens, or that pins are off; what `/pin`
+/// without an argument and `/context` show.
+pub fn pins_lines(view: &PinsView) -> Vec<String> {
+    if view.budget_tokens == 0 {
+        return vec!["pins: off ([context] pins_percent = 0)".to_owned()];
+    }
+    if view.rows.is_empty() {
+        return vec![format!(
+            "pins: none (budget {} tokens; /pin PATH or /pin \"text\" keeps one whole through every compaction)",
+            thousands(view.budget_tokens as u64)
+        )];
+    }
+    let mut lines = vec![format!(
+        "pins: {} of {} tokens",
+        thousands(view.tokens as u64),
+        thousands(view.budget_tokens as u64)
+    )];
+    for row in &view.rows {
+        let size = row.tokens.map_or_else(
+            || "unreadable".to_owned(),
+            |t| format!("{} tokens", thousands(t as u64)),
+        );
+        let status = if row.carried {
+            ""
+        } else {
+            "  NOT CARRIED (over the budget or unreadable)"
+        };
+        lines.push(format!(
+            "  {}. {}  {size}{status}",
+            row.number,
+            row.pin.label()
+        ));
+    }
+    lines
 }
 
 /// `Compactions: …` — what compaction did and cost.

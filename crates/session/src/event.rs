@@ -192,6 +192,10 @@ pub enum Event {
     /// just before the record `to_seq` ([`crate::line`]).
     #[serde(rename = "rewind")]
     Rewind(Rewind),
+    /// The user pinned something or removed a pin: a data record, skipped by projection
+    /// (the next user message shows the model a new pin; [`crate::pin`]).
+    #[serde(rename = "pin")]
+    Pin(crate::pin::PinChange),
     /// A record of a kind this version does not know (written by a newer pith). Kept
     /// verbatim so nothing is lost; skipped by projection. Never written by `append`.
     #[serde(skip)]
@@ -204,7 +208,7 @@ pub enum Event {
 }
 
 /// Kinds this version understands, as written in the `kind` field.
-pub const KNOWN_KINDS: [&str; 9] = [
+pub const KNOWN_KINDS: [&str; 10] = [
     "session_started",
     "model_switched",
     "user_message",
@@ -214,6 +218,7 @@ pub const KNOWN_KINDS: [&str; 9] = [
     "hook_run",
     "checkpoint",
     "rewind",
+    "pin",
 ];
 
 impl Event {
@@ -229,6 +234,7 @@ impl Event {
             Event::HookRun(_) => "hook_run",
             Event::Checkpoint(_) => "checkpoint",
             Event::Rewind(_) => "rewind",
+            Event::Pin(_) => "pin",
             Event::Unknown { kind, .. } => kind,
         }
     }
@@ -379,6 +385,7 @@ fn static_kind(event: &Event) -> &'static str {
         Event::HookRun(_) => "hook_run",
         Event::Checkpoint(_) => "checkpoint",
         Event::Rewind(_) => "rewind",
+        Event::Pin(_) => "pin",
         Event::Unknown { .. } => "unknown",
     }
 }

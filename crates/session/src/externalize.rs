@@ -72,6 +72,7 @@ fn payloads_mut(event: &mut Event) -> Vec<&mut String> {
         Event::SessionStarted { .. }
         | Event::ModelSwitched { .. }
         | Event::Checkpoint(_)
+        | Event::Pin(_)
         | Event::Rewind(_)
         | Event::Unknown { .. } => Vec::new(),
     }

@@ -13,14 +13,18 @@
 //!
 //! Every view of "the conversation now" reads the line: the model history
 //! ([`crate::projection::project_model`]), the user turns ([`crate::turns::turns`]) and
-//! the session ledger a front-end rebuilds from the records. The UI view and file
+//! the session ledger a front-end rebuilds from the records, and the pins
+//! ([`pins_on_line`]). The UI view and file
 //! changes ([`crate::turns::changes_after`]) read every record instead.
 //!
 //! A conversation rewind whose `to_seq` names no earlier record (a damaged or
 //! hand-edited transcript) cannot be followed: it is ignored (the line goes on through
 //! it, as for a `code` rewind) with a warning in the log, never a panic.
 
+use pith_core::context::pins::Pins;
+
 use crate::event::{Event, Record};
+use crate::pin::PinAction;
 
 /// The index of the record a conversation rewind at `index` returns to just before, or
 /// `None` when it is no conversation rewind.
@@ -103,6 +107,27 @@ pub fn current_line_owned(records: Vec<Record>) -> Vec<Record> {
         .collect()
 }
 
+/// The pins of the current line of the conversation (see [`current_line`]), each marked
+/// shown when a user message or a compaction came after it (the model has seen it).
+pub fn pins_on_line(records: &[Record]) -> Pins {
+    let mut pins = Pins::new();
+    for record in current_line(records) {
+        match &record.event {
+            Event::Pin(change) => match change.action {
+                PinAction::Add => {
+                    pins.add(change.pin.clone());
+                }
+                PinAction::Remove => {
+                    pins.remove_pin(&change.pin);
+                }
+            },
+            Event::UserMessage { .. } | Event::CompactionApplied { .. } => pins.mark_all_shown(),
+            _ => {}
+        }
+    }
+    pins
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,5 +202,40 @@ mod tests {
         ];
         assert_eq!(seqs(&records), vec![1, 2, 3, 4]);
         assert!(line_indices(&[]).is_empty());
+    }
+
+    #[test]
+    fn the_pins_are_the_fold_of_the_line_shown_after_a_message() {
+        use crate::pin::PinChange;
+        use pith_core::context::pins::Pin;
+        let change = |action, path: &str| {
+            Event::Pin(PinChange {
+                action,
+                pin: Pin::File { path: path.into() },
+            })
+        };
+        let records = vec![
+            record(1, change(PinAction::Add, "a.md")),
+            record(2, change(PinAction::Add, "b.md")),
+            record(3, Event::user_text("go")),
+            record(4, change(PinAction::Remove, "a.md")),
+            record(5, change(PinAction::Add, "c.md")),
+            record(6, Event::user_text("again")),
+            record(7, change(PinAction::Add, "d.md")),
+            record(8, rewind(6, RewindMode::Conversation)),
+        ];
+        let pins = pins_on_line(&records);
+        let paths: Vec<String> = pins.iter().map(Pin::label).collect();
+        assert_eq!(
+            paths,
+            ["b.md", "c.md"],
+            "a rewind takes the pins made after its point"
+        );
+        assert_eq!(
+            pins.unshown(),
+            vec![Pin::File {
+                path: "c.md".into()
+            }]
+        );
     }
 }

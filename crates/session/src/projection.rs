@@ -14,6 +14,7 @@
 
 use std::path::PathBuf;
 
+use pith_core::context::pins::user_words;
 use pith_core::{FileChange, Message, Usage};
 use serde::Serialize;
 
@@ -60,6 +61,7 @@ fn fold(line: impl Iterator<Item = Record>) -> Vec<Message> {
             | Event::HookRun(_)
             | Event::Checkpoint(_)
             | Event::Rewind(_)
+            | Event::Pin(_)
             | Event::Unknown { .. } => {}
             Event::UserMessage { message } => history.push(message),
             Event::AssistantTurn { messages, .. } => history.extend(messages),
@@ -236,6 +238,19 @@ pub enum UiEntry {
     /// The session was rewound to the state before a turn.
     #[serde(rename = "rewind")]
     Rewind(RewindEntry),
+    /// The user pinned something, or removed a pin.
+    #[serde(rename = "pin")]
+    Pin {
+        /// Record sequence number.
+        #[serde(rename = "seq")]
+        seq: u64,
+        /// Record time.
+        #[serde(rename = "ts")]
+        ts: String,
+        /// What changed.
+        #[serde(flatten)]
+        change: crate::pin::PinChange,
+    },
 }
 
 /// A `checkpoint` record, as `pith replay` shows it.
@@ -313,6 +328,11 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
         let ts = record.ts.clone();
         let entry = match &record.event {
             Event::Unknown { .. } => continue,
+            Event::Pin(change) => UiEntry::Pin {
+                seq,
+                ts,
+                change: change.clone(),
+            },
             Event::ModelSwitched { provider, model } => UiEntry::ModelSwitched {
                 seq,
                 ts,
@@ -432,7 +452,8 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
 
 /// The text of a user message; tool results in it (unusual) are shown as their content.
 pub(crate) fn user_text(message: &Message) -> String {
-    let text = message.text_content();
+    // The user's words: not the block of pins pith adds to the message after a `/pin`.
+    let text = user_words(message);
     if !text.is_empty() {
         return text;
     }

@@ -168,6 +168,12 @@ fn ui_text_at(
             UiEntry::Hook(entry) => write_hook(out, &entry.run)?,
             UiEntry::Checkpoint(entry) => checkpoints::write_checkpoint(out, entry)?,
             UiEntry::Rewind(entry) => checkpoints::write_rewind(out, entry)?,
+            UiEntry::Pin { change, .. } => match change.action {
+                crate::pin::PinAction::Add => writeln!(out, "  -- pinned {}", change.pin.label())?,
+                crate::pin::PinAction::Remove => {
+                    writeln!(out, "  -- unpinned {}", change.pin.label())?
+                }
+            },
         }
     }
     Ok(())

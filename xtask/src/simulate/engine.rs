@@ -505,6 +505,7 @@ impl<'a> Replay<'a> {
         let message = Message::user(replacement_text(ReplacementParts {
             summary: &self.params.ledger_summary,
             ledger: ledger.as_ref().map(|r| r.text.as_str()),
+            pins: "",
             restored_files: &restored,
             last_user_message: Some(&self.last_user_text),
         }));

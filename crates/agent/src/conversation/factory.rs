@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use pith_core::context::ledger::Ledger;
+use pith_core::context::pins::Pins;
 use pith_core::{Message, SpendMeter, ToolRegistry};
 use pith_hooks::{Hooks, HooksConfig, SessionInfo};
 
@@ -65,6 +66,8 @@ pub(super) struct LoopParts<'a> {
     pub(super) history: Vec<Message>,
     /// The session ledger to start from.
     pub(super) ledger: Ledger,
+    /// The pins to start from.
+    pub(super) pins: Pins,
 }
 
 /// A conversation's loop, its tool set (MCP tools join its registry before the first
@@ -89,6 +92,7 @@ impl LoopFactory {
             session,
             history,
             ledger,
+            pins,
         } = parts;
         let Self {
             workspace,
@@ -165,6 +169,7 @@ impl LoopFactory {
         }
         agent.set_history(history);
         agent.set_ledger(ledger);
+        agent.set_pins(pins);
         let guard = crate::ceilings::spend_guard(meter, settings, Arc::clone(agent.counter()))
             .map_err(ConversationError::usage)?;
         agent.set_spend_guard(guard);

@@ -22,12 +22,14 @@
 //! - [`turn`]: running a turn (hooks, MCP tools, output schema) and `/compact`;
 //! - [`switch`]: `/model`, `/clear`, `/resume`;
 //! - [`rewind`]: `/rewind`, the turns and the checkpoint store's size;
+//! - [`pins`]: `/pin`, `/unpin`, `--pin` and the pins `/context` lists;
 //! - [`factory`]: building the loop of a session;
 //! - [`outcome`]: what a turn did and why it stopped.
 
 pub mod factory;
 pub mod open;
 pub mod outcome;
+pub mod pins;
 pub mod rewind;
 pub mod state;
 pub mod switch;
@@ -35,4 +37,5 @@ pub mod turn;
 
 pub use open::Opened;
 pub use outcome::{TurnError, TurnOutcome};
+pub use pins::{pin_of_argument, PinRow, PinsView};
 pub use state::Conversation;

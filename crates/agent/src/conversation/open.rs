@@ -182,6 +182,10 @@ impl Conversation {
             Some(records) => crate::ledger::rebuild(&cwd, records),
             None => crate::ledger::fresh(&cwd),
         };
+        let pins = records
+            .as_deref()
+            .map(pith_session::pins_on_line)
+            .unwrap_or_default();
         let source = if records.is_some() {
             SessionSource::Resume
         } else {
@@ -222,6 +226,7 @@ impl Conversation {
             session: &mut session,
             history,
             ledger,
+            pins,
         })?;
         let telemetry = match &factory.delegation.child {
             Some(_) => None,

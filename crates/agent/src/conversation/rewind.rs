@@ -100,6 +100,7 @@ impl Conversation {
                 session: &mut self.session,
                 history,
                 ledger,
+                pins: pith_session::pins_on_line(&records),
             })?;
             self.install(built);
         }

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use pith_core::context::pins::Pins;
 use pith_hooks::SessionSource;
 use pith_session::Session;
 
@@ -82,6 +83,7 @@ impl Conversation {
             session: &mut self.session,
             history: self.agent.history().to_vec(),
             ledger: self.agent.ledger().clone(),
+            pins: self.agent.pins().clone(),
         })?;
         let mut notices = settings.notices.clone();
         let switched = settings.model.spec() != self.settings.model.spec();
@@ -114,6 +116,7 @@ impl Conversation {
             session: &mut session,
             history: Vec::new(),
             ledger: crate::ledger::fresh(self.cwd()),
+            pins: Pins::new(),
         })?;
         self.replace_session(session, built, true);
         self.session_start = Some(SessionSource::New);
@@ -147,6 +150,7 @@ impl Conversation {
             session: &mut resumed.session,
             history: resumed.history,
             ledger: crate::ledger::rebuild(self.cwd(), &resumed.records),
+            pins: pith_session::pins_on_line(&resumed.records),
         })?;
         let mut notices = settings.notices.clone();
         notices.extend(resumed.warnings.iter().map(|w| format!("warning: {w}")));

@@ -214,7 +214,7 @@ impl Conversation {
     ) -> TurnOutcome {
         let cancel = deadline.token();
         let user = match self.fit_user_message(user, sink) {
-            Ok(user) => user,
+            Ok(user) => self.with_unshown_pins(user, sink),
             Err(error) => return TurnOutcome::failed(error),
         };
         // What changed since the last look was changed outside pith: recorded before the
@@ -233,6 +233,7 @@ impl Conversation {
         }
         self.unused = false;
         self.session_context = None;
+        self.agent.pins_mut().mark_all_shown();
         self.prepare_mcp_tools(sink, cancel).await;
         // Edits to AGENTS.md or PITH.md apply from the next turn; an unchanged prompt
         // stays byte-identical for the prompt cache.

@@ -59,6 +59,11 @@ pub struct ContextConfig {
     /// Most tokens of the re-attached files together, as a percentage of the input
     /// budget (`restore_files_percent`).
     pub restore_files_percent: u8,
+    /// Most tokens of the user's pins (files and notes kept whole through every
+    /// compaction), as a percentage of the input budget (`pins_percent`; 0 turns pins
+    /// off). A pin that does not fit is named to the user, never dropped silently
+    /// ([`super::pins`]).
+    pub pins_percent: u8,
     /// Most automatic LLM compactions in one user turn (`max_auto_compactions_per_turn`;
     /// see [`crate::context::governor`]).
     pub max_auto_compactions_per_turn: u32,
@@ -118,6 +123,7 @@ impl Default for ContextConfig {
             ledger_user_messages_max_tokens: 8_000,
             restore_files: 3,
             restore_files_percent: 15,
+            pins_percent: super::pins::DEFAULT_PINS_PERCENT,
             max_auto_compactions_per_turn:
                 crate::context::governor::DEFAULT_MAX_AUTO_COMPACTIONS_PER_TURN,
             user_message_percent: DEFAULT_USER_MESSAGE_PERCENT,
@@ -150,6 +156,11 @@ impl ContextConfig {
             self.restore_files,
             self.restore_files_percent,
         )
+    }
+
+    /// Most tokens of the pins for an input budget of `input_budget`.
+    pub fn pins_tokens(&self, input_budget: u64) -> usize {
+        super::pins::pins_budget_tokens(input_budget, self.pins_percent)
     }
 
     /// Most tokens of one user message for an input budget of `input_budget`.

@@ -58,6 +58,8 @@ pub struct Floor {
     pub ledger: u64,
     /// The re-attached files.
     pub restored: u64,
+    /// The user's pins (never shrunk by a smaller plan: the user asked for them whole).
+    pub pins: u64,
     /// The summary's allowance.
     pub summary: u64,
     /// Request and message framing, and the replacement's own wrapping text.
@@ -72,6 +74,7 @@ impl Floor {
             + self.message
             + self.ledger
             + self.restored
+            + self.pins
             + self.summary
             + self.framing
     }
@@ -84,12 +87,17 @@ impl Floor {
     /// What takes the room, in words: `system prompt 3,120, tools 2,010, …`.
     pub fn describe(&self) -> String {
         format!(
-            "system prompt {}, tools {}, your message {}, ledger {}, re-attached files {}, summary allowance {}",
+            "system prompt {}, tools {}, your message {}, ledger {}, re-attached files {}, {}summary allowance {}",
             thousands(self.system),
             thousands(self.tools),
             thousands(self.message),
             thousands(self.ledger),
             thousands(self.restored),
+            if self.pins > 0 {
+                format!("pins {}, ", thousands(self.pins))
+            } else {
+                String::new()
+            },
             thousands(self.summary)
         )
     }
@@ -155,11 +163,17 @@ mod tests {
             message: 100,
             ledger: 2_790,
             restored: 4_185,
+            pins: 0,
             summary: 2_000,
             framing: 20,
         };
         assert_eq!(floor.total(), 14_095);
         assert!(floor.can_help(&budget));
+        assert!(!floor.describe().contains("pins"));
+        floor.pins = 9_000;
+        assert!(!floor.can_help(&budget), "the pins count in the floor");
+        assert!(floor.describe().contains("pins 9,000"));
+        floor.pins = 0;
         floor.message = 62_000;
         assert!(!floor.can_help(&budget));
         let said = floor.describe();

@@ -18,6 +18,7 @@
 //! - [`calibration`] — reported usage weighed against pith's own count.
 //! - [`floor`] — what a compaction's replacement holds whatever the summary says.
 //! - [`ledger`] — the session's facts every compaction carries.
+//! - [`pins`] — what the user pinned, carried whole in every replacement.
 //! - [`summary`] — the compaction summary schema, its requests and the replacement
 //!   history; [`prompts`] holds every prompt text, [`system_prompt`] assembles the
 //!   system prompt.
@@ -35,6 +36,7 @@ pub mod governor;
 pub mod images;
 pub mod ledger;
 pub mod masking;
+pub mod pins;
 pub mod policy;
 pub mod prompts;
 pub mod prune;

@@ -93,6 +93,8 @@ pub struct ReplacementParts<'a> {
     pub summary: &'a str,
     /// The rendered session ledger.
     pub ledger: Option<&'a str>,
+    /// The user's pins, as [`super::pins::render_pins`] rendered them (empty: none).
+    pub pins: &'a str,
     /// Files re-attached, read fresh from disk.
     pub restored_files: &'a [RestoredFile],
     /// The latest user message, quoted verbatim (automatic compaction: the task goes
@@ -105,7 +107,7 @@ pub struct ReplacementParts<'a> {
 /// restored files this is exactly [`compacted_user_text`] (automatic) or the summary
 /// alone (manual).
 pub fn replacement_text(parts: ReplacementParts<'_>) -> String {
-    if parts.ledger.is_none() && parts.restored_files.is_empty() {
+    if parts.ledger.is_none() && parts.restored_files.is_empty() && parts.pins.is_empty() {
         return match parts.last_user_message {
             Some(last) => compacted_user_text(parts.summary, last),
             None => parts.summary.to_owned(),
@@ -118,6 +120,10 @@ pub fn replacement_text(parts: ReplacementParts<'_>) -> String {
     if let Some(ledger) = parts.ledger {
         text.push('\n');
         text.push_str(ledger);
+    }
+    if !parts.pins.is_empty() {
+        text.push('\n');
+        text.push_str(parts.pins);
     }
     if !parts.restored_files.is_empty() {
         text.push_str(&format!("\n{RESTORED_FILES_INTRO}"));

@@ -6,6 +6,10 @@ use serde::Serialize;
 
 use crate::format::thousands;
 
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
 /// Why automatic compaction is paused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
@@ -25,6 +29,9 @@ pub enum PauseReason {
     CannotHelp {
         /// What the replacement holds without a summary, plus the summary's allowance.
         floor: u64,
+        /// The user's pins in it (the replacement carries them whole; 0: none).
+        #[serde(skip_serializing_if = "is_zero")]
+        pins: u64,
     },
     /// The attempt failed (the request failed, the summary was unusable, the replacement
     /// was not smaller, or it could not be written).
@@ -48,9 +55,14 @@ impl PauseReason {
                 "the server still reported {} input tokens right after a compaction",
                 thousands(*reported)
             ),
-            Self::CannotHelp { floor } => format!(
+            Self::CannotHelp { floor, pins: 0 } => format!(
                 "a compaction would keep {} tokens whatever the summary says",
                 thousands(*floor)
+            ),
+            Self::CannotHelp { floor, pins } => format!(
+                "a compaction would keep {} tokens whatever the summary says, {} of them your pins (/pin lists them; /unpin one, or lower [context] pins_percent)",
+                thousands(*floor),
+                thousands(*pins)
             ),
             Self::Failed { detail } => format!("the last compaction failed: {detail}"),
         }

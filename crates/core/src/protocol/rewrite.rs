@@ -66,6 +66,10 @@ pub struct Carried {
     pub ledger_tokens: u64,
     /// Paths of the files re-attached, read fresh from disk.
     pub restored_files: Vec<String>,
+    /// Tokens of the user's pins it carries (0: none).
+    pub pins_tokens: u64,
+    /// The pins it could not carry, each named in one line for the user.
+    pub pins_left_out: Vec<String>,
 }
 
 /// Why a rule-based rewrite (no LLM) replaced the history.

@@ -285,6 +285,7 @@ impl AgentLoop {
         };
         self.context.install(compaction.replacement.clone());
         self.mark_restored_seen(&compaction.carried.restored_files);
+        self.pins_carried(&compaction.carried, sink);
         let freed = tokens_before.saturating_sub(tokens_after);
         let budget = self.context.budget;
         let paused = self
@@ -441,6 +442,7 @@ impl AgentLoop {
         }))?;
         self.context.install(replacement.clone());
         self.mark_restored_seen(&carried.restored_files);
+        self.pins_carried(&carried, sink);
         self.context.governor.reset();
         Ok(ManualCompaction {
             summary,
@@ -454,7 +456,8 @@ impl AgentLoop {
     }
 
     /// The replacement history of a compaction: one user message with the summary, the
-    /// ledger, the re-attached files and (automatic compaction) the latest user message.
+    /// ledger, the pins (read afresh), the re-attached files and (automatic compaction)
+    /// the latest user message.
     fn replacement(
         &self,
         summary: &str,
@@ -462,9 +465,11 @@ impl AgentLoop {
         restored: Vec<RestoredFile>,
         last_user_message: Option<&str>,
     ) -> (Vec<Message>, Carried) {
+        let pins = self.render_pins();
         let text = replacement_text(ReplacementParts {
             summary,
             ledger: ledger.as_ref().map(|l| l.text.as_str()),
+            pins: &pins.text,
             restored_files: &restored,
             last_user_message,
         });
@@ -472,6 +477,8 @@ impl AgentLoop {
             ledger_tokens: ledger.as_ref().map_or(0, |l| l.tokens as u64),
             ledger: ledger.map(|l| l.text),
             restored_files: restored.into_iter().map(|f| f.path).collect(),
+            pins_tokens: pins.tokens as u64,
+            pins_left_out: pins.left_out.iter().map(|l| l.describe()).collect(),
         };
         (vec![Message::user(text)], carried)
     }

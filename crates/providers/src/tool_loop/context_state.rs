@@ -1,6 +1,6 @@
 //! [`ContextState`]: everything the loop knows about its context, in one place — the
 //! history, the budget, the request estimator with its calibration, the governor's memory,
-//! the session ledger and the view of the disk it uses.
+//! the session ledger, the pins and the view of the disk it uses.
 //!
 //! Three things change it, each through one method:
 //! - the history grows ([`ContextState::push`], [`ContextState::push_user`]);
@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use pith_core::context::calibration::Evidence;
 use pith_core::context::ledger::{FileProbe, Ledger};
+use pith_core::context::pins::Pins;
 use pith_core::context::{Governor, GovernorNotice};
 use pith_core::{ContextBudget, Message, RequestEstimate, RequestEstimator, ToolDefinition, Usage};
 
@@ -64,6 +65,8 @@ pub(super) struct ContextState {
     pub governor: Governor,
     /// The session ledger, observed as the history grows (see `carry`).
     pub ledger: Ledger,
+    /// What the user pinned: every replacement carries it (see `carry`).
+    pub pins: Pins,
     /// The disk as the ledger sees it, when the loop has a workspace.
     pub files: Option<Arc<dyn FileProbe>>,
     /// The messages at the start of the history that will not change again until the
@@ -88,6 +91,7 @@ impl ContextState {
             estimator,
             governor: Governor::new(max_per_turn),
             ledger: Ledger::default(),
+            pins: Pins::new(),
             stable_prefix: 0,
             last_request_at: None,
             epoch: 0,
@@ -130,7 +134,8 @@ impl ContextState {
     /// A user message starts a turn: the ledger records it, the governor starts a fresh
     /// ceiling and counts it as new history.
     pub fn push_user(&mut self, message: Message) {
-        self.ledger.observe_user(&message.text_content());
+        self.ledger
+            .observe_user(&pith_core::context::pins::user_words(&message));
         self.governor.start_turn();
         Arc::make_mut(&mut self.history).push(message);
     }

@@ -150,6 +150,7 @@ impl AgentLoop {
                             let notice = self.context.governor.pause(
                                 PauseReason::CannotHelp {
                                     floor: floor.total(),
+                                    pins: floor.pins,
                                 },
                                 facts.progress(),
                                 &budget,
@@ -285,9 +286,11 @@ impl AgentLoop {
         let scale = |tokens: usize| calibration.scale(tokens as u64);
         let ledger = self.render_ledger_for(&plan, true);
         let restored = self.restore_files_for(&plan);
+        let pins = self.render_pins();
         let empty = Message::user(replacement_text(ReplacementParts {
             summary: "",
             ledger: ledger.as_ref().map(|l| l.text.as_str()),
+            pins: &pins.text,
             restored_files: &restored,
             last_user_message: Some(last_user_text),
         }));
@@ -298,7 +301,7 @@ impl AgentLoop {
         let message_tokens = counter.count(last_user_text);
         let framing = whole
             .messages
-            .saturating_sub(ledger_tokens + restored_tokens + message_tokens)
+            .saturating_sub(ledger_tokens + restored_tokens + pins.tokens + message_tokens)
             + pith_core::tokens::REQUEST_FRAMING_TOKENS;
         let floor = Floor {
             system: scale(whole.system),
@@ -306,6 +309,7 @@ impl AgentLoop {
             message: scale(message_tokens),
             ledger: scale(ledger_tokens),
             restored: scale(restored_tokens),
+            pins: scale(pins.tokens),
             summary: summary_allowance(self.context.budget.working_budget(), ledger.is_some()),
             framing: scale(framing),
         };

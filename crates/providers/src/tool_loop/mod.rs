@@ -32,6 +32,7 @@ pub mod guard;
 mod options;
 mod output_cap;
 pub mod overflow;
+mod pins;
 mod prepared;
 mod prepared_task;
 mod report;

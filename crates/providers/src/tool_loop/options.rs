@@ -103,6 +103,8 @@ pub struct LedgerOptions {
     pub restore_files: usize,
     /// Most tokens of the re-attached files together, percent of the input budget.
     pub restore_files_percent: u8,
+    /// Most tokens of the user's pins, percent of the input budget (0: pins are off).
+    pub pins_percent: u8,
 }
 
 impl LedgerOptions {
@@ -113,6 +115,7 @@ impl LedgerOptions {
             user_messages_max_tokens: context.ledger_user_messages_max_tokens,
             restore_files: context.restore_files,
             restore_files_percent: context.restore_files_percent,
+            pins_percent: context.pins_percent,
         }
     }
 
@@ -124,6 +127,7 @@ impl LedgerOptions {
             user_messages_max_tokens: 0,
             restore_files: 0,
             restore_files_percent: 0,
+            pins_percent: 0,
         }
     }
 }

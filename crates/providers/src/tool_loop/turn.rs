@@ -32,7 +32,7 @@ impl AgentLoop {
         cancel: &CancellationToken,
     ) -> Result<TurnSummary, TurnFailure> {
         let mut summary = TurnSummary::default();
-        let last_user_text = user_message.text_content();
+        let last_user_text = pith_core::context::pins::user_words(&user_message);
         // Beyond the seed: a new user message is new history (and a fresh ceiling), so a
         // conversation that already crosses the threshold when the user speaks is
         // compacted before the first request, with the new message retained.

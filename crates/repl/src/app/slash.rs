@@ -63,7 +63,49 @@ impl App {
         lines.push(crate::context_view::checkpoints_line(
             self.conversation.checkpoint_store_bytes(),
         ));
+        lines.extend(crate::context_view::pins_lines(
+            &self.conversation.pins_view(),
+        ));
         self.screen.block(&lines.join("\n"));
+    }
+
+    /// `/pin`: lists the pins; `/pin PATH` or `/pin "text"` makes one.
+    pub(super) fn pin(&mut self, argument: Option<String>) {
+        let Some(argument) = argument else {
+            let lines = crate::context_view::pins_lines(&self.conversation.pins_view());
+            self.screen.block(&lines.join("\n"));
+            return;
+        };
+        match self.conversation.pin(pith_agent::pin_of_argument(&argument)) {
+            Ok(row) => self.screen.message(
+                Tone::Info,
+                &format!(
+                    "Pinned {} ({} tokens): the model sees it with your next message, and every compaction keeps it whole.",
+                    row.pin.label(),
+                    thousands(row.tokens.unwrap_or(0) as u64)
+                ),
+            ),
+            Err(error) => self.screen.message(Tone::Error, &error.to_string()),
+        }
+    }
+
+    /// `/unpin N|PATH|"text"|all`.
+    pub(super) fn unpin(&mut self, target: &str) {
+        match self.conversation.unpin(target) {
+            Ok(removed) => {
+                let names: Vec<String> = removed.iter().map(pith_agent::Pin::label).collect();
+                let text = if names.is_empty() {
+                    "Nothing was pinned.".to_owned()
+                } else {
+                    format!(
+                        "Unpinned {}: compactions from now on no longer carry it.",
+                        names.join(", ")
+                    )
+                };
+                self.screen.message(Tone::Info, &text);
+            }
+            Err(error) => self.screen.message(Tone::Error, &error.to_string()),
+        }
     }
 
     pub(super) fn ledger_report(&mut self) {
