@@ -9,7 +9,9 @@ use std::path::Path;
 
 use pith_core::FileState;
 
-use crate::store::{hash_bytes, human_bytes, Store};
+use pith_core::format::human_bytes;
+
+use crate::store::{hash_bytes, Store};
 use crate::walk::StatKey;
 
 /// A path's state, with the stat key it was read under and the bytes it added to the

@@ -329,25 +329,6 @@ pub fn project_key(root: &Path) -> String {
     }
 }
 
-/// `16 MiB`, `1 GiB`, `300 B`: a size for the user.
-pub(crate) fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if value.fract() == 0.0 {
-        format!("{value:.0} {}", UNITS[unit])
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,13 +361,5 @@ mod tests {
         assert!(project_key(Path::new("/")).len() == 16);
         let key = project_key(Path::new("/nonexistent/my repo"));
         assert!(key.starts_with("my_repo-"), "{key}");
-    }
-
-    #[test]
-    fn sizes_read_well() {
-        assert_eq!(human_bytes(300), "300 B");
-        assert_eq!(human_bytes(16 << 20), "16 MiB");
-        assert_eq!(human_bytes(1 << 30), "1 GiB");
-        assert_eq!(human_bytes(1536), "1.5 KiB");
     }
 }

@@ -13,20 +13,23 @@ pub fn thousands(value: u64) -> String {
     out
 }
 
-/// `1536` → `1.5 KiB`: a size for people (B, KiB, MiB, GiB, one decimal above bytes).
+/// `1536` → `1.5 KiB`, `16777216` → `16 MiB`, `300` → `300 B`: a size for people, the
+/// one spelling every front-end and message uses (binary units B, KiB, MiB, GiB, TiB; one
+/// decimal, none when whole).
 pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
     let mut value = bytes as f64;
     let mut unit = 0;
     while value >= 1024.0 && unit + 1 < UNITS.len() {
         value /= 1024.0;
         unit += 1;
     }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
+    let rounded = format!("{value:.1}");
+    let shown = rounded.strip_suffix(".0").unwrap_or(&rounded);
+    format!("{shown} {}", UNITS[unit])
 }
 
 #[cfg(test)]
@@ -38,8 +41,11 @@ mod tests {
         assert_eq!(human_bytes(0), "0 B");
         assert_eq!(human_bytes(1023), "1023 B");
         assert_eq!(human_bytes(1536), "1.5 KiB");
-        assert_eq!(human_bytes(5 * 1024 * 1024), "5.0 MiB");
-        assert_eq!(human_bytes(3 * 1024 * 1024 * 1024), "3.0 GiB");
+        assert_eq!(human_bytes(5 * 1024 * 1024), "5 MiB");
+        assert_eq!(human_bytes(3 * 1024 * 1024 * 1024), "3 GiB");
+        assert_eq!(human_bytes(16 << 20), "16 MiB");
+        assert_eq!(human_bytes(1024 * 1024 - 1), "1024 KiB");
+        assert_eq!(human_bytes(5 << 40), "5 TiB");
     }
 
     #[test]

@@ -106,13 +106,9 @@ fn decoded_len(base64: &str) -> u64 {
     symbols * 3 / 4
 }
 
-/// `512 B`, `12.3 KB`, `4.0 MB`.
+/// `512 B`, `12.3 KiB`, `4 MiB` ([`pith_core::format::human_bytes`]).
 fn size(bytes: u64) -> String {
-    match bytes {
-        0..1024 => format!("{bytes} B"),
-        1024..1_048_576 => format!("{:.1} KB", bytes as f64 / 1024.0),
-        _ => format!("{:.1} MB", bytes as f64 / 1_048_576.0),
-    }
+    pith_core::format::human_bytes(bytes)
 }
 
 #[cfg(test)]
@@ -158,11 +154,11 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "[image image/png, 2.9 KB: not shown, pith does not pass image to the model yet]"
+            "[image image/png, 2.9 KiB: not shown, pith does not pass image to the model yet]"
         );
         assert_eq!(
             lines[1],
-            "[resource file:///notes.md (text/plain, 2.0 KB): not shown]"
+            "[resource file:///notes.md (text/plain, 2 KiB): not shown]"
         );
         assert_eq!(lines[2], "[resource link file:///big.bin]");
         assert!(text.len() < 300);

@@ -6,7 +6,6 @@
 //! out; `--format json` always carries everything.
 
 mod checkpoints;
-mod size;
 
 use std::io::{self, Write};
 
@@ -19,7 +18,7 @@ use crate::items::{summarize_arguments, TranscriptItem};
 use crate::listing::SessionSummary;
 use crate::projection::UiEntry;
 use crate::read::ReadReport;
-use size::human_size;
+use pith_core::format::human_bytes;
 
 /// Lines of a tool result shown in text replay.
 pub const RESULT_PREVIEW_LINES: usize = 40;
@@ -422,7 +421,7 @@ pub fn sessions_table(
             short_ts(s.started.as_deref()),
             short_ts(s.last_activity.as_deref()),
             s.turns,
-            human_size(s.size_bytes),
+            human_bytes(s.size_bytes),
             cost,
             cache,
             model,
@@ -645,8 +644,8 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1000), "1,000");
         assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(human_size(512), "512 B");
-        assert_eq!(human_size(1536), "1.5 KB");
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
         assert_eq!(
             short_ts(Some("2026-11-29T13:10:15.123Z")),
             "2026-11-29 13:10:15"

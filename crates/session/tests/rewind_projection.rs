@@ -262,7 +262,7 @@ fn a_resumed_session_continues_from_the_rewind_and_replay_shows_it() {
     ui_text(&project_ui(&resumed.records), &mut text).unwrap();
     let text = String::from_utf8(text).unwrap();
     assert!(
-        text.contains("  -- checkpoint after edit: 1 file, 1.2 KB: a.rs\n"),
+        text.contains("  -- checkpoint after edit: 1 file, 1.2 KiB: a.rs\n"),
         "{text}"
     );
     assert!(

@@ -375,7 +375,7 @@ pub(crate) mod tests {
         assert!(within.iter().all(Result::is_ok), "{within:?}");
         let too_long = through_decode_stream(vec![vec![bytes(1, 6)], vec![bytes(1, 5)]], limits);
         let last = too_long.last().unwrap().as_ref().unwrap_err().to_string();
-        assert!(last.contains("exceeded 10 bytes"), "{last}");
+        assert!(last.contains("exceeded 10 B"), "{last}");
         let too_many = through_decode_stream(
             vec![
                 vec![bytes(1, 0)],

@@ -52,16 +52,9 @@ impl WireLimits {
     }
 }
 
-/// `33554432` → `32 MiB`, `65536` → `64 KiB`.
+/// `33554432` → `32 MiB`, `65536` → `64 KiB` ([`pith_core::format::human_bytes`]).
 pub fn human_bytes(bytes: usize) -> String {
-    const MIB: usize = 1024 * 1024;
-    if bytes >= MIB && bytes.is_multiple_of(MIB) {
-        format!("{} MiB", bytes / MIB)
-    } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
-        format!("{} KiB", bytes / 1024)
-    } else {
-        format!("{bytes} bytes")
-    }
+    pith_core::format::human_bytes(u64::try_from(bytes).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]
@@ -72,6 +65,6 @@ mod tests {
     fn sizes_read_as_people_write_them() {
         assert_eq!(human_bytes(32 * 1024 * 1024), "32 MiB");
         assert_eq!(human_bytes(64 * 1024), "64 KiB");
-        assert_eq!(human_bytes(1000), "1000 bytes");
+        assert_eq!(human_bytes(1000), "1000 B");
     }
 }

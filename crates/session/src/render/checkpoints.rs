@@ -3,13 +3,13 @@
 
 use std::io::{self, Write};
 
-use super::size::human_size;
 use crate::projection::{CheckpointEntry, RewindEntry};
+use pith_core::format::human_bytes;
 
 /// Paths named on a checkpoint's line; the others are counted.
 pub const CHECKPOINT_PATHS_SHOWN: usize = 5;
 
-/// `  -- checkpoint after bash: 2 files, 1.2 KB: src/a.rs, src/b.rs` (or `changed
+/// `  -- checkpoint after bash: 2 files, 1.2 KiB: src/a.rs, src/b.rs` (or `changed
 /// outside pith:` for changes found between turns), then what the store left out.
 pub(super) fn write_checkpoint(out: &mut dyn Write, entry: &CheckpointEntry) -> io::Result<()> {
     let what = if entry.outside {
@@ -35,7 +35,7 @@ pub(super) fn write_checkpoint(out: &mut dyn Write, entry: &CheckpointEntry) -> 
         out,
         "  -- {what}: {}, {}: {paths}",
         plural(count, "file"),
-        human_size(entry.bytes)
+        human_bytes(entry.bytes)
     )?;
     if entry.omitted > 0 {
         writeln!(
@@ -113,11 +113,11 @@ mod tests {
     fn a_checkpoint_is_one_line_naming_its_files() {
         assert_eq!(
             render(&[checkpoint(2, false, 0)]),
-            "  -- checkpoint after bash: 2 files, 1.2 KB: src/f1.rs, src/f2.rs\n"
+            "  -- checkpoint after bash: 2 files, 1.2 KiB: src/f1.rs, src/f2.rs\n"
         );
         assert_eq!(
             render(&[checkpoint(7, true, 1)]),
-            "  -- changed outside pith: 7 files, 1.2 KB: src/f1.rs, src/f2.rs, src/f3.rs, \
+            "  -- changed outside pith: 7 files, 1.2 KiB: src/f1.rs, src/f2.rs, src/f3.rs, \
              src/f4.rs, src/f5.rs and 2 more\n     [1 file not kept (over a cap or \
              unreadable): a rewind past this point refuses]\n"
         );
