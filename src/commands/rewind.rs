@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use pith_agent::checkpoints::offline::{rewind_session, RewindOutcome, RewindRequest};
 use pith_agent::checkpoints::rewind::RewindPlan;
+use pith_agent::checkpoints::text;
 use pith_agent::ExitCode;
 use pith_session::RewindMode;
 use serde_json::json;
@@ -104,17 +105,8 @@ fn outcome_text(outcome: &RewindOutcome, session: &str) -> String {
     match outcome {
         RewindOutcome::Turns { session, turns } => {
             let _ = writeln!(out, "Session {session}: {} turn(s)", turns.len());
-            for turn in turns {
-                let files = if turn.files.is_empty() {
-                    String::new()
-                } else {
-                    format!("  [{}]", turn.files.join(", "))
-                };
-                let _ = writeln!(
-                    out,
-                    "{:>4}  {}  {}{files}",
-                    turn.number, turn.ts, turn.preview
-                );
+            for line in text::turn_lines(turns) {
+                let _ = writeln!(out, "{line}");
             }
             let _ = writeln!(
                 out,
@@ -154,21 +146,7 @@ fn outcome_text(outcome: &RewindOutcome, session: &str) -> String {
 }
 
 fn describe(out: &mut String, plan: &RewindPlan) {
-    let _ = writeln!(out, "{}", plan.headline());
-    for path in plan.writes() {
-        let _ = writeln!(out, "  restore {path}");
-    }
-    for path in plan.changed_outside() {
-        let _ = writeln!(out, "  changed outside pith since: {path}");
-    }
-    for path in plan.skipped() {
-        let _ = writeln!(out, "  skipped, left as it is: {path}");
-    }
-    if plan.mode.rewinds_conversation() {
-        let _ = writeln!(
-            out,
-            "  the conversation continues from before turn {}",
-            plan.turn.number
-        );
+    for line in text::plan_lines(plan) {
+        let _ = writeln!(out, "{line}");
     }
 }

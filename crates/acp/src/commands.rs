@@ -7,35 +7,7 @@ use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, UnstructuredCommandInput,
 };
 
-/// A slash command typed in the editor's prompt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SlashCommand {
-    /// `/compact [focus]`: summarise the conversation now.
-    Compact {
-        /// What the summary should keep.
-        focus: Option<String>,
-    },
-    /// `/context`: where the context window goes.
-    Context,
-    /// `/ledger`: what every compaction carries verbatim.
-    Ledger,
-    /// `/pin [PATH|"text"]`: keep a file or a note whole through every compaction; list
-    /// the pins without an argument.
-    Pin {
-        /// The file, or the quoted note.
-        argument: Option<String>,
-    },
-    /// `/unpin N|PATH|"text"|all`: remove a pin.
-    Unpin {
-        /// What to remove.
-        target: String,
-    },
-    /// `/model [provider/model]`: show or switch the model.
-    Model {
-        /// The model to switch to.
-        name: Option<String>,
-    },
-}
+pub use pith_agent::slash::SlashCommand;
 
 /// The commands, as the editor lists them.
 pub fn available() -> Vec<AvailableCommand> {
@@ -77,47 +49,12 @@ pub fn available() -> Vec<AvailableCommand> {
 }
 
 /// The command a prompt's text is, or `None` when it is a message for the model (text
-/// that does not start with one of [`available`]'s names is never a command, so paths
-/// such as `/etc/hosts` stay messages). `Err` names a command used wrongly.
+/// that does not start with the name of one of [`available`]'s commands is never a
+/// command, so paths such as `/etc/hosts` stay messages). `Err` names a command used
+/// wrongly. The parsing is the one every front-end shares ([`pith_agent::slash`]).
 pub fn parse(text: &str) -> Option<Result<SlashCommand, String>> {
-    let line = text.trim().strip_prefix('/')?;
-    let (name, rest) = match line.split_once(char::is_whitespace) {
-        Some((name, rest)) => (name, rest.trim()),
-        None => (line, ""),
-    };
-    let argument = (!rest.is_empty()).then(|| rest.to_owned());
-    let command = match name {
-        "compact" => Ok(SlashCommand::Compact { focus: argument }),
-        "context" => no_argument(SlashCommand::Context, name, &argument),
-        "ledger" => no_argument(SlashCommand::Ledger, name, &argument),
-        "pin" => Ok(SlashCommand::Pin { argument }),
-        "unpin" => match argument {
-            Some(target) => Ok(SlashCommand::Unpin { target }),
-            None => Err(
-                "/unpin needs what to remove: its number in /pin's list, its path, or all"
-                    .to_owned(),
-            ),
-        },
-        "model" => match argument {
-            Some(name) if name.contains(char::is_whitespace) => {
-                Err("/model takes one name, provider/model".to_owned())
-            }
-            name => Ok(SlashCommand::Model { name }),
-        },
-        _ => return None,
-    };
-    Some(command)
-}
-
-fn no_argument(
-    command: SlashCommand,
-    name: &str,
-    argument: &Option<String>,
-) -> Result<SlashCommand, String> {
-    match argument {
-        None => Ok(command),
-        Some(_) => Err(format!("/{name} takes no argument")),
-    }
+    let (name, command) = pith_agent::slash::parse(text)?;
+    SlashCommand::in_editor(&name).then_some(command)
 }
 
 #[cfg(test)]
@@ -152,7 +89,18 @@ mod tests {
         );
         assert!(matches!(parse("/unpin"), Some(Err(_))));
         assert_eq!(parse("/etc/hosts is wrong"), None);
+        assert_eq!(
+            parse("/rewind 2"),
+            None,
+            "not offered in an editor: a message"
+        );
         assert_eq!(parse("fix /compact"), None);
+    }
+
+    #[test]
+    fn the_advertised_commands_are_the_editor_commands() {
+        let names: Vec<String> = available().into_iter().map(|c| c.name).collect();
+        assert_eq!(names, pith_agent::slash::EDITOR_COMMANDS);
     }
 
     #[test]

@@ -71,6 +71,17 @@ impl AcpSession {
                 answer(sink, &text);
                 Ok(StopReason::EndTurn)
             }
+            // Not offered in an editor (`commands::parse` leaves them messages).
+            SlashCommand::Sessions
+            | SlashCommand::Resume { .. }
+            | SlashCommand::Clear
+            | SlashCommand::Rewind { .. }
+            | SlashCommand::RewindUndo
+            | SlashCommand::Help
+            | SlashCommand::Exit => {
+                answer(sink, "This command is not available in the editor.");
+                Ok(StopReason::EndTurn)
+            }
             SlashCommand::Model { name } => {
                 let text = match name {
                     None => format!("Model: {}", conversation.model_spec()),

@@ -46,6 +46,7 @@ pub mod oversized;
 pub mod recording;
 pub mod repeat_gate;
 pub mod settings;
+pub mod slash;
 pub mod subagents;
 pub mod telemetry;
 pub mod trust;

@@ -8,7 +8,7 @@
 //!   made outside pith; at its end, changes no call accounted for (a cancelled call) are
 //!   recorded as the turn's.
 //! - [`rewind`] plans and carries out a return to the state before a turn, live or from
-//!   a transcript (`pith rewind`).
+//!   a transcript (`pith rewind`); [`text`] says it, the same in every front-end.
 //!
 //! Only a top-level conversation keeps checkpoints: a subagent's changes are observed when
 //! its parent's `task` call ends. A conversation whose checkpoints cannot start goes on
@@ -17,6 +17,7 @@
 pub mod hooks;
 pub mod offline;
 pub mod rewind;
+pub mod text;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -6,10 +6,8 @@
 //! otherwise the rewind runs at once (it is recorded and can itself be rewound). A
 //! refused plan (caps, a missing copy) writes nothing.
 
-use std::fmt::Write as _;
-
 use pith_agent::checkpoints::rewind::RewindPlan;
-use pith_session::turns::Turn;
+use pith_agent::checkpoints::text;
 use pith_session::RewindMode;
 use tokio::runtime::Runtime;
 
@@ -45,7 +43,9 @@ impl App {
                 .message(Tone::Dim, "Nothing to rewind: no turn in this session yet.");
             return;
         }
-        self.screen.block(&turn_list(&turns));
+        let mut list = vec!["Turns of this session:".to_owned()];
+        list.extend(text::turn_lines(&turns));
+        self.screen.block(&list.join("\n"));
         let how = if self.conversation.keeps_checkpoints() {
             "Rewind with /rewind N [code|conversation|both] (default both): code puts the files \
              back as they were before turn N, conversation continues from before it."
@@ -89,7 +89,7 @@ impl App {
         plan: RewindPlan,
         mode: RewindMode,
     ) {
-        self.screen.block(&plan_text(&plan));
+        self.screen.block(&text::plan_lines(&plan).join("\n"));
         let refused = plan.refused();
         if !refused.is_empty() {
             let text = format!("Cannot rewind, nothing was written: {}", refused.join("; "));
@@ -98,15 +98,15 @@ impl App {
         }
         let outside = plan.changed_outside();
         if !outside.is_empty() {
-            let mut text = String::from(
-                "These files changed outside pith since pith last saw them; the rewind \
-                 overwrites them (their contents now are kept, so rewinding the rewind \
-                 brings them back):",
+            self.screen.message(
+                Tone::Error,
+                &format!(
+                    "{} file(s) above changed outside pith since pith last saw them; the \
+                     rewind overwrites them (their contents now are kept, so rewinding the \
+                     rewind brings them back).",
+                    outside.len()
+                ),
             );
-            for path in &outside {
-                let _ = write!(text, "\n  {path}");
-            }
-            self.screen.message(Tone::Error, &text);
             self.screen
                 .message(Tone::Info, "Overwrite them and rewind? [y/N]");
             let yes = matches!(
@@ -163,96 +163,5 @@ impl App {
             }
             Err(error) => self.screen.message(Tone::Error, &error.to_string()),
         }
-    }
-}
-
-/// The turns, one a line: number, time, first line of the message, files it changed.
-fn turn_list(turns: &[Turn]) -> String {
-    let mut out = String::from("Turns of this session:");
-    for turn in turns {
-        let files = if turn.files.is_empty() {
-            String::new()
-        } else {
-            format!("  [{}]", turn.files.join(", "))
-        };
-        let _ = write!(
-            out,
-            "\n{:>4}  {}  {}{files}",
-            turn.number,
-            short_time(&turn.ts),
-            turn.preview
-        );
-    }
-    out
-}
-
-/// What the plan does, before it is done.
-fn plan_text(plan: &RewindPlan) -> String {
-    let mut out = plan.headline();
-    let writes = plan.writes();
-    if plan.mode.rewinds_code() && writes.is_empty() {
-        out.push_str("\n  no file to restore");
-    }
-    for path in writes {
-        let _ = write!(out, "\n  restore {path}");
-    }
-    if plan.mode.rewinds_conversation() {
-        let _ = write!(
-            out,
-            "\n  the conversation continues from before turn {}",
-            plan.turn.number
-        );
-    }
-    out
-}
-
-/// A record's `ts` (`2026-12-02T02:14:34.123Z`) as `2026-12-02 02:14 UTC`; any other
-/// text as it is.
-fn short_time(ts: &str) -> String {
-    let well_formed = ts.len() >= 16
-        && ts.is_char_boundary(16)
-        && ts.as_bytes().get(10) == Some(&b'T')
-        && ts.ends_with('Z');
-    if well_formed {
-        format!("{} {} UTC", &ts[..10], &ts[11..16])
-    } else {
-        ts.to_owned()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn turn(number: u64, preview: &str, files: &[&str]) -> Turn {
-        Turn {
-            number,
-            seq: number * 10,
-            ts: "2026-12-02T02:14:34.123Z".into(),
-            preview: preview.into(),
-            files: files.iter().map(|f| (*f).to_owned()).collect(),
-        }
-    }
-
-    #[test]
-    fn the_list_shows_number_time_preview_and_files() {
-        let text = turn_list(&[
-            turn(1, "write v2", &["a.txt", "b.txt"]),
-            turn(2, "talk", &[]),
-        ]);
-        assert_eq!(
-            text,
-            "Turns of this session:\n   1  2026-12-02 02:14 UTC  write v2  [a.txt, b.txt]\n   2  2026-12-02 02:14 UTC  talk"
-        );
-    }
-
-    #[test]
-    fn odd_timestamps_are_shown_as_they_are() {
-        assert_eq!(short_time("yesterday"), "yesterday");
-        assert_eq!(
-            short_time("2026-12-02T02:14:34+01:00"),
-            "2026-12-02T02:14:34+01:00"
-        );
-        assert_eq!(short_time("ééééééééééééééééZ"), "ééééééééééééééééZ");
     }
 }
