@@ -1,7 +1,8 @@
-//! pith-agent: what both front-ends need around the tool loop, so that neither builds a
-//! loop, resolves a model or touches the session store itself.
+//! pith-agent: what the three front-ends need around the tool loop, so that none builds a
+//! loop or resolves a model itself.
 //!
-//! - [`Conversation`] ([`conversation`]): the one object the REPL and `pith run` drive —
+//! - [`Conversation`] ([`conversation`]): the one object the REPL, `pith run` and `pith
+//!   acp` drive —
 //!   open (new or resumed), run a turn, compact, switch model, clear, resume, and the
 //!   read-only figures a status line or `/context` shows. It owns the store, the session,
 //!   the recorder and the system prompt.
@@ -12,7 +13,9 @@
 //!   rewrite is written before the loop applies it.
 //! - [`ExitCode`] ([`exit`]): the process exit codes every command shares.
 //! - [`ceilings`]: the job's cost and time ceilings around a turn.
-//! - [`checkpoints`]: copies of what pith changes in the workspace, and rewind.
+//! - [`checkpoints`]: copies of what pith changes in the workspace, and rewind (its words,
+//!   the same in every front-end, in [`checkpoints::text`]).
+//! - [`slash`]: the slash commands every front-end parses the same way.
 //! - [`diagnostics`]: `PITH_LOG` / `RUST_LOG` tracing into `$PITH_HOME/logs/pith.log`.
 //! - [`mcp`]: which MCP servers a conversation gets (config files, trusted `.mcp.json`)
 //!   and `pith mcp list`; [`hooks`]: which hooks it runs (config files, trusted
@@ -23,7 +26,8 @@
 //! - [`subagents`]: the `task` tool, agents, and the child conversations they run.
 //! - [`telemetry`]: OpenTelemetry traces and metrics of a conversation (off by default).
 //!
-//! Dependencies point down: front-ends → agent → {providers, session, mcp → tools} → core.
+//! Dependencies point down: front-ends → agent → {mcp, hooks} → {providers, session,
+//! checkpoint, tools} → core (docs/architecture.md has the checked list).
 #![forbid(unsafe_code)]
 
 pub mod attachments;

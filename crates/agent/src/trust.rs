@@ -72,16 +72,17 @@ impl ProjectFiles {
     /// SHA-256 over each file's path and contents (a missing file counts as missing), or
     /// `None` when none of the files exists.
     pub fn fingerprint(&self) -> std::io::Result<Option<String>> {
-        let mut context = ring::digest::Context::new(&ring::digest::SHA256);
+        use sha2::Digest as _;
+        let mut context = sha2::Sha256::new();
         let mut any = false;
         for file in &self.files {
             context.update(file.to_string_lossy().as_bytes());
-            context.update(&[0]);
+            context.update([0]);
             match std::fs::read(self.project.join(file)) {
                 Ok(bytes) => {
                     any = true;
                     context.update(b"present\0");
-                    context.update(&(bytes.len() as u64).to_le_bytes());
+                    context.update((bytes.len() as u64).to_le_bytes());
                     context.update(&bytes);
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -90,7 +91,7 @@ impl ProjectFiles {
                 Err(error) => return Err(error),
             }
         }
-        Ok(any.then(|| hex(context.finish().as_ref())))
+        Ok(any.then(|| hex(context.finalize().as_slice())))
     }
 }
 

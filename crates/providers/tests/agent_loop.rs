@@ -89,7 +89,7 @@ fn harness_with(adapter: MockAdapter, window: u64) -> Harness {
             idle: Duration::from_secs(5),
             ..Timeouts::default()
         },
-        // Seed 002's exact prompts and replacements; tests/ledger.rs covers the ledger.
+        // The exact prompts and replacements without a ledger; tests/ledger.rs covers the ledger.
         ledger: LedgerOptions::off(),
         // The replies' scripted usage stands for the conversation's size (180,000 tokens
         // for a request of a few hundred): believe every report. tests/governor.rs keeps

@@ -1,7 +1,7 @@
 //! The key → action mapping while pith is busy (a turn streams, `/compact` runs, or a
 //! permission question waits), as a pure function of the key and the situation.
 //!
-//! This is the contract of seed 002 "Interactive REPL behavior": **Esc** cancels only the
+//! This is the contract of docs/repl.md ("Keys"): **Esc** cancels only the
 //! child compactor when an automatic compaction runs (the turn keeps streaming), cancels
 //! a running `/compact`, and otherwise does nothing; **Ctrl+C** cancels the whole turn
 //! (and any compaction under it). Other keys build the type-ahead line that runs after

@@ -7,7 +7,7 @@
 //! - [`busy`]: the `tokio::select!` loop that runs a turn or `/compact` while reading keys
 //!   in raw mode, drawing the loader and answering permission questions.
 //! - [`keys`] (key → action) and [`state`] (which token a key cancels, loader text,
-//!   queued input): the pure Esc / Ctrl+C contract of seed 002.
+//!   queued input): the pure Esc / Ctrl+C contract of docs/repl.md.
 //! - [`render`] (the screen), [`markdown`], [`cards`], [`status`], [`context_view`]:
 //!   what the user sees.
 //! - [`commands`]: slash-command parsing; [`input`]: reedline or piped lines;

@@ -2,7 +2,7 @@
 //! machine: which token a key cancels, what the loader says, and what the user typed
 //! meanwhile.
 //!
-//! Seed 002 "Interactive REPL behavior": on `Started` the existing loader text becomes
+//! docs/repl.md ("Keys"): on `Started` the existing loader text becomes
 //! `Compacting...` and the child token is kept; Esc cancels that child only; on
 //! `Cancelled` / `Failed` the normal loader returns and the turn goes on; on `Applied`
 //! the normal loader returns and the user is told `Context compacted automatically`. The

@@ -431,7 +431,7 @@ impl<'a> Replay<'a> {
         }
     }
 
-    /// Automatic LLM compaction (seed 002): summary request, then the replacement, which
+    /// Automatic LLM compaction: summary request, then the replacement, which
     /// carries what the policy's [`Carry`] says.
     pub(super) fn llm_compaction(&mut self) {
         let mut ledger_tokens = 0;

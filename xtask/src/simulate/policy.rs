@@ -2,8 +2,10 @@
 //! peer's rules come from its source or paper (docs/benchmarks.md cites them; the notes
 //! below give the figures):
 //!
-//! - `keen` (seed 002): tool outputs kept raw, LLM compaction at 90% of the input budget.
-//! - `zesdex` (seed 000): dedup every turn, shaping at 85%/95% keeping the newest 70%.
+//! - `keen` (the naive design: a summary and the last user message): tool outputs kept
+//!   raw, LLM compaction at 90% of the input budget.
+//! - `zesdex` (a shaping design): dedup every turn, shaping at 85%/95% keeping the
+//!   newest 70%.
 //! - `claude-code`: auto-compact at window − min(max output, 20k) − 13k
 //!   (`autoCompact.ts`); when the last request is over an hour old (its time-based
 //!   microcompact, `gapThresholdMinutes: 60`), every tool result but the newest 5 is
@@ -83,7 +85,7 @@ pub enum Policy {
 /// What the replacement of an LLM compaction carries besides the summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Carry {
-    /// Summary + last user message (seed 002).
+    /// Summary + last user message.
     Keen,
     /// The user messages, newest first within 20,000 tokens, then the summary (Codex CLI).
     Codex,

@@ -9,7 +9,7 @@ use pith_core::message::{Message, Part, Role};
 use super::engine::{is_read_only, Replay, ViewKind};
 use super::policy::Policy;
 
-/// zesdex shaping thresholds and retention, percent of the input budget (seed 000).
+/// zesdex shaping thresholds and retention, percent of the input budget.
 const ZESDEX_FIRST_SHAPE_PERCENT: u64 = 85;
 const ZESDEX_RESHAPE_PERCENT: u64 = 95;
 const ZESDEX_RETAIN_PERCENT: u64 = 70;

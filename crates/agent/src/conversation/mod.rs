@@ -1,4 +1,5 @@
-//! The [`Conversation`]: the one object both front-ends drive.
+//! The [`Conversation`]: the one object the three front-ends (the REPL, `pith run`, `pith
+//! acp`) drive.
 //!
 //! It owns the session store, the open session, the settings it was opened with, the
 //! tool loop and the system prompt. A front-end opens one with [`Conversation::open`],
@@ -13,7 +14,7 @@
 //! before the loop applies it; the turn's final checkpoint is written when it ends, also
 //! after an error or a cancellation.
 //!
-//! Cancellation follows seed 002: the turn's token stops the whole turn; the child token
+//! Cancellation (docs/repl.md, "Keys"): the turn's token stops the whole turn; the child token
 //! carried by [`pith_core::AutoCompaction::Started`] stops only a running automatic
 //! compaction, and front-ends cancel it through that token.
 //!

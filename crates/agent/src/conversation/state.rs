@@ -272,15 +272,6 @@ impl Conversation {
     pub fn agents(&self) -> &Agents {
         &self.factory.delegation.agents
     }
-
-    /// The agent this conversation runs, when it is a child.
-    pub fn child_agent(&self) -> Option<&str> {
-        self.factory
-            .delegation
-            .child
-            .as_ref()
-            .map(|c| c.agent.name.as_str())
-    }
 }
 
 /// Closes `session`; removes its directory when it was never used.

@@ -2,7 +2,7 @@
 //! remembers between requests so that an LLM compaction is only attempted when it can
 //! help, and never over and over.
 //!
-//! - **Suppression** (seed 002 "Trigger points"): after an attempt, automatic attempts
+//! - **Suppression** (docs/context-pipeline.md, "Policy"): after an attempt, automatic attempts
 //!   wait for new history (a completed tool turn, a user message).
 //! - **The breaker** holds automatic attempts back until the context has grown by
 //!   [`MIN_USEFUL_FREED_PERCENT`]% of the working budget (the input budget, or a working set) beyond where it armed. It arms when

@@ -16,7 +16,7 @@
 //! |---|---|
 //! | [`Action::None`] | send the request as it is (history untouched, prompt cache kept) |
 //! | [`Action::Micro`] | `dedup::collapse` then `prune::prune_old_tool_outputs` on the history, persist the result as a micro-compaction record, install it, then decide again for the same request (micro no longer allowed for it) |
-//! | [`Action::Llm`] | first the floor: what the replacement would hold whatever the summary says. When the replacement cannot fall to [`super::governor::MIN_USEFUL_FREED_PERCENT`]% below the threshold even with fewer re-attached files and a smaller ledger, no request is made: the breaker arms and the loop decides again. Otherwise the automatic LLM summary compaction (seed 002): private request, replacement persisted then installed only after a usable summary; then decide again (LLM no longer allowed for this request) |
+//! | [`Action::Llm`] | first the floor: what the replacement would hold whatever the summary says. When the replacement cannot fall to [`super::governor::MIN_USEFUL_FREED_PERCENT`]% below the threshold even with fewer re-attached files and a smaller ledger, no request is made: the breaker arms and the loop decides again. Otherwise the automatic LLM summary compaction: private request, replacement persisted then installed only after a usable summary; then decide again (LLM no longer allowed for this request) |
 //! | [`Action::OverflowFallback`] | the request cannot fit and nothing else may make it fit now: fit the request itself (cap the largest tool results to head + tail, then drop the oldest messages behind one note, then cap the largest texts). The history is not rewritten; only what is sent is |
 //!
 //! Dedup and prune rewrite history that was already sent, which invalidates the

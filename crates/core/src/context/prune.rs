@@ -1,7 +1,7 @@
 //! Pruning old tool outputs: the cheap, LLM-free half of micro-compaction, and the
 //! observation masking of the working set (docs/context-pipeline.md).
 //!
-//! Backward scan over the history (seed 004): the newest `protect` tokens of tool output
+//! Backward scan over the history (docs/context-pipeline.md, "Prune and masking"): the newest `protect` tokens of tool output
 //! are never touched; older tool results become a masked stub that keeps their facts and
 //! the way back to them ([`crate::context::masking`]), but only when that frees at least
 //! `minimum` tokens and the history has at least `min_user_turns` user messages. The

@@ -198,11 +198,6 @@ pub fn build_auto_replacement(
     replacement
 }
 
-/// The history after a manual compaction: one user message holding the summary.
-pub fn build_manual_replacement(summary: &str) -> Vec<Message> {
-    vec![Message::user(summary)]
-}
-
 /// The replacement without system messages: what front-ends store and persist (the
 /// system prompt is rebuilt fresh for every user turn, so storing it would duplicate it).
 pub fn strip_system(replacement: &[Message]) -> Vec<Message> {
@@ -420,11 +415,6 @@ mod tests {
         let stored = strip_system(&replacement);
         assert_eq!(stored.len(), 1);
         assert_eq!(stored[0].role, Role::User);
-    }
-
-    #[test]
-    fn manual_replacement_is_one_user_message() {
-        assert_eq!(build_manual_replacement("sum"), vec![Message::user("sum")]);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Summary compactions: the private automatic one inside a turn (seed 002 "Private
-//! compaction request") and the visible manual `/compact`.
+//! Summary compactions: the private automatic one inside a turn (docs/context-pipeline.md,
+//! "Policy") and the visible manual `/compact`.
 //!
 //! Both reuse the loop's adapter, system prompt, history and tool definitions (so the
 //! provider's prompt cache can reuse the whole prefix) and append the compaction prompt as

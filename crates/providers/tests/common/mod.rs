@@ -121,7 +121,7 @@ impl Tool for ReadTool {
 
 /// Options for tests: short retry delays and timeouts so faults resolve in milliseconds.
 ///
-/// The session ledger is off, so these tests check seed 002's exact prompts and
+/// The session ledger is off, so these tests check the exact prompts and
 /// replacements; `tests/ledger.rs` checks what the ledger adds.
 ///
 /// These suites drive compaction with scripted usage ([`OVER_THRESHOLD`] for a request of

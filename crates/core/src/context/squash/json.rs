@@ -3,7 +3,7 @@
 //!
 //! Identifier-like = no whitespace and Shannon entropy ≥ 3.0 bits/char (UUIDs, hashes,
 //! paths); the whitespace pre-filter matters because prose has high per-character
-//! entropy too (seed 000 §squash_json). Arrays keep their first `json_array_keep`
+//! entropy too (docs/context-pipeline.md, "Squash"). Arrays keep their first `json_array_keep`
 //! elements, every later element that carries an error-like key or value, and one
 //! string element `"[N items omitted]"` standing for the rest.
 
