@@ -5,7 +5,10 @@
 //! - a crate's workspace dependencies (Cargo.toml) differ from the list;
 //! - inside a crate, files import each other in a circle;
 //! - a non-test source file is longer than 700 lines, or a thin front-end crate holds
-//!   more non-test lines than its limit (`size.rs`).
+//!   more non-test lines than its limit (`size.rs`);
+//! - README or the map's prose says something of the workspace's shape that is not so,
+//!   or a module claims to be "the only place" for an item that another file names
+//!   (`prose.rs`).
 //!
 //! The file graph has an edge from A to B when A's non-test code names an item defined in
 //! B: through a `use`, or a path `crate::…`, `super::…`, `self::…` or a child module's
@@ -17,6 +20,7 @@ mod crates;
 mod cycles;
 mod modules;
 mod paths;
+mod prose;
 mod resolve;
 mod size;
 #[cfg(test)]
@@ -91,9 +95,23 @@ pub fn check(root: &Path) -> Result<Report> {
     Ok(report)
 }
 
+/// [`check`], and the prose of README and the map against the code (`prose`).
+pub fn check_all(root: &Path) -> Result<Report> {
+    let mut report = check(root)?;
+    let workspace = crates::workspace_crates(root)?;
+    let files = workspace
+        .iter()
+        .map(|krate| modules::read_crate(&krate.root_file).map(|modules| modules.files))
+        .collect::<Result<Vec<_>>>()?;
+    report
+        .problems
+        .extend(prose::problems(root, &workspace, &files)?);
+    Ok(report)
+}
+
 /// Runs the check on the workspace and prints what it found; fails on any violation.
 pub fn run(root: &Path) -> Result<()> {
-    let report = check(root)?;
+    let report = check_all(root)?;
     for problem in &report.problems {
         println!("{problem}");
     }

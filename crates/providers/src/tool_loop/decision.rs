@@ -1,6 +1,6 @@
 //! Before every request: measure the facts, ask [`decide`], carry out the action.
 //!
-//! This is the only place the loop looks at the budget. A turn's request goes through
+//! Every compaction decision of a turn is made here. A turn's request goes through
 //! [`AgentLoop::prepare_turn_request`], which may micro-compact, compact through the LLM,
 //! or fit the request, deciding again after each step until the answer is "send" or
 //! "fit". Before an LLM compaction it computes the floor (what the replacement holds
