@@ -1,7 +1,7 @@
 //! End-to-end: `pith run` against servers that misbehave the way runaway and hostile
 //! ones do (pith-testkit's hostile faults). Each case checks the error, what was kept,
 //! and the peak resident memory of the `pith` process (its own `VmHWM`).
-#![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
+#![allow(clippy::unwrap_used, missing_docs, clippy::print_stderr)] // test code: a failed unwrap is a failed test, helpers need no docs, the measured peak is shown
 
 mod common;
 

@@ -5,6 +5,8 @@
 //! `bench` and `simulate` re-run themselves in a release build. Further tasks are added by the issues
 //! that deliver them.
 #![forbid(unsafe_code)]
+// A developer tool: it reports on stdout and stderr.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod arch;
 mod bench;

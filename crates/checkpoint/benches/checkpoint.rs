@@ -10,7 +10,12 @@
 //! Target (issue 32): the 60k tree within 5 ms of the tiny one for the tracker, 10 ms with
 //! the checkpointer. Also prints the first snapshot's time and the store's size for the
 //! 60k tree, first with an empty store and then as a second session (index reused).
-#![allow(clippy::unwrap_used, missing_docs)] // bench code
+#![allow(
+    clippy::unwrap_used,
+    missing_docs,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // bench code: it reports what it measured
 
 use std::fs;
 use std::hint::black_box;

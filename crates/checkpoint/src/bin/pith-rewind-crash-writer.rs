@@ -3,6 +3,8 @@
 //! TARGETS_JSON holds a map of workspace path → `Target`. The test kills it with SIGKILL at
 //! random moments and checks that no file is torn.
 #![forbid(unsafe_code)]
+// A test helper: it talks to its test on stdout and stderr.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

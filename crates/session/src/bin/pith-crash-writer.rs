@@ -12,6 +12,8 @@
 //!
 //! Checkpoints written in a batch carry the notice [`CHECKPOINT_NOTICE`]; their
 //! compaction's summary is `pairs with <checkpoint seq>`, so the checker can pair them.
+// A test helper: it talks to its test on stdout and stderr.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::Write;
 use std::path::PathBuf;

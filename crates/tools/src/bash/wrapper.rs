@@ -141,7 +141,12 @@ pub async fn run_wrapped(wrapped: &WrappedCommand) -> Result<i32, WrapperError> 
     let mut guard = KillOnDrop::new(group);
     if let (Some(path), Some(group)) = (&wrapped.group_file, group) {
         if let Err(error) = std::fs::write(path, group.id().to_string()) {
-            eprintln!("pith: could not record the command's process group: {error}");
+            // This runs as `pith sandbox-exec` in the editor's terminal: its stderr is the
+            // command's, where the user sees it.
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("pith: could not record the command's process group: {error}");
+            }
         }
     }
     let grace = std::time::Duration::from_millis(wrapped.kill_grace_ms);
