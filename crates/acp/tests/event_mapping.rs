@@ -211,6 +211,7 @@ fn usage_is_the_context_used_against_the_window_with_the_cost_so_far() {
             duration_ms: 1,
             retries: 0,
             error: None,
+            compaction_model: None,
         }));
     }
     let mut result = pith_core::ToolResult::new("c1", "report", false);
@@ -326,6 +327,7 @@ fn a_summary_prepared_in_the_background_says_so_and_ends_unused_with_its_reason(
     let unused = updates(m.map(&LoopEvent::AutoCompaction(AutoCompaction::Unused {
         reason: "the session stopped before it was needed".into(),
         usage: Default::default(),
+        model: None,
     })));
     assert_eq!(unused[0]["compactionId"], started[0]["compactionId"]);
     assert_eq!(unused[0]["status"], json!("cancelled"));
@@ -657,6 +659,7 @@ fn a_loaded_session_replays_each_accepted_plan_after_its_call() {
         usage: None,
         interrupted: false,
         error: None,
+        compaction_model_usage: None,
     };
     let records = vec![Record {
         seq: 1,

@@ -12,6 +12,8 @@
 //!   rewrite is written before the loop applies it.
 //! - [`ExitCode`] ([`exit`]): the process exit codes every command shares.
 //! - [`ceilings`]: the job's cost and time ceilings around a turn.
+//! - [`compaction_model`]: the model summaries are requested from, when not the
+//!   conversation's (`[context] compaction_model`).
 //! - [`checkpoints`]: copies of what pith changes in the workspace, and rewind.
 //! - [`diagnostics`]: `PITH_LOG` / `RUST_LOG` tracing into `$PITH_HOME/logs/pith.log`.
 //! - [`mcp`]: which MCP servers a conversation gets (config files, trusted `.mcp.json`)
@@ -29,6 +31,7 @@
 pub mod attachments;
 pub mod ceilings;
 pub mod checkpoints;
+pub mod compaction_model;
 pub mod config;
 pub mod conversation;
 pub mod cost;

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::path::PathBuf;
 
-use pith_core::{Message, Usage};
+use pith_core::{Message, ModelUsage, Usage};
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::{Checkpoint, Rewind};
@@ -120,6 +120,9 @@ pub enum Event {
         /// The error that ended the turn, if any.
         #[serde(rename = "error", default)]
         error: Option<String>,
+        /// Summaries sent to the compaction model and not applied: at its prices, apart.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        compaction_model_usage: Option<ModelUsage>,
     },
     /// A compaction replaced the conversation history.
     #[serde(rename = "compaction_applied")]
@@ -142,6 +145,9 @@ pub enum Event {
         /// Usage of the summary request, when reported.
         #[serde(rename = "usage", default)]
         usage: Option<Usage>,
+        /// The compaction model `usage` went to (`provider/model`); absent: the session's.
+        #[serde(rename = "model", default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
         /// The session ledger the replacement carries (also inside `messages`; kept here
         /// so replay can show it on its own).
         #[serde(rename = "ledger", default, skip_serializing_if = "Option::is_none")]
@@ -271,6 +277,7 @@ impl Event {
             tokens_before,
             tokens_after,
             usage,
+            model: None,
             ledger: None,
             ledger_tokens: 0,
             restored_files: Vec::new(),
@@ -287,6 +294,7 @@ impl Event {
             tokens_before: compaction.tokens_before,
             tokens_after: compaction.tokens_after,
             usage: compaction.usage,
+            model: compaction.model.clone(),
             ledger: compaction.carried.ledger.clone(),
             ledger_tokens: compaction.carried.ledger_tokens,
             restored_files: compaction.carried.restored_files.clone(),
@@ -540,6 +548,7 @@ mod tests {
             ledger: None,
             ledger_tokens: 0,
             restored_files: Vec::new(),
+            model: None,
         };
         let value = line_json(&compaction);
         assert_eq!(value["kind"], "compaction_applied");
@@ -607,6 +616,7 @@ mod tests {
                 }),
                 interrupted: true,
                 error: Some("stream reset".into()),
+                compaction_model_usage: None,
             },
         ];
         for (i, event) in events.into_iter().enumerate() {

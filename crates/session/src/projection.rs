@@ -344,6 +344,7 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
                 usage,
                 interrupted,
                 error,
+                ..
             } => UiEntry::Assistant {
                 seq,
                 ts,
@@ -462,6 +463,7 @@ mod tests {
             usage: None,
             interrupted: false,
             error: None,
+            compaction_model_usage: None,
         }
     }
 
@@ -476,6 +478,7 @@ mod tests {
             ledger: None,
             ledger_tokens: 0,
             restored_files: Vec::new(),
+            model: None,
         }
     }
 
