@@ -52,6 +52,27 @@ fn sandbox(context: &str, cheap: &str) -> Sandbox {
     sandbox
 }
 
+/// The stream-json lines of `output`, each checked against docs/stream-json.schema.json.
+fn documented_lines(output: &std::process::Output) -> Vec<Value> {
+    let schema: Value =
+        serde_json::from_str(include_str!("../docs/stream-json.schema.json")).unwrap();
+    let url = schema["$id"].as_str().unwrap().to_owned();
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler.add_resource(&url, schema).unwrap();
+    let index = compiler.compile(&url, &mut schemas).unwrap();
+    let lines: Vec<Value> = stdout(output)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+        .collect();
+    for line in &lines {
+        if let Err(error) = schemas.validate(line, index) {
+            panic!("{line} does not match docs/stream-json.schema.json: {error:#}");
+        }
+    }
+    lines
+}
+
 fn result_of(output: &std::process::Output) -> Value {
     assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(output));
     serde_json::from_str(stdout(output).trim()).expect("--format json prints one object")
@@ -193,10 +214,7 @@ fn the_flag_names_the_compaction_model_and_a_history_too_large_for_it_goes_to_th
         .map(|r| r.body["model"].clone())
         .collect();
     assert_eq!(models, vec![json!("claude-sonnet-4-5"); 3]);
-    let lines: Vec<Value> = stdout(&output)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    let lines = documented_lines(&output);
     let notice = lines
         .iter()
         .find(|line| {

@@ -396,7 +396,11 @@ fn summaries_on_another_model_pay_full_input_at_its_price_and_keep_the_same_comp
     let p = params(16_384);
     let main = replay(&s, &Policy::parse("pith:prepare=0").unwrap(), &p);
     let same_price = replay(&s, &Policy::parse("pith:prepare=0,summary=1").unwrap(), &p);
-    let tenth = replay(&s, &Policy::parse("pith:prepare=0,summary=0.1").unwrap(), &p);
+    let tenth = replay(
+        &s,
+        &Policy::parse("pith:prepare=0,summary=0.1").unwrap(),
+        &p,
+    );
     assert!(main.llm_compactions >= 1, "{main:?}");
     // The same decisions: only who writes the summary, and its bill, change.
     for other in [&same_price, &tenth] {
