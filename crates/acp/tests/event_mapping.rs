@@ -238,6 +238,21 @@ fn usage_is_the_context_used_against_the_window_with_the_cost_so_far() {
     assert_eq!(sent[0]["cost"]["currency"], json!("USD"));
     // Two Sonnet requests of $4.5 and a Haiku child of $1.5.
     assert!((sent[0]["cost"]["amount"].as_f64().unwrap() - 10.5).abs() < 1e-9);
+    // A summary sent to the compaction model is charged at its prices: $1.5 more.
+    m.map(&LoopEvent::RequestFinished(RequestReport {
+        id: 2,
+        purpose: RequestPurpose::Compaction,
+        protocol: "anthropic".into(),
+        model: "claude-haiku-4-5".into(),
+        usage,
+        usage_reported: true,
+        duration_ms: 1,
+        retries: 0,
+        error: None,
+        compaction_model: Some("anthropic/claude-haiku-4-5".into()),
+    }));
+    let sent = updates(m.map(&LoopEvent::Usage(usage)));
+    assert!((sent[0]["cost"]["amount"].as_f64().unwrap() - 12.0).abs() < 1e-9);
 }
 
 #[test]

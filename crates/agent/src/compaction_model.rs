@@ -151,6 +151,55 @@ mod tests {
     }
 
     #[test]
+    fn settings_take_the_flag_over_the_key_and_a_cost_ceiling_needs_its_prices() {
+        use crate::config::Config;
+        use crate::overrides::Overrides;
+        use crate::settings::Settings;
+        let mut config = Config::default();
+        config.context.insert(
+            "compaction_model".into(),
+            toml::Value::String("anthropic/claude-haiku-4-5".into()),
+        );
+        let main = Overrides {
+            model: Some("anthropic/claude-sonnet-4-5".into()),
+            ..Overrides::default()
+        };
+        let settings = Settings::resolve(&main, None, &config, &env).unwrap();
+        let spec = settings
+            .compaction_model
+            .as_ref()
+            .map(CompactionModel::spec);
+        assert_eq!(spec.as_deref(), Some("anthropic/claude-haiku-4-5"));
+        // The flag wins; naming the conversation's own model is naming none.
+        let flagged = Overrides {
+            compaction_model: Some("anthropic/claude-sonnet-4-5".into()),
+            ..main.clone()
+        };
+        let settings = Settings::resolve(&flagged, None, &config, &env).unwrap();
+        assert!(settings.compaction_model.is_none());
+        // A cost ceiling must price the compaction model's requests too.
+        let lookup = |name: &str| match name {
+            "ANTHROPIC_API_KEY" | "OPENROUTER_API_KEY" => Some("k".to_owned()),
+            // An unknown model is probed for its window: a closed local port.
+            "OPENROUTER_BASE_URL" => Some("http://127.0.0.1:9/v1".to_owned()),
+            _ => None,
+        };
+        let unpriced = Overrides {
+            compaction_model: Some("openrouter/some/new-model".into()),
+            max_cost: Some(1.0),
+            ..main
+        };
+        let error = Settings::resolve(&unpriced, None, &Config::default(), &lookup)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("compaction model `openrouter/some/new-model`")
+                && error.contains("pricing"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn a_bad_compaction_model_is_an_error_naming_it_and_its_origin() {
         for spec in ["nonsense", "nowhere/model-x"] {
             let error = resolve(spec).unwrap_err().to_string();
