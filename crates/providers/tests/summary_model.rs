@@ -93,6 +93,18 @@ async fn the_summary_goes_to_the_compaction_model_and_its_usage_is_told_apart(pr
         2,
         "the whole history is summarised"
     );
+    // No cache breakpoint in its messages: nothing later extends them on that model
+    // (the main model's requests keep theirs).
+    let marker = match protocol {
+        Protocol::Anthropic => Some("cache_control"),
+        Protocol::Bedrock => Some("cachePoint"),
+        _ => None,
+    };
+    if let Some(marker) = marker {
+        let marks = |wire: &Wire| bytes(&wire.body()["messages"]).matches(marker).count();
+        assert_eq!(marks(request), 0, "{:#?}", request.body());
+        assert_eq!(marks(&main[1]), 1);
+    }
     // The next main request carries the compaction model's summary.
     assert_eq!(
         main[2].user_texts(),

@@ -251,6 +251,7 @@ impl AgentLoop {
             cache: crate::wire::adapter::CacheHints {
                 anchor: Some(self.context.stable_prefix).filter(|anchor| *anchor > 0),
                 key: self.options.prompt_cache.key.clone(),
+                no_message_breakpoints: false,
             },
         }
     }

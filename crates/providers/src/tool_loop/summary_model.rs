@@ -3,7 +3,7 @@
 //!
 //! A summary request to it carries the same messages as one to the conversation's model,
 //! but none of its prompt cache: the provider caches per model, so the request is sent
-//! without cache breakpoints and pays the full input price. When the history to
+//! without cache breakpoints in its messages and pays the full input price. When the history to
 //! summarise is larger than its input budget, that compaction's summary goes to the
 //! conversation's model instead, and the loop says so ([`fallback_notice`]).
 
@@ -54,14 +54,20 @@ impl SummaryModel {
     }
 
     /// `request` (built for the conversation's model) as it is sent to this one: its
-    /// model id, output cap and reasoning, and no cache hints (another model's cache
-    /// holds nothing of this conversation, and a breakpoint would only pay for writes).
+    /// model id, output cap and reasoning, and no cache breakpoint in the messages
+    /// (another model's cache holds nothing of this conversation, and no later request
+    /// extends a summary request: writing it would only pay for writes). The system
+    /// prompt and the tools keep theirs: the next summary on this model reads them.
     pub fn retarget(&self, request: ModelRequest) -> ModelRequest {
         ModelRequest {
             model: self.model.clone(),
             max_output_tokens: self.max_output_tokens,
             reasoning: self.reasoning,
-            cache: CacheHints::default(),
+            cache: CacheHints {
+                anchor: None,
+                key: None,
+                no_message_breakpoints: true,
+            },
             ..request
         }
     }
@@ -112,7 +118,7 @@ mod tests {
     }
 
     #[test]
-    fn a_retargeted_request_keeps_its_messages_and_drops_the_cache_hints() {
+    fn a_retargeted_request_keeps_its_messages_and_drops_the_message_breakpoints() {
         let request = ModelRequest {
             model: "main".into(),
             system: "system".into(),
@@ -125,13 +131,16 @@ mod tests {
             cache: CacheHints {
                 anchor: Some(3),
                 key: Some("session".into()),
+                no_message_breakpoints: false,
             },
         };
         let sent = cheap().retarget(request.clone());
         assert_eq!(sent.model, "cheap-1");
         assert_eq!(sent.max_output_tokens, Some(4_000));
         assert_eq!(sent.reasoning, None);
-        assert_eq!(sent.cache, CacheHints::default());
+        assert_eq!(sent.cache.anchor, None);
+        assert_eq!(sent.cache.key, None);
+        assert!(sent.cache.no_message_breakpoints);
         assert_eq!(sent.system, request.system);
         assert_eq!(sent.messages, request.messages);
     }
