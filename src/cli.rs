@@ -38,6 +38,10 @@ pub struct SessionOptions {
     /// first provider whose API key is set, then the local model).
     #[arg(long, value_name = "PROVIDER/MODEL")]
     pub model: Option<String>,
+    /// The model summaries are requested from, with its own window and prices
+    /// (default: `[context] compaction_model`, else the conversation's model).
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub compaction_model: Option<String>,
     /// Override the model's context window (tokens).
     #[arg(long, value_name = "TOKENS")]
     pub context_window: Option<u64>,
@@ -283,6 +287,10 @@ pub struct RunArgs {
     /// provider whose API key is set, then the local model).
     #[arg(long, value_name = "PROVIDER/MODEL")]
     pub model: Option<String>,
+    /// The model summaries are requested from, with its own window and prices
+    /// (default: `[context] compaction_model`, else the conversation's model).
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub compaction_model: Option<String>,
     /// Continue this session (id, unique id prefix, or transcript path).
     #[arg(long, value_name = "ID", conflicts_with = "fork")]
     pub session: Option<String>,

@@ -64,6 +64,7 @@ impl Fixture {
                     usage: None,
                     interrupted: false,
                     error: None,
+                    compaction_model_usage: None,
                 },
                 Event::CompactionApplied {
                     trigger: CompactionTrigger::Auto,
@@ -77,6 +78,7 @@ impl Fixture {
                     ledger: None,
                     ledger_tokens: 0,
                     restored_files: Vec::new(),
+                    model: None,
                 },
             ])
             .unwrap();
@@ -94,6 +96,7 @@ impl Fixture {
                 usage: None,
                 interrupted: false,
                 error: None,
+                compaction_model_usage: None,
             })
             .unwrap();
         (

@@ -11,6 +11,7 @@ use crate::cli::{ReplApprovalArg, SessionOptions};
 pub fn overrides(options: SessionOptions, cwd: PathBuf) -> Overrides {
     Overrides {
         model: options.model,
+        compaction_model: options.compaction_model,
         context_window: options.context_window,
         approval: options.approval.map(|mode| match mode {
             ReplApprovalArg::Ask => PermissionMode::Ask,

@@ -59,6 +59,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     };
     let overrides = Overrides {
         model: args.model,
+        compaction_model: args.compaction_model,
         context_window: args.context_window,
         approval: Some(match args.approval {
             ApprovalArg::ReadOnly => PermissionMode::ReadOnly,

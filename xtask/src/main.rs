@@ -157,7 +157,8 @@ enum Task {
         #[arg(long = "window", required = true)]
         windows: Vec<u64>,
         /// Policy: keen, claude-code, codex, opencode, gemini-cli, masking[:keep=M], zesdex,
-        /// pith or pith:ws=T,mprotect=P,mbatch=P,cold=0|1,micro=P,protect=T,minimum=T,turns=N,prepare=P
+        /// pith or pith:ws=T,mprotect=P,mbatch=P,cold=0|1,micro=P,protect=T,minimum=T,turns=N,prepare=P,summary=R
+        /// (summary=R: summaries on another model at R times the prices, without the cache)
         /// (repeat; default: every peer, then pith).
         #[arg(long = "policy")]
         policies: Vec<String>,

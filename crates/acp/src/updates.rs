@@ -174,8 +174,12 @@ impl EventMapper {
                     self.child_finished(&child.session_id, result.is_error, out);
                 }
             }
+            // A compaction model's summary is charged at its own prices.
             LoopEvent::RequestFinished(report) => {
-                let model = self.figures.model.clone();
+                let model = report
+                    .compaction_model
+                    .clone()
+                    .unwrap_or_else(|| self.figures.model.clone());
                 self.spent.add(&model, report.usage);
             }
             LoopEvent::Usage(usage) => {

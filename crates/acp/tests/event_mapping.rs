@@ -211,6 +211,7 @@ fn usage_is_the_context_used_against_the_window_with_the_cost_so_far() {
             duration_ms: 1,
             retries: 0,
             error: None,
+            compaction_model: None,
         }));
     }
     let mut result = pith_core::ToolResult::new("c1", "report", false);
@@ -237,6 +238,21 @@ fn usage_is_the_context_used_against_the_window_with_the_cost_so_far() {
     assert_eq!(sent[0]["cost"]["currency"], json!("USD"));
     // Two Sonnet requests of $4.5 and a Haiku child of $1.5.
     assert!((sent[0]["cost"]["amount"].as_f64().unwrap() - 10.5).abs() < 1e-9);
+    // A summary sent to the compaction model is charged at its prices: $1.5 more.
+    m.map(&LoopEvent::RequestFinished(RequestReport {
+        id: 2,
+        purpose: RequestPurpose::Compaction,
+        protocol: "anthropic".into(),
+        model: "claude-haiku-4-5".into(),
+        usage,
+        usage_reported: true,
+        duration_ms: 1,
+        retries: 0,
+        error: None,
+        compaction_model: Some("anthropic/claude-haiku-4-5".into()),
+    }));
+    let sent = updates(m.map(&LoopEvent::Usage(usage)));
+    assert!((sent[0]["cost"]["amount"].as_f64().unwrap() - 12.0).abs() < 1e-9);
 }
 
 #[test]
@@ -326,6 +342,7 @@ fn a_summary_prepared_in_the_background_says_so_and_ends_unused_with_its_reason(
     let unused = updates(m.map(&LoopEvent::AutoCompaction(AutoCompaction::Unused {
         reason: "the session stopped before it was needed".into(),
         usage: Default::default(),
+        model: None,
     })));
     assert_eq!(unused[0]["compactionId"], started[0]["compactionId"]);
     assert_eq!(unused[0]["status"], json!("cancelled"));
@@ -657,6 +674,7 @@ fn a_loaded_session_replays_each_accepted_plan_after_its_call() {
         usage: None,
         interrupted: false,
         error: None,
+        compaction_model_usage: None,
     };
     let records = vec![Record {
         seq: 1,

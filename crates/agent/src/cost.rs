@@ -116,14 +116,46 @@ pub fn turn_cost(outcome: &TurnOutcome, model: &str, prices: &Prices) -> Option<
     prices.cost(&turn_spend(outcome, model))
 }
 
-/// What a turn of `model` spent, by model: its own requests and its subagents'.
+/// What a turn of `model` spent, by model: its own requests, the summaries it sent to a
+/// compaction model (named by its requests' reports), and its subagents'.
 pub fn turn_spend(outcome: &TurnOutcome, model: &str) -> SessionSpend {
     let mut spend = SessionSpend::default();
-    spend.add(model, outcome.summary.usage);
+    let summaries = outcome.compaction_model_usage;
+    let compaction_model = outcome
+        .requests
+        .iter()
+        .find_map(|report| report.compaction_model.as_deref());
+    match compaction_model {
+        Some(compaction_model) => {
+            spend.add(model, outcome.summary.usage.saturating_sub(summaries));
+            spend.add(compaction_model, summaries);
+        }
+        None => spend.add(model, outcome.summary.usage),
+    }
     for child in &outcome.children {
         spend.add(&child.model, child.usage);
     }
     spend
+}
+
+/// The cost of summary requests that used `usage`, of which `part` went to
+/// `compaction_model` (`provider/model`) and the rest to `model`, each at its prices.
+pub fn summary_cost(
+    usage: &Usage,
+    part: &Usage,
+    model: &str,
+    compaction_model: Option<&str>,
+    prices: &Prices,
+) -> Option<f64> {
+    let mut spend = SessionSpend::default();
+    match compaction_model {
+        Some(compaction_model) => {
+            spend.add(model, usage.saturating_sub(*part));
+            spend.add(compaction_model, *part);
+        }
+        None => spend.add(model, *usage),
+    }
+    prices.cost(&spend)
 }
 
 /// The reasoning part of the cost of `usage`: reasoning tokens at the output price (a
@@ -259,6 +291,35 @@ mod tests {
         assert!(close(turn_cost(&reported, PARENT, &prices()), 1.25));
         let unpriced = outcome(vec![child("anthropic/x", usage(5, 5, 0))]);
         assert_eq!(turn_cost(&unpriced, PARENT, &prices()), None);
+    }
+
+    #[test]
+    fn a_turns_summaries_on_the_compaction_model_are_priced_at_its_prices() {
+        let mut turn = outcome(Vec::new());
+        // 1M tokens in all, of which 500k went to the cheap compaction model.
+        turn.compaction_model_usage = usage(500_000, 0, 0);
+        turn.requests.push(pith_core::RequestReport {
+            id: 1,
+            purpose: pith_core::RequestPurpose::Compaction,
+            protocol: "anthropic".into(),
+            model: "cheap".into(),
+            usage: usage(500_000, 0, 0),
+            usage_reported: true,
+            duration_ms: 1,
+            retries: 0,
+            error: None,
+            compaction_model: Some("anthropic/cheap".into()),
+        });
+        // 500k at $1/M + 500k at $0.1/M.
+        assert!(close(turn_cost(&turn, PARENT, &prices()), 0.55));
+        let part = usage(500_000, 0, 0);
+        let all = usage(1_000_000, 0, 0);
+        let summaries = summary_cost(&all, &part, PARENT, Some("anthropic/cheap"), &prices());
+        assert!(close(summaries, 0.55));
+        assert!(close(
+            summary_cost(&all, &part, PARENT, None, &prices()),
+            1.0
+        ));
     }
 
     #[test]

@@ -92,8 +92,16 @@ pub fn auto_compaction_line(lifecycle: &pith_core::AutoCompaction) -> Value {
                     "duration_ms": duration_ms, "waited_ms": waited_ms}),
         AutoCompaction::Cancelled => json!({"type": "compaction_cancelled"}),
         AutoCompaction::Failed { reason } => json!({"type": "compaction_failed", "reason": reason}),
-        AutoCompaction::Unused { reason, usage } => {
-            json!({"type": "compaction_unused", "reason": reason, "usage": usage})
+        AutoCompaction::Unused {
+            reason,
+            usage,
+            model,
+        } => {
+            let mut line = json!({"type": "compaction_unused", "reason": reason, "usage": usage});
+            if let (Some(model), Some(fields)) = (model, line.as_object_mut()) {
+                fields.insert("model".to_owned(), Value::from(model.as_str()));
+            }
+            line
         }
     }
 }
@@ -144,6 +152,50 @@ pub struct CompactionCost {
     /// The part of `cost` spent on summaries prepared in the background and never
     /// applied.
     pub unused_cost: Option<f64>,
+    /// What the summaries sent to the compaction model (`[context] compaction_model`)
+    /// used and cost, apart (absent when summaries go to the conversation's model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction_model: Option<CompactionModelSpend>,
+}
+
+/// The part of the summaries sent to the compaction model, in the result's `compaction`
+/// object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactionModelSpend {
+    /// `provider/model`.
+    pub model: String,
+    /// The usage of its summary requests (part of `compaction.usage`).
+    pub usage: Usage,
+    /// Their cost at its prices, when known (part of `compaction.cost`).
+    pub cost: Option<f64>,
+}
+
+impl CompactionCost {
+    /// The `compaction` object of a job whose compactions did `totals` in `conversation`:
+    /// each summary priced at the model it went to.
+    pub fn of(conversation: &Conversation, totals: &CompactionTotals) -> Self {
+        let compaction_model = conversation.compaction_model_spec().map(|model| {
+            let usage = totals.compaction_model_usage;
+            CompactionModelSpend {
+                cost: crate::cost::summary_cost(
+                    &usage,
+                    &usage,
+                    &model,
+                    Some(&model),
+                    &conversation.prices(),
+                ),
+                model,
+                usage,
+            }
+        });
+        Self {
+            totals: *totals,
+            cost: conversation.summary_cost(&totals.usage, &totals.compaction_model_usage),
+            unused_cost: conversation
+                .summary_cost(&totals.unused_usage, &totals.compaction_model_unused_usage),
+            compaction_model,
+        }
+    }
 }
 
 /// One model request in the result's `requests` list and in a stream-json `request`
@@ -263,11 +315,7 @@ impl RunReport {
                 .iter()
                 .map(CompactionReport::from)
                 .collect(),
-            compaction: CompactionCost {
-                totals: outcome.compaction,
-                cost: conversation.cost_of(&outcome.compaction.usage),
-                unused_cost: conversation.cost_of(&outcome.compaction.unused_usage),
-            },
+            compaction: CompactionCost::of(conversation, &outcome.compaction),
             requests: outcome.requests.iter().map(RequestEntry::from).collect(),
             children: outcome.children.clone(),
             structured_output: outcome.structured_output.clone(),

@@ -84,6 +84,7 @@ mod tests {
                     usage: None,
                     interrupted: false,
                     error: None,
+                    compaction_model_usage: None,
                 },
             ),
         ];
@@ -112,6 +113,7 @@ mod tests {
                 usage: None,
                 interrupted: false,
                 error: None,
+                compaction_model_usage: None,
             }
         };
         let records = vec![
@@ -131,6 +133,7 @@ mod tests {
                     ledger: None,
                     ledger_tokens: 0,
                     restored_files: Vec::new(),
+                    model: None,
                 },
             ),
             record(

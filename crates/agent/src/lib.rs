@@ -13,6 +13,8 @@
 //!   rewrite is written before the loop applies it.
 //! - [`ExitCode`] ([`exit`]): the process exit codes every command shares.
 //! - [`ceilings`]: the job's cost and time ceilings around a turn.
+//! - [`compaction_model`]: the model summaries are requested from, when not the
+//!   conversation's (`[context] compaction_model`).
 //! - [`checkpoints`]: copies of what pith changes in the workspace, and rewind (its words,
 //!   the same in every front-end, in [`checkpoints::text`]).
 //! - [`slash`]: the slash commands every front-end parses the same way.
@@ -33,6 +35,7 @@
 pub mod attachments;
 pub mod ceilings;
 pub mod checkpoints;
+pub mod compaction_model;
 pub mod config;
 pub mod conversation;
 pub mod cost;

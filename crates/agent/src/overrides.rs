@@ -38,6 +38,9 @@ pub enum SessionChoice {
 pub struct Overrides {
     /// `--model provider/model`.
     pub model: Option<String>,
+    /// `--compaction-model provider/model`: the model summaries are requested from;
+    /// `None` takes `[context] compaction_model`.
+    pub compaction_model: Option<String>,
     /// `--context-window`.
     pub context_window: Option<u64>,
     /// `--approval`; `None` takes the configuration's `approval`, else `ask`.

@@ -18,7 +18,7 @@ use pith_core::{
     ChildRun, CompactionTrigger, EventSink, HistoryRewrite, LoopEvent, Message, PersistError,
     RequestReport, Role, TurnSink, Usage,
 };
-use pith_session::{items_from_messages, Event, Session, TranscriptItem};
+use pith_session::{items_from_messages, Event, ModelUsage, Session, TranscriptItem};
 
 /// A compaction the recorder persisted, for front-end reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +76,13 @@ pub struct CompactionTotals {
     pub unused: u32,
     /// What those unused summaries used (part of `usage`).
     pub unused_usage: Usage,
+    /// The part of `usage` sent to the compaction model (`[context] compaction_model`),
+    /// charged at its prices (reports show it apart).
+    #[serde(skip)]
+    pub compaction_model_usage: Usage,
+    /// The part of `unused_usage` sent to the compaction model.
+    #[serde(skip)]
+    pub compaction_model_unused_usage: Usage,
 }
 
 impl std::ops::AddAssign for CompactionTotals {
@@ -91,6 +98,8 @@ impl std::ops::AddAssign for CompactionTotals {
         self.prepared += other.prepared;
         self.unused += other.unused;
         self.unused_usage += other.unused_usage;
+        self.compaction_model_usage += other.compaction_model_usage;
+        self.compaction_model_unused_usage += other.compaction_model_unused_usage;
     }
 }
 
@@ -103,9 +112,12 @@ impl CompactionTotals {
                     self.llm_attempts += 1;
                     self.prepared += u32::from(*background);
                 }
-                pith_core::AutoCompaction::Unused { usage, .. } => {
+                pith_core::AutoCompaction::Unused { usage, model, .. } => {
                     self.unused += 1;
                     self.unused_usage += *usage;
+                    if model.is_some() {
+                        self.compaction_model_unused_usage += *usage;
+                    }
                 }
                 pith_core::AutoCompaction::Applied { .. } => self.applied += 1,
                 pith_core::AutoCompaction::Failed { .. } => self.failed += 1,
@@ -120,6 +132,9 @@ impl CompactionTotals {
             {
                 self.summary_requests += 1;
                 self.usage += report.usage;
+                if report.compaction_model.is_some() {
+                    self.compaction_model_usage += report.usage;
+                }
             }
             _ => {}
         }
@@ -137,6 +152,8 @@ pub struct TurnRecorder {
     separator_pending: bool,
     usage: Usage,
     usage_seen: bool,
+    /// What this part of the turn sent to the compaction model (not in `usage`).
+    compaction_model_usage: Option<ModelUsage>,
     compactions: Vec<CompactionNote>,
     /// Child conversations of the turn's `task` calls (kept across boundaries).
     children: Vec<ChildRun>,
@@ -187,9 +204,23 @@ impl TurnRecorder {
             // Every request the turn sent — its own and its compactions' summaries,
             // failed ones included — counts in the checkpoint that closes this part of
             // the turn (pith_session::spend).
+            // A compaction model's summaries are charged at its prices: kept apart.
             LoopEvent::RequestFinished(report) => {
-                self.usage += report.usage;
-                self.usage_seen = true;
+                match &report.compaction_model {
+                    Some(model) => {
+                        let spent = self
+                            .compaction_model_usage
+                            .get_or_insert_with(|| ModelUsage {
+                                model: model.clone(),
+                                usage: Usage::default(),
+                            });
+                        spent.usage += report.usage;
+                    }
+                    None => {
+                        self.usage += report.usage;
+                        self.usage_seen = true;
+                    }
+                }
                 self.requests.push(report.clone());
             }
             _ => {}
@@ -234,19 +265,28 @@ impl TurnRecorder {
         };
         // The compaction's summary requests are its record's; the checkpoint before it
         // holds the turn's other requests (pith_session::spend).
-        let summary = match rewrite {
-            HistoryRewrite::Compaction(compaction) => compaction.usage.unwrap_or_default(),
-            HistoryRewrite::Micro(_) => Usage::default(),
+        let (summary, to_compaction_model) = match rewrite {
+            HistoryRewrite::Compaction(compaction) => (
+                compaction.usage.unwrap_or_default(),
+                compaction.model.is_some(),
+            ),
+            HistoryRewrite::Micro(_) => (Usage::default(), false),
         };
-        let before = self.usage;
-        self.usage = before.saturating_sub(summary);
+        let before = (self.usage, self.compaction_model_usage.clone());
+        if to_compaction_model {
+            if let Some(spent) = &mut self.compaction_model_usage {
+                spent.usage = spent.usage.saturating_sub(summary);
+            }
+        } else {
+            self.usage = self.usage.saturating_sub(summary);
+        }
         let written = if self.has_checkpoint() {
             session.append_batch(vec![self.checkpoint(false, None), record])
         } else {
             session.append(record).map(|_| Vec::new())
         };
         if let Err(error) = written {
-            self.usage = before;
+            (self.usage, self.compaction_model_usage) = before;
             return Err(error);
         }
         self.after_boundary(note);
@@ -254,7 +294,17 @@ impl TurnRecorder {
     }
 
     fn has_checkpoint(&self) -> bool {
-        !self.memory.is_empty() || (self.usage_seen && !self.usage.is_empty())
+        !self.memory.is_empty()
+            || (self.usage_seen && !self.usage.is_empty())
+            || self.compaction_model_spent().is_some()
+    }
+
+    /// What this part of the turn sent to the compaction model and no compaction record
+    /// holds, when anything.
+    fn compaction_model_spent(&self) -> Option<ModelUsage> {
+        self.compaction_model_usage
+            .clone()
+            .filter(|spent| !spent.usage.is_empty())
     }
 
     fn after_boundary(&mut self, note: CompactionNote) {
@@ -264,6 +314,7 @@ impl TurnRecorder {
         self.current_text.clear();
         self.usage = Usage::default();
         self.usage_seen = false;
+        self.compaction_model_usage = None;
         self.compactions.push(note);
     }
 
@@ -274,6 +325,7 @@ impl TurnRecorder {
             usage: self.usage_seen.then_some(self.usage),
             interrupted,
             error,
+            compaction_model_usage: self.compaction_model_spent(),
         }
     }
 
@@ -413,6 +465,9 @@ impl TurnSink for Recording<'_> {
 }
 
 #[cfg(test)]
+mod compaction_model_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use pith_core::events::MicroCompaction;
@@ -458,6 +513,7 @@ mod tests {
             tokens_after: 10,
             usage: None,
             carried: pith_core::Carried::default(),
+            model: None,
         })
     }
 

@@ -25,6 +25,7 @@ use pith_providers::tool_loop::enforced_output_cap;
 use pith_providers::{AgentLoop, LedgerOptions, LoopOptions, LoopSetup, RepeatedCallLimits};
 use pith_tools::{PermissionMode, SandboxConfig, SandboxMode, UserDirs};
 
+use crate::compaction_model::CompactionModel;
 use crate::config::{Config, ConfigError};
 use crate::overrides::Overrides;
 
@@ -64,6 +65,9 @@ pub struct Settings {
     pub ceilings: Ceilings,
     /// Warnings for the user (an unknown model's window, …).
     pub notices: Vec<String>,
+    /// The model summaries are requested from (`--compaction-model`, `[context]
+    /// compaction_model`), when not the conversation's.
+    pub compaction_model: Option<CompactionModel>,
 }
 
 impl Settings {
@@ -175,6 +179,13 @@ impl Settings {
             ..LoopOptions::default()
         };
         let ceilings = ceilings(overrides, config, &model)?;
+        let compaction_model = compaction_model(overrides, &model, &tables, &context, env)?;
+        if let Some(summaries) = &compaction_model {
+            if ceilings.max_cost.is_some() && summaries.model.pricing.is_none() {
+                return Err(ConfigError::Model(summaries.missing_prices()));
+            }
+            notices.extend(summaries.model.window_warning.clone());
+        }
         if let Some(seconds) = config.limits.no_content_timeout_s {
             loop_options.timeouts.no_content = std::time::Duration::from_secs(seconds.max(1));
         }
@@ -194,6 +205,7 @@ impl Settings {
                 .unwrap_or(pith_session::externalize::DEFAULT_MAX_RECORD_BYTES),
             ceilings,
             notices,
+            compaction_model,
         })
     }
 
@@ -289,6 +301,23 @@ impl Settings {
             options: self.loop_options.clone(),
         }))
     }
+}
+
+/// The compaction model: `--compaction-model` over `[context] compaction_model`; none
+/// when neither names one, or when it is the conversation's `model`.
+fn compaction_model(
+    overrides: &Overrides,
+    model: &ResolvedModel,
+    tables: &pith_providers::models::tables::ModelTables,
+    context: &ContextConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<CompactionModel>, ConfigError> {
+    let (spec, origin) = match (&overrides.compaction_model, &context.compaction_model) {
+        (Some(spec), _) => (spec, "--compaction-model"),
+        (None, Some(spec)) => (spec, "[context] compaction_model"),
+        (None, None) => return Ok(None),
+    };
+    CompactionModel::resolve(spec, origin, &model.spec(), tables, context, env)
 }
 
 /// The ceilings: the flags over `[limits]`. A cost ceiling must be a positive amount,

@@ -50,5 +50,5 @@ pub use protocol::rewrite::{Carried, Compaction, CompactionTrigger, HistoryRewri
 pub use protocol::sink::{Discard, EventSink, InMemory, PersistError, Progress, TurnSink};
 pub use protocol::subagent::ChildRun;
 pub use protocol::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
-pub use protocol::usage::Usage;
+pub use protocol::usage::{ModelUsage, Usage};
 pub use registry::{LoadOutcome, ToolLoader, ToolRegistry};

@@ -143,6 +143,7 @@ mod tests {
             duration_ms: 12,
             retries: 1,
             error: None,
+            compaction_model: None,
         };
         let run = HookRun {
             event: HookEvent::PreToolUse,
@@ -215,6 +216,7 @@ mod tests {
             LoopEvent::AutoCompaction(AutoCompaction::Unused {
                 reason: "the session stopped before it was needed".into(),
                 usage: report.usage,
+                model: None,
             }),
             LoopEvent::AutoCompaction(AutoCompaction::Failed {
                 reason: "disk full".into(),
@@ -338,6 +340,7 @@ mod tests {
                 },
                 cost: Some(0.004),
                 unused_cost: Some(0.001),
+                compaction_model: None,
             },
             requests: vec![RequestEntry::from(&report)],
             children: vec![child],

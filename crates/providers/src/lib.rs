@@ -26,6 +26,6 @@ pub mod wire;
 
 pub use tool_loop::{
     AgentLoop, LedgerOptions, LoopError, LoopOptions, LoopSetup, ManualCompaction,
-    RepeatedCallLimits, TurnFailure, TurnSummary,
+    RepeatedCallLimits, SummaryModel, TurnFailure, TurnSummary,
 };
 pub use wire::{ChunkStream, ModelRequest, ProviderAdapter, ProviderError, StreamChunk};

@@ -48,6 +48,9 @@ pub struct ContextFigures {
     /// The governor's state: paused (why, until), this turn's attempts and ceiling, and
     /// whether the server's usage is believed (and at what factor).
     pub governor: Option<GovernorView>,
+    /// The compaction model summaries go to (`provider/model`), with that part of the
+    /// summaries' cost when known.
+    pub compaction_model: Option<(String, Option<f64>)>,
 }
 
 /// What `/context` says about the compaction governor.
@@ -105,7 +108,14 @@ impl ContextFigures {
             children: Vec::new(),
             compaction: None,
             governor: None,
+            compaction_model: None,
         }
+    }
+
+    /// Shows the compaction model summaries go to, and what they cost there.
+    pub fn with_compaction_model(mut self, model: String, cost: Option<f64>) -> Self {
+        self.compaction_model = Some((model, cost));
+        self
     }
 
     /// Shows what compaction did and cost so far (`cost`: US dollars, when known).
@@ -205,6 +215,9 @@ impl ContextFigures {
         }
         if let Some((totals, cost)) = &self.compaction {
             lines.push(compaction_line(totals, *cost));
+            if let Some((model, cost)) = &self.compaction_model {
+                lines.push(compaction_model_line(model, totals, *cost));
+            }
         }
         if let Some(governor) = &self.governor {
             lines.extend(governor_lines(governor));
@@ -297,6 +310,17 @@ fn compaction_line(totals: &CompactionTotals, cost: Option<f64>) -> String {
         totals.summary_requests,
         thousands(totals.usage.input_tokens),
         thousands(totals.usage.output_tokens),
+    )
+}
+
+/// `Summaries go to …` — the compaction model's part of the summaries.
+fn compaction_model_line(model: &str, totals: &CompactionTotals, cost: Option<f64>) -> String {
+    let cost = cost.map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.4}"));
+    let usage = &totals.compaction_model_usage;
+    format!(
+        "Summaries go to {model} ([context] compaction_model; no prompt cache there): {} tokens in / {} out of the above, {cost}.",
+        thousands(usage.input_tokens),
+        thousands(usage.output_tokens),
     )
 }
 
@@ -544,6 +568,27 @@ mod tests {
                 "Compactions: 2 automatic (1 applied, 0 failed, 0 cancelled; 2 prepared in the background, 1 never used), 0 micro"
             ),
             "{prepared}"
+        );
+        assert!(!report.contains("Summaries go to"), "{report}");
+        let elsewhere = figures
+            .clone()
+            .with_compactions(
+                CompactionTotals {
+                    compaction_model_usage: pith_core::Usage {
+                        input_tokens: 40_000,
+                        output_tokens: 1_500,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
+                None,
+            )
+            .with_compaction_model("openai/gpt-5-mini".into(), Some(0.013))
+            .lines()
+            .join("\n");
+        assert!(
+            elsewhere.contains("Summaries go to openai/gpt-5-mini ([context] compaction_model; no prompt cache there): 40,000 tokens in / 1,500 out of the above, $0.0130."),
+            "{elsewhere}"
         );
         assert!(
             report.contains("Automatic compaction is paused (freed too little) until the context reaches 24,500 tokens"),

@@ -388,6 +388,7 @@ mod tests {
         let notice = state.on_auto_compaction(&AutoCompaction::Unused {
             reason: "the history was rewritten".into(),
             usage: Default::default(),
+            model: None,
         });
         assert!(matches!(notice, Some(Notice::PreparedSummaryUnused(_))));
         assert_eq!(state.loader(), Loader::Working);

@@ -44,6 +44,7 @@ fn typical_turn(i: usize) -> Event {
         }),
         interrupted: false,
         error: None,
+        compaction_model_usage: None,
     }
 }
 
@@ -62,6 +63,7 @@ fn compaction_pair(i: usize) -> Vec<Event> {
             ledger: None,
             ledger_tokens: 0,
             restored_files: Vec::new(),
+            model: None,
         },
     ]
 }

@@ -187,6 +187,7 @@ mod tests {
             usage: None,
             interrupted: false,
             error: None,
+            compaction_model_usage: None,
         };
         let line = encode_bounded(&event, 5, dir.path(), 60_000, encode).unwrap();
         assert!(line.len() <= 60_000, "{}", line.len());

@@ -49,6 +49,7 @@ pub use items::{items_from_messages, TranscriptItem};
 pub use line::{current_line, current_line_owned, line_indices, pins_on_line};
 pub use listing::{title_of, SessionSummary};
 pub use pin::{PinAction, PinChange};
+pub use pith_core::ModelUsage;
 pub use projection::{project_model, project_model_owned, project_ui, UiEntry};
 pub use read::{read_transcript, ReadOptions, ReadReport, Transcript};
 pub use resume::Resumed;

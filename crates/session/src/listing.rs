@@ -86,6 +86,8 @@ struct TurnSpend {
     #[serde(default)]
     usage: Option<Usage>,
     #[serde(default)]
+    compaction_model_usage: Option<pith_core::ModelUsage>,
+    #[serde(default)]
     messages: Vec<MessageChildren>,
 }
 
@@ -107,6 +109,8 @@ struct CompactionSpend {
     trigger: crate::event::CompactionTrigger,
     #[serde(default)]
     usage: Option<Usage>,
+    #[serde(default)]
+    model: Option<String>,
 }
 
 /// The fields of a `model_switched`.
@@ -229,10 +233,16 @@ pub fn summarize(dir: &Path) -> SessionSummary {
                             .flat_map(|m| &m.parts)
                             .filter_map(|p| p.child_session.as_ref());
                         fold.turn(seq, turn.usage, children);
+                        fold.compaction_model_usage(seq, turn.compaction_model_usage.as_ref());
                     }
                 } else if kind == "compaction_applied" {
                     if let Ok(compaction) = serde_json::from_str::<CompactionSpend>(line) {
-                        fold.compaction(seq, compaction.trigger, compaction.usage);
+                        fold.compaction(
+                            seq,
+                            compaction.trigger,
+                            compaction.usage,
+                            compaction.model.as_deref(),
+                        );
                     }
                 } else if kind == "model_switched" {
                     if let Ok(switch) = serde_json::from_str::<Switch>(line) {

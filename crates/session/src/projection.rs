@@ -364,6 +364,7 @@ pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
                 usage,
                 interrupted,
                 error,
+                ..
             } => UiEntry::Assistant {
                 seq,
                 ts,
@@ -483,6 +484,7 @@ mod tests {
             usage: None,
             interrupted: false,
             error: None,
+            compaction_model_usage: None,
         }
     }
 
@@ -497,6 +499,7 @@ mod tests {
             ledger: None,
             ledger_tokens: 0,
             restored_files: Vec::new(),
+            model: None,
         }
     }
 

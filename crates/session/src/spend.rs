@@ -15,14 +15,16 @@
 //! - a subagent's requests are in its own session; the parent counts them once, from the
 //!   `child_session` of the `task` call's result;
 //! - each part is priced at the model it went to: the session's, from `session_started`,
-//!   until a `model_switched` record, and a child's own;
+//!   until a `model_switched` record, a child's own, and a compaction model's
+//!   (`compaction_applied.model`, `assistant_turn.compaction_model_usage`: summaries
+//!   sent to `[context] compaction_model`; a record without them is the session's model);
 //! - every record counts, including turns a conversation rewind later left off the line
 //!   (they were billed), except the records a fork copied from its source
 //!   (`copied_through_seq`), which are the source's.
 
 use std::collections::BTreeMap;
 
-use pith_core::{usage_cost, ChildRun, Pricing, Usage};
+use pith_core::{usage_cost, ChildRun, ModelUsage, Pricing, Usage};
 
 use crate::event::{CompactionTrigger, Event, Record};
 
@@ -47,17 +49,24 @@ impl SessionSpend {
                 } => fold.started(provider, model, *copied_through_seq, pith_version),
                 Event::ModelSwitched { provider, model } => fold.switched(provider, model),
                 Event::AssistantTurn {
-                    usage, messages, ..
+                    usage,
+                    messages,
+                    compaction_model_usage,
+                    ..
                 } => {
                     let children = messages
                         .iter()
                         .flat_map(|message| message.tool_results())
                         .filter_map(|result| result.child_session.as_ref());
                     fold.turn(record.seq, *usage, children);
+                    fold.compaction_model_usage(record.seq, compaction_model_usage.as_ref());
                 }
-                Event::CompactionApplied { trigger, usage, .. } => {
-                    fold.compaction(record.seq, *trigger, *usage)
-                }
+                Event::CompactionApplied {
+                    trigger,
+                    usage,
+                    model,
+                    ..
+                } => fold.compaction(record.seq, *trigger, *usage, model.as_deref()),
                 _ => {}
             }
         }
@@ -166,13 +175,27 @@ impl SpendFold {
         }
     }
 
-    /// `compaction_applied` number `seq`.
-    pub fn compaction(&mut self, seq: u64, trigger: CompactionTrigger, usage: Option<Usage>) {
+    /// The `compaction_model_usage` of `assistant_turn` number `seq`.
+    pub fn compaction_model_usage(&mut self, seq: u64, spent: Option<&ModelUsage>) {
+        if let Some(spent) = spent.filter(|_| seq > self.copied_through) {
+            self.spend.add(&spent.model, spent.usage);
+        }
+    }
+
+    /// `compaction_applied` number `seq`, whose summary went to `model` (a compaction
+    /// model's `provider/model`; `None`: the session's model).
+    pub fn compaction(
+        &mut self,
+        seq: u64,
+        trigger: CompactionTrigger,
+        usage: Option<Usage>,
+        model: Option<&str>,
+    ) {
         if seq <= self.copied_through || (self.legacy && trigger == CompactionTrigger::Auto) {
             return;
         }
         if let Some(usage) = usage {
-            self.spend.add(&self.model, usage);
+            self.spend.add(model.unwrap_or(&self.model), usage);
         }
     }
 
@@ -234,6 +257,7 @@ mod tests {
             usage,
             interrupted: false,
             error: None,
+            compaction_model_usage: None,
         }
     }
 
@@ -319,6 +343,47 @@ mod tests {
         let cost = spend.cost(&prices).unwrap();
         assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
         assert_eq!(spend.cache_hit_rate(), Some(1_000.0 / 3_900.0));
+    }
+
+    #[test]
+    fn a_compaction_models_summaries_are_priced_at_its_model_and_older_records_at_the_sessions() {
+        let haiku = "anthropic/claude-haiku-4-5";
+        let mut applied = compaction(CompactionTrigger::Auto, usage(10_000, 0, 500));
+        if let Event::CompactionApplied { model, .. } = &mut applied {
+            *model = Some(haiku.to_owned());
+        }
+        let mut unused = turn(Some(usage(1_000, 800, 10)), Vec::new());
+        if let Event::AssistantTurn {
+            compaction_model_usage,
+            ..
+        } = &mut unused
+        {
+            *compaction_model_usage = Some(ModelUsage {
+                model: haiku.to_owned(),
+                usage: usage(9_000, 0, 400),
+            });
+        }
+        let records = vec![
+            record(1, started(None)),
+            record(2, Event::user_text("go")),
+            record(3, turn(Some(usage(100, 0, 50)), Vec::new())),
+            record(4, applied),
+            record(5, unused),
+            // A record without the field (an older pith): the session's model.
+            record(6, compaction(CompactionTrigger::Manual, usage(300, 0, 30))),
+        ];
+        let spend = SessionSpend::from_records(&records);
+        let by_model: Vec<(&str, &Usage)> = spend.by_model().collect();
+        assert_eq!(
+            by_model,
+            vec![
+                (haiku, &usage(19_000, 0, 900)),
+                ("anthropic/claude-sonnet-4-5", &usage(1_400, 800, 90)),
+            ]
+        );
+        let expected = (19_000.0 + 900.0 * 5.0 + 600.0 * 3.0 + 800.0 * 0.3 + 90.0 * 15.0) / 1e6;
+        let cost = spend.cost(&prices).unwrap();
+        assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
     }
 
     #[test]

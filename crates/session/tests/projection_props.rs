@@ -77,6 +77,7 @@ fn event() -> impl Strategy<Value = Event> {
                     }),
                     interrupted,
                     error,
+                    compaction_model_usage: None,
                 }
             }),
         (
@@ -98,6 +99,7 @@ fn event() -> impl Strategy<Value = Event> {
                 ledger: manual.then(|| "<session_ledger>\n</session_ledger>".to_owned()),
                 ledger_tokens: if manual { 5 } else { 0 },
                 restored_files: Vec::new(),
+                model: None,
             }),
         prop::collection::vec(message(), 0..3).prop_map(|messages| {
             Event::MicroCompactionApplied {

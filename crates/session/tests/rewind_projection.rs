@@ -27,6 +27,7 @@ fn answer(text: &str) -> Event {
         usage: None,
         interrupted: false,
         error: None,
+        compaction_model_usage: None,
     }
 }
 
@@ -41,6 +42,7 @@ fn compaction(summary: &str) -> Event {
         ledger: None,
         ledger_tokens: 0,
         restored_files: vec![],
+        model: None,
     }
 }
 

@@ -27,6 +27,7 @@ fn turn(text: &str) -> Event {
         usage: None,
         interrupted: false,
         error: None,
+        compaction_model_usage: None,
     }
 }
 
@@ -43,6 +44,7 @@ fn compaction(summary: &str) -> Event {
         ledger: None,
         ledger_tokens: 0,
         restored_files: Vec::new(),
+        model: None,
     }
 }
 
@@ -541,6 +543,7 @@ fn no_record_exceeds_the_bound_and_large_payloads_read_back_whole() {
             usage: None,
             interrupted: false,
             error: None,
+            compaction_model_usage: None,
         }])
         .unwrap();
     let raw = fs::read_to_string(session.transcript_path()).unwrap();

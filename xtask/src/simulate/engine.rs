@@ -226,6 +226,9 @@ pub(super) struct Replay<'a> {
     pub(super) restored_paths: Vec<String>,
     /// The summary being prepared in the background (pith, `prepare` > 0).
     pub(super) prepared: Option<SimPrepared>,
+    /// Summaries go to a model at this fraction of the prices, without the cache
+    /// (`pith:summary=R`).
+    pub(super) summary_price: Option<f64>,
 }
 
 impl<'a> Replay<'a> {
@@ -268,6 +271,7 @@ impl<'a> Replay<'a> {
             },
             restored_paths: Vec::new(),
             prepared: None,
+            summary_price: policy.summary_price(),
         }
     }
 
@@ -366,6 +370,23 @@ impl<'a> Replay<'a> {
         bill.input_tokens
     }
 
+    /// Sends a summary request (the first `upto` messages and `prompt`) and bills its
+    /// answer of `summary_tokens`: to the policy's summary model when it has one (its
+    /// prices, none of the cache), else like any request. Returns its input tokens.
+    fn send_summary(&mut self, upto: usize, prompt: Block, summary_tokens: u64) -> u64 {
+        let Some(ratio) = self.summary_price else {
+            let input = self.send(upto, Some(prompt));
+            self.ledger.summary_output(input, summary_tokens);
+            return input;
+        };
+        let mut blocks = self.blocks(upto);
+        blocks.push(prompt);
+        let input = self.ledger.send_elsewhere(&blocks, ratio);
+        self.ledger.summary_output_at(input, summary_tokens, ratio);
+        self.last_request_at = Some(self.now);
+        input
+    }
+
     /// The agent's request for the assistant message that follows, and its answer of
     /// `answer_tokens`.
     pub(super) fn agent_request(&mut self, answer_tokens: u64) {
@@ -403,15 +424,12 @@ impl<'a> Replay<'a> {
         (prompt_id, prompt_tokens): (u64, usize),
         summary_tokens: u64,
     ) {
-        let input = self.send(
-            upto,
-            Some(Block {
-                id: prompt_id,
-                tokens: prompt_tokens,
-                breakpoint: false,
-            }),
-        );
-        self.ledger.summary_output(input, summary_tokens);
+        let prompt = Block {
+            id: prompt_id,
+            tokens: prompt_tokens,
+            breakpoint: false,
+        };
+        self.send_summary(upto, prompt, summary_tokens);
         let latency = self.params.prices.latency_s(summary_tokens);
         self.now += latency;
         self.outcome.compaction_wait_s += latency;
@@ -519,16 +537,13 @@ impl<'a> Replay<'a> {
         let ledger = self.pith_ledger();
         let (id, tokens) = self.pith_prompt_block(ledger.as_ref());
         let upto = self.history.len();
-        let input = self.send(
-            upto,
-            Some(Block {
-                id,
-                tokens,
-                breakpoint: false,
-            }),
-        );
         let summary_tokens = self.params.ledger_summary_tokens;
-        self.ledger.summary_output(input, summary_tokens);
+        let prompt = Block {
+            id,
+            tokens,
+            breakpoint: false,
+        };
+        self.send_summary(upto, prompt, summary_tokens);
         self.prepared = Some(SimPrepared {
             mark: upto,
             ready_at: self.now + self.params.prices.latency_s(summary_tokens),

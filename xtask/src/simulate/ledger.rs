@@ -99,10 +99,35 @@ impl Ledger {
         bill
     }
 
+    /// Enters a request of `blocks` sent to another model whose prices are `ratio` times
+    /// these (a compaction model, `pith:summary=R`): its cache holds nothing of this
+    /// session, so every token is plain input, and this model's cache is not touched.
+    /// Returns its input tokens.
+    pub fn send_elsewhere(&mut self, blocks: &[Block], ratio: f64) -> u64 {
+        let input_tokens =
+            blocks.iter().map(|b| b.tokens as u64).sum::<u64>() + REQUEST_FRAMING_TOKENS as u64;
+        let bill = CacheBill {
+            input_tokens,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+        };
+        let t = &mut self.totals;
+        t.requests += 1;
+        t.input_tokens += input_tokens;
+        t.cost_dollars += ratio * self.model.input_dollars(&bill);
+        t.peak_request_tokens = t.peak_request_tokens.max(input_tokens);
+        input_tokens
+    }
+
     /// Adds the `tokens` of a summary answering a request of `input_tokens`.
     pub fn summary_output(&mut self, input_tokens: u64, tokens: u64) {
+        self.summary_output_at(input_tokens, tokens, 1.0);
+    }
+
+    /// [`Ledger::summary_output`] of a model whose prices are `ratio` times these.
+    pub fn summary_output_at(&mut self, input_tokens: u64, tokens: u64, ratio: f64) {
         self.totals.summary_output_tokens += tokens;
-        self.totals.cost_dollars += self.model.output_dollars(input_tokens, tokens);
+        self.totals.cost_dollars += ratio * self.model.output_dollars(input_tokens, tokens);
     }
 
     /// Adds the `tokens` of the agent's own answer to a request of `input_tokens`.
@@ -159,6 +184,26 @@ mod tests {
             "{}",
             t.cost_dollars
         );
+    }
+
+    #[test]
+    fn a_request_to_another_model_reads_nothing_from_the_cache_and_leaves_it_alone() {
+        let mut ledger = Ledger::new(PriceModel::anthropic());
+        let blocks = [block(1, 2_000, true), block(2, 500, true)];
+        ledger.send(0.0, &blocks);
+        let before = ledger.totals().cost_dollars;
+        let input = ledger.send_elsewhere(&blocks, 0.1);
+        let framing = REQUEST_FRAMING_TOKENS as f64;
+        assert_eq!(input, 2_500 + REQUEST_FRAMING_TOKENS as u64);
+        let billed = ledger.totals().cost_dollars - before;
+        let expected = 0.1 * (2_500.0 + framing) * 3.0 / 1e6;
+        assert!((billed - expected).abs() < 1e-12, "{billed} vs {expected}");
+        ledger.summary_output_at(input, 1_000, 0.1);
+        let output = ledger.totals().cost_dollars - before - billed;
+        assert!((output - 0.1 * 15.0 / 1e3).abs() < 1e-12, "{output}");
+        // The main model's cache still holds the prefix.
+        let warm = ledger.send(10.0, &blocks);
+        assert_eq!(warm.cache_read_tokens, 2_500);
     }
 
     #[test]

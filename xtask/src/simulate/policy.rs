@@ -56,6 +56,10 @@ pub struct PithPolicy {
     /// `[context] prepare_summary_percent`: the summary is prepared in the background
     /// from this percentage of the threshold (0: in place only).
     pub prepare_percent: u8,
+    /// `[context] compaction_model`: summaries go to another model whose prices are this
+    /// fraction of the main model's (`summary=R`), without its prompt cache; `None`: the
+    /// main model, with its cache.
+    pub summary_price: Option<f64>,
 }
 
 /// One policy to simulate.
@@ -142,6 +146,7 @@ impl Policy {
             working_set: config.working_set_tokens,
             cold_rule: true,
             prepare_percent: config.prepare_summary_percent_for("anthropic"),
+            summary_price: None,
         })
     }
 
@@ -232,8 +237,9 @@ impl Policy {
                         "mbatch" => p.prune.minimum_percent = number(key, value)?.min(100) as u8,
                         "cold" => p.cold_rule = number(key, value)? != 0,
                         "prepare" => p.prepare_percent = number(key, value)?.min(100) as u8,
+                        "summary" => p.summary_price = Some(price_ratio(spec, value)?),
                         other => bail!(
-                            "unknown pith parameter `{other}` (micro, protect, minimum, turns, carry, restore, ws, mprotect, mbatch, cold, prepare)"
+                            "unknown pith parameter `{other}` (micro, protect, minimum, turns, carry, restore, ws, mprotect, mbatch, cold, prepare, summary)"
                         ),
                     }
                 }
@@ -247,9 +253,25 @@ impl Policy {
         }
     }
 
+    /// The price ratio of the model this policy's summaries go to (`pith:summary=R`).
+    pub fn summary_price(&self) -> Option<f64> {
+        match self {
+            Self::Pith(p) => p.summary_price,
+            _ => None,
+        }
+    }
+
     /// True when tool outputs are squashed at capture (pith and zesdex).
     pub fn squashes(&self) -> bool {
         matches!(self, Self::Pith(_) | Self::Zesdex)
+    }
+}
+
+/// `summary=R` of `spec`: a positive price ratio.
+fn price_ratio(spec: &str, value: &str) -> Result<f64> {
+    match value.parse::<f64>() {
+        Ok(ratio) if ratio.is_finite() && ratio > 0.0 => Ok(ratio),
+        _ => bail!("`summary={value}` in `{spec}`: expected a positive price ratio such as 0.2"),
     }
 }
 
@@ -286,6 +308,17 @@ mod tests {
             Policy::parse("masking").unwrap(),
             Policy::Masking { keep: MASKING_KEEP }
         );
+    }
+
+    #[test]
+    fn a_summary_model_is_a_price_ratio() {
+        assert_eq!(Policy::pith_default().summary_price(), None);
+        let cheap = Policy::parse("pith:summary=0.2").unwrap();
+        assert_eq!(cheap.summary_price(), Some(0.2));
+        for bad in ["pith:summary=0", "pith:summary=-1", "pith:summary=cheap"] {
+            let err = Policy::parse(bad).unwrap_err().to_string();
+            assert!(err.contains("price ratio"), "{err}");
+        }
     }
 
     #[test]

@@ -389,3 +389,36 @@ fn a_session_that_ends_between_the_mark_and_the_threshold_pays_for_its_unused_su
         ahead.unused_dollars
     );
 }
+
+#[test]
+fn summaries_on_another_model_pay_full_input_at_its_price_and_keep_the_same_compactions() {
+    let s = session(40, 30);
+    let p = params(16_384);
+    let main = replay(&s, &Policy::parse("pith:prepare=0").unwrap(), &p);
+    let same_price = replay(&s, &Policy::parse("pith:prepare=0,summary=1").unwrap(), &p);
+    let tenth = replay(
+        &s,
+        &Policy::parse("pith:prepare=0,summary=0.1").unwrap(),
+        &p,
+    );
+    assert!(main.llm_compactions >= 1, "{main:?}");
+    // The same decisions: only who writes the summary, and its bill, change.
+    for other in [&same_price, &tenth] {
+        assert_eq!(other.llm_compactions, main.llm_compactions);
+        assert_eq!(other.ledger.requests, main.ledger.requests);
+        assert_eq!(
+            other.ledger.summary_output_tokens,
+            main.ledger.summary_output_tokens
+        );
+    }
+    // At the same price, a model without the conversation's cache costs more; at a
+    // tenth of it, less; and no cache is read for a summary.
+    assert!(
+        same_price.ledger.cost_dollars > main.ledger.cost_dollars,
+        "{} vs {}",
+        same_price.ledger.cost_dollars,
+        main.ledger.cost_dollars
+    );
+    assert!(same_price.ledger.cached_tokens < main.ledger.cached_tokens);
+    assert!(tenth.ledger.cost_dollars < main.ledger.cost_dollars);
+}

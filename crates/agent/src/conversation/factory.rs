@@ -173,6 +173,12 @@ impl LoopFactory {
         let guard = crate::ceilings::spend_guard(meter, settings, Arc::clone(agent.counter()))
             .map_err(ConversationError::usage)?;
         agent.set_spend_guard(guard);
+        if let Some(summaries) = &settings.compaction_model {
+            let summary_model = summaries
+                .summary_model(meter, Arc::clone(agent.counter()))
+                .map_err(ConversationError::usage)?;
+            agent.set_summary_model(Some(summary_model));
+        }
         agent.set_file_probe(tools.disk_probe());
         let hooks = Arc::new(
             Hooks::new(

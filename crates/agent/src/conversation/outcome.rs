@@ -36,6 +36,9 @@ pub struct TurnOutcome {
     pub text: String,
     /// Usage and counts.
     pub summary: TurnSummary,
+    /// The part of `summary.usage` the turn's automatic compactions sent to the
+    /// compaction model (`[context] compaction_model`), charged at its prices.
+    pub compaction_model_usage: Usage,
     /// Compactions persisted during the turn.
     pub compactions: Vec<CompactionNote>,
     /// Why the turn stopped early, if it did.
@@ -87,6 +90,7 @@ impl TurnOutcome {
         }
         self.text.push_str(&next.text);
         self.summary.usage += next.summary.usage;
+        self.compaction_model_usage += next.compaction_model_usage;
         self.summary.requests += next.summary.requests;
         self.summary.tool_calls += next.summary.tool_calls;
         self.compactions.extend(next.compactions);

@@ -191,6 +191,27 @@ impl Conversation {
         self.settings.model.pricing.map(|p| p.cost(usage))
     }
 
+    /// The cost of summary requests that used `usage`, of which `part` went to the
+    /// compaction model: each part at its model's prices.
+    pub fn summary_cost(&self, usage: &Usage, part: &Usage) -> Option<f64> {
+        crate::cost::summary_cost(
+            usage,
+            part,
+            &self.model_spec(),
+            self.compaction_model_spec().as_deref(),
+            &self.prices(),
+        )
+    }
+
+    /// The compaction model's `provider/model`, when summaries go to another model
+    /// (`[context] compaction_model`).
+    pub fn compaction_model_spec(&self) -> Option<String> {
+        self.settings
+            .compaction_model
+            .as_ref()
+            .map(crate::compaction_model::CompactionModel::spec)
+    }
+
     /// The prices of every model (the configuration's, else the catalog's), for costs.
     pub fn prices(&self) -> crate::cost::Prices {
         crate::cost::Prices::new(self.factory.workspace.config().model_tables())

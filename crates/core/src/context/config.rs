@@ -24,6 +24,11 @@ pub struct ContextConfig {
     /// Capture-time squash thresholds (keys directly under `[context]`).
     #[serde(flatten)]
     pub squash: SquashConfig,
+    /// The model summaries are requested from (`compaction_model = "provider/model"`),
+    /// with its own window and prices; unset: the conversation's model
+    /// (docs/context-pipeline.md, "A model for summaries").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction_model: Option<String>,
     /// Tokens of newest tool output that prune never touches (`prune_protect_tokens`).
     pub prune_protect_tokens: u64,
     /// Prune acts only when it frees at least this many tokens (`prune_minimum_tokens`).
@@ -111,6 +116,7 @@ impl Default for ContextConfig {
         let prune = PruneConfig::default();
         Self {
             squash: SquashConfig::default(),
+            compaction_model: None,
             prune_protect_tokens: prune.protect,
             prune_minimum_tokens: prune.minimum,
             prune_min_user_turns: prune.min_user_turns,
@@ -138,7 +144,8 @@ impl Default for ContextConfig {
 impl ContextConfig {
     /// The keys whose default is "unset" (absent from the serialised default), for the
     /// loader's check of known keys.
-    pub const OPTIONAL_KEYS: &'static [&'static str] = &["prepare_summary_percent"];
+    pub const OPTIONAL_KEYS: &'static [&'static str] =
+        &["prepare_summary_percent", "compaction_model"];
 
     /// The ledger's budgets for an input budget of `input_budget` tokens.
     pub fn ledger_budget(&self, input_budget: u64) -> super::ledger::LedgerBudget {

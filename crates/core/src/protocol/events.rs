@@ -73,6 +73,9 @@ pub enum AutoCompaction {
         reason: String,
         /// What its requests used (what the provider reported before it was stopped).
         usage: Usage,
+        /// The compaction model (`provider/model`) its requests went to, whose prices
+        /// `usage` is charged at; `None`: the conversation's own model.
+        model: Option<String>,
     },
 }
 
@@ -109,6 +112,10 @@ pub struct RequestReport {
     pub retries: u32,
     /// Why the request failed for good, when it did (`cancelled` when it was cancelled).
     pub error: Option<String>,
+    /// Set when the request went to the compaction model (`[context] compaction_model`)
+    /// rather than the conversation's: its `provider/model`, whose prices `usage` is
+    /// charged at.
+    pub compaction_model: Option<String>,
 }
 
 /// Everything the tool loop reports while a turn runs, in order.

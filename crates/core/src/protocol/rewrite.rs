@@ -52,6 +52,10 @@ pub struct Compaction {
     pub tokens_after: u64,
     /// Usage of the summary request(s), when the provider reported it.
     pub usage: Option<Usage>,
+    /// The compaction model (`[context] compaction_model`, `provider/model`) the summary
+    /// requests went to, and whose prices `usage` is charged at; `None`: the
+    /// conversation's own model.
+    pub model: Option<String>,
     /// The session ledger and the files the replacement carries besides the summary.
     pub carried: Carried,
 }

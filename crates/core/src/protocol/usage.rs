@@ -68,6 +68,18 @@ impl Usage {
     }
 }
 
+/// Usage of requests sent to one model (`provider/model`): in a transcript, what went to
+/// a model other than the session's (a compaction model's summaries).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelUsage {
+    /// `provider/model`.
+    #[serde(rename = "model")]
+    pub model: String,
+    /// What its requests used.
+    #[serde(rename = "usage")]
+    pub usage: Usage,
+}
+
 fn is_zero(value: &u64) -> bool {
     *value == 0
 }

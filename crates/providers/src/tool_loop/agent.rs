@@ -47,6 +47,11 @@ pub struct AgentLoop {
     /// A `PreCompact` hook blocked preparing one, or no plan could help: none is prepared
     /// until the next automatic compaction (or a new history).
     pub(super) prepare_declined: bool,
+    /// The model summaries are requested from, when not this loop's (`summary_model`).
+    pub(super) summary_model: Option<crate::tool_loop::summary_model::SummaryModel>,
+    /// What the automatic compactions' summaries sent to it used since the last
+    /// [`AgentLoop::take_compaction_model_usage`] (part of the turns' usage).
+    pub(super) compaction_model_spent: pith_core::Usage,
 }
 
 impl std::fmt::Debug for AgentLoop {
@@ -107,7 +112,27 @@ impl AgentLoop {
             spend: None,
             prepared: None,
             prepare_declined: false,
+            summary_model: None,
+            compaction_model_spent: Default::default(),
         }
+    }
+
+    /// The part of the turns' usage ([`crate::TurnSummary::usage`]) that automatic
+    /// compactions sent to the compaction model since the last call, charged at its
+    /// prices; reset.
+    pub fn take_compaction_model_usage(&mut self) -> pith_core::Usage {
+        std::mem::take(&mut self.compaction_model_spent)
+    }
+
+    /// Sends the summary requests of compactions to `model` when they fit its window
+    /// (default: none, this loop's own model).
+    pub fn set_summary_model(&mut self, model: Option<crate::tool_loop::SummaryModel>) {
+        self.summary_model = model;
+    }
+
+    /// The model summaries are requested from, when not this loop's own.
+    pub fn summary_model(&self) -> Option<&crate::tool_loop::SummaryModel> {
+        self.summary_model.as_ref()
     }
 
     /// Holds every request of this loop to the job's ceilings (default: none).
@@ -226,6 +251,7 @@ impl AgentLoop {
             cache: crate::wire::adapter::CacheHints {
                 anchor: Some(self.context.stable_prefix).filter(|anchor| *anchor > 0),
                 key: self.options.prompt_cache.key.clone(),
+                no_message_breakpoints: false,
             },
         }
     }

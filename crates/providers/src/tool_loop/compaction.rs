@@ -100,11 +100,12 @@ impl AgentLoop {
         let AutoSummaryRequest {
             request,
             counted,
+            estimate,
             allowance,
         } = self.auto_summary_request(start.plan.ledger.as_ref(), instructions, &tools);
         let mut reports = Vec::new();
-        let outcome = self
-            .summarizer()
+        let summarizer = self.summarizer_for(estimate, sink);
+        let outcome = summarizer
             .request(
                 request,
                 Visibility::Private,
@@ -121,6 +122,7 @@ impl AgentLoop {
             started,
             waiting: started,
             tail: Vec::new(),
+            model: summarizer.compaction_model(),
         };
         self.finish_auto(done, start, sink, cancel, turn).await
     }
@@ -156,12 +158,13 @@ impl AgentLoop {
             instructions.as_deref(),
         )));
         let messages = self.fit_if_needed(messages, tools);
-        let (_, counted) = self
-            .context
-            .estimate_other(&self.system_prompt, &messages, tools);
+        let (estimate, counted) =
+            self.context
+                .estimate_other(&self.system_prompt, &messages, tools);
         AutoSummaryRequest {
             request: self.request(Arc::new(messages), tools.to_vec()),
             counted,
+            estimate,
             allowance: summary_allowance(self.context.budget.working_budget(), ledger.is_some()),
         }
     }
@@ -191,17 +194,25 @@ impl AgentLoop {
             started,
             waiting,
             tail,
+            model,
         } = done;
         let CompactionPlan {
             ledger, restored, ..
         } = plan;
         self.context.last_request_at = Some(Instant::now());
-        if let Some(reported) = reports.last().filter(|r| r.usage_reported) {
+        // Another model's usage says nothing of this server's counts.
+        if let Some(reported) = reports
+            .last()
+            .filter(|r| r.usage_reported && r.compaction_model.is_none())
+        {
             self.context.observe_summary_usage(reported.usage, counted);
         }
         self.emit_requests(reports, sink);
         let usage = outcome.usage();
         turn.usage += usage;
+        if model.is_some() {
+            self.compaction_model_spent += usage;
+        }
         let summary = match outcome {
             SummaryOutcome::Summary { summary, .. } => summary,
             SummaryOutcome::ToolRoundsExhausted { .. } => {
@@ -272,6 +283,7 @@ impl AgentLoop {
             tokens_before,
             tokens_after,
             usage: Some(usage),
+            model,
             carried,
         };
         let rewrite = HistoryRewrite::Compaction(compaction);
@@ -388,10 +400,14 @@ impl AgentLoop {
             instructions.as_deref(),
         )));
         let messages = self.fit_if_needed(messages, &tools);
+        let (estimate, _) = self
+            .context
+            .estimate_other(&self.system_prompt, &messages, &tools);
         let request = self.request(Arc::new(messages), tools.clone());
         let mut reports = Vec::new();
-        let outcome = self
-            .summarizer()
+        let summarizer = self.summarizer_for(estimate, sink);
+        let model = summarizer.compaction_model();
+        let outcome = summarizer
             .request(
                 request,
                 Visibility::Visible(&mut *sink),
@@ -438,6 +454,7 @@ impl AgentLoop {
             tokens_before,
             tokens_after,
             usage: Some(usage),
+            model: model.clone(),
             carried: carried.clone(),
         }))?;
         self.context.install(replacement.clone());
@@ -448,6 +465,7 @@ impl AgentLoop {
             summary,
             replacement,
             usage,
+            model,
             tokens_before,
             tokens_after,
             ledger_tokens: carried.ledger_tokens,
@@ -550,6 +568,8 @@ pub(super) struct AutoSummaryRequest {
     pub request: crate::wire::adapter::ModelRequest,
     /// pith's count of it, weighed against its reported usage.
     pub counted: u64,
+    /// Its estimate in the server's terms (the count, calibrated).
+    pub estimate: u64,
     /// Most tokens of the summary.
     pub allowance: u64,
 }
@@ -571,6 +591,8 @@ pub(super) struct SummaryDone {
     /// The messages after the summary's mark, kept verbatim after the replacement (empty
     /// for a compaction in place: the summary covers the whole history).
     pub tail: Vec<Message>,
+    /// The compaction model its requests went to (`provider/model`), if not the loop's.
+    pub model: Option<String>,
 }
 
 /// What [`AgentLoop::after_summary`] needs to know about the compaction.

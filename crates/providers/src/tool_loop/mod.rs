@@ -8,7 +8,8 @@
 //! the model asks for (`execute`), and repeats until the model answers without tool calls.
 //! [`AgentLoop::compact`] is the manual `/compact` (`compaction`, which also holds the
 //! private automatic compaction; `summarizer` sends a summary request, and `prepared`
-//! prepares one in the background before the threshold). `overflow` fits a request that cannot fit.
+//! prepares one in the background before the threshold; `summary_model`, another model
+//! summaries may go to). `overflow` fits a request that cannot fit.
 //! `spend` holds every request to the job's ceilings (`--max-cost`, `--max-duration`)
 //! before it is sent.
 //!
@@ -40,6 +41,7 @@ pub mod request;
 pub mod retry;
 pub mod spend;
 mod summarizer;
+mod summary_model;
 mod summary_outcome;
 mod turn;
 
@@ -49,3 +51,4 @@ pub use options::{
     RepeatedCallLimits, TurnFailure, TurnSummary, DEFAULT_OUTPUT_CAP_TOKENS,
 };
 pub use output_cap::enforced_output_cap;
+pub use summary_model::SummaryModel;

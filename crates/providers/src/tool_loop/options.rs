@@ -234,6 +234,9 @@ pub struct ManualCompaction {
     pub replacement: Vec<Message>,
     /// Usage of the compaction requests.
     pub usage: Usage,
+    /// The compaction model (`provider/model`) they went to; `None`: the conversation's
+    /// model.
+    pub model: Option<String>,
     /// Tokens of the session ledger in the replacement (0 without one).
     pub ledger_tokens: u64,
     /// Files re-attached to the replacement.

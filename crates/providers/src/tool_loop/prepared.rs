@@ -72,10 +72,12 @@ impl AgentLoop {
         let AutoSummaryRequest {
             request,
             counted,
+            estimate,
             allowance,
         } = self.auto_summary_request(plan.ledger.as_ref(), instructions, tools);
         let child = compaction_token(cancel);
-        let summarizer = self.summarizer();
+        let summarizer = self.summarizer_for(estimate, sink);
+        let model = summarizer.compaction_model();
         let token = child.clone();
         let task = tokio::spawn(async move {
             let mut reports = Vec::new();
@@ -103,6 +105,7 @@ impl AgentLoop {
             cancel: child.clone(),
             started: Instant::now(),
             task: Some(task),
+            model,
         });
         sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Started {
             cancel: child,
@@ -138,6 +141,7 @@ impl AgentLoop {
                 sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Unused {
                     reason: format!("its request failed: {reason}"),
                     usage: *usage,
+                    model: prepared.model.clone(),
                 }));
                 return self.auto_compact(start, sink, cancel, turn).await;
             }
@@ -155,6 +159,7 @@ impl AgentLoop {
             started: prepared.started,
             waiting,
             tail,
+            model: prepared.model.clone(),
         };
         self.finish_auto(done, start, sink, cancel, turn).await
     }
@@ -200,6 +205,7 @@ impl AgentLoop {
         sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Unused {
             reason: reason.to_owned(),
             usage,
+            model: prepared.model.clone(),
         }));
     }
 

@@ -28,6 +28,8 @@ pub(super) struct PreparedSummary {
     pub started: Instant,
     /// The task; `None` once joined.
     pub task: Option<JoinHandle<Finished>>,
+    /// The compaction model its requests go to (`provider/model`), if not the loop's.
+    pub model: Option<String>,
 }
 
 impl Drop for PreparedSummary {

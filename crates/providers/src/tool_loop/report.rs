@@ -57,6 +57,7 @@ pub(super) fn report_of(
         model: model.to_owned(),
         usage,
         usage_reported,
+        compaction_model: None,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         retries: attempts.saturating_sub(1),
         error,

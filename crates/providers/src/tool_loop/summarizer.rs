@@ -5,15 +5,16 @@
 //!
 //! A [`Summarizer`] owns what it needs (the adapter, the limits, the denying registry), so
 //! a summary can be prepared in the background (`prepared`) while the turn goes on, as
-//! well as awaited in place.
+//! well as awaited in place. It sends to the loop's compaction model when it has one and
+//! the request fits that model's window (`summary_model`), else to the loop's own model.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use pith_core::summary::validate_summary;
 use pith_core::{
-    Discard, LoopEvent, Message, NoHooks, Part, RequestPurpose, RequestReport, Role, TokenCounter,
-    ToolRegistry, Usage,
+    Discard, EventSink, LoopEvent, Message, NoHooks, Part, RequestPurpose, RequestReport, Role,
+    TokenCounter, ToolRegistry, Usage,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -24,6 +25,7 @@ use crate::tool_loop::report::report_of;
 use crate::tool_loop::request::{send_with_retries, Exchange, Timeouts, Visibility};
 use crate::tool_loop::retry::RetryPolicy;
 use crate::tool_loop::spend::SpendGuard;
+use crate::tool_loop::summary_model::{fallback_notice, SummaryModel};
 use crate::tool_loop::summary_outcome::SummaryOutcome;
 use crate::wire::adapter::{ModelRequest, ProviderAdapter};
 use crate::wire::error::ProviderError;
@@ -48,12 +50,18 @@ pub(super) struct Summarizer {
     tool_rounds: u32,
     denying: ToolRegistry,
     reasons: bool,
+    /// The compaction model, when the requests go to it.
+    target: Option<SummaryModel>,
 }
 
 impl AgentLoop {
-    /// A summarizer with this loop's adapter, model and limits.
-    pub(super) fn summarizer(&self) -> Summarizer {
-        Summarizer {
+    /// A summarizer for a summary request estimated at `counted` tokens (pith's count,
+    /// calibrated by this conversation's server): to the
+    /// compaction model when the loop has one whose input budget it fits, else (told on
+    /// `sink` when a compaction model was passed over) to the loop's own model, with its
+    /// adapter and limits.
+    pub(super) fn summarizer_for(&self, counted: u64, sink: &mut dyn EventSink) -> Summarizer {
+        let own = Summarizer {
             adapter: Arc::clone(&self.adapter),
             model: self.model.clone(),
             counter: Arc::clone(self.counter()),
@@ -64,26 +72,58 @@ impl AgentLoop {
             spend: self.spend.clone(),
             tool_rounds: self.options.compaction_tool_rounds,
             denying: self.tools.denying(),
-            reasons: self
-                .options
-                .reasoning
-                .is_some_and(|effort| effort != crate::wire::ReasoningEffort::Off),
+            reasons: thinks(self.options.reasoning),
+            target: None,
+        };
+        let Some(summary) = &self.summary_model else {
+            return own;
+        };
+        if !summary.fits(counted) {
+            let notice = fallback_notice(summary, counted);
+            tracing::info!("{notice}");
+            sink.emit(LoopEvent::Notice(notice));
+            return own;
+        }
+        Summarizer {
+            adapter: Arc::clone(&summary.adapter),
+            model: summary.model.clone(),
+            output_cap: summary.output_cap,
+            spend: summary.spend.clone(),
+            reasons: thinks(summary.reasoning),
+            target: Some(summary.clone()),
+            ..own
         }
     }
 }
 
+/// Whether a model with the `reasoning` setting thinks before it answers.
+fn thinks(reasoning: Option<crate::wire::ReasoningEffort>) -> bool {
+    reasoning.is_some_and(|effort| effort != crate::wire::ReasoningEffort::Off)
+}
+
 impl Summarizer {
-    /// Sends a summary request, answering attempted tool calls with the denial and
-    /// repeating, at most `compaction_tool_rounds` times. Every request sent is added to
-    /// `reports`.
+    /// The compaction model's `provider/model` when this summarizer sends to it; `None`
+    /// for the loop's own model.
+    pub fn compaction_model(&self) -> Option<String> {
+        self.target.as_ref().map(|target| target.spec.clone())
+    }
+
+    /// Sends a summary request (`request` as built for the loop's own model; see
+    /// [`SummaryModel::retarget`] for the compaction model), answering attempted tool
+    /// calls with the denial and repeating, at most `compaction_tool_rounds` times. Every
+    /// request sent is added to `reports`.
     pub async fn request(
         &self,
-        mut request: ModelRequest,
+        request: ModelRequest,
         mut visibility: Visibility<'_>,
         cancel: &CancellationToken,
         reports: &mut Vec<RequestReport>,
         allowance: u64,
     ) -> SummaryOutcome {
+        let mut request = match &self.target {
+            Some(target) => target.retarget(request),
+            None => request,
+        };
         let guard = self.guard(allowance);
         let mut usage = Usage::default();
         let mut rounds = 0;
@@ -100,12 +140,14 @@ impl Summarizer {
                 cancel,
             };
             let sent = send_with_retries(exchange, &self.retry, guard, sent_visibility).await;
-            reports.push(report_of(
+            let mut report = report_of(
                 (self.adapter.protocol_name(), &self.model),
                 RequestPurpose::Compaction,
                 started,
                 &sent,
-            ));
+            );
+            report.compaction_model = self.compaction_model();
+            reports.push(report);
             let response = match sent {
                 Ok(response) => response,
                 Err(failure) => {

@@ -65,6 +65,10 @@ pub struct CacheHints {
     /// A key the provider routes this conversation's requests by, so that they land on
     /// the same cache (OpenAI's `prompt_cache_key`): the session id.
     pub key: Option<String>,
+    /// No breakpoint in the messages (neither `anchor`'s nor the last message's): no later
+    /// request will extend them (a summary sent to a compaction model), so writing them
+    /// to the cache would only cost (Anthropic bills writes at 1.25× the input price).
+    pub no_message_breakpoints: bool,
 }
 
 /// A wire protocol implementation. See the module docs for the execution model.
@@ -230,6 +234,7 @@ pub(crate) mod tests {
             cache: CacheHints {
                 anchor: None,
                 key: key.map(str::to_owned),
+                no_message_breakpoints: false,
             },
         };
         let keyed = encoded(&request(Some("session-1")));

@@ -40,21 +40,33 @@ impl App {
         )
         .with_children(self.conversation.children());
         let totals = self.conversation.compaction_totals();
-        let cost = self.conversation.cost_of(&totals.usage);
+        let cost = self
+            .conversation
+            .summary_cost(&totals.usage, &totals.compaction_model_usage);
         let governor = self.conversation.governor();
         let calibration = self.conversation.calibration();
-        let figures = figures.with_compactions(totals, cost).with_governor(
-            crate::context_view::GovernorView {
-                paused: governor
-                    .breaker
-                    .as_ref()
-                    .filter(|b| (estimate.total as u64) < b.until)
-                    .map(|b| (b.reason.clone(), b.until)),
-                attempts_this_turn: (governor.attempts_this_turn, governor.max_per_turn),
-                factor: calibration.factor(),
-                deaf: calibration.is_deaf(),
-            },
-        );
+        let mut figures = figures.with_compactions(totals, cost);
+        if let Some(model) = self.conversation.compaction_model_spec() {
+            let part = totals.compaction_model_usage;
+            let cost = pith_agent::cost::summary_cost(
+                &part,
+                &part,
+                &model,
+                Some(&model),
+                &self.conversation.prices(),
+            );
+            figures = figures.with_compaction_model(model, cost);
+        }
+        let figures = figures.with_governor(crate::context_view::GovernorView {
+            paused: governor
+                .breaker
+                .as_ref()
+                .filter(|b| (estimate.total as u64) < b.until)
+                .map(|b| (b.reason.clone(), b.until)),
+            attempts_this_turn: (governor.attempts_this_turn, governor.max_per_turn),
+            factor: calibration.factor(),
+            deaf: calibration.is_deaf(),
+        });
         let mut lines = figures.lines();
         match self.conversation.spend_report() {
             Ok(spend) => lines.push(spend.line()),

@@ -82,6 +82,7 @@ fn main() -> ExitCode {
                         ledger: None,
                         ledger_tokens: 0,
                         restored_files: Vec::new(),
+                        model: None,
                     },
                 ])
                 .map(|seqs| seqs.last().copied().unwrap_or(seq)),
@@ -147,5 +148,6 @@ fn turn(seq: u64, checkpoint: bool) -> Event {
         }),
         interrupted: false,
         error: None,
+        compaction_model_usage: None,
     }
 }

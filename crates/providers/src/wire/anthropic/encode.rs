@@ -208,6 +208,7 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         })
         .collect();
     // The end of the stable prefix stays a cache hit when what follows is rewritten.
+    let anchor = anchor.filter(|_| !request.cache.no_message_breakpoints);
     if let Some((turn, block)) = anchor {
         if let Some(block) = messages
             .get_mut(turn)
@@ -216,7 +217,11 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
             block.mark_cache_breakpoint();
         }
     }
-    if let Some(block) = messages.last_mut().and_then(|m| m.content.last_mut()) {
+    if let Some(block) = messages
+        .last_mut()
+        .and_then(|m| m.content.last_mut())
+        .filter(|_| !request.cache.no_message_breakpoints)
+    {
         block.mark_cache_breakpoint();
     }
     let count = request.tools.len();

@@ -123,7 +123,11 @@ mod tests {
             temperature: None,
             reasoning: None,
             output: None,
-            cache: crate::wire::adapter::CacheHints { anchor, key: None },
+            cache: crate::wire::adapter::CacheHints {
+                anchor,
+                key: None,
+                no_message_breakpoints: false,
+            },
         };
         let marks = |body: &serde_json::Value| body.to_string().matches("cache_control").count();
         let plain = request_body(&request(None));

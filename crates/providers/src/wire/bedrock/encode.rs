@@ -236,7 +236,7 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
             content,
         })
         .collect();
-    if caching {
+    if caching && !request.cache.no_message_breakpoints {
         // The end of the stable prefix, then the end of the last message.
         if let Some((turn, block)) = anchor {
             let is_last = turn + 1 == messages.len() && messages[turn].content.len() == block + 1;
