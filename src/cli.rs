@@ -34,6 +34,20 @@ pub struct ReplArgs {
 /// editor's agent settings can pass what a user types after `pith`.
 #[derive(Debug, Args)]
 pub struct SessionOptions {
+    /// The model and what it may do, as `pith run` takes them too.
+    #[command(flatten)]
+    pub shared: ModelOptions,
+    /// Tool permissions: ask (default: writes, edits and commands ask first), read-only,
+    /// auto-edit or full. In `pith acp`, what a session starts with; the editor's mode
+    /// selector changes it.
+    #[arg(long, value_enum)]
+    pub approval: Option<ReplApprovalArg>,
+}
+
+/// The options every front-end takes the same way (the REPL, `pith acp`, `pith run`):
+/// the model, its window, compaction, the sandbox, reasoning and the cost ceiling.
+#[derive(Debug, Args)]
+pub struct ModelOptions {
     /// Model as provider/model (default: the resumed session's, then config, then the
     /// first provider whose API key is set, then the local model).
     #[arg(long, value_name = "PROVIDER/MODEL")]
@@ -45,11 +59,6 @@ pub struct SessionOptions {
     /// Override the model's context window (tokens).
     #[arg(long, value_name = "TOKENS")]
     pub context_window: Option<u64>,
-    /// Tool permissions: ask (default: writes, edits and commands ask first), read-only,
-    /// auto-edit or full. In `pith acp`, what a session starts with; the editor's mode
-    /// selector changes it.
-    #[arg(long, value_enum)]
-    pub approval: Option<ReplApprovalArg>,
     /// Disable automatic compaction.
     #[arg(long)]
     pub no_auto_compact: bool,
@@ -66,8 +75,10 @@ pub struct SessionOptions {
     /// `reasoning` in config, else the provider's default.
     #[arg(long, value_name = "LEVEL|TOKENS", value_parser = parse_reasoning)]
     pub reasoning: Option<pith_agent::ReasoningEffort>,
-    /// Most US dollars a session may spend (default: `[limits] max_cost`); the REPL's
-    /// status line shows the spend against it.
+    /// Most US dollars the session (or job) may spend, its compactions and subagents
+    /// included (default: `[limits] max_cost`; needs the model's prices): the request
+    /// that would cross it is not sent; `pith run` then ends with exit code 5, and the
+    /// REPL's status line shows the spend against it.
     #[arg(long, value_name = "USD")]
     pub max_cost: Option<f64>,
 }
@@ -283,14 +294,9 @@ pub struct RunArgs {
     /// The prompt (same as the positional argument).
     #[arg(short = 'p', long = "prompt", value_name = "TEXT")]
     pub prompt: Option<String>,
-    /// Model as provider/model (default: the session's, then config, then the first
-    /// provider whose API key is set, then the local model).
-    #[arg(long, value_name = "PROVIDER/MODEL")]
-    pub model: Option<String>,
-    /// The model summaries are requested from, with its own window and prices
-    /// (default: `[context] compaction_model`, else the conversation's model).
-    #[arg(long, value_name = "PROVIDER/MODEL")]
-    pub compaction_model: Option<String>,
+    /// The model and what it may do, as the REPL and `pith acp` take them.
+    #[command(flatten)]
+    pub shared: ModelOptions,
     /// Continue this session (id, unique id prefix, or transcript path).
     #[arg(long, value_name = "ID", conflicts_with = "fork")]
     pub session: Option<String>,
@@ -308,34 +314,10 @@ pub struct RunArgs {
     /// Stop after this many model requests.
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
-    /// Most US dollars the job may spend (its compactions and subagents included): the
-    /// request that would cross it is not sent and the job ends with exit code 5
-    /// (default: `[limits] max_cost`). Needs the model's prices.
-    #[arg(long, value_name = "USD")]
-    pub max_cost: Option<f64>,
     /// Longest the job may run, in seconds: at the ceiling it is stopped and ends with
     /// exit code 124 (default: `[limits] max_duration_s`).
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_duration: Option<u64>,
-    /// Override the model's context window (tokens).
-    #[arg(long, value_name = "TOKENS")]
-    pub context_window: Option<u64>,
-    /// Disable automatic compaction.
-    #[arg(long)]
-    pub no_auto_compact: bool,
-    /// Where `bash` may write: read-only, workspace-write or off (default: the
-    /// configuration's `sandbox`, else workspace-write; read-only with --approval
-    /// read-only). See docs/sandbox.md.
-    #[arg(long, value_name = "MODE")]
-    pub sandbox: Option<pith_tools::SandboxMode>,
-    /// Let sandboxed commands reach the network.
-    #[arg(long)]
-    pub allow_network: bool,
-    /// How hard the model may think: low, medium, high, off, or a token budget such as
-    /// 8000 (Anthropic extended thinking; OpenAI reasoning effort). Default: the model's
-    /// `reasoning` in config, else the provider's default.
-    #[arg(long, value_name = "LEVEL|TOKENS", value_parser = parse_reasoning)]
-    pub reasoning: Option<pith_agent::ReasoningEffort>,
     /// Workspace directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,

@@ -804,10 +804,13 @@ fn esc_esc_opens_rewind_which_warns_about_a_hand_edit_and_puts_files_and_convers
     let screen = pane.wait_for_text("Overwrite them and rewind? [y/N]");
     assert!(screen.contains("restore notes.txt"), "{screen}");
     assert!(screen.contains("restore new/fresh.txt"), "{screen}");
-    assert!(screen.contains("changed outside pith"), "{screen}");
     assert!(
-        screen.lines().any(|line| line.trim() == "notes.txt"),
-        "the warning names the file: {screen}"
+        screen.contains("changed outside pith since: notes.txt"),
+        "the plan names the hand-edited file: {screen}"
+    );
+    assert!(
+        screen.contains("1 file(s) above changed outside pith"),
+        "the warning counts it: {screen}"
     );
     assert_eq!(
         std::fs::read_to_string(project.join("notes.txt")).unwrap(),

@@ -57,31 +57,27 @@ pub fn run(args: RunArgs) -> Result<()> {
             )
             .collect(),
     };
-    let overrides = Overrides {
-        model: args.model,
-        compaction_model: args.compaction_model,
-        context_window: args.context_window,
-        approval: Some(match args.approval {
-            ApprovalArg::ReadOnly => PermissionMode::ReadOnly,
-            ApprovalArg::AutoEdit => PermissionMode::AutoEdit,
-            ApprovalArg::Full => PermissionMode::Full,
-        }),
-        no_auto_compact: args.no_auto_compact,
-        max_turns: args.max_turns,
-        max_cost: args.max_cost,
-        max_duration: args.max_duration.map(std::time::Duration::from_secs),
-        sandbox: args.sandbox,
-        allow_network: args.allow_network,
-        reasoning: args.reasoning,
-        session: match (args.session, args.fork) {
-            (Some(query), _) => SessionChoice::Resume(query),
-            (None, Some(fork)) => fork_choice(&fork)?,
-            (None, None) => SessionChoice::New,
+    let overrides = crate::commands::options::with_model_options(
+        args.shared,
+        Overrides {
+            approval: Some(match args.approval {
+                ApprovalArg::ReadOnly => PermissionMode::ReadOnly,
+                ApprovalArg::AutoEdit => PermissionMode::AutoEdit,
+                ApprovalArg::Full => PermissionMode::Full,
+            }),
+            max_turns: args.max_turns,
+            max_duration: args.max_duration.map(std::time::Duration::from_secs),
+            session: match (args.session, args.fork) {
+                (Some(query), _) => SessionChoice::Resume(query),
+                (None, Some(fork)) => fork_choice(&fork)?,
+                (None, None) => SessionChoice::New,
+            },
+            cwd,
+            trust_project: args.trust_project,
+            extra_mcp_servers: Vec::new(),
+            ..Overrides::default()
         },
-        cwd,
-        trust_project: args.trust_project,
-        extra_mcp_servers: Vec::new(),
-    };
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
