@@ -473,7 +473,7 @@ mod tests {
     use pith_core::events::MicroCompaction;
     use pith_session::{project_model, NewSession, ReadOptions, SessionStore};
 
-    fn session() -> (tempfile::TempDir, Session) {
+    pub(super) fn session() -> (tempfile::TempDir, Session) {
         let root = tempfile::tempdir().unwrap();
         let store = SessionStore::at(root.path().join("sessions"));
         let session = store
@@ -486,7 +486,7 @@ mod tests {
         (root, session)
     }
 
-    fn observe(recorder: &mut TurnRecorder, events: Vec<LoopEvent>) {
+    pub(super) fn observe(recorder: &mut TurnRecorder, events: Vec<LoopEvent>) {
         for event in events {
             recorder.observe(&event);
         }

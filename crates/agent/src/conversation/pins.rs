@@ -65,13 +65,19 @@ impl Conversation {
                 }
             }));
         }
+        let tokens = rendered
+            .carried
+            .iter()
+            .find(|carried| carried.pin == pin)
+            .map(|carried| carried.tokens);
         self.record_pin(PinAction::Add, &pin)?;
         self.agent.pins_mut().add(pin.clone());
-        let view = self.pins_view();
-        view.rows
-            .into_iter()
-            .find(|row| row.pin == pin)
-            .ok_or_else(|| ConversationError::Failure("the pin was not kept".to_owned()))
+        Ok(PinRow {
+            number: self.agent.pins().len(),
+            pin,
+            tokens,
+            carried: true,
+        })
     }
 
     /// Removes the pin `target` names (its number, path or note), or every pin when

@@ -1,26 +1,8 @@
 //! The recorder with a compaction model: its summaries are recorded apart, at its model.
 
+use super::tests::{observe, session};
 use super::*;
-use pith_session::{NewSession, ReadOptions, SessionStore};
-
-fn session() -> (tempfile::TempDir, Session) {
-    let root = tempfile::tempdir().unwrap();
-    let store = SessionStore::at(root.path().join("sessions"));
-    let session = store
-        .create(NewSession {
-            cwd: root.path().to_path_buf(),
-            provider: "test".into(),
-            model: "m".into(),
-        })
-        .unwrap();
-    (root, session)
-}
-
-fn observe(recorder: &mut TurnRecorder, events: Vec<LoopEvent>) {
-    for event in events {
-        recorder.observe(&event);
-    }
-}
+use pith_session::ReadOptions;
 
 fn auto(usage: Usage, model: &str) -> HistoryRewrite {
     HistoryRewrite::Compaction(pith_core::Compaction {

@@ -118,13 +118,8 @@ impl Pins {
         self.index_of(target).map(|index| &self.entries[index].0)
     }
 
-    /// Removes the pin `target` names (see [`Pins::find`]) and returns it.
-    pub fn remove(&mut self, target: &str) -> Option<Pin> {
-        let index = self.index_of(target)?;
-        Some(self.entries.remove(index).0)
-    }
-
-    /// Removes `pin` when it is pinned (a transcript's `remove` record).
+    /// Removes `pin` when it is pinned (`/unpin`, a transcript's `remove` record); false
+    /// when it was not.
     pub fn remove_pin(&mut self, pin: &Pin) -> bool {
         let before = self.entries.len();
         self.entries.retain(|(p, _)| p != pin);
@@ -397,8 +392,8 @@ mod tests {
             Some(&note("never touch the public API"))
         );
         assert_eq!(pins.find("3"), None);
-        assert_eq!(pins.remove("2"), Some(note("never touch the public API")));
-        assert_eq!(pins.remove("other.md"), None);
+        assert!(pins.remove_pin(&note("never touch the public API")));
+        assert!(!pins.remove_pin(&file("other.md")));
         assert_eq!(
             pins.iter().cloned().collect::<Vec<_>>(),
             vec![file("spec.md")]

@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use pith_core::context::floor::{summary_allowance, Floor, ReplacementPlan};
 use pith_core::context::ledger::RenderedLedger;
+use pith_core::context::pins::RenderedPins;
 use pith_core::context::{
     collapse, decide, held_by_ceiling, prune_old_tool_outputs, Action, Facts, GovernorNotice,
     PauseReason,
@@ -263,8 +264,10 @@ impl AgentLoop {
         tools: &[ToolDefinition],
     ) -> Result<CompactionPlan, Floor> {
         let mut last = Floor::default();
+        // The pins are the same in every plan (none shrinks them): read once.
+        let pins = self.render_pins();
         for plan in self.default_plan().fallbacks() {
-            let candidate = self.floor_of(plan, last_user_text, tools);
+            let candidate = self.floor_of(plan, &pins, last_user_text, tools);
             if candidate.floor.can_help(&self.context.budget) {
                 return Ok(candidate);
             }
@@ -277,6 +280,7 @@ impl AgentLoop {
     fn floor_of(
         &self,
         plan: ReplacementPlan,
+        pins: &RenderedPins,
         last_user_text: &str,
         tools: &[ToolDefinition],
     ) -> CompactionPlan {
@@ -286,7 +290,6 @@ impl AgentLoop {
         let scale = |tokens: usize| calibration.scale(tokens as u64);
         let ledger = self.render_ledger_for(&plan, true);
         let restored = self.restore_files_for(&plan);
-        let pins = self.render_pins();
         let empty = Message::user(replacement_text(ReplacementParts {
             summary: "",
             ledger: ledger.as_ref().map(|l| l.text.as_str()),
