@@ -14,8 +14,9 @@ use std::path::Path;
 
 use agent_client_protocol::v1::schema::{ContentBlock, EmbeddedResourceResource};
 use base64::Engine;
+use pith_core::ImageLimits;
 use pith_core::{Message, Part};
-use pith_tools::image::{self, ImageLimits};
+use pith_tools::image;
 
 /// The text of `blocks` alone (what a slash command is read from).
 pub fn text_of(blocks: &[ContentBlock], cwd: &Path) -> String {

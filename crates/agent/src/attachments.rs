@@ -6,8 +6,9 @@
 
 use std::path::Path;
 
+use pith_core::ImageLimits;
 use pith_core::{Message, Part};
-use pith_tools::image::{self, ImageLimits};
+use pith_tools::image;
 
 /// Extensions of the images `@path` attaches.
 const IMAGE_EXTENSIONS: [&str; 5] = ["png", "jpg", "jpeg", "gif", "webp"];

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use pith_core::context::ContextConfig;
 use pith_core::{SpendMeter, TokenCounter};
 use pith_providers::models::resolve::{resolve_model, ResolvedModel};
-use pith_providers::models::tables::{ModelTables, ProtocolKind};
+use pith_providers::models::tables::ModelTables;
 use pith_providers::models::window::apply_server_window_blocking;
 use pith_providers::tool_loop::enforced_output_cap;
 use pith_providers::tool_loop::spend::SpendGuard;
@@ -57,15 +57,7 @@ impl CompactionModel {
         let mut model = resolve_model(spec, tables, env).map_err(|error| invalid(&error))?;
         apply_server_window_blocking(&mut model).map_err(|error| invalid(&error))?;
         let reasoning = model.reasoning.and_then(ReasoningEffort::enabled);
-        let mut output_cap = model.output_cap;
-        let anthropic = model.kind == ProtocolKind::Anthropic
-            || (model.kind == ProtocolKind::Bedrock
-                && pith_providers::wire::bedrock::encode::is_anthropic(&model.model));
-        if let (Some(reasoning), true) = (reasoning, anthropic) {
-            // Thinking counts as output: pith's own cap must leave the budget room.
-            let room = pith_providers::wire::anthropic::DEFAULT_MAX_TOKENS;
-            output_cap = output_cap.max(reasoning.anthropic_budget().saturating_add(room));
-        }
+        let output_cap = model.output_cap_with(reasoning);
         Ok(Some(Self {
             input_budget: context.budget(model.context_window).input_budget,
             reasoning,

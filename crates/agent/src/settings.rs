@@ -13,13 +13,11 @@ use std::sync::Arc;
 
 use pith_core::context::ContextConfig;
 use pith_core::{
-    BpeCounter, Ceilings, ContextBudget, Encoding, ImageFormula, RequestEstimator, TokenCounter,
-    ToolRegistry,
+    BpeCounter, Ceilings, ContextBudget, Encoding, RequestEstimator, TokenCounter, ToolRegistry,
 };
 use pith_providers::models::builtin::default_model_spec;
 use pith_providers::models::project::{system_prompt_for, CutInstructions, InstructionBudget};
 use pith_providers::models::resolve::{resolve_model, ResolvedModel, WindowSource};
-use pith_providers::models::tables::ProtocolKind;
 use pith_providers::models::window::apply_server_window_blocking;
 use pith_providers::tool_loop::enforced_output_cap;
 use pith_providers::{AgentLoop, LedgerOptions, LoopOptions, LoopSetup, RepeatedCallLimits};
@@ -130,31 +128,10 @@ impl Settings {
             .reasoning
             .or(model.reasoning)
             .and_then(|r| r.enabled());
-        if reasoning.is_some() && model.kind == ProtocolKind::OpenAiChat {
-            notices.push(format!(
-                "note: reasoning settings are not sent to Chat Completions servers (`{}`): they disagree on the field; the model reasons as its server decides",
-                model.spec()
-            ));
+        if reasoning.is_some() {
+            notices.extend(model.capabilities().reasoning_not_sent);
         }
-        if reasoning.is_some()
-            && model.kind == ProtocolKind::Bedrock
-            && !pith_providers::wire::bedrock::encode::is_anthropic(&model.model)
-        {
-            notices.push(format!(
-                "note: on Bedrock, reasoning settings are sent to Claude models only (`{}` reasons as its provider decides)",
-                model.spec()
-            ));
-        }
-        let mut output_cap = model.output_cap;
-        let anthropic_thinking = model.kind == ProtocolKind::Anthropic
-            || (model.kind == ProtocolKind::Bedrock
-                && pith_providers::wire::bedrock::encode::is_anthropic(&model.model));
-        if let (Some(reasoning), true) = (reasoning, anthropic_thinking) {
-            // Thinking counts as output: pith's own cap must leave the budget room.
-            let budget = reasoning.anthropic_budget();
-            let answer_room = pith_providers::wire::anthropic::DEFAULT_MAX_TOKENS;
-            output_cap = output_cap.max(budget.saturating_add(answer_room));
-        }
+        let output_cap = model.output_cap_with(reasoning);
         let mut loop_options = LoopOptions {
             auto_compaction: !overrides.no_auto_compact && config.auto_compact.unwrap_or(true),
             max_requests_per_turn: overrides.max_turns,
@@ -241,46 +218,16 @@ impl Settings {
     /// formula for images. Its pre-tokenizer starts building on a background thread
     /// (once per process), off the way to the first request.
     pub fn counter(&self) -> BpeCounter {
-        let images = match self.model.kind {
-            ProtocolKind::Anthropic => ImageFormula::Anthropic,
-            ProtocolKind::Bedrock if self.bedrock_claude() => ImageFormula::Anthropic,
-            ProtocolKind::Bedrock => ImageFormula::Conservative,
-            ProtocolKind::OpenAiResponses => ImageFormula::OpenAiTiles,
-            // Compatible servers (OpenRouter, local) may run any model: the larger.
-            ProtocolKind::OpenAiChat if self.model.provider == "openai-chat" => {
-                ImageFormula::OpenAiTiles
-            }
-            ProtocolKind::OpenAiChat => ImageFormula::Conservative,
-            // Gemini's tiles (258 tokens per 768 px) are not modelled: the larger.
-            ProtocolKind::Gemini => ImageFormula::Conservative,
-        };
         BpeCounter::new(Encoding::O200kBase)
             .load_in_background()
-            .with_image_formula(images)
+            .with_image_formula(self.model.capabilities().image_formula)
     }
 
     /// What images `read` may return to this model: its provider's limits, or `None`
     /// when the model accepts no images (the catalog's `images`, or `[models."p/m"]
     /// images`).
-    pub fn image_limits(&self) -> Option<pith_tools::image::ImageLimits> {
-        use pith_tools::image::ImageLimits;
-        if !self.model.images {
-            return None;
-        }
-        Some(match self.model.kind {
-            ProtocolKind::Anthropic => ImageLimits::ANTHROPIC,
-            ProtocolKind::Bedrock if self.bedrock_claude() => ImageLimits::ANTHROPIC,
-            ProtocolKind::Bedrock => ImageLimits::COMPATIBLE,
-            ProtocolKind::OpenAiResponses => ImageLimits::OPENAI,
-            ProtocolKind::OpenAiChat if self.model.provider == "openai-chat" => ImageLimits::OPENAI,
-            ProtocolKind::OpenAiChat => ImageLimits::COMPATIBLE,
-            ProtocolKind::Gemini => ImageLimits::COMPATIBLE,
-        })
-    }
-
-    /// A Claude model on Bedrock (Anthropic's image formula and limits apply).
-    fn bedrock_claude(&self) -> bool {
-        pith_providers::wire::bedrock::encode::is_anthropic(&self.model.model)
+    pub fn image_limits(&self) -> Option<pith_core::ImageLimits> {
+        self.model.capabilities().image_limits
     }
 
     /// The tool loop for these settings in workspace `cwd` with `tools`.

@@ -44,6 +44,7 @@ pub use protocol::effect::{FileAction, FileEffect};
 pub use protocol::events::SubagentEvent;
 pub use protocol::events::{AutoCompaction, LoopEvent, RequestPurpose, RequestReport};
 pub use protocol::hooks::{HookEvent, HookOutcome, HookRun, LoopHooks, NoHooks};
+pub use protocol::image_limits::ImageLimits;
 pub use protocol::message::{Image, Message, Part, Reasoning, Role, ToolCall, ToolResult};
 pub use protocol::plan::{Plan, PlanStatus, PlanStep, PLAN_TOOL};
 pub use protocol::rewrite::{Carried, Compaction, CompactionTrigger, HistoryRewrite};

@@ -106,7 +106,7 @@ pub struct ToolsConfig {
     /// What images the model accepts: `read` returns PNG, JPEG, GIF and WebP files as
     /// images within these limits; `None` (the default) when the model takes no images,
     /// and `read` then refuses them in words.
-    pub images: Option<crate::image::ImageLimits>,
+    pub images: Option<pith_core::ImageLimits>,
 }
 
 /// The default [`ToolsConfig::bash_env_exclude`] patterns.
@@ -148,7 +148,7 @@ impl ToolsConfig {
     }
 
     /// Sets what images the model accepts (`None`: none).
-    pub fn with_images(mut self, images: Option<crate::image::ImageLimits>) -> Self {
+    pub fn with_images(mut self, images: Option<pith_core::ImageLimits>) -> Self {
         self.images = images;
         self
     }
@@ -243,7 +243,7 @@ pub struct ToolEnv {
     /// The `bash` sandbox.
     pub sandbox: Sandbox,
     /// What images the model accepts (`None`: none).
-    pub images: Option<crate::image::ImageLimits>,
+    pub images: Option<pith_core::ImageLimits>,
     /// Where text files are read and written instead of the disk (`None`: the disk).
     pub files: Option<Arc<dyn crate::files::TextFiles>>,
     /// Where `bash` runs commands instead of a child of pith (`None`: a child).

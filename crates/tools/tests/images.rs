@@ -7,7 +7,7 @@ mod common;
 use std::io::Cursor;
 
 use common::Fixture;
-use pith_tools::image::ImageLimits;
+use pith_core::ImageLimits;
 use pith_tools::{Limits, PermissionMode};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

@@ -6,6 +6,7 @@
 //! - inside a crate, files import each other in a circle;
 //! - a non-test source file is longer than 700 lines, or a thin front-end crate holds
 //!   more non-test lines than its limit (`size.rs`);
+//! - a crate above pith-providers names a wire protocol in non-test code (`trade.rs`);
 //! - README or the map's prose says something of the workspace's shape that is not so,
 //!   or a module claims to be "the only place" for an item that another file names
 //!   (`prose.rs`).
@@ -25,6 +26,7 @@ mod resolve;
 mod size;
 #[cfg(test)]
 mod tests;
+mod trade;
 
 use std::path::Path;
 
@@ -63,6 +65,9 @@ pub fn check(root: &Path) -> Result<Report> {
         report
             .problems
             .extend(size::problems(root, &krate.name, &modules.files)?);
+        report
+            .problems
+            .extend(trade::problems(root, &krate.name, &modules.files)?);
         report.edges += edges.len();
         let pairs: Vec<(usize, usize)> = edges.iter().map(|e| (e.from, e.to)).collect();
         for circle in cycles::cycles(modules.files.len(), &pairs) {

@@ -3,6 +3,7 @@
 //! rule about the context lives here (that is [`crate::context`]).
 //!
 //! - [`message`] — the provider-neutral message model every history is made of.
+//! - [`image_limits`] — what images a provider accepts.
 //! - [`effect`] — what a tool call did to files (the ledger's facts).
 //! - [`checkpoint`] — file states before and after a change (checkpoints and rewind), and
 //!   the change-tracker seam.
@@ -20,6 +21,7 @@ pub mod checkpoint;
 pub mod effect;
 pub mod events;
 pub mod hooks;
+pub mod image_limits;
 pub mod message;
 pub mod notice;
 pub mod plan;

@@ -8,6 +8,8 @@
 //! - [`builtin`]: the built-in providers, their key variables, the default model.
 //! - [`resolve`]: `provider/model` → a [`resolve::ResolvedModel`] ready to build its
 //!   adapter.
+//! - [`capabilities`]: what a resolved model can take (images, reasoning, thinking room);
+//!   pith-agent asks instead of matching protocols.
 //! - [`window`]: the window a server reports, applied to a resolved model; a `local`
 //!   server that does not answer.
 //! - [`probe`]: asking an OpenAI-compatible server for its context window.
@@ -16,6 +18,7 @@
 //! - [`project`]: the project's instruction files and the system prompt built from them.
 
 pub mod builtin;
+pub mod capabilities;
 pub mod catalog;
 pub mod error;
 pub mod probe;
