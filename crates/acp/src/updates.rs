@@ -24,7 +24,10 @@ use agent_client_protocol::v1::schema::{
 };
 use pith_agent::cost::Prices;
 use pith_core::events::MicroReason;
-use pith_core::{AutoCompaction, HookOutcome, HookRun, LoopEvent, SubagentEvent};
+use pith_core::rewrite::MicroCompaction;
+use pith_core::{
+    AutoCompaction, HookOutcome, HookRun, LoopEvent, SubagentEvent, ToolCall, ToolResult,
+};
 use pith_session::SessionSpend;
 use serde_json::{json, Value};
 
@@ -131,6 +134,82 @@ impl EventMapper {
         &self.running
     }
 
+    /// A tool call announced (nested under its parent call for a client without subagents).
+    fn tool_started(&mut self, call: &ToolCall, out: &mut Vec<SessionNotification>) {
+        let id = self.call_id(&call.id);
+        self.running.start(RunningCall {
+            session: self.session.clone(),
+            id: id.clone(),
+            tool: call.name.clone(),
+        });
+        let mut announced = tool_calls::started(&id, call, &self.cwd, true);
+        if let Some(nesting) = &self.nested {
+            announced.title = format!("[{}] {}", nesting.agent, announced.title);
+            announced.meta = Some(pith_meta(json!({"parentToolCallId": nesting.parent_call})));
+        }
+        self.push(out, SessionUpdate::ToolCall(announced));
+    }
+
+    /// A tool call's result, and a subagent's end with its spend.
+    fn tool_finished(
+        &mut self,
+        call: &ToolCall,
+        result: &ToolResult,
+        out: &mut Vec<SessionNotification>,
+    ) {
+        let id = self.call_id(&call.id);
+        self.running.finish(&id);
+        let terminal = self.running.take_terminal(&id);
+        self.push(
+            out,
+            SessionUpdate::ToolCallUpdate(tool_calls::finished(&id, result, terminal)),
+        );
+        if let Some(child) = &result.child_session {
+            self.spent.add(&child.model, child.usage);
+            self.child_finished(&child.session_id, result.is_error, out);
+        }
+    }
+
+    /// A micro-compaction or an overflow fitting: a completed compaction update (or a
+    /// notice) and the new usage.
+    fn micro_compaction(&mut self, step: &MicroCompaction, out: &mut Vec<SessionNotification>) {
+        let (trigger, text) = match step.reason {
+            MicroReason::Prune => (
+                "micro",
+                format!(
+                    "Old tool outputs cleared ({} → {} tokens)",
+                    step.tokens_before, step.tokens_after
+                ),
+            ),
+            MicroReason::Overflow => (
+                "overflow",
+                format!(
+                    "The request was fitted to the context window ({} → {} tokens)",
+                    step.tokens_before, step.tokens_after
+                ),
+            ),
+        };
+        if self.view.compaction {
+            let id = self.next_compaction_id(trigger);
+            let update =
+                CompactionUpdate::new(id, CompactionStatus::Completed).meta(pith_meta(json!({
+                    "trigger": trigger,
+                    "tokensBefore": step.tokens_before,
+                    "tokensAfter": step.tokens_after,
+                    "durationMs": step.duration_ms,
+                })));
+            self.push(out, SessionUpdate::CompactionUpdate(update));
+        } else {
+            self.notice(out, NoticeSeverity::Info, text);
+        }
+        if self.is_top() {
+            self.push(
+                out,
+                SessionUpdate::UsageUpdate(self.usage_update(step.tokens_after)),
+            );
+        }
+    }
+
     /// The notifications for `event`, in order.
     pub fn map(&mut self, event: &LoopEvent) -> Vec<SessionNotification> {
         let mut out = Vec::new();
@@ -146,34 +225,8 @@ impl EventMapper {
             LoopEvent::ReasoningDelta(text) if self.nested.is_none() && !text.is_empty() => {
                 self.push(out, SessionUpdate::AgentThoughtChunk(chunk(text)));
             }
-            LoopEvent::ToolCallStarted(call) => {
-                let id = self.call_id(&call.id);
-                self.running.start(RunningCall {
-                    session: self.session.clone(),
-                    id: id.clone(),
-                    tool: call.name.clone(),
-                });
-                let mut announced = tool_calls::started(&id, call, &self.cwd, true);
-                if let Some(nesting) = &self.nested {
-                    announced.title = format!("[{}] {}", nesting.agent, announced.title);
-                    announced.meta =
-                        Some(pith_meta(json!({"parentToolCallId": nesting.parent_call})));
-                }
-                self.push(out, SessionUpdate::ToolCall(announced));
-            }
-            LoopEvent::ToolCallFinished { call, result } => {
-                let id = self.call_id(&call.id);
-                self.running.finish(&id);
-                let terminal = self.running.take_terminal(&id);
-                self.push(
-                    out,
-                    SessionUpdate::ToolCallUpdate(tool_calls::finished(&id, result, terminal)),
-                );
-                if let Some(child) = &result.child_session {
-                    self.spent.add(&child.model, child.usage);
-                    self.child_finished(&child.session_id, result.is_error, out);
-                }
-            }
+            LoopEvent::ToolCallStarted(call) => self.tool_started(call, out),
+            LoopEvent::ToolCallFinished { call, result } => self.tool_finished(call, result, out),
             // A compaction model's summary is charged at its own prices.
             LoopEvent::RequestFinished(report) => {
                 let model = report
@@ -189,44 +242,7 @@ impl EventMapper {
                 }
             }
             LoopEvent::AutoCompaction(lifecycle) => self.auto_compaction(lifecycle, out),
-            LoopEvent::MicroCompaction(step) => {
-                let (trigger, text) = match step.reason {
-                    MicroReason::Prune => (
-                        "micro",
-                        format!(
-                            "Old tool outputs cleared ({} → {} tokens)",
-                            step.tokens_before, step.tokens_after
-                        ),
-                    ),
-                    MicroReason::Overflow => (
-                        "overflow",
-                        format!(
-                            "The request was fitted to the context window ({} → {} tokens)",
-                            step.tokens_before, step.tokens_after
-                        ),
-                    ),
-                };
-                if self.view.compaction {
-                    let id = self.next_compaction_id(trigger);
-                    let update = CompactionUpdate::new(id, CompactionStatus::Completed).meta(
-                        pith_meta(json!({
-                            "trigger": trigger,
-                            "tokensBefore": step.tokens_before,
-                            "tokensAfter": step.tokens_after,
-                            "durationMs": step.duration_ms,
-                        })),
-                    );
-                    self.push(out, SessionUpdate::CompactionUpdate(update));
-                } else {
-                    self.notice(out, NoticeSeverity::Info, text);
-                }
-                if self.is_top() {
-                    self.push(
-                        out,
-                        SessionUpdate::UsageUpdate(self.usage_update(step.tokens_after)),
-                    );
-                }
-            }
+            LoopEvent::MicroCompaction(step) => self.micro_compaction(step, out),
             LoopEvent::Retrying {
                 attempt,
                 delay_ms,
@@ -392,29 +408,7 @@ impl EventMapper {
                 tokens_before,
                 background,
                 ..
-            } => {
-                let id = self.next_compaction_id("auto");
-                self.compaction = Some(id.clone());
-                if self.view.compaction {
-                    let update = CompactionUpdate::new(id, CompactionStatus::InProgress).meta(
-                        pith_meta(json!({"trigger": "auto", "tokensBefore": tokens_before,
-                                         "background": background})),
-                    );
-                    self.push(out, SessionUpdate::CompactionUpdate(update));
-                } else if *background {
-                    self.notice(
-                        out,
-                        NoticeSeverity::Info,
-                        format!("Preparing a summary in the background ({tokens_before} tokens); the turn goes on…"),
-                    );
-                } else {
-                    self.notice(
-                        out,
-                        NoticeSeverity::Info,
-                        format!("Compacting the context automatically ({tokens_before} tokens)…"),
-                    );
-                }
-            }
+            } => self.compaction_started(*tokens_before, *background, out),
             AutoCompaction::Applied {
                 summary,
                 tokens_before,
@@ -478,26 +472,59 @@ impl EventMapper {
                 format!("The summary prepared in the background was not used: {reason}"),
                 out,
             ),
-            AutoCompaction::Failed { reason } => {
-                let id = self
-                    .compaction
-                    .take()
-                    .unwrap_or_else(|| self.next_compaction_id("auto"));
-                if self.view.compaction {
-                    let update = CompactionUpdate::new(id, CompactionStatus::Failed)
-                        .error(reason.clone())
-                        .meta(pith_meta(json!({"trigger": "auto"})));
-                    self.push(out, SessionUpdate::CompactionUpdate(update));
-                } else {
-                    self.notice(
-                        out,
-                        NoticeSeverity::Warning,
-                        format!(
-                            "Automatic compaction failed: {reason}; the turn goes on with the full history"
-                        ),
-                    );
-                }
-            }
+            AutoCompaction::Failed { reason } => self.compaction_failed(reason, out),
+        }
+    }
+
+    /// An automatic compaction started (or a summary started in the background).
+    fn compaction_started(
+        &mut self,
+        tokens_before: u64,
+        background: bool,
+        out: &mut Vec<SessionNotification>,
+    ) {
+        let id = self.next_compaction_id("auto");
+        self.compaction = Some(id.clone());
+        if self.view.compaction {
+            let update = CompactionUpdate::new(id, CompactionStatus::InProgress).meta(pith_meta(
+                json!({"trigger": "auto", "tokensBefore": tokens_before,
+                                 "background": background}),
+            ));
+            self.push(out, SessionUpdate::CompactionUpdate(update));
+        } else if background {
+            self.notice(
+                out,
+                NoticeSeverity::Info,
+                format!("Preparing a summary in the background ({tokens_before} tokens); the turn goes on…"),
+            );
+        } else {
+            self.notice(
+                out,
+                NoticeSeverity::Info,
+                format!("Compacting the context automatically ({tokens_before} tokens)…"),
+            );
+        }
+    }
+
+    /// An automatic compaction failed; the turn goes on.
+    fn compaction_failed(&mut self, reason: &str, out: &mut Vec<SessionNotification>) {
+        let id = self
+            .compaction
+            .take()
+            .unwrap_or_else(|| self.next_compaction_id("auto"));
+        if self.view.compaction {
+            let update = CompactionUpdate::new(id, CompactionStatus::Failed)
+                .error(reason.to_owned())
+                .meta(pith_meta(json!({"trigger": "auto"})));
+            self.push(out, SessionUpdate::CompactionUpdate(update));
+        } else {
+            self.notice(
+                out,
+                NoticeSeverity::Warning,
+                format!(
+                    "Automatic compaction failed: {reason}; the turn goes on with the full history"
+                ),
+            );
         }
     }
 

@@ -68,6 +68,46 @@ pub struct Settings {
     pub compaction_model: Option<CompactionModel>,
 }
 
+/// The approval mode: `--approval`, else `approval` in the config, else ask.
+fn approval(overrides: &Overrides, config: &Config) -> Result<PermissionMode, ConfigError> {
+    match (overrides.approval, &config.approval) {
+        (Some(mode), _) => Ok(mode),
+        (None, Some(name)) => name.parse().map_err(|error| ConfigError::Invalid {
+            path: "approval".into(),
+            message: format!("{error}"),
+        }),
+        (None, None) => Ok(PermissionMode::Ask),
+    }
+}
+
+/// The sandbox: `--sandbox` or the config's mode, the user's directories, the network
+/// and the config's extra paths.
+fn sandbox(
+    overrides: &Overrides,
+    config: &Config,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<SandboxConfig, ConfigError> {
+    let mode = match (overrides.sandbox, &config.sandbox) {
+        (Some(mode), _) => Some(mode),
+        (None, Some(name)) => {
+            Some(
+                name.parse::<SandboxMode>()
+                    .map_err(|error| ConfigError::Invalid {
+                        path: "sandbox".into(),
+                        message: error.to_string(),
+                    })?,
+            )
+        }
+        (None, None) => None,
+    };
+    Ok(SandboxConfig::default()
+        .with_user_dirs(UserDirs::from_vars(|name| env(name).map(Into::into)))
+        .with_mode(mode)
+        .with_network(overrides.allow_network || config.allow_network.unwrap_or(false))
+        .with_extra_deny(config.sandbox_deny.clone())
+        .with_extra_writable(config.sandbox_writable.clone()))
+}
+
 impl Settings {
     /// Resolves `overrides` against `config` and `env`. `recorded_model` is the
     /// `provider/model` a resumed session was recorded with: used when no model was asked
@@ -97,33 +137,8 @@ impl Settings {
         }
         let context = config.context_config()?;
         let budget = context.budget(window);
-        let approval = match (overrides.approval, &config.approval) {
-            (Some(mode), _) => mode,
-            (None, Some(name)) => name.parse().map_err(|error| ConfigError::Invalid {
-                path: "approval".into(),
-                message: format!("{error}"),
-            })?,
-            (None, None) => PermissionMode::Ask,
-        };
-        let sandbox_mode = match (overrides.sandbox, &config.sandbox) {
-            (Some(mode), _) => Some(mode),
-            (None, Some(name)) => {
-                Some(
-                    name.parse::<SandboxMode>()
-                        .map_err(|error| ConfigError::Invalid {
-                            path: "sandbox".into(),
-                            message: error.to_string(),
-                        })?,
-                )
-            }
-            (None, None) => None,
-        };
-        let sandbox = SandboxConfig::default()
-            .with_user_dirs(UserDirs::from_vars(|name| env(name).map(Into::into)))
-            .with_mode(sandbox_mode)
-            .with_network(overrides.allow_network || config.allow_network.unwrap_or(false))
-            .with_extra_deny(config.sandbox_deny.clone())
-            .with_extra_writable(config.sandbox_writable.clone());
+        let approval = approval(overrides, config)?;
+        let sandbox = sandbox(overrides, config, env)?;
         let reasoning = overrides
             .reasoning
             .or(model.reasoning)

@@ -94,18 +94,51 @@ impl LoopFactory {
             ledger,
             pins,
         } = parts;
-        let Self {
-            workspace,
-            frontend,
-            delegation,
-            meter,
-            hooks_config,
-            checkpoints,
-        } = self;
-        let cwd = workspace.cwd();
         session.set_max_record_bytes(settings.max_record_bytes);
+        let tools = self.toolset(settings, session)?;
+        let registry = self.registry(&tools, settings, overrides, session);
+        let mut agent = settings
+            .build_loop(self.workspace.cwd(), registry)
+            .map_err(ConversationError::usage)?;
+        if settings.model.takes_prompt_cache_key() {
+            agent.options_mut().prompt_cache.key = Some(session.id().to_owned());
+        }
+        agent.set_history(history);
+        agent.set_ledger(ledger);
+        agent.set_pins(pins);
+        let guard =
+            crate::ceilings::spend_guard(&self.meter, settings, Arc::clone(agent.counter()))
+                .map_err(ConversationError::usage)?;
+        agent.set_spend_guard(guard);
+        if let Some(summaries) = &settings.compaction_model {
+            let summary_model = summaries
+                .summary_model(&self.meter, Arc::clone(agent.counter()))
+                .map_err(ConversationError::usage)?;
+            agent.set_summary_model(Some(summary_model));
+        }
+        agent.set_file_probe(tools.disk_probe());
+        let (hooks, loop_hooks) = self.hooks(settings, session);
+        agent.set_hooks(loop_hooks);
+        agent.set_repeat_gate(Arc::new(crate::repeat_gate::AskToGoOn::new(
+            self.frontend.approver.clone(),
+        )));
+        Ok(BuiltLoop {
+            agent,
+            toolset: tools,
+            hooks,
+        })
+    }
+
+    /// The built-in tools in the workspace, with the front-end's approver, buffers,
+    /// terminal and change tracker.
+    fn toolset(
+        &self,
+        settings: &Settings,
+        session: &Session,
+    ) -> Result<Toolset, ConversationError> {
+        let frontend = &self.frontend;
         let spill_dir = session.spill_dir().map_err(ConversationError::failure)?;
-        let mut tools = ToolsConfig::new(cwd, spill_dir)
+        let mut tools = ToolsConfig::new(self.workspace.cwd(), spill_dir)
             .with_mode(settings.approval)
             .with_sandbox(settings.sandbox.clone())
             .with_images(settings.image_limits());
@@ -122,7 +155,19 @@ impl LoopFactory {
             tools = tools.with_changes(changes.clone());
         }
         tools.squash = settings.context.squash.clone();
-        let tools = Toolset::new(tools).map_err(ConversationError::usage)?;
+        Toolset::new(tools).map_err(ConversationError::usage)
+    }
+
+    /// The loop's registry: every tool, or a child's agent's own; and the `task` tool
+    /// below the depth limit (a stand-in that explains the limit above it).
+    fn registry(
+        &self,
+        tools: &Toolset,
+        settings: &Settings,
+        overrides: &Overrides,
+        session: &Session,
+    ) -> ToolRegistry {
+        let delegation = &self.delegation;
         let registry = match &delegation.child {
             None => tools.registry(),
             Some(child) => {
@@ -141,9 +186,9 @@ impl LoopFactory {
         if depth < delegation.limits.max_depth {
             let launcher = ChildLauncher {
                 runner: Arc::clone(&delegation.runner),
-                workspace: workspace.clone(),
+                workspace: self.workspace.clone(),
                 overrides: overrides.clone(),
-                frontend: frontend.clone(),
+                frontend: self.frontend.clone(),
                 parent_model: settings.model.spec(),
                 permissions: tools.permissions(),
                 capture: tools.env().capture.clone(),
@@ -151,7 +196,7 @@ impl LoopFactory {
                 limits: delegation.limits,
                 depth: depth + 1,
                 parent_session: session.id().to_owned(),
-                meter: Arc::clone(meter),
+                meter: Arc::clone(&self.meter),
                 slots: Arc::new(tokio::sync::Semaphore::new(delegation.limits.max_parallel)),
                 questions: Arc::default(),
             };
@@ -161,52 +206,35 @@ impl LoopFactory {
                 max_depth: delegation.limits.max_depth,
             }));
         }
-        let mut agent = settings
-            .build_loop(cwd, registry)
-            .map_err(ConversationError::usage)?;
-        if settings.model.takes_prompt_cache_key() {
-            agent.options_mut().prompt_cache.key = Some(session.id().to_owned());
-        }
-        agent.set_history(history);
-        agent.set_ledger(ledger);
-        agent.set_pins(pins);
-        let guard = crate::ceilings::spend_guard(meter, settings, Arc::clone(agent.counter()))
-            .map_err(ConversationError::usage)?;
-        agent.set_spend_guard(guard);
-        if let Some(summaries) = &settings.compaction_model {
-            let summary_model = summaries
-                .summary_model(meter, Arc::clone(agent.counter()))
-                .map_err(ConversationError::usage)?;
-            agent.set_summary_model(Some(summary_model));
-        }
-        agent.set_file_probe(tools.disk_probe());
+        registry
+    }
+
+    /// The session's hooks, and what the loop calls: them, behind the checkpoints when
+    /// they are on.
+    fn hooks(
+        &self,
+        settings: &Settings,
+        session: &Session,
+    ) -> (Arc<Hooks>, Arc<dyn pith_core::LoopHooks>) {
         let hooks = Arc::new(
             Hooks::new(
-                Arc::clone(hooks_config),
+                Arc::clone(&self.hooks_config),
                 SessionInfo {
                     session_id: session.id().to_owned(),
                     transcript_path: session.transcript_path().to_path_buf(),
-                    cwd: cwd.to_path_buf(),
+                    cwd: self.workspace.cwd().to_path_buf(),
                 },
                 settings.context.squash.clone(),
             )
-            .with_approver(frontend.approver.clone()),
+            .with_approver(self.frontend.approver.clone()),
         );
-        let loop_hooks: Arc<dyn pith_core::LoopHooks> = match checkpoints {
+        let loop_hooks: Arc<dyn pith_core::LoopHooks> = match &self.checkpoints {
             Some(checkpoints) => Arc::new(CheckpointHooks {
                 inner: hooks.clone(),
                 checkpoints: Arc::clone(checkpoints),
             }),
             None => hooks.clone(),
         };
-        agent.set_hooks(loop_hooks);
-        agent.set_repeat_gate(Arc::new(crate::repeat_gate::AskToGoOn::new(
-            frontend.approver.clone(),
-        )));
-        Ok(BuiltLoop {
-            agent,
-            toolset: tools,
-            hooks,
-        })
+        (hooks, loop_hooks)
     }
 }

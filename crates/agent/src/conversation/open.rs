@@ -14,10 +14,9 @@ use pith_session::{NewSession, Record, Session, SessionStore};
 use tokio_util::sync::CancellationToken;
 
 use crate::checkpoints::Checkpoints;
-use crate::config::Config;
 use crate::conversation::factory::{Delegation, LoopFactory, LoopParts};
 use crate::conversation::state::Conversation;
-use crate::env::{Env, Frontend};
+use crate::env::Frontend;
 use crate::error::ConversationError;
 use crate::overrides::{Overrides, SessionChoice};
 use crate::recording::CompactionTotals;
@@ -82,72 +81,22 @@ impl Conversation {
         child: Option<ChildSpec>,
     ) -> Result<Opened<Conversation>, ConversationError> {
         let cwd = workspace.cwd().to_path_buf();
-        let config = workspace.config();
         let store =
             SessionStore::from_lookup(frontend.env.as_ref()).map_err(ConversationError::usage)?;
         let mut notices = Vec::new();
-        let servers = match child {
-            // Children get no MCP servers: each would start its own.
-            Some(_) => crate::mcp::McpServers {
-                servers: Vec::new(),
-                notices: Vec::new(),
-            },
-            None => {
-                let mut servers = crate::mcp::configured_servers(
-                    &workspace,
-                    &frontend.env,
-                    overrides.trust_project,
-                )?;
-                crate::mcp::add_extra(&mut servers, &overrides.extra_mcp_servers);
-                servers
-            }
-        };
+        let servers = mcp_servers(&workspace, &frontend, &overrides, child.is_some())?;
         notices.extend(servers.notices);
-        let configured_agents = crate::subagents::catalog::configured_agents(
-            &cwd,
-            &frontend.env,
-            overrides.trust_project,
-        )?;
-        if child.is_none() {
-            notices.extend(configured_agents.notices);
-        }
-        let delegation = Delegation {
-            runner: Arc::new(ChildConversations),
-            agents: configured_agents.agents,
-            limits: SubagentLimits::from_table(&config.agents)
-                .map_err(|e| ConversationError::usage(format!("invalid configuration: {e}")))?,
-            child,
-        };
+        let delegation = delegation(&workspace, &frontend, &overrides, child, &mut notices)?;
         let configured =
             crate::hooks::configured_hooks(&workspace, &frontend.env, overrides.trust_project)?;
         notices.extend(configured.notices);
         let hooks_config = Arc::new(configured.config);
-        let query = match &overrides.session {
-            SessionChoice::New => None,
-            SessionChoice::Resume(query) => Some(query.clone()),
-            SessionChoice::Fork(query) => Some(
-                store
-                    .fork(query)
-                    .map_err(ConversationError::session)?
-                    .id()
-                    .to_owned(),
-            ),
-            SessionChoice::ForkAt { query, turn } => Some(fork_at_turn(&store, query, *turn)?),
-            SessionChoice::Latest => {
-                let latest = store
-                    .latest_session_id(&cwd)
-                    .map_err(ConversationError::session)?;
-                if latest.is_none() {
-                    notices.push("No earlier session in this project; starting a new one.".into());
-                }
-                latest
-            }
-        };
-        let resumed = match query {
-            Some(query) => Some(store.resume(&query).map_err(ConversationError::session)?),
-            None => None,
-        };
+        let resumed = session_query(&store, &cwd, &overrides.session, &mut notices)?
+            .map(|query| store.resume(&query))
+            .transpose()
+            .map_err(ConversationError::session)?;
         let recorded = resumed.as_ref().and_then(|r| r.recorded_model.as_deref());
+        let config = workspace.config();
         let settings = Settings::resolve(&overrides, recorded, config, frontend.env.as_ref())
             .map_err(ConversationError::usage)?;
         notices.extend(settings.notices.iter().cloned());
@@ -156,61 +105,19 @@ impl Conversation {
             Some(child) => Arc::clone(&child.meter),
             None => Arc::new(SpendMeter::new(settings.ceilings)),
         };
-        let (mut session, history, records, unused) = match resumed {
-            Some(resumed) => {
-                notices.extend(resumed.warnings.iter().map(|w| format!("warning: {w}")));
-                (
-                    resumed.session,
-                    resumed.history,
-                    Some(resumed.records),
-                    false,
-                )
-            }
-            None => (
-                create_session(
-                    &store,
-                    &cwd,
-                    &settings,
-                    delegation.child.as_ref().map(|c| c.parent_session.as_str()),
-                )?,
-                Vec::new(),
-                None,
-                true,
-            ),
-        };
-        let ledger = match &records {
-            Some(records) => crate::ledger::rebuild(&cwd, records),
-            None => crate::ledger::fresh(&cwd),
-        };
-        let pins = records
-            .as_deref()
-            .map(pith_session::pins_on_line)
-            .unwrap_or_default();
+        let parent = delegation.child.as_ref().map(|c| c.parent_session.as_str());
+        let (mut session, history, records) =
+            session_of(resumed, &store, &cwd, &settings, parent, &mut notices)?;
+        let unused = records.is_none();
+        let (ledger, pins) = ledger_and_pins(&cwd, records.as_deref());
         let source = if records.is_some() {
             SessionSource::Resume
         } else {
             SessionSource::New
         };
-        // Checkpoints (a top-level conversation's): started here, the first snapshot
-        // runs in the background; bash's file effects come from its tracker.
-        let checkpoints = match &delegation.child {
-            Some(_) => None,
-            None => {
-                let data_dir = store.root().parent().unwrap_or(store.root());
-                Checkpoints::start(&cwd, data_dir, &workspace.config().checkpoints).unwrap_or_else(
-                    |notice| {
-                        notices.push(notice);
-                        None
-                    },
-                )
-            }
-        };
-        let frontend = match &checkpoints {
-            Some(checkpoints) => Frontend {
-                changes: Some(checkpoints.feed()),
-                ..frontend
-            },
-            None => frontend,
+        let (checkpoints, frontend) = match &delegation.child {
+            Some(_) => (None, frontend),
+            None => start_checkpoints(&store, &workspace, frontend, &mut notices),
         };
         let factory = LoopFactory {
             workspace,
@@ -228,19 +135,14 @@ impl Conversation {
             ledger,
             pins,
         })?;
-        let telemetry = match &factory.delegation.child {
-            Some(_) => None,
-            None => start_telemetry(
-                factory.workspace.config(),
-                &factory.frontend.env,
-                session.id(),
-                &mut notices,
-            )?,
+        let is_child = factory.delegation.child.is_some();
+        let telemetry = match is_child {
+            true => None,
+            false => start_telemetry(&factory, session.id(), &mut notices)?,
         };
         let mcp = crate::mcp::start(servers.servers, &factory.frontend.env, &cwd);
         let (_, cut) = settings.system_prompt(&cwd);
         let instructions_warned = cut.iter().map(|c| c.name.clone()).collect();
-        let is_child = factory.delegation.child.is_some();
         if !is_child {
             notices.extend(settings.instruction_warnings(&cut));
         }
@@ -275,6 +177,156 @@ impl Conversation {
     }
 }
 
+/// What a conversation may delegate to: the configured agents (their notices for a
+/// top-level conversation only), the limits, and `child` when it is itself a subagent.
+fn delegation(
+    workspace: &Workspace,
+    frontend: &Frontend,
+    overrides: &Overrides,
+    child: Option<ChildSpec>,
+    notices: &mut Vec<String>,
+) -> Result<Delegation, ConversationError> {
+    let configured = crate::subagents::catalog::configured_agents(
+        workspace.cwd(),
+        &frontend.env,
+        overrides.trust_project,
+    )?;
+    if child.is_none() {
+        notices.extend(configured.notices);
+    }
+    Ok(Delegation {
+        runner: Arc::new(ChildConversations),
+        agents: configured.agents,
+        limits: SubagentLimits::from_table(&workspace.config().agents)
+            .map_err(|e| ConversationError::usage(format!("invalid configuration: {e}")))?,
+        child,
+    })
+}
+
+/// A conversation's session, its history, and its records when it was resumed.
+type SessionOf = (Session, Vec<pith_core::Message>, Option<Vec<Record>>);
+
+/// The session a conversation records to, its history and its records: the resumed
+/// one (its warnings become notices), else a new one.
+fn session_of(
+    resumed: Option<pith_session::Resumed>,
+    store: &SessionStore,
+    cwd: &Path,
+    settings: &Settings,
+    parent: Option<&str>,
+    notices: &mut Vec<String>,
+) -> Result<SessionOf, ConversationError> {
+    Ok(match resumed {
+        Some(resumed) => {
+            notices.extend(resumed.warnings.iter().map(|w| format!("warning: {w}")));
+            (resumed.session, resumed.history, Some(resumed.records))
+        }
+        None => (
+            create_session(store, cwd, settings, parent)?,
+            Vec::new(),
+            None,
+        ),
+    })
+}
+
+/// The ledger and the pins a conversation starts with: rebuilt from a resumed session's
+/// records, fresh for a new one.
+fn ledger_and_pins(
+    cwd: &Path,
+    records: Option<&[Record]>,
+) -> (
+    pith_core::context::ledger::Ledger,
+    pith_core::context::pins::Pins,
+) {
+    match records {
+        Some(records) => (
+            crate::ledger::rebuild(cwd, records),
+            pith_session::pins_on_line(records),
+        ),
+        None => (crate::ledger::fresh(cwd), Default::default()),
+    }
+}
+
+/// The MCP servers a conversation gets: the configured ones and the front-end's extra
+/// ones; none for a child (each would start its own).
+fn mcp_servers(
+    workspace: &Workspace,
+    frontend: &Frontend,
+    overrides: &Overrides,
+    is_child: bool,
+) -> Result<crate::mcp::McpServers, ConversationError> {
+    if is_child {
+        return Ok(crate::mcp::McpServers {
+            servers: Vec::new(),
+            notices: Vec::new(),
+        });
+    }
+    let mut servers =
+        crate::mcp::configured_servers(workspace, &frontend.env, overrides.trust_project)?;
+    crate::mcp::add_extra(&mut servers, &overrides.extra_mcp_servers);
+    Ok(servers)
+}
+
+/// The recorded session `choice` names, after a fork when it asks for one; `None` for a
+/// new session (also when `--continue` finds none, with a notice).
+fn session_query(
+    store: &SessionStore,
+    cwd: &Path,
+    choice: &SessionChoice,
+    notices: &mut Vec<String>,
+) -> Result<Option<String>, ConversationError> {
+    Ok(match choice {
+        SessionChoice::New => None,
+        SessionChoice::Resume(query) => Some(query.clone()),
+        SessionChoice::Fork(query) => Some(
+            store
+                .fork(query)
+                .map_err(ConversationError::session)?
+                .id()
+                .to_owned(),
+        ),
+        SessionChoice::ForkAt { query, turn } => Some(fork_at_turn(store, query, *turn)?),
+        SessionChoice::Latest => {
+            let latest = store
+                .latest_session_id(cwd)
+                .map_err(ConversationError::session)?;
+            if latest.is_none() {
+                notices.push("No earlier session in this project; starting a new one.".into());
+            }
+            latest
+        }
+    })
+}
+
+/// A top-level conversation's checkpoints, started here (the first snapshot runs in the
+/// background), and the front-end whose change feed is their tracker: bash's file
+/// effects come from it. `None`, with a notice, when they cannot start (or `None` when
+/// they are off), and the front-end as it was.
+fn start_checkpoints(
+    store: &SessionStore,
+    workspace: &Workspace,
+    frontend: Frontend,
+    notices: &mut Vec<String>,
+) -> (Option<Arc<Checkpoints>>, Frontend) {
+    let data_dir = store.root().parent().unwrap_or(store.root());
+    let checkpoints =
+        Checkpoints::start(workspace.cwd(), data_dir, &workspace.config().checkpoints)
+            .unwrap_or_else(|notice| {
+                notices.push(notice);
+                None
+            });
+    match checkpoints {
+        Some(checkpoints) => {
+            let frontend = Frontend {
+                changes: Some(checkpoints.feed()),
+                ..frontend
+            };
+            (Some(checkpoints), frontend)
+        }
+        None => (None, frontend),
+    }
+}
+
 /// Forks the session `query` from just before its turn `turn` (1-based, on its current
 /// line): the new session's id.
 fn fork_at_turn(store: &SessionStore, query: &str, turn: u64) -> Result<String, ConversationError> {
@@ -297,11 +349,12 @@ fn fork_at_turn(store: &SessionStore, query: &str, turn: u64) -> Result<String, 
 /// Telemetry, when `[telemetry]` or the `OTEL_*` variables configure it. A telemetry that
 /// cannot start is a notice, never a failure of the conversation.
 fn start_telemetry(
-    config: &Config,
-    env: &Env,
+    factory: &LoopFactory,
     session_id: &str,
     notices: &mut Vec<String>,
 ) -> Result<Option<Arc<Telemetry>>, ConversationError> {
+    let config = factory.workspace.config();
+    let env = &factory.frontend.env;
     if config.project_telemetry_ignored {
         notices.push(
             "the project's [telemetry] is ignored: telemetry is configured in your own config.toml or the OTEL_* variables"

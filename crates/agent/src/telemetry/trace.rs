@@ -24,7 +24,7 @@ use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, KeyValue};
 use pith_core::{
     usage_cost, AutoCompaction, EventSink, HookOutcome, HookRun, LoopEvent, Pricing,
-    RequestPurpose, RequestReport,
+    RequestPurpose, RequestReport, ToolCall, ToolResult,
 };
 
 use crate::telemetry::export::Telemetry;
@@ -199,127 +199,9 @@ impl<'a> TurnTrace<'a> {
     fn observe(&mut self, key: &str, event: &LoopEvent) {
         match event {
             LoopEvent::RequestFinished(report) => self.request(key, report),
-            LoopEvent::ToolCallStarted(call) => {
-                let mut attributes = vec![
-                    KeyValue::new("gen_ai.operation.name", "execute_tool"),
-                    KeyValue::new("gen_ai.tool.name", call.name.clone()),
-                    KeyValue::new("gen_ai.tool.call.id", call.id.clone()),
-                ];
-                if self.telemetry.include_content {
-                    attributes.push(KeyValue::new(
-                        "gen_ai.tool.call.arguments",
-                        self.telemetry.clean(&call.arguments.to_string()),
-                    ));
-                }
-                let parent = self.scope(key).cx.clone();
-                let cx = self.child_span(
-                    &parent,
-                    format!("execute_tool {}", call.name),
-                    Self::now(),
-                    attributes,
-                );
-                self.scope(key).tools.insert(call.id.clone(), cx);
-            }
-            LoopEvent::ToolCallFinished { call, result } => {
-                let child_key = format!("{key}/{}", call.id);
-                if let Some(child) = self.scopes.remove(&child_key) {
-                    end_scope(child, "");
-                }
-                let Some(cx) = self.scope(key).tools.remove(&call.id) else {
-                    return;
-                };
-                let span = cx.span();
-                span.set_attributes([
-                    KeyValue::new("pith.tool.is_error", result.is_error),
-                    KeyValue::new(
-                        "pith.tool.output_bytes",
-                        to_i64(result.content.len() as u64),
-                    ),
-                ]);
-                if let Some(child) = &result.child_session {
-                    span.set_attribute(KeyValue::new(
-                        "pith.subagent.session_id",
-                        child.session_id.clone(),
-                    ));
-                }
-                if self.telemetry.include_content {
-                    span.set_attribute(KeyValue::new(
-                        "gen_ai.tool.call.result",
-                        self.telemetry.clean(&result.content),
-                    ));
-                }
-                if result.is_error {
-                    span.set_status(Status::error("the tool reported an error"));
-                }
-                span.end();
-            }
-            LoopEvent::AutoCompaction(AutoCompaction::Started {
-                tokens_before,
-                background,
-                ..
-            }) => {
-                let parent = self.scope(key).cx.clone();
-                let cx = self.child_span(
-                    &parent,
-                    "compaction auto".into(),
-                    Self::now(),
-                    vec![
-                        KeyValue::new("pith.compaction.trigger", "auto"),
-                        KeyValue::new("pith.compaction.tokens_before", to_i64(*tokens_before)),
-                        KeyValue::new("pith.compaction.background", *background),
-                    ],
-                );
-                self.scope(key).compaction = Some(cx);
-            }
-            LoopEvent::AutoCompaction(AutoCompaction::Applied {
-                tokens_before,
-                tokens_after,
-                ledger_tokens,
-                duration_ms,
-                waited_ms,
-                ..
-            }) => {
-                let cx = self.compaction_span(key, *tokens_before, *duration_ms);
-                let span = cx.span();
-                span.set_attributes([
-                    KeyValue::new("pith.compaction.tokens_after", to_i64(*tokens_after)),
-                    KeyValue::new("pith.compaction.ledger_tokens", to_i64(*ledger_tokens)),
-                    KeyValue::new("pith.compaction.duration_ms", to_i64(*duration_ms)),
-                    KeyValue::new("pith.compaction.waited_ms", to_i64(*waited_ms)),
-                    KeyValue::new("pith.compaction.outcome", "applied"),
-                ]);
-                span.end();
-                self.count_compaction("auto", "applied");
-            }
-            LoopEvent::AutoCompaction(AutoCompaction::Unused { reason, .. }) => {
-                if let Some(cx) = self.scope(key).compaction.take() {
-                    cx.span().set_attributes([
-                        KeyValue::new("pith.compaction.outcome", "unused"),
-                        KeyValue::new("pith.compaction.reason", reason.clone()),
-                    ]);
-                    cx.span().end();
-                }
-                self.count_compaction("auto", "unused");
-            }
-            LoopEvent::AutoCompaction(AutoCompaction::Cancelled) => {
-                if let Some(cx) = self.scope(key).compaction.take() {
-                    cx.span()
-                        .set_attribute(KeyValue::new("pith.compaction.outcome", "cancelled"));
-                    cx.span().end();
-                }
-                self.count_compaction("auto", "cancelled");
-            }
-            LoopEvent::AutoCompaction(AutoCompaction::Failed { reason }) => {
-                let cx = self.compaction_span(key, 0, 0);
-                let span = cx.span();
-                span.set_attributes([
-                    KeyValue::new("pith.compaction.outcome", "failed"),
-                    KeyValue::new("pith.compaction.reason", reason.clone()),
-                ]);
-                span.set_status(Status::error(reason.clone()));
-                span.end();
-                self.count_compaction("auto", "failed");
-            }
+            LoopEvent::ToolCallStarted(call) => self.tool_started(key, call),
+            LoopEvent::ToolCallFinished { call, result } => self.tool_finished(key, call, result),
+            LoopEvent::AutoCompaction(event) => self.auto_compaction(key, event),
             LoopEvent::MicroCompaction(step) => {
                 let parent = self.scope(key).cx.clone();
                 let start = Self::now() - Duration::from_millis(step.duration_ms);
@@ -385,6 +267,137 @@ impl<'a> TurnTrace<'a> {
                     .add_event("output_truncated", vec![KeyValue::new("reason", reason)]);
             }
             _ => {}
+        }
+    }
+
+    /// A tool call's span opens under the turn's.
+    fn tool_started(&mut self, key: &str, call: &ToolCall) {
+        let mut attributes = vec![
+            KeyValue::new("gen_ai.operation.name", "execute_tool"),
+            KeyValue::new("gen_ai.tool.name", call.name.clone()),
+            KeyValue::new("gen_ai.tool.call.id", call.id.clone()),
+        ];
+        if self.telemetry.include_content {
+            attributes.push(KeyValue::new(
+                "gen_ai.tool.call.arguments",
+                self.telemetry.clean(&call.arguments.to_string()),
+            ));
+        }
+        let parent = self.scope(key).cx.clone();
+        let cx = self.child_span(
+            &parent,
+            format!("execute_tool {}", call.name),
+            Self::now(),
+            attributes,
+        );
+        self.scope(key).tools.insert(call.id.clone(), cx);
+    }
+
+    /// A tool call's span ends with its outcome (and a subagent's scope under it).
+    fn tool_finished(&mut self, key: &str, call: &ToolCall, result: &ToolResult) {
+        let child_key = format!("{key}/{}", call.id);
+        if let Some(child) = self.scopes.remove(&child_key) {
+            end_scope(child, "");
+        }
+        let Some(cx) = self.scope(key).tools.remove(&call.id) else {
+            return;
+        };
+        let span = cx.span();
+        span.set_attributes([
+            KeyValue::new("pith.tool.is_error", result.is_error),
+            KeyValue::new(
+                "pith.tool.output_bytes",
+                to_i64(result.content.len() as u64),
+            ),
+        ]);
+        if let Some(child) = &result.child_session {
+            span.set_attribute(KeyValue::new(
+                "pith.subagent.session_id",
+                child.session_id.clone(),
+            ));
+        }
+        if self.telemetry.include_content {
+            span.set_attribute(KeyValue::new(
+                "gen_ai.tool.call.result",
+                self.telemetry.clean(&result.content),
+            ));
+        }
+        if result.is_error {
+            span.set_status(Status::error("the tool reported an error"));
+        }
+        span.end();
+    }
+
+    /// An automatic compaction's span: opened at its start, ended with its outcome.
+    fn auto_compaction(&mut self, key: &str, event: &AutoCompaction) {
+        match event {
+            AutoCompaction::Started {
+                tokens_before,
+                background,
+                ..
+            } => {
+                let parent = self.scope(key).cx.clone();
+                let cx = self.child_span(
+                    &parent,
+                    "compaction auto".into(),
+                    Self::now(),
+                    vec![
+                        KeyValue::new("pith.compaction.trigger", "auto"),
+                        KeyValue::new("pith.compaction.tokens_before", to_i64(*tokens_before)),
+                        KeyValue::new("pith.compaction.background", *background),
+                    ],
+                );
+                self.scope(key).compaction = Some(cx);
+            }
+            AutoCompaction::Applied {
+                tokens_before,
+                tokens_after,
+                ledger_tokens,
+                duration_ms,
+                waited_ms,
+                ..
+            } => {
+                let cx = self.compaction_span(key, *tokens_before, *duration_ms);
+                let span = cx.span();
+                span.set_attributes([
+                    KeyValue::new("pith.compaction.tokens_after", to_i64(*tokens_after)),
+                    KeyValue::new("pith.compaction.ledger_tokens", to_i64(*ledger_tokens)),
+                    KeyValue::new("pith.compaction.duration_ms", to_i64(*duration_ms)),
+                    KeyValue::new("pith.compaction.waited_ms", to_i64(*waited_ms)),
+                    KeyValue::new("pith.compaction.outcome", "applied"),
+                ]);
+                span.end();
+                self.count_compaction("auto", "applied");
+            }
+            AutoCompaction::Unused { reason, .. } => {
+                if let Some(cx) = self.scope(key).compaction.take() {
+                    cx.span().set_attributes([
+                        KeyValue::new("pith.compaction.outcome", "unused"),
+                        KeyValue::new("pith.compaction.reason", reason.clone()),
+                    ]);
+                    cx.span().end();
+                }
+                self.count_compaction("auto", "unused");
+            }
+            AutoCompaction::Cancelled => {
+                if let Some(cx) = self.scope(key).compaction.take() {
+                    cx.span()
+                        .set_attribute(KeyValue::new("pith.compaction.outcome", "cancelled"));
+                    cx.span().end();
+                }
+                self.count_compaction("auto", "cancelled");
+            }
+            AutoCompaction::Failed { reason } => {
+                let cx = self.compaction_span(key, 0, 0);
+                let span = cx.span();
+                span.set_attributes([
+                    KeyValue::new("pith.compaction.outcome", "failed"),
+                    KeyValue::new("pith.compaction.reason", reason.clone()),
+                ]);
+                span.set_status(Status::error(reason.clone()));
+                span.end();
+                self.count_compaction("auto", "failed");
+            }
         }
     }
 
