@@ -61,48 +61,7 @@ enum Task {
     /// Run the CI checks (.ci/run): fmt, clippy, the test suite, the real-server tests.
     Ci,
     /// Measure pith side by side with the alternatives and write docs/benchmarks.md.
-    Bench {
-        /// Fewer runs and shorter criterion measurements (a couple of minutes).
-        #[arg(long)]
-        quick: bool,
-        /// Directory of corpus sessions (default: the shared corpus, as for `eval`; the
-        /// vendored sample when there is none).
-        #[arg(long)]
-        sessions: Option<PathBuf>,
-        /// The report to write.
-        #[arg(long, default_value = "docs/benchmarks.md")]
-        output: PathBuf,
-        /// Only measure the agent loop (per-turn overhead, the 500-turn `pith run`) and
-        /// print it; the report is not written. For iterating on the loop's cost.
-        #[arg(long)]
-        loop_only: bool,
-        /// Only measure `pith run` until its first request, without and with MCP servers,
-        /// and print it; the report is not written.
-        #[arg(long)]
-        startup_only: bool,
-        /// Only measure squash (the criterion squash bench and squash per family on the
-        /// corpus) and print it; the report is not written.
-        #[arg(long, conflicts_with_all = ["loop_only", "startup_only"])]
-        squash_only: bool,
-        /// Only run the compaction stress suite and print its table (LLM compactions and
-        /// wasted ones per 100 tool turns, the largest request per scenario); the report is
-        /// not written.
-        #[arg(long, conflicts_with_all = ["loop_only", "startup_only", "squash_only"])]
-        governor_only: bool,
-        /// Only measure token counting against Python tiktoken on the corpus and print
-        /// it; the report is not written.
-        #[arg(long, conflicts_with_all = ["loop_only", "startup_only", "squash_only", "governor_only"])]
-        tokens_only: bool,
-        /// Only measure what checkpoints and the change tracker cost a bash turn through
-        /// `pith run` (tiny, 60,000-file and this repository; the first snapshot; the
-        /// store after a 100-turn session) and print it; the report is not written.
-        #[arg(long, conflicts_with_all = ["loop_only", "startup_only", "squash_only", "governor_only", "tokens_only"])]
-        checkpoints_only: bool,
-        /// Another build of `pith` (e.g. `main`'s release binary) to measure alternately
-        /// with this one in the start-up and memory rows.
-        #[arg(long)]
-        baseline: Option<PathBuf>,
-    },
+    Bench(BenchArgs),
     /// SIGKILL a session writer at random instants and check every transcript.
     Crash {
         /// Number of kill trials.
@@ -148,44 +107,93 @@ enum Task {
         missed: bool,
     },
     /// Replay real sessions through context policies at a window; compare cost and compactions.
-    Simulate {
-        /// Directory of sessions in the neutral JSONL format (default: the shared corpus,
-        /// as for `eval`).
-        #[arg(long)]
-        sessions: Option<PathBuf>,
-        /// Context window in tokens (repeat for several).
-        #[arg(long = "window", required = true)]
-        windows: Vec<u64>,
-        /// Policy: keen, claude-code, codex, opencode, gemini-cli, masking[:keep=M], zesdex,
-        /// pith or pith:ws=T,mprotect=P,mbatch=P,cold=0|1,micro=P,protect=T,minimum=T,turns=N,prepare=P,summary=R
-        /// (summary=R: summaries on another model at R times the prices, without the cache)
-        /// (repeat; default: every peer, then pith).
-        #[arg(long = "policy")]
-        policies: Vec<String>,
-        /// Prices and prompt cache of a provider family: anthropic, openai or gemini.
-        #[arg(long, default_value = "anthropic")]
-        prices: String,
-        /// Join this many corpus sessions (one repository where possible) into one day
-        /// of work with that many user turns.
-        #[arg(long, default_value_t = 1)]
-        day: usize,
-        /// Skip the fidelity probes (faster).
-        #[arg(long)]
-        no_fidelity: bool,
-        /// Tokens of the deterministic stand-in for an LLM summary.
-        #[arg(long, default_value_t = 2000)]
-        summary_tokens: usize,
-        /// Tokens of the stand-in summary written next to a session ledger (its prompt
-        /// asks for at most 750 words; default: 1000, or --summary-tokens if smaller).
-        #[arg(long)]
-        ledger_summary_tokens: Option<usize>,
-        /// How to print the rows: markdown or json (one object per line).
-        #[arg(long, value_enum, default_value = "markdown")]
-        format: simulate::Format,
-        /// Also write the rows as JSON to this file.
-        #[arg(long)]
-        json: Option<PathBuf>,
-    },
+    Simulate(SimulateArgs),
+}
+
+/// `cargo xtask bench`'s options.
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Fewer runs and shorter criterion measurements (a couple of minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Directory of corpus sessions (default: the shared corpus, as for `eval`; the
+    /// vendored sample when there is none).
+    #[arg(long)]
+    sessions: Option<PathBuf>,
+    /// The report to write.
+    #[arg(long, default_value = "docs/benchmarks.md")]
+    output: PathBuf,
+    /// Only measure the agent loop (per-turn overhead, the 500-turn `pith run`) and
+    /// print it; the report is not written. For iterating on the loop's cost.
+    #[arg(long)]
+    loop_only: bool,
+    /// Only measure `pith run` until its first request, without and with MCP servers,
+    /// and print it; the report is not written.
+    #[arg(long)]
+    startup_only: bool,
+    /// Only measure squash (the criterion squash bench and squash per family on the
+    /// corpus) and print it; the report is not written.
+    #[arg(long, conflicts_with_all = ["loop_only", "startup_only"])]
+    squash_only: bool,
+    /// Only run the compaction stress suite and print its table (LLM compactions and
+    /// wasted ones per 100 tool turns, the largest request per scenario); the report is
+    /// not written.
+    #[arg(long, conflicts_with_all = ["loop_only", "startup_only", "squash_only"])]
+    governor_only: bool,
+    /// Only measure token counting against Python tiktoken on the corpus and print
+    /// it; the report is not written.
+    #[arg(long, conflicts_with_all = ["loop_only", "startup_only", "squash_only", "governor_only"])]
+    tokens_only: bool,
+    /// Only measure what checkpoints and the change tracker cost a bash turn through
+    /// `pith run` (tiny, 60,000-file and this repository; the first snapshot; the
+    /// store after a 100-turn session) and print it; the report is not written.
+    #[arg(long, conflicts_with_all = ["loop_only", "startup_only", "squash_only", "governor_only", "tokens_only"])]
+    checkpoints_only: bool,
+    /// Another build of `pith` (e.g. `main`'s release binary) to measure alternately
+    /// with this one in the start-up and memory rows.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+}
+
+/// `cargo xtask simulate`'s options.
+#[derive(clap::Args)]
+struct SimulateArgs {
+    /// Directory of sessions in the neutral JSONL format (default: the shared corpus,
+    /// as for `eval`).
+    #[arg(long)]
+    sessions: Option<PathBuf>,
+    /// Context window in tokens (repeat for several).
+    #[arg(long = "window", required = true)]
+    windows: Vec<u64>,
+    /// Policy: keen, claude-code, codex, opencode, gemini-cli, masking[:keep=M], zesdex,
+    /// pith or pith:ws=T,mprotect=P,mbatch=P,cold=0|1,micro=P,protect=T,minimum=T,turns=N,prepare=P,summary=R
+    /// (summary=R: summaries on another model at R times the prices, without the cache)
+    /// (repeat; default: every peer, then pith).
+    #[arg(long = "policy")]
+    policies: Vec<String>,
+    /// Prices and prompt cache of a provider family: anthropic, openai or gemini.
+    #[arg(long, default_value = "anthropic")]
+    prices: String,
+    /// Join this many corpus sessions (one repository where possible) into one day
+    /// of work with that many user turns.
+    #[arg(long, default_value_t = 1)]
+    day: usize,
+    /// Skip the fidelity probes (faster).
+    #[arg(long)]
+    no_fidelity: bool,
+    /// Tokens of the deterministic stand-in for an LLM summary.
+    #[arg(long, default_value_t = 2000)]
+    summary_tokens: usize,
+    /// Tokens of the stand-in summary written next to a session ledger (its prompt
+    /// asks for at most 750 words; default: 1000, or --summary-tokens if smaller).
+    #[arg(long)]
+    ledger_summary_tokens: Option<usize>,
+    /// How to print the rows: markdown or json (one object per line).
+    #[arg(long, value_enum, default_value = "markdown")]
+    format: simulate::Format,
+    /// Also write the rows as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 fn main() -> Result<()> {
@@ -197,46 +205,7 @@ fn main() -> Result<()> {
         } else {
             demo::Build::Yes
         }),
-        Task::Bench {
-            quick,
-            sessions,
-            output,
-            loop_only,
-            startup_only,
-            squash_only,
-            governor_only,
-            tokens_only,
-            checkpoints_only,
-            baseline,
-        } => {
-            if governor_only {
-                return bench::run_governor_only();
-            }
-            if rerun_in_release()? {
-                return Ok(());
-            }
-            if loop_only {
-                return bench::run_loop_only(quick);
-            }
-            if startup_only {
-                return bench::run_startup_only(quick, sessions.as_deref(), baseline.as_deref());
-            }
-            if tokens_only {
-                return bench::run_tokens_only(quick, sessions.as_deref());
-            }
-            if checkpoints_only {
-                return bench::run_checkpoints_only(quick);
-            }
-            if squash_only {
-                return bench::run_squash_only(quick, sessions.as_deref());
-            }
-            bench::run(&bench::BenchOptions {
-                quick,
-                sessions,
-                output,
-                baseline,
-            })
-        }
+        Task::Bench(args) => bench_task(args),
         Task::Arch => arch::run(&cargo::workspace_root()),
         Task::Crash { trials, seed } => crash::run(trials, seed),
         Task::Eval {
@@ -273,45 +242,92 @@ fn main() -> Result<()> {
                 missed,
             })
         }
-        Task::Simulate {
-            sessions,
-            windows,
-            policies,
-            prices,
-            day,
-            no_fidelity,
-            summary_tokens,
-            ledger_summary_tokens,
-            format,
-            json,
-        } => {
-            if rerun_in_release()? {
-                return Ok(());
-            }
-            let policies = if policies.is_empty() {
-                simulate::policy::DEFAULT_POLICIES
-                    .iter()
-                    .map(|p| (*p).to_owned())
-                    .collect()
-            } else {
-                policies
-            };
-            let options = simulate::SimOptions {
-                windows,
-                policies,
-                summary_tokens,
-                ledger_summary_tokens,
-                prices: simulate::prices::PriceModel::parse(&prices)?,
-                day,
-                fidelity: !no_fidelity,
-            };
-            let sessions = match sessions {
-                Some(dir) => dir,
-                None => eval::default_sessions_dir()?,
-            };
-            simulate::run(&sessions, &options, format, json.as_ref())
-        }
+        Task::Simulate(args) => simulate_task(args),
     }
+}
+
+/// `cargo xtask bench`: one part alone, or everything into the report.
+fn bench_task(args: BenchArgs) -> Result<()> {
+    let BenchArgs {
+        quick,
+        sessions,
+        output,
+        loop_only,
+        startup_only,
+        squash_only,
+        governor_only,
+        tokens_only,
+        checkpoints_only,
+        baseline,
+    } = args;
+    if governor_only {
+        return bench::run_governor_only();
+    }
+    if rerun_in_release()? {
+        return Ok(());
+    }
+    if loop_only {
+        return bench::run_loop_only(quick);
+    }
+    if startup_only {
+        return bench::run_startup_only(quick, sessions.as_deref(), baseline.as_deref());
+    }
+    if tokens_only {
+        return bench::run_tokens_only(quick, sessions.as_deref());
+    }
+    if checkpoints_only {
+        return bench::run_checkpoints_only(quick);
+    }
+    if squash_only {
+        return bench::run_squash_only(quick, sessions.as_deref());
+    }
+    bench::run(&bench::BenchOptions {
+        quick,
+        sessions,
+        output,
+        baseline,
+    })
+}
+
+/// `cargo xtask simulate`: the corpus through each policy at each window.
+fn simulate_task(args: SimulateArgs) -> Result<()> {
+    let SimulateArgs {
+        sessions,
+        windows,
+        policies,
+        prices,
+        day,
+        no_fidelity,
+        summary_tokens,
+        ledger_summary_tokens,
+        format,
+        json,
+    } = args;
+    if rerun_in_release()? {
+        return Ok(());
+    }
+    let policies = if policies.is_empty() {
+        simulate::policy::DEFAULT_POLICIES
+            .iter()
+            .map(|p| (*p).to_owned())
+            .collect()
+    } else {
+        policies
+    };
+    let options = simulate::SimOptions {
+        windows,
+        policies,
+        summary_tokens,
+        ledger_summary_tokens,
+        prices: simulate::prices::PriceModel::parse(&prices)?,
+        day,
+        fidelity: !no_fidelity,
+    };
+    let sessions = match sessions {
+        Some(dir) => dir,
+        None => eval::default_sessions_dir()?,
+    };
+    simulate::run(&sessions, &options, format, json.as_ref())
 }
 
 /// Heavy tasks (bench, simulate) run in a release build of xtask: the tokenizer and the

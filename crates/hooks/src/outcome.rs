@@ -119,25 +119,10 @@ pub fn interpret(spec: &HookSpec, captured: &Captured, config: &SquashConfig) ->
     };
     let code = match &captured.ended {
         Ended::Exited(code) => *code,
-        Ended::Signalled(signal) => {
-            let effect = error(&mut run, format!("it crashed (signal {signal}); ignored"));
-            return (run, effect);
-        }
-        Ended::SpawnFailed(message) => {
-            let effect = error(&mut run, format!("it could not run: {message}; ignored"));
-            return (run, effect);
-        }
-        Ended::TimedOut => {
-            run.outcome = HookOutcome::Timeout;
-            run.message = Some(format!(
-                "timed out after {} s; its process group was killed; ignored",
-                spec.timeout.as_secs()
-            ));
-            return (run, Effect::None);
-        }
-        Ended::Cancelled => {
-            run.outcome = HookOutcome::Error;
-            run.message = Some("cancelled with the turn".into());
+        ended => {
+            let (outcome, message) = not_exited(spec, ended);
+            run.outcome = outcome;
+            run.message = Some(message);
             return (run, Effect::None);
         }
     };
@@ -154,39 +139,11 @@ pub fn interpret(spec: &HookSpec, captured: &Captured, config: &SquashConfig) ->
         return (run, Effect::Block(reason));
     }
     if code != 0 {
-        let detail = first_line(&stderr_text);
-        // `sh -c` reports a program a signal ended as 128 + the signal.
-        let what = if (129..=128 + 64).contains(&code) {
-            format!("it crashed (signal {}, exit {code})", code - 128)
-        } else {
-            format!("exit {code}")
-        };
-        let message = if detail.is_empty() {
-            format!("{what}; ignored")
-        } else {
-            format!("{what}: {}; ignored", clean(detail, config))
-        };
-        let effect = error(&mut run, message);
+        let effect = error(&mut run, exit_message(code, &stderr_text, config));
         return (run, effect);
     }
-    if std::str::from_utf8(&captured.stdout).is_err() {
-        let effect = error(
-            &mut run,
-            format!(
-                "its output is not UTF-8 text ({} bytes); ignored",
-                captured.stdout.len()
-            ),
-        );
-        return (run, effect);
-    }
-    if captured.stdout_dropped > 0 {
-        let effect = error(
-            &mut run,
-            format!(
-                "its output was too large ({} bytes); ignored",
-                captured.stdout.len() as u64 + captured.stdout_dropped
-            ),
-        );
+    if let Some(problem) = stdout_problem(captured) {
+        let effect = error(&mut run, problem);
         return (run, effect);
     }
     let trimmed = stdout_text.trim();
@@ -210,6 +167,63 @@ pub fn interpret(spec: &HookSpec, captured: &Captured, config: &SquashConfig) ->
     }
     let context = clean(trimmed, config);
     (run, Effect::Context(context))
+}
+
+/// How a run that did not exit ended, and the message for the user: a crash, a spawn
+/// failure, a timeout (its process group killed) or the turn's cancellation.
+fn not_exited(spec: &HookSpec, ended: &Ended) -> (HookOutcome, String) {
+    match ended {
+        Ended::Exited(code) => (HookOutcome::Proceed, format!("exit {code}")),
+        Ended::Signalled(signal) => (
+            HookOutcome::Error,
+            format!("it crashed (signal {signal}); ignored"),
+        ),
+        Ended::SpawnFailed(message) => (
+            HookOutcome::Error,
+            format!("it could not run: {message}; ignored"),
+        ),
+        Ended::TimedOut => (
+            HookOutcome::Timeout,
+            format!(
+                "timed out after {} s; its process group was killed; ignored",
+                spec.timeout.as_secs()
+            ),
+        ),
+        Ended::Cancelled => (HookOutcome::Error, "cancelled with the turn".into()),
+    }
+}
+
+/// The message of a run that exited with `code`, neither 0 nor 2 (an error, ignored):
+/// its first line of stderr; `sh -c` reports a program a signal ended as 128 + the
+/// signal.
+fn exit_message(code: i32, stderr_text: &str, config: &SquashConfig) -> String {
+    let detail = first_line(stderr_text);
+    let what = if (129..=128 + 64).contains(&code) {
+        format!("it crashed (signal {}, exit {code})", code - 128)
+    } else {
+        format!("exit {code}")
+    };
+    if detail.is_empty() {
+        format!("{what}; ignored")
+    } else {
+        format!("{what}: {}; ignored", clean(detail, config))
+    }
+}
+
+/// Why a run's stdout cannot be read, if it cannot: not UTF-8, or too large.
+fn stdout_problem(captured: &Captured) -> Option<String> {
+    if std::str::from_utf8(&captured.stdout).is_err() {
+        return Some(format!(
+            "its output is not UTF-8 text ({} bytes); ignored",
+            captured.stdout.len()
+        ));
+    }
+    (captured.stdout_dropped > 0).then(|| {
+        format!(
+            "its output was too large ({} bytes); ignored",
+            captured.stdout.len() as u64 + captured.stdout_dropped
+        )
+    })
 }
 
 fn text_field<'a>(object: &'a serde_json::Map<String, Value>, name: &str) -> Option<&'a str> {

@@ -185,82 +185,12 @@ pub fn summarize(dir: &Path) -> SessionSummary {
             continue;
         };
         if line_no == 1 {
-            match decode_line(line) {
-                Ok(record) => {
-                    if let Event::SessionStarted {
-                        cwd,
-                        provider,
-                        model,
-                        parent_session,
-                        copied_through_seq,
-                        pith_version,
-                        ..
-                    } = record.event
-                    {
-                        fold.started(&provider, &model, copied_through_seq, &pith_version);
-                        summary.started = Some(record.ts.clone());
-                        summary.cwd = Some(cwd);
-                        summary.provider = Some(provider);
-                        summary.model = Some(model);
-                        summary.parent_session = parent_session;
-                    }
-                    summary.last_activity = Some(record.ts);
-                }
-                Err(problem) => {
-                    summary.problem = Some(format!("line 1: {problem}"));
-                }
-            }
+            read_header(line, &mut summary, &mut fold);
             continue;
         }
         match decode_envelope(line) {
             Ok((seq, ts, kind)) => {
-                if kind == "user_message" {
-                    turn_seqs.push(seq);
-                    if summary.title.is_none() {
-                        if let Ok(Record {
-                            event: Event::UserMessage { message },
-                            ..
-                        }) = decode_line(line)
-                        {
-                            summary.title = title_of(&message);
-                        }
-                    }
-                } else if kind == "assistant_turn" {
-                    if let Ok(turn) = serde_json::from_str::<TurnSpend>(line) {
-                        let children = turn
-                            .messages
-                            .iter()
-                            .flat_map(|m| &m.parts)
-                            .filter_map(|p| p.child_session.as_ref());
-                        fold.turn(seq, turn.usage, children);
-                        fold.compaction_model_usage(seq, turn.compaction_model_usage.as_ref());
-                    }
-                } else if kind == "compaction_applied" {
-                    if let Ok(compaction) = serde_json::from_str::<CompactionSpend>(line) {
-                        fold.compaction(
-                            seq,
-                            compaction.trigger,
-                            compaction.usage,
-                            compaction.model.as_deref(),
-                        );
-                    }
-                } else if kind == "model_switched" {
-                    if let Ok(switch) = serde_json::from_str::<Switch>(line) {
-                        fold.switched(&switch.provider, &switch.model);
-                    }
-                } else if kind == "rewind" {
-                    // A conversation rewind drops the turns from its target on (the
-                    // exact line is `crate::line`'s; a listing only counts).
-                    if let Ok(Record {
-                        event: Event::Rewind(rewind),
-                        ..
-                    }) = decode_line(line)
-                    {
-                        if rewind.mode.rewinds_conversation() {
-                            turn_seqs.retain(|s| *s < rewind.to_seq);
-                        }
-                    }
-                }
+                read_record(line, seq, &kind, &mut summary, &mut fold, &mut turn_seqs);
                 summary.last_activity = Some(ts.into_owned());
             }
             Err(problem) => {
@@ -274,4 +204,92 @@ pub fn summarize(dir: &Path) -> SessionSummary {
     summary.spend = fold.finish();
     summary.usage = summary.spend.total();
     summary
+}
+
+/// The first line of a transcript: the session's start (who, where, with what model).
+fn read_header(line: &str, summary: &mut SessionSummary, fold: &mut SpendFold) {
+    match decode_line(line) {
+        Ok(record) => {
+            if let Event::SessionStarted {
+                cwd,
+                provider,
+                model,
+                parent_session,
+                copied_through_seq,
+                pith_version,
+                ..
+            } = record.event
+            {
+                fold.started(&provider, &model, copied_through_seq, &pith_version);
+                summary.started = Some(record.ts.clone());
+                summary.cwd = Some(cwd);
+                summary.provider = Some(provider);
+                summary.model = Some(model);
+                summary.parent_session = parent_session;
+            }
+            summary.last_activity = Some(record.ts);
+        }
+        Err(problem) => {
+            summary.problem = Some(format!("line 1: {problem}"));
+        }
+    }
+}
+
+/// One later record, of `kind`: a turn counted (and a conversation rewind's abandoned
+/// ones dropped), the title from the first user message, and what it spent.
+fn read_record(
+    line: &str,
+    seq: u64,
+    kind: &str,
+    summary: &mut SessionSummary,
+    fold: &mut SpendFold,
+    turn_seqs: &mut Vec<u64>,
+) {
+    if kind == "user_message" {
+        turn_seqs.push(seq);
+        if summary.title.is_none() {
+            if let Ok(Record {
+                event: Event::UserMessage { message },
+                ..
+            }) = decode_line(line)
+            {
+                summary.title = title_of(&message);
+            }
+        }
+    } else if kind == "assistant_turn" {
+        if let Ok(turn) = serde_json::from_str::<TurnSpend>(line) {
+            let children = turn
+                .messages
+                .iter()
+                .flat_map(|m| &m.parts)
+                .filter_map(|p| p.child_session.as_ref());
+            fold.turn(seq, turn.usage, children);
+            fold.compaction_model_usage(seq, turn.compaction_model_usage.as_ref());
+        }
+    } else if kind == "compaction_applied" {
+        if let Ok(compaction) = serde_json::from_str::<CompactionSpend>(line) {
+            fold.compaction(
+                seq,
+                compaction.trigger,
+                compaction.usage,
+                compaction.model.as_deref(),
+            );
+        }
+    } else if kind == "model_switched" {
+        if let Ok(switch) = serde_json::from_str::<Switch>(line) {
+            fold.switched(&switch.provider, &switch.model);
+        }
+    } else if kind == "rewind" {
+        // A conversation rewind drops the turns from its target on (the
+        // exact line is `crate::line`'s; a listing only counts).
+        if let Ok(Record {
+            event: Event::Rewind(rewind),
+            ..
+        }) = decode_line(line)
+        {
+            if rewind.mode.rewinds_conversation() {
+                turn_seqs.retain(|s| *s < rewind.to_seq);
+            }
+        }
+    }
 }

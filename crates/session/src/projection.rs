@@ -18,7 +18,7 @@ use pith_core::context::pins::user_words;
 use pith_core::{FileChange, Message, Usage};
 use serde::Serialize;
 
-use crate::checkpoint::RewindMode;
+use crate::checkpoint::{Checkpoint, RewindMode};
 use crate::event::{CompactionTrigger, Event, Record};
 use crate::items::{items_from_messages, TranscriptItem};
 use crate::line::line_indices;
@@ -322,133 +322,143 @@ pub struct HookEntry {
 /// Every visible entry of `records`, in order. Assistant turns recorded without items
 /// show items derived from their messages.
 pub fn project_ui(records: &[Record]) -> Vec<UiEntry> {
-    let mut entries = Vec::with_capacity(records.len());
-    for record in records {
-        let seq = record.seq;
-        let ts = record.ts.clone();
-        let entry = match &record.event {
-            Event::Unknown { .. } => continue,
-            Event::Pin(change) => UiEntry::Pin {
-                seq,
-                ts,
-                change: change.clone(),
-            },
-            Event::ModelSwitched { provider, model } => UiEntry::ModelSwitched {
-                seq,
-                ts,
-                provider: provider.clone(),
-                model: model.clone(),
-            },
-            Event::SessionStarted {
-                session_id,
-                cwd,
-                provider,
-                model,
-                ..
-            } => UiEntry::SessionStarted {
-                seq,
-                ts,
-                session_id: session_id.clone(),
-                cwd: cwd.clone(),
-                provider: provider.clone(),
-                model: model.clone(),
-            },
-            Event::UserMessage { message } => UiEntry::User {
-                seq,
-                ts,
-                text: user_text(message),
-            },
-            Event::AssistantTurn {
-                messages,
-                items,
-                usage,
-                interrupted,
-                error,
-                ..
-            } => UiEntry::Assistant {
-                seq,
-                ts,
-                items: if items.is_empty() {
-                    items_from_messages(messages)
-                } else {
-                    items.clone()
-                },
-                usage: *usage,
-                interrupted: *interrupted,
-                error: error.clone(),
-            },
-            Event::CompactionApplied {
-                trigger,
-                summary,
-                tokens_before,
-                tokens_after,
-                ledger,
-                ledger_tokens,
-                restored_files,
-                ..
-            } => UiEntry::Compaction {
-                seq,
-                ts,
-                trigger: *trigger,
-                tokens_before: *tokens_before,
-                tokens_after: *tokens_after,
-                visible_summary: match trigger {
-                    CompactionTrigger::Manual => Some(summary.clone()),
-                    CompactionTrigger::Auto => None,
-                },
-                ledger: ledger.clone(),
-                ledger_tokens: *ledger_tokens,
-                restored_files: restored_files.clone(),
-            },
-            Event::HookRun(run) => UiEntry::Hook(HookEntry {
-                seq,
-                ts,
-                run: run.clone(),
-            }),
-            Event::Checkpoint(checkpoint) => UiEntry::Checkpoint(CheckpointEntry {
-                seq,
-                ts,
-                call_id: checkpoint.call_id.clone(),
-                tool: checkpoint.tool.clone(),
-                outside: checkpoint.outside,
-                files: checkpoint
-                    .changes
-                    .iter()
-                    .map(FileChange::shown_path)
-                    .collect(),
-                omitted: checkpoint
-                    .changes
-                    .iter()
-                    .filter(|c| !c.before.is_restorable() || !c.after.is_restorable())
-                    .count(),
-                bytes: checkpoint.bytes,
-            }),
-            Event::Rewind(rewind) => UiEntry::Rewind(RewindEntry {
-                seq,
-                ts,
-                turn: rewind.turn,
-                to_seq: rewind.to_seq,
-                mode: rewind.mode,
-                restored: rewind.restored.clone(),
-            }),
-            Event::MicroCompactionApplied {
-                reason,
-                tokens_reclaimed,
-                tokens_before,
-                tokens_after,
-                ..
-            } => UiEntry::MicroCompaction {
-                seq,
-                ts,
-                reason: *reason,
-                tokens_reclaimed: *tokens_reclaimed,
-                tokens_before: *tokens_before,
-                tokens_after: *tokens_after,
-            },
-        };
-        entries.push(entry);
+    records.iter().filter_map(ui_entry).collect()
+}
+
+/// The visible entry of one record (`None` for a record pith does not know).
+fn ui_entry(record: &Record) -> Option<UiEntry> {
+    let seq = record.seq;
+    let ts = record.ts.clone();
+    let entry = match &record.event {
+        Event::Unknown { .. } => return None,
+        Event::Pin(change) => UiEntry::Pin {
+            seq,
+            ts,
+            change: change.clone(),
+        },
+        Event::ModelSwitched { provider, model } => UiEntry::ModelSwitched {
+            seq,
+            ts,
+            provider: provider.clone(),
+            model: model.clone(),
+        },
+        Event::SessionStarted {
+            session_id,
+            cwd,
+            provider,
+            model,
+            ..
+        } => UiEntry::SessionStarted {
+            seq,
+            ts,
+            session_id: session_id.clone(),
+            cwd: cwd.clone(),
+            provider: provider.clone(),
+            model: model.clone(),
+        },
+        Event::UserMessage { message } => UiEntry::User {
+            seq,
+            ts,
+            text: user_text(message),
+        },
+        Event::AssistantTurn {
+            messages,
+            items,
+            usage,
+            interrupted,
+            error,
+            ..
+        } => UiEntry::Assistant {
+            seq,
+            ts,
+            items: shown_items(items, messages),
+            usage: *usage,
+            interrupted: *interrupted,
+            error: error.clone(),
+        },
+        Event::CompactionApplied {
+            trigger,
+            summary,
+            tokens_before,
+            tokens_after,
+            ledger,
+            ledger_tokens,
+            restored_files,
+            ..
+        } => UiEntry::Compaction {
+            seq,
+            ts,
+            trigger: *trigger,
+            tokens_before: *tokens_before,
+            tokens_after: *tokens_after,
+            // A manual compaction's summary was shown as it streamed.
+            visible_summary: (*trigger == CompactionTrigger::Manual).then(|| summary.clone()),
+            ledger: ledger.clone(),
+            ledger_tokens: *ledger_tokens,
+            restored_files: restored_files.clone(),
+        },
+        Event::HookRun(run) => UiEntry::Hook(HookEntry {
+            seq,
+            ts,
+            run: run.clone(),
+        }),
+        Event::Checkpoint(checkpoint) => checkpoint_entry(seq, ts, checkpoint),
+        Event::Rewind(rewind) => UiEntry::Rewind(RewindEntry {
+            seq,
+            ts,
+            turn: rewind.turn,
+            to_seq: rewind.to_seq,
+            mode: rewind.mode,
+            restored: rewind.restored.clone(),
+        }),
+        Event::MicroCompactionApplied {
+            reason,
+            tokens_reclaimed,
+            tokens_before,
+            tokens_after,
+            ..
+        } => UiEntry::MicroCompaction {
+            seq,
+            ts,
+            reason: *reason,
+            tokens_reclaimed: *tokens_reclaimed,
+            tokens_before: *tokens_before,
+            tokens_after: *tokens_after,
+        },
+    };
+    Some(entry)
+}
+
+/// An assistant turn's items: as recorded, or derived from its messages for a turn
+/// recorded without them.
+fn shown_items(items: &[TranscriptItem], messages: &[Message]) -> Vec<TranscriptItem> {
+    if items.is_empty() {
+        items_from_messages(messages)
+    } else {
+        items.to_vec()
     }
-    entries
+}
+
+/// A checkpoint's entry: the files it changed and how many of them it could not keep.
+fn checkpoint_entry(seq: u64, ts: String, checkpoint: &Checkpoint) -> UiEntry {
+    UiEntry::Checkpoint(CheckpointEntry {
+        seq,
+        ts,
+        call_id: checkpoint.call_id.clone(),
+        tool: checkpoint.tool.clone(),
+        outside: checkpoint.outside,
+        files: checkpoint
+            .changes
+            .iter()
+            .map(FileChange::shown_path)
+            .collect(),
+        omitted: checkpoint
+            .changes
+            .iter()
+            .filter(|c| !c.before.is_restorable() || !c.after.is_restorable())
+            .count(),
+        bytes: checkpoint.bytes,
+    })
 }
 
 /// The text of a user message; tool results in it (unusual) are shown as their content.

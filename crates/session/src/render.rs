@@ -101,66 +101,8 @@ fn ui_text_at(
                     writeln!(out, "  ({})", usage_text(usage))?;
                 }
             }
-            UiEntry::Compaction {
-                trigger,
-                tokens_before,
-                tokens_after,
-                visible_summary,
-                ledger,
-                ledger_tokens,
-                restored_files,
-                ..
-            } => {
-                writeln!(out)?;
-                let how = match trigger {
-                    CompactionTrigger::Manual => "manually",
-                    CompactionTrigger::Auto => "automatically",
-                };
-                writeln!(
-                    out,
-                    "== context compacted {how}: {} -> {} tokens ==",
-                    thousands(*tokens_before),
-                    thousands(*tokens_after)
-                )?;
-                if let Some(summary) = visible_summary {
-                    write_indented(out, summary, "  ", usize::MAX)?;
-                }
-                if *ledger_tokens > 0 {
-                    writeln!(
-                        out,
-                        "  [session ledger carried: {} tokens]",
-                        thousands(*ledger_tokens)
-                    )?;
-                }
-                if let Some(ledger) = ledger {
-                    write_indented(out, ledger, "  ", usize::MAX)?;
-                }
-                if !restored_files.is_empty() {
-                    writeln!(out, "  [re-attached: {}]", restored_files.join(", "))?;
-                }
-            }
-            UiEntry::MicroCompaction {
-                reason,
-                tokens_reclaimed,
-                tokens_before,
-                tokens_after,
-                ..
-            } => {
-                let what = match reason {
-                    pith_core::events::MicroReason::Prune => "old tool output pruned",
-                    pith_core::events::MicroReason::Overflow => {
-                        "fitted to the window (oldest messages dropped behind the ledger, largest outputs cut)"
-                    }
-                };
-                writeln!(out)?;
-                writeln!(
-                    out,
-                    "== {what}: {} tokens reclaimed ({} -> {}) ==",
-                    thousands(*tokens_reclaimed),
-                    thousands(*tokens_before),
-                    thousands(*tokens_after)
-                )?;
-            }
+            entry @ UiEntry::Compaction { .. } => write_compaction(out, entry)?,
+            entry @ UiEntry::MicroCompaction { .. } => write_micro_compaction(out, entry)?,
             UiEntry::ModelSwitched {
                 provider, model, ..
             } => writeln!(out, "  -- model switched to {provider}/{model}")?,
@@ -175,6 +117,81 @@ fn ui_text_at(
             },
         }
     }
+    Ok(())
+}
+
+/// A compaction: how it ran, the tokens before and after, a manual one's summary, the
+/// ledger it carried and the files it re-attached.
+fn write_compaction(out: &mut dyn Write, entry: &UiEntry) -> io::Result<()> {
+    let UiEntry::Compaction {
+        trigger,
+        tokens_before,
+        tokens_after,
+        visible_summary,
+        ledger,
+        ledger_tokens,
+        restored_files,
+        ..
+    } = entry
+    else {
+        return Ok(());
+    };
+    writeln!(out)?;
+    let how = match trigger {
+        CompactionTrigger::Manual => "manually",
+        CompactionTrigger::Auto => "automatically",
+    };
+    writeln!(
+        out,
+        "== context compacted {how}: {} -> {} tokens ==",
+        thousands(*tokens_before),
+        thousands(*tokens_after)
+    )?;
+    if let Some(summary) = visible_summary {
+        write_indented(out, summary, "  ", usize::MAX)?;
+    }
+    if *ledger_tokens > 0 {
+        writeln!(
+            out,
+            "  [session ledger carried: {} tokens]",
+            thousands(*ledger_tokens)
+        )?;
+    }
+    if let Some(ledger) = ledger {
+        write_indented(out, ledger, "  ", usize::MAX)?;
+    }
+    if !restored_files.is_empty() {
+        writeln!(out, "  [re-attached: {}]", restored_files.join(", "))?;
+    }
+    Ok(())
+}
+
+/// A micro-compaction or an overflow fitting, and the tokens it reclaimed.
+fn write_micro_compaction(out: &mut dyn Write, entry: &UiEntry) -> io::Result<()> {
+    let UiEntry::MicroCompaction {
+        reason,
+        tokens_reclaimed,
+        tokens_before,
+        tokens_after,
+        ..
+    } = entry
+    else {
+        return Ok(());
+    };
+    let what = match reason {
+        pith_core::events::MicroReason::Prune => "old tool output pruned",
+        pith_core::events::MicroReason::Overflow => {
+            "fitted to the window (oldest messages dropped behind the ledger, largest outputs cut)"
+        }
+    };
+    writeln!(out)?;
+    writeln!(
+        out,
+        "== {what}: {} tokens reclaimed ({} -> {}) ==",
+        thousands(*tokens_reclaimed),
+        thousands(*tokens_before),
+        thousands(*tokens_after)
+    )?;
     Ok(())
 }
 

@@ -79,6 +79,49 @@ pub(crate) enum Answer {
     Generated(crate::hostile::Generated),
 }
 
+/// The answer a fault scripted on `turn` gives instead of the turn (an HTTP error, a
+/// hang, a hostile stream); `None` for a fault that shapes the turn's own answer, or none.
+fn fault_answer(protocol: Protocol, turn: &Turn, facts: &RequestFacts) -> Option<Answer> {
+    let http_error = |kind: ErrorKind| error(protocol, &kind, turn.retry_after_s);
+    if let Some(fault) = turn.fault.filter(|f| crate::hostile::is_hostile(*f)) {
+        let _ = fault;
+        return Some(Answer::Generated(crate::hostile::answer(
+            protocol,
+            turn,
+            &facts.model,
+        )));
+    }
+    match turn.fault {
+        Some(Fault::Http429) => return Some(http_error(ErrorKind::RateLimited)),
+        Some(Fault::Http500) => return Some(http_error(ErrorKind::ServerError)),
+        Some(Fault::StreamError) if !facts.streaming => {
+            return Some(http_error(ErrorKind::ServerError))
+        }
+        Some(Fault::Overloaded) => return Some(http_error(ErrorKind::Overloaded)),
+        Some(Fault::ProviderReturnedError) => return Some(http_error(ErrorKind::ProviderReturned)),
+        Some(Fault::ContextLength) => {
+            let limit = match protocol {
+                Protocol::Anthropic | Protocol::Bedrock => ANTHROPIC_CONTEXT_LIMIT,
+                Protocol::OpenAiChat | Protocol::OpenAiResponses => OPENAI_CONTEXT_LIMIT,
+                Protocol::Gemini => GEMINI_CONTEXT_LIMIT,
+            };
+            let scripted = turn.usage.map_or(0, |usage| usage.input_tokens);
+            return Some(http_error(ErrorKind::ContextLength {
+                prompt_tokens: scripted.max(limit + 1),
+                limit,
+            }));
+        }
+        Some(Fault::Hang) => {
+            return Some(Answer::Hang {
+                send_headers: facts.streaming,
+            })
+        }
+        Some(Fault::DropMidStream | Fault::MalformedSse | Fault::StreamError) | None => {}
+        Some(_) => {}
+    }
+    None
+}
+
 /// The answer to a request served by `turn` (the `number`-th turn, 1-based).
 pub(crate) fn for_turn(
     protocol: Protocol,
@@ -87,36 +130,8 @@ pub(crate) fn for_turn(
     tool_call_ids: &[String],
     facts: &RequestFacts,
 ) -> Answer {
-    let http_error = |kind: ErrorKind| error(protocol, &kind, turn.retry_after_s);
-    if let Some(fault) = turn.fault.filter(|f| crate::hostile::is_hostile(*f)) {
-        let _ = fault;
-        return Answer::Generated(crate::hostile::answer(protocol, turn, &facts.model));
-    }
-    match turn.fault {
-        Some(Fault::Http429) => return http_error(ErrorKind::RateLimited),
-        Some(Fault::Http500) => return http_error(ErrorKind::ServerError),
-        Some(Fault::StreamError) if !facts.streaming => return http_error(ErrorKind::ServerError),
-        Some(Fault::Overloaded) => return http_error(ErrorKind::Overloaded),
-        Some(Fault::ProviderReturnedError) => return http_error(ErrorKind::ProviderReturned),
-        Some(Fault::ContextLength) => {
-            let limit = match protocol {
-                Protocol::Anthropic | Protocol::Bedrock => ANTHROPIC_CONTEXT_LIMIT,
-                Protocol::OpenAiChat | Protocol::OpenAiResponses => OPENAI_CONTEXT_LIMIT,
-                Protocol::Gemini => GEMINI_CONTEXT_LIMIT,
-            };
-            let scripted = turn.usage.map_or(0, |usage| usage.input_tokens);
-            return http_error(ErrorKind::ContextLength {
-                prompt_tokens: scripted.max(limit + 1),
-                limit,
-            });
-        }
-        Some(Fault::Hang) => {
-            return Answer::Hang {
-                send_headers: facts.streaming,
-            }
-        }
-        Some(Fault::DropMidStream | Fault::MalformedSse | Fault::StreamError) | None => {}
-        Some(_) => {}
+    if let Some(answer) = fault_answer(protocol, turn, facts) {
+        return answer;
     }
 
     let filled;

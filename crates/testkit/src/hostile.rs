@@ -84,51 +84,12 @@ pub(crate) fn answer(protocol: Protocol, turn: &Turn, model: &str) -> Generated 
             let body = std::iter::repeat_with(move || frames.text("Echo echo echo echo.\n"));
             sse(Box::new(head.into_iter().chain(body)), Duration::ZERO)
         }
-        Some(Fault::HugeEvent) => {
-            let head = frames.start();
-            // One event whose data line holds `size` bytes of text, written in pieces.
-            let (open, close) = frames.text_event_halves(size);
-            let middle = pieces(size, b'a');
-            let body = std::iter::once(open)
-                .chain(middle)
-                .chain(std::iter::once(close))
-                .chain(frames.finish("stop"))
-                .collect::<Vec<_>>()
-                .into_iter();
-            sse(Box::new(head.into_iter().chain(body)), Duration::ZERO)
-        }
-        Some(Fault::HugeToolArguments) => {
-            let head = frames.start();
-            let mut body = vec![frames.call_start(0)];
-            body.push(frames.arguments(0, "{\"path\": \""));
-            let open = body.into_iter();
-            let tail: Vec<Bytes> = [frames.arguments(0, "\"}"), frames.call_stop(0)]
-                .into_iter()
-                .chain(frames.finish("tool_use"))
-                .collect();
-            let filler = (0..size / PIECE_BYTES + 1)
-                .map(move |_| frames.arguments(0, &"b".repeat(PIECE_BYTES)));
-            sse(
-                Box::new(head.into_iter().chain(open).chain(filler).chain(tail)),
-                Duration::ZERO,
-            )
-        }
-        Some(Fault::ManyToolCalls) => {
-            let count = turn.count.unwrap_or(10_000) as usize;
-            let head = frames.start();
-            let finish = frames.finish("tool_use");
-            let calls = (0..count).flat_map(move |i| {
-                [
-                    frames.call_start(i),
-                    frames.arguments(i, "{\"path\": \"f.txt\"}"),
-                    frames.call_stop(i),
-                ]
-            });
-            sse(
-                Box::new(head.into_iter().chain(calls).chain(finish)),
-                Duration::ZERO,
-            )
-        }
+        Some(Fault::HugeEvent) => sse(huge_event(frames, size), Duration::ZERO),
+        Some(Fault::HugeToolArguments) => sse(huge_tool_arguments(frames, size), Duration::ZERO),
+        Some(Fault::ManyToolCalls) => sse(
+            many_tool_calls(frames, turn.count.unwrap_or(10_000) as usize),
+            Duration::ZERO,
+        ),
         Some(Fault::HeartbeatsOnly) => {
             let head = frames.start();
             let beats = std::iter::repeat_with(move || frames.heartbeat());
@@ -170,6 +131,52 @@ pub(crate) fn answer(protocol: Protocol, turn: &Turn, model: &str) -> Generated 
             delay: Duration::ZERO,
         },
     }
+}
+
+/// Frames of a stream.
+type FrameStream = Box<dyn Iterator<Item = Bytes> + Send>;
+
+/// One event whose data line holds `size` bytes of text, written in pieces.
+fn huge_event(frames: Frames, size: usize) -> FrameStream {
+    let head = frames.start();
+    let (open, close) = frames.text_event_halves(size);
+    let middle = pieces(size, b'a');
+    let body = std::iter::once(open)
+        .chain(middle)
+        .chain(std::iter::once(close))
+        .chain(frames.finish("stop"))
+        .collect::<Vec<_>>()
+        .into_iter();
+    Box::new(head.into_iter().chain(body))
+}
+
+/// One tool call whose arguments hold `size` bytes, sent in pieces.
+fn huge_tool_arguments(frames: Frames, size: usize) -> FrameStream {
+    let head = frames.start();
+    let mut body = vec![frames.call_start(0)];
+    body.push(frames.arguments(0, "{\"path\": \""));
+    let open = body.into_iter();
+    let tail: Vec<Bytes> = [frames.arguments(0, "\"}"), frames.call_stop(0)]
+        .into_iter()
+        .chain(frames.finish("tool_use"))
+        .collect();
+    let filler =
+        (0..size / PIECE_BYTES + 1).map(move |_| frames.arguments(0, &"b".repeat(PIECE_BYTES)));
+    Box::new(head.into_iter().chain(open).chain(filler).chain(tail))
+}
+
+/// `count` small tool calls in one answer.
+fn many_tool_calls(frames: Frames, count: usize) -> FrameStream {
+    let head = frames.start();
+    let finish = frames.finish("tool_use");
+    let calls = (0..count).flat_map(move |i| {
+        [
+            frames.call_start(i),
+            frames.arguments(i, "{\"path\": \"f.txt\"}"),
+            frames.call_stop(i),
+        ]
+    });
+    Box::new(head.into_iter().chain(calls).chain(finish))
 }
 
 /// `total` bytes of `byte`, in pieces.

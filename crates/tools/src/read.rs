@@ -324,15 +324,7 @@ fn page_of(
                 String::from_utf8_lossy(body)
             }
         };
-        let mut numbered = format!("{number:>6}\t");
-        let mut shortened = 0;
-        push_capped(
-            &mut numbered,
-            &text,
-            limits.read_max_line_chars,
-            &mut shortened,
-        );
-        numbered.push('\n');
+        let (numbered, shortened) = numbered_line(number, &text, limits.read_max_line_chars);
         if last_shown > 0 && out.len() + numbered.len() > limits.read_max_page_bytes {
             page_full = true;
             break;
@@ -342,30 +334,11 @@ fn page_of(
         last_shown = number;
     }
     // The rest of the file is only counted (fast, by chunks), and only so far.
-    let mut counted_all = true;
-    if page_full {
-        let mut scanned: u64 = 0;
-        let mut pending_partial_line = false;
-        loop {
-            let chunk = reader.fill_buf().map_err(failed)?;
-            if chunk.is_empty() {
-                break;
-            }
-            if scanned >= COUNT_MAX_BYTES {
-                counted_all = false;
-                break;
-            }
-            number += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
-            pending_partial_line = chunk.last() != Some(&b'\n');
-            let len = chunk.len();
-            scanned += len as u64;
-            reader.consume(len);
-        }
-        if pending_partial_line && counted_all {
-            number += 1;
-        }
-    }
-    let total = number;
+    let (total, counted_all) = if page_full {
+        count_rest(&mut reader, number).map_err(failed)?
+    } else {
+        (number, true)
+    };
     if total == 0 {
         return Ok(Page {
             text: format!("(`{shown}` is empty)"),
@@ -406,6 +379,43 @@ fn page_of(
         text: out,
         lines: (!whole).then_some((offset, last_shown)),
     })
+}
+
+/// Line `number` as read shows it (`number<TAB>text`, cut at `max_chars`), and
+/// whether it was cut (1) or not (0).
+fn numbered_line(number: u64, text: &str, max_chars: usize) -> (String, usize) {
+    let mut numbered = format!("{number:>6}\t");
+    let mut shortened = 0;
+    push_capped(&mut numbered, text, max_chars, &mut shortened);
+    numbered.push('\n');
+    (numbered, shortened)
+}
+
+/// The line count of a file whose first `lines` lines were read, counting the rest of
+/// `reader` by chunks up to [`COUNT_MAX_BYTES`]; `false` when it stopped there (the
+/// count is then a lower bound).
+fn count_rest(reader: &mut impl BufRead, lines: u64) -> std::io::Result<(u64, bool)> {
+    let mut number = lines;
+    let mut scanned: u64 = 0;
+    let mut pending_partial_line = false;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        if scanned >= COUNT_MAX_BYTES {
+            return Ok((number, false));
+        }
+        number += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+        pending_partial_line = chunk.last() != Some(&b'\n');
+        let len = chunk.len();
+        scanned += len as u64;
+        reader.consume(len);
+    }
+    if pending_partial_line {
+        number += 1;
+    }
+    Ok((number, true))
 }
 
 fn push_capped(out: &mut String, text: &str, max_chars: usize, truncated: &mut usize) {

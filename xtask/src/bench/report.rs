@@ -218,9 +218,8 @@ pub fn write_squash(
     }
 }
 
-pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
-    let mut out = String::new();
-    let w = &mut out;
+/// The report's title and the table of what was measured where.
+fn write_header(w: &mut String, h: &Header, m: &Measurements) {
     let _ = writeln!(w, "# Benchmarks\n");
     let _ = writeln!(
         w,
@@ -244,8 +243,10 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
             "full (7 runs)"
         }
     );
+}
 
-    // Targets.
+/// The targets table: each target, its measured figure and whether it is met.
+fn write_targets(w: &mut String, m: &Measurements) {
     let _ = writeln!(w, "## Targets\n");
     let _ = writeln!(w, "| target | measured (median) | |\n|---|---|---|");
     let _ = writeln!(w, "{}", token_target_row(&m.tokens));
@@ -338,10 +339,10 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
             verdict(ratio < 1.0)
         );
     }
+}
 
-    write_tokens(w, &m.tokens);
-
-    // Estimate.
+/// The per-request estimate on a 200k-token history: cached against a full recount.
+fn write_estimate(w: &mut String, m: &Measurements) {
     let _ = writeln!(w, "\n## Per-request estimate on a 200k-token history\n");
     let _ = writeln!(
         w,
@@ -369,6 +370,17 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
             f.seconds.median / c.seconds.median
         );
     }
+}
+
+pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
+    let mut out = String::new();
+    let w = &mut out;
+    write_header(w, h, m);
+    write_targets(w, m);
+
+    write_tokens(w, &m.tokens);
+
+    write_estimate(w, m);
 
     write_squash(w, &m.squash, &m.criterion);
 

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use crate::models::builtin::BuiltIn;
 use crate::models::builtin::{
     built_in_providers, lookup_key, BUILT_INS, KEY_FALLBACKS, LOCAL_FREQUENCY_PENALTY,
     LOCAL_MAX_OUTPUT_TOKENS, LOCAL_REPEAT_PENALTY,
@@ -201,6 +202,81 @@ pub fn price_of(spec: &str, tables: &ModelTables) -> Option<Pricing> {
     entry.and_then(|e| e.pricing)
 }
 
+/// The provider's base URL: configured, else the built-in's variable, else its default.
+fn base_url(
+    provider: &str,
+    built_in: Option<&BuiltIn>,
+    custom: Option<&ProviderConfig>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, ModelError> {
+    custom
+        .and_then(|c| c.base_url.clone())
+        .or_else(|| {
+            built_in
+                .and_then(|b| b.base_url_env)
+                .and_then(lookup)
+                .filter(|v| !v.is_empty())
+        })
+        .or(built_in.map(|b| b.base_url.to_owned()))
+        .ok_or_else(|| ModelError::Model(format!("provider `{provider}` needs a base_url")))
+}
+
+/// The output cap sent when none is configured: the Messages API requires one (the
+/// model's own maximum), Bedrock caps every model (the catalog's maximum too), and
+/// small local models may ramble until their context is full.
+fn default_output_cap(
+    kind: ProtocolKind,
+    provider: &str,
+    catalog_entry: Option<&catalog::ModelInfo>,
+) -> Option<u32> {
+    match (kind, provider) {
+        (ProtocolKind::Anthropic | ProtocolKind::Bedrock, _) => catalog_entry.map(|e| e.max_output),
+        (_, "local") => Some(LOCAL_MAX_OUTPUT_TOKENS),
+        _ => None,
+    }
+}
+
+/// The API key in `env` (or its fallback variable); its absence is an error naming both.
+fn required_key(
+    provider: &str,
+    env: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, ModelError> {
+    lookup_key(env, lookup).ok_or_else(|| {
+        let fallback = KEY_FALLBACKS.iter().find(|(primary, _)| *primary == env);
+        ModelError::MissingKey {
+            provider: provider.to_owned(),
+            env: match fallback {
+                Some((_, other)) => format!("{env} (or {other})"),
+                None => env.to_owned(),
+            },
+        }
+    })
+}
+
+/// The model's window and where it came from: the configuration, else the catalog,
+/// else the default with a loud warning (an unknown model).
+fn window_of(
+    spec: &str,
+    configured: Option<u64>,
+    catalog_entry: Option<&catalog::ModelInfo>,
+    tables: &ModelTables,
+) -> (u64, WindowSource, Option<String>) {
+    if let Some(window) = configured {
+        return (window, WindowSource::Config, None);
+    }
+    if let Some(entry) = catalog_entry {
+        return (entry.context_window, WindowSource::Catalog, None);
+    }
+    let window = tables
+        .default_context_window
+        .unwrap_or(DEFAULT_CONTEXT_WINDOW);
+    let warning = format!(
+        "warning: unknown model `{spec}`: pith's catalog has no window, output cap or price for it; assuming a context window of {window} tokens. Set [models.\"{spec}\"] context_window (and max_output_tokens, pricing) in {CONFIG_FILE_HINT} or .pith/config.toml, or pass --context-window"
+    );
+    (window, WindowSource::Default, Some(warning))
+}
+
 /// Resolves `spec` (`provider/model`) against the built-ins, the configuration and the
 /// environment.
 pub fn resolve_model(
@@ -228,33 +304,12 @@ pub fn resolve_model(
                 built_in_providers().join(", ")
             ))
         })?;
-    let base_url = custom
-        .and_then(|c| c.base_url.clone())
-        .or_else(|| {
-            built_in
-                .and_then(|b| b.base_url_env)
-                .and_then(lookup)
-                .filter(|v| !v.is_empty())
-        })
-        .or(built_in.map(|b| b.base_url.to_owned()))
-        .ok_or_else(|| ModelError::Model(format!("provider `{provider}` needs a base_url")))?;
+    let base_url = base_url(provider, built_in, custom, lookup)?;
     let key_env = custom
         .and_then(|c| c.api_key_env.clone())
         .or(built_in.and_then(|b| b.api_key_env.map(str::to_owned)));
     let api_key = match &key_env {
-        Some(env) => match lookup_key(env, lookup) {
-            Some(key) => Some(key),
-            None => {
-                let fallback = KEY_FALLBACKS.iter().find(|(primary, _)| primary == env);
-                return Err(ModelError::MissingKey {
-                    provider: provider.to_owned(),
-                    env: match fallback {
-                        Some((_, other)) => format!("{env} (or {other})"),
-                        None => env.clone(),
-                    },
-                });
-            }
-        },
+        Some(env) => Some(required_key(provider, env, lookup)?),
         None => None,
     };
 
@@ -263,37 +318,14 @@ pub fn resolve_model(
         ProtocolKind::Bedrock => catalog::lookup_bedrock(model),
         _ => catalog::lookup(model),
     };
-    let mut window_warning = None;
-    let (context_window, window_source) = if let Some(window) =
-        model_config.and_then(|m| m.context_window)
-    {
-        (window, WindowSource::Config)
-    } else if let Some(window) = custom.and_then(|c| c.context_window) {
-        (window, WindowSource::Config)
-    } else if let Some(entry) = catalog_entry {
-        (entry.context_window, WindowSource::Catalog)
-    } else {
-        let window = tables
-            .default_context_window
-            .unwrap_or(DEFAULT_CONTEXT_WINDOW);
-        window_warning = Some(format!(
-            "warning: unknown model `{spec}`: pith's catalog has no window, output cap or price for it; assuming a context window of {window} tokens. Set [models.\"{spec}\"] context_window (and max_output_tokens, pricing) in {CONFIG_FILE_HINT} or .pith/config.toml, or pass --context-window"
-        ));
-        (window, WindowSource::Default)
-    };
-    let max_output_tokens =
-        model_config
-            .and_then(|m| m.max_output_tokens)
-            .or(match (kind, provider) {
-                // The Messages API requires a cap; send the model's own maximum.
-                // Bedrock caps every model; send the catalog's maximum too.
-                (ProtocolKind::Anthropic | ProtocolKind::Bedrock, _) => {
-                    catalog_entry.map(|e| e.max_output)
-                }
-                // Small local models may ramble until their context is full.
-                (_, "local") => Some(LOCAL_MAX_OUTPUT_TOKENS),
-                _ => None,
-            });
+    let configured_window = model_config
+        .and_then(|m| m.context_window)
+        .or(custom.and_then(|c| c.context_window));
+    let (context_window, window_source, window_warning) =
+        window_of(spec, configured_window, catalog_entry.as_ref(), tables);
+    let max_output_tokens = model_config
+        .and_then(|m| m.max_output_tokens)
+        .or_else(|| default_output_cap(kind, provider, catalog_entry.as_ref()));
     Ok(ResolvedModel {
         provider: provider.to_owned(),
         model: model.to_owned(),

@@ -42,7 +42,7 @@ use pith_core::summary::{
 };
 use pith_core::{
     AutoCompaction, Carried, Compaction, CompactionTrigger, EventSink, HistoryRewrite, HookEvent,
-    LoopEvent, Message, Part, RequestReport, ToolDefinition, TurnSink,
+    LoopEvent, Message, Part, RequestReport, ToolDefinition, TurnSink, Usage,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -199,28 +199,13 @@ impl AgentLoop {
         let CompactionPlan {
             ledger, restored, ..
         } = plan;
-        self.context.last_request_at = Some(Instant::now());
-        // Another model's usage says nothing of this server's counts.
-        if let Some(reported) = reports
-            .last()
-            .filter(|r| r.usage_reported && r.compaction_model.is_none())
-        {
-            self.context.observe_summary_usage(reported.usage, counted);
-        }
-        self.emit_requests(reports, sink);
         let usage = outcome.usage();
+        self.account_summary(reports, counted, usage, model.is_some(), sink);
         turn.usage += usage;
-        if model.is_some() {
-            self.compaction_model_spent += usage;
-        }
         let summary = match outcome {
             SummaryOutcome::Summary { summary, .. } => summary,
             SummaryOutcome::ToolRoundsExhausted { .. } => {
-                sink.emit(LoopEvent::Notice(
-                    "the model kept calling tools instead of summarising; compacted without its summary"
-                        .to_owned(),
-                ));
-                self.fallback_summary(ledger.is_some())
+                self.summary_of_exhausted_rounds(ledger.is_some(), sink)
             }
             SummaryOutcome::Cancelled { .. } => {
                 self.context.governor.record_skipped();
@@ -295,9 +280,22 @@ impl AgentLoop {
         let HistoryRewrite::Compaction(compaction) = rewrite else {
             return Ok(());
         };
-        self.context.install(compaction.replacement.clone());
-        self.mark_restored_seen(&compaction.carried.restored_files);
-        self.pins_carried(&compaction.carried, sink);
+        self.auto_applied(compaction, started, waiting, sink);
+        Ok(())
+    }
+
+    /// An automatic compaction's persisted `compaction` installed: the governor learns
+    /// what it freed, the front-end gets `Applied` (how long it took, and how long the
+    /// turn waited for it) and any pause the governor decided.
+    fn auto_applied(
+        &mut self,
+        compaction: Compaction,
+        started: Instant,
+        waiting: Instant,
+        sink: &mut dyn TurnSink,
+    ) {
+        let (tokens_before, tokens_after) = (compaction.tokens_before, compaction.tokens_after);
+        self.install_compaction(&compaction.replacement, &compaction.carried, sink);
         let freed = tokens_before.saturating_sub(tokens_after);
         let budget = self.context.budget;
         let paused = self
@@ -317,7 +315,53 @@ impl AgentLoop {
             waited_ms: millis(waiting),
         }));
         self.tell(paused.into_iter().collect(), sink);
-        Ok(())
+    }
+
+    /// A summary's requests accounted for: reported, the last one's usage calibrating
+    /// this server's counts (another model's says nothing of them), and `usage` added to
+    /// the compaction model's account when it went there.
+    fn account_summary(
+        &mut self,
+        reports: Vec<RequestReport>,
+        counted: u64,
+        usage: Usage,
+        on_compaction_model: bool,
+        sink: &mut dyn TurnSink,
+    ) {
+        self.context.last_request_at = Some(Instant::now());
+        if let Some(reported) = reports
+            .last()
+            .filter(|r| r.usage_reported && r.compaction_model.is_none())
+        {
+            self.context.observe_summary_usage(reported.usage, counted);
+        }
+        self.emit_requests(reports, sink);
+        if on_compaction_model {
+            self.compaction_model_spent += usage;
+        }
+    }
+
+    /// The summary when the model kept calling tools instead of writing one: the
+    /// fallback, with a notice.
+    fn summary_of_exhausted_rounds(&self, has_ledger: bool, sink: &mut dyn TurnSink) -> String {
+        sink.emit(LoopEvent::Notice(
+            "the model kept calling tools instead of summarising; compacted without its summary"
+                .to_owned(),
+        ));
+        self.fallback_summary(has_ledger)
+    }
+
+    /// A persisted compaction's replacement installed as the history; the files it
+    /// restored count as seen and its pins as carried.
+    fn install_compaction(
+        &mut self,
+        replacement: &[Message],
+        carried: &Carried,
+        sink: &mut dyn TurnSink,
+    ) {
+        self.context.install(replacement.to_vec());
+        self.mark_restored_seen(&carried.restored_files);
+        self.pins_carried(carried, sink);
     }
 
     /// An automatic compaction that did not apply: the front-end learns why, and the
@@ -348,6 +392,32 @@ impl AgentLoop {
         }
     }
 
+    /// The PreCompact hooks before a manual compaction: their instructions for the
+    /// summary. The user asked for this one: a hook's block is shown, not obeyed.
+    async fn manual_gate(
+        &mut self,
+        tokens_before: u64,
+        focus: Option<&str>,
+        sink: &mut dyn TurnSink,
+        cancel: &CancellationToken,
+    ) -> Option<String> {
+        let hooks = Arc::clone(&self.hooks);
+        let gate = hooks
+            .pre_compact(CompactionTrigger::Manual, tokens_before, focus, cancel)
+            .await;
+        emit_hooks(gate.runs, sink);
+        match gate.value {
+            CompactGate::Proceed { instructions } => instructions,
+            // The user asked for this one: a hook's block is shown, not obeyed.
+            CompactGate::Block { reason } => {
+                sink.emit(LoopEvent::Notice(format!(
+                    "a PreCompact hook asked not to compact ({reason}); compacting as you asked"
+                )));
+                None
+            }
+        }
+    }
+
     /// Manual compaction (`/compact [focus]`): the normal system prompt, history and tools
     /// plus the manual prompt, streamed visibly; tool calls are rejected; on success the
     /// history becomes one user message holding the summary, persisted first. On failure
@@ -369,21 +439,7 @@ impl AgentLoop {
         )
         .await;
         let tokens_before = self.estimate().total as u64;
-        let hooks = Arc::clone(&self.hooks);
-        let gate = hooks
-            .pre_compact(CompactionTrigger::Manual, tokens_before, focus, cancel)
-            .await;
-        emit_hooks(gate.runs, sink);
-        let instructions = match gate.value {
-            CompactGate::Proceed { instructions } => instructions,
-            // The user asked for this one: a hook's block is shown, not obeyed.
-            CompactGate::Block { reason } => {
-                sink.emit(LoopEvent::Notice(format!(
-                    "a PreCompact hook asked not to compact ({reason}); compacting as you asked"
-                )));
-                None
-            }
-        };
+        let instructions = self.manual_gate(tokens_before, focus, sink, cancel).await;
         if cancel.is_cancelled() {
             return Err(LoopError::Cancelled);
         }
@@ -422,11 +478,7 @@ impl AgentLoop {
         let summary = match outcome {
             SummaryOutcome::Summary { summary, .. } => summary,
             SummaryOutcome::ToolRoundsExhausted { .. } => {
-                sink.emit(LoopEvent::Notice(
-                    "the model kept calling tools instead of summarising; compacted without its summary"
-                        .to_owned(),
-                ));
-                self.fallback_summary(ledger.is_some())
+                self.summary_of_exhausted_rounds(ledger.is_some(), sink)
             }
             SummaryOutcome::Cancelled { .. } => return Err(LoopError::Cancelled),
             SummaryOutcome::Failed { reason, .. } => return Err(LoopError::Compaction(reason)),
@@ -457,9 +509,7 @@ impl AgentLoop {
             model: model.clone(),
             carried: carried.clone(),
         }))?;
-        self.context.install(replacement.clone());
-        self.mark_restored_seen(&carried.restored_files);
-        self.pins_carried(&carried, sink);
+        self.install_compaction(&replacement, &carried, sink);
         self.context.governor.reset();
         Ok(ManualCompaction {
             summary,

@@ -88,110 +88,170 @@ pub fn fit_to_budget_with(
     let fixed = estimate(counter, system, &[], tools);
     let room = input_budget.saturating_sub(fixed).max(64);
 
-    // 0. Images become their placeholders, oldest first.
-    let images: Vec<(usize, usize)> = fitted
-        .messages
-        .iter()
-        .enumerate()
-        .flat_map(|(mi, m)| {
-            m.parts
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| matches!(p, Part::Image(_)))
-                .map(move |(pi, _)| (mi, pi))
-        })
-        .collect();
-    for (mi, pi) in images {
-        if fitted.tokens_after <= input_budget {
-            break;
+    let fitter = Fitter {
+        counter,
+        system,
+        tools,
+        input_budget,
+    };
+    fitter.images_to_placeholders(&mut fitted);
+    fitter.cap_large_results(&mut fitted, room);
+    fitter.drop_oldest_units(&mut fitted, stand_in);
+    fitter.cap_largest_texts(&mut fitted);
+    fitted
+}
+
+/// What a request is fitted to: the counter, the fixed parts and the budget.
+#[derive(Clone, Copy)]
+struct Fitter<'a> {
+    counter: &'a dyn TokenCounter,
+    system: &'a str,
+    tools: &'a [ToolDefinition],
+    input_budget: u64,
+}
+
+impl Fitter<'_> {
+    /// Step 0: images become their placeholders, oldest first.
+    fn images_to_placeholders(self, fitted: &mut Fitted) {
+        let Fitter {
+            counter,
+            system,
+            tools,
+            input_budget,
+        } = self;
+        let images: Vec<(usize, usize)> = fitted
+            .messages
+            .iter()
+            .enumerate()
+            .flat_map(|(mi, m)| {
+                m.parts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| matches!(p, Part::Image(_)))
+                    .map(move |(pi, _)| (mi, pi))
+            })
+            .collect();
+        for (mi, pi) in images {
+            if fitted.tokens_after <= input_budget {
+                break;
+            }
+            let part = &mut fitted.messages[mi].parts[pi];
+            if let Some(text) = pith_core::context::images::image_placeholder(part, counter) {
+                *part = text;
+                fitted.capped_parts += 1;
+                fitted.tokens_after = estimate(counter, system, &fitted.messages, tools);
+            }
         }
-        let part = &mut fitted.messages[mi].parts[pi];
-        if let Some(text) = pith_core::context::images::image_placeholder(part, counter) {
-            *part = text;
-            fitted.capped_parts += 1;
+    }
+
+    /// Step 1: tool results larger than an eighth of the `room` are capped, largest
+    /// first.
+    fn cap_large_results(self, fitted: &mut Fitted, room: u64) {
+        let Fitter {
+            counter,
+            system,
+            tools,
+            input_budget,
+        } = self;
+        let cap = (room / 8).max(128) as usize;
+        let mut results: Vec<(usize, usize, usize)> = Vec::new();
+        for (mi, message) in fitted.messages.iter().enumerate() {
+            for (pi, part) in message.parts.iter().enumerate() {
+                if let Part::ToolResult(result) = part {
+                    let tokens = counter.count(&result.content);
+                    if tokens > cap {
+                        results.push((tokens, mi, pi));
+                    }
+                }
+            }
+        }
+        results.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (_, mi, pi) in results {
+            if fitted.tokens_after <= input_budget {
+                break;
+            }
+            if let Part::ToolResult(result) = &mut fitted.messages[mi].parts[pi] {
+                result.content = cap_text(counter, &result.content, cap);
+                fitted.capped_parts += 1;
+            }
             fitted.tokens_after = estimate(counter, system, &fitted.messages, tools);
         }
     }
 
-    // 1. Cap tool results larger than an eighth of the room, largest first.
-    let cap = (room / 8).max(128) as usize;
-    let mut results: Vec<(usize, usize, usize)> = Vec::new();
-    for (mi, message) in fitted.messages.iter().enumerate() {
-        for (pi, part) in message.parts.iter().enumerate() {
-            if let Part::ToolResult(result) = part {
-                let tokens = counter.count(&result.content);
-                if tokens > cap {
-                    results.push((tokens, mi, pi));
+    /// Step 2: the oldest units are dropped, keeping the latest user message and
+    /// everything after it; a note (and `stand_in`, the ledger) says so.
+    fn drop_oldest_units(self, fitted: &mut Fitted, stand_in: Option<&str>) {
+        let Fitter {
+            counter,
+            system,
+            tools,
+            input_budget,
+        } = self;
+        let protected_from = fitted
+            .messages
+            .iter()
+            .rposition(|m| {
+                m.role == Role::User && m.parts.iter().any(|p| matches!(p, Part::Text { .. }))
+            })
+            .unwrap_or(fitted.messages.len().saturating_sub(1));
+        let mut drop_until = 0;
+        while fitted.tokens_after > input_budget && drop_until < protected_from {
+            drop_until = next_unit_end(&fitted.messages, drop_until).min(protected_from);
+            let note = match stand_in {
+                Some(ledger) => format!(
+                    "[{drop_until} earlier messages were dropped to fit the context window; the \
+                     session ledger below keeps their facts]\n{ledger}"
+                ),
+                None => {
+                    format!(
+                        "[{drop_until} earlier messages were dropped to fit the context window]"
+                    )
                 }
+            };
+            let mut candidate = vec![Message::user(note)];
+            candidate.extend_from_slice(&fitted.messages[drop_until..]);
+            fitted.tokens_after = estimate(counter, system, &candidate, tools);
+            if fitted.tokens_after <= input_budget || drop_until >= protected_from {
+                fitted.dropped_messages = drop_until;
+                fitted.messages = candidate;
+                break;
             }
         }
     }
-    results.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    for (_, mi, pi) in results {
-        if fitted.tokens_after <= input_budget {
-            break;
-        }
-        if let Part::ToolResult(result) = &mut fitted.messages[mi].parts[pi] {
-            result.content = cap_text(counter, &result.content, cap);
+
+    /// Step 3: the largest remaining texts are capped.
+    fn cap_largest_texts(self, fitted: &mut Fitted) {
+        let Fitter {
+            counter,
+            system,
+            tools,
+            input_budget,
+        } = self;
+        while fitted.tokens_after > input_budget {
+            let Some((mi, pi, tokens)) = largest_part(counter, &fitted.messages) else {
+                break;
+            };
+            let excess = (fitted.tokens_after - input_budget) as usize;
+            let target = tokens.saturating_sub(excess + 16).max(16);
+            if target >= tokens {
+                break;
+            }
+            match &mut fitted.messages[mi].parts[pi] {
+                Part::Text { text } => *text = cap_text(counter, text, target),
+                Part::ToolResult(result) => {
+                    result.content = cap_text(counter, &result.content, target)
+                }
+                Part::ToolCall(_) | Part::Reasoning(_) | Part::Image(_) => break,
+            }
             fitted.capped_parts += 1;
-        }
-        fitted.tokens_after = estimate(counter, system, &fitted.messages, tools);
-    }
-
-    // 2. Drop the oldest units, keeping the latest user message and everything after it.
-    let protected_from = fitted
-        .messages
-        .iter()
-        .rposition(|m| {
-            m.role == Role::User && m.parts.iter().any(|p| matches!(p, Part::Text { .. }))
-        })
-        .unwrap_or(fitted.messages.len().saturating_sub(1));
-    let mut drop_until = 0;
-    while fitted.tokens_after > input_budget && drop_until < protected_from {
-        drop_until = next_unit_end(&fitted.messages, drop_until).min(protected_from);
-        let note = match stand_in {
-            Some(ledger) => format!(
-                "[{drop_until} earlier messages were dropped to fit the context window; the \
-                 session ledger below keeps their facts]\n{ledger}"
-            ),
-            None => {
-                format!("[{drop_until} earlier messages were dropped to fit the context window]")
+            let after = estimate(counter, system, &fitted.messages, tools);
+            if after >= fitted.tokens_after {
+                fitted.tokens_after = after;
+                break;
             }
-        };
-        let mut candidate = vec![Message::user(note)];
-        candidate.extend_from_slice(&fitted.messages[drop_until..]);
-        fitted.tokens_after = estimate(counter, system, &candidate, tools);
-        if fitted.tokens_after <= input_budget || drop_until >= protected_from {
-            fitted.dropped_messages = drop_until;
-            fitted.messages = candidate;
-            break;
-        }
-    }
-
-    // 3. Cap the largest remaining texts.
-    while fitted.tokens_after > input_budget {
-        let Some((mi, pi, tokens)) = largest_part(counter, &fitted.messages) else {
-            break;
-        };
-        let excess = (fitted.tokens_after - input_budget) as usize;
-        let target = tokens.saturating_sub(excess + 16).max(16);
-        if target >= tokens {
-            break;
-        }
-        match &mut fitted.messages[mi].parts[pi] {
-            Part::Text { text } => *text = cap_text(counter, text, target),
-            Part::ToolResult(result) => result.content = cap_text(counter, &result.content, target),
-            Part::ToolCall(_) | Part::Reasoning(_) | Part::Image(_) => break,
-        }
-        fitted.capped_parts += 1;
-        let after = estimate(counter, system, &fitted.messages, tools);
-        if after >= fitted.tokens_after {
             fitted.tokens_after = after;
-            break;
         }
-        fitted.tokens_after = after;
     }
-    fitted
 }
 
 /// The index just after the conversation unit that starts at `start`.

@@ -168,38 +168,10 @@ impl Summarizer {
             // A summary cut off is kept for what it says (the ledger carries the facts);
             // tool calls that were not complete are not run.
             if let Some(truncation) = truncation {
-                return match validate_summary(&response.text) {
-                    Ok(summary) => {
-                        // A visible (manual) summary shows the marker as it is kept.
-                        let marker =
-                            format!("\n[pith: the summary was cut off here: {truncation}]");
-                        if let Visibility::Visible(sink) = &mut visibility {
-                            sink.emit(LoopEvent::TextDelta(marker.clone()));
-                        }
-                        SummaryOutcome::Summary {
-                            summary: format!("{summary}{marker}"),
-                            usage,
-                            cut_off: true,
-                        }
-                    }
-                    Err(_) => SummaryOutcome::Failed {
-                        reason: format!("the summary was cut off before any text: {truncation}"),
-                        usage,
-                    },
-                };
+                return cut_summary(&response.text, &truncation, usage, &mut visibility);
             }
             if response.tool_calls.is_empty() {
-                return match validate_summary(&response.text) {
-                    Ok(summary) => SummaryOutcome::Summary {
-                        summary: summary.to_owned(),
-                        usage,
-                        cut_off: false,
-                    },
-                    Err(error) => SummaryOutcome::Failed {
-                        reason: error.to_string(),
-                        usage,
-                    },
-                };
+                return complete_summary(&response.text, usage);
             }
             if rounds >= self.tool_rounds {
                 return SummaryOutcome::ToolRoundsExhausted { usage };
@@ -257,5 +229,48 @@ impl Summarizer {
             no_content: self.timeouts.no_content,
             spend: self.spend.as_deref(),
         }
+    }
+}
+
+/// A summary answer cut off: kept for what it says, with a marker (shown as it is kept
+/// when the summary is visible); the ledger carries the facts. Incomplete tool calls are
+/// not run.
+fn cut_summary(
+    text: &str,
+    truncation: &Truncation,
+    usage: Usage,
+    visibility: &mut Visibility<'_>,
+) -> SummaryOutcome {
+    match validate_summary(text) {
+        Ok(summary) => {
+            let marker = format!("\n[pith: the summary was cut off here: {truncation}]");
+            if let Visibility::Visible(sink) = visibility {
+                sink.emit(LoopEvent::TextDelta(marker.clone()));
+            }
+            SummaryOutcome::Summary {
+                summary: format!("{summary}{marker}"),
+                usage,
+                cut_off: true,
+            }
+        }
+        Err(_) => SummaryOutcome::Failed {
+            reason: format!("the summary was cut off before any text: {truncation}"),
+            usage,
+        },
+    }
+}
+
+/// A summary answer that ended by itself, checked.
+fn complete_summary(text: &str, usage: Usage) -> SummaryOutcome {
+    match validate_summary(text) {
+        Ok(summary) => SummaryOutcome::Summary {
+            summary: summary.to_owned(),
+            usage,
+            cut_off: false,
+        },
+        Err(error) => SummaryOutcome::Failed {
+            reason: error.to_string(),
+            usage,
+        },
     }
 }

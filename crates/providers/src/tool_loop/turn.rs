@@ -8,16 +8,21 @@ use pith_core::hooks::context_block;
 use pith_core::prompts::truncation_notice;
 use pith_core::{
     HookEvent, LoopEvent, Message, Part, RequestPurpose, Role, ToolCall, ToolResult, TurnSink,
+    Usage,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
+use crate::tool_loop::context_state::Sent;
 use crate::tool_loop::execute::execute_calls_with_images;
 use crate::tool_loop::guard::Truncation;
 use crate::tool_loop::options::{LoopError, TurnFailure, TurnSummary};
 use crate::tool_loop::report::{emit_hooks, request_report};
-use crate::tool_loop::request::{send_with_retries, Exchange, Visibility};
+use crate::tool_loop::request::{
+    send_with_retries, Exchange, RequestFailure, Response, Visibility,
+};
 use crate::wire::error::ProviderError;
+use crate::wire::ModelRequest;
 
 impl AgentLoop {
     /// Runs one user turn to completion.
@@ -59,26 +64,7 @@ impl AgentLoop {
                 Err(error) => return fail(error, summary),
             };
             summary.requests += 1;
-            let started = Instant::now();
-            let exchange = Exchange {
-                adapter: self.adapter.as_ref(),
-                request: &prepared.request,
-                timeouts: &self.options.timeouts,
-                cancel,
-            };
-            let sent = send_with_retries(
-                exchange,
-                &self.options.retry,
-                self.guard(),
-                Visibility::Visible(&mut *sink),
-            )
-            .await;
-            // The provider's cache was used (and its TTL restarted) by this request.
-            self.context.last_request_at = Some(Instant::now());
-            // The request shares the history: release it so appending does not copy it.
-            drop(prepared.request);
-            let report = request_report(self, RequestPurpose::Turn, started, &sent);
-            self.emit_requests([report], sink);
+            let sent = self.send_turn_request(prepared.request, sink, cancel).await;
             let response = match sent {
                 Ok(response) => response,
                 // A refusal as too long is evidence that pith undercounts: recalibrate, and
@@ -95,17 +81,7 @@ impl AgentLoop {
                     sink.emit(LoopEvent::Notice(notice));
                     continue;
                 }
-                Err(failure) => {
-                    // Keep what the user already saw, never an orphan tool call.
-                    if !failure.partial.text.is_empty() {
-                        self.push(Message::assistant(failure.partial.text), sink);
-                    }
-                    let error = match failure.error {
-                        ProviderError::Cancelled => LoopError::Cancelled,
-                        other => LoopError::Provider(other),
-                    };
-                    return fail(error, summary);
-                }
+                Err(failure) => return fail(self.request_failed(failure, sink), summary),
             };
             refused = false;
             summary.usage += response.usage;
@@ -126,47 +102,18 @@ impl AgentLoop {
                     continue;
                 }
                 // An empty answer still closes the turn; keep the history well-formed.
-                sink.emit(LoopEvent::TurnFinished {
-                    usage: summary.usage,
-                });
-                return Ok(summary);
+                return Ok(finished(summary, sink));
             }
-            let answer = if calls.is_empty() {
-                response.text.clone()
-            } else {
-                String::new()
-            };
-            // An answer cut before any content leaves no (empty) assistant message.
-            // Reasoning goes with its answer, in its place (providers take it back only so).
-            if !response.is_empty() {
-                self.push(response.message(), sink);
-            }
-            if let Some(truncation) = &truncation {
-                sink.emit(LoopEvent::OutputTruncated {
-                    reason: truncation.to_string(),
-                });
-            }
-            // Cut at the cap the cost ceiling set: the budget is spent, not the answer done.
-            let budget_cut = response.budget_capped
-                && matches!(
-                    truncation,
-                    Some(Truncation::OutputCap { .. } | Truncation::ProviderLimit { .. })
-                );
-            // Told after the tool results of the cut answer, or at once when it has none.
-            let notice = truncation.map(|t| Message::user(truncation_notice(&t.to_string())));
-            // Usage is evidence: weighed against pith's count of what was sent (a fitted
-            // request is not the history, so it calibrates but never anchors), and the
-            // first report after a compaction verifies it.
-            let tools = self.tools.definitions();
-            let covered = self.context.history.len();
-            let notices = self.context.observe_usage(
+            let Appended {
+                answer,
+                budget_cut,
+                notice,
+            } = self.append_answer(&response, truncation, sink);
+            self.weigh_usage(
                 prepared.sent,
                 response.usage_reported.then_some(response.usage),
-                covered,
-                &self.system_prompt,
-                &tools,
+                sink,
             );
-            self.tell(notices, sink);
             if calls.is_empty() {
                 if let Some(notice) = notice {
                     self.push(notice, sink);
@@ -184,49 +131,168 @@ impl AgentLoop {
                 {
                     continue;
                 }
-                sink.emit(LoopEvent::TurnFinished {
-                    usage: summary.usage,
-                });
-                return Ok(summary);
+                return Ok(finished(summary, sink));
             }
 
-            let hooks = Arc::clone(&self.hooks);
-            let results =
-                execute_calls_with_images(&self.tools, hooks.as_ref(), &calls, sink, cancel).await;
             summary.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
-            let mut repeated = None;
-            for (call, (mut result, images)) in calls.iter().zip(results) {
-                if let Some(times) = self.note_repeats(call, &mut result) {
-                    repeated = Some((call.name.clone(), times));
-                }
-                // An image a tool returned follows its result in the same message.
-                let mut parts = vec![Part::ToolResult(result)];
-                parts.extend(images.into_iter().map(Part::Image));
-                self.push(
-                    Message {
-                        role: Role::Tool,
-                        parts,
-                    },
-                    sink,
-                );
-            }
-            if let Some(notice) = notice {
-                self.push(notice, sink);
-            }
-            self.context.governor.record_new_history();
-            if cancel.is_cancelled() {
-                return fail(LoopError::Cancelled, summary);
-            }
-            if let Some((tool, times)) = repeated {
-                if !self.repeat_gate.go_on(&tool, times, cancel).await {
-                    if cancel.is_cancelled() {
-                        return fail(LoopError::Cancelled, summary);
-                    }
-                    return fail(LoopError::RepeatedCall { tool, times }, summary);
-                }
-                self.repeats.reset();
+            let repeated = self.run_tool_calls(&calls, sink, cancel).await;
+            if let Err(error) = self.after_tool_calls(notice, repeated, sink, cancel).await {
+                return fail(error, summary);
             }
         }
+    }
+
+    /// The answer appended to the history (an answer cut before any content leaves no
+    /// empty assistant message; reasoning goes with its answer, in its place: providers
+    /// take it back only so), and a cut announced.
+    fn append_answer(
+        &mut self,
+        response: &Response,
+        truncation: Option<Truncation>,
+        sink: &mut dyn TurnSink,
+    ) -> Appended {
+        let answer = if response.tool_calls.is_empty() {
+            response.text.clone()
+        } else {
+            String::new()
+        };
+        // An answer cut before any content leaves no (empty) assistant message.
+        // Reasoning goes with its answer, in its place (providers take it back only so).
+        if !response.is_empty() {
+            self.push(response.message(), sink);
+        }
+        if let Some(truncation) = &truncation {
+            sink.emit(LoopEvent::OutputTruncated {
+                reason: truncation.to_string(),
+            });
+        }
+        // Cut at the cap the cost ceiling set: the budget is spent, not the answer done.
+        let budget_cut = response.budget_capped
+            && matches!(
+                truncation,
+                Some(Truncation::OutputCap { .. } | Truncation::ProviderLimit { .. })
+            );
+        // Told after the tool results of the cut answer, or at once when it has none.
+        let notice = truncation.map(|t| Message::user(truncation_notice(&t.to_string())));
+        Appended {
+            answer,
+            budget_cut,
+            notice,
+        }
+    }
+
+    /// After the tool results: the note of a cut answer, new history for the governor,
+    /// and the doom-loop guard's question when a call repeated too often (the turn
+    /// ends when the user says no, or was cancelled).
+    async fn after_tool_calls(
+        &mut self,
+        notice: Option<Message>,
+        repeated: Option<(String, u32)>,
+        sink: &mut dyn TurnSink,
+        cancel: &CancellationToken,
+    ) -> Result<(), LoopError> {
+        if let Some(notice) = notice {
+            self.push(notice, sink);
+        }
+        self.context.governor.record_new_history();
+        if cancel.is_cancelled() {
+            return Err(LoopError::Cancelled);
+        }
+        if let Some((tool, times)) = repeated {
+            if !self.repeat_gate.go_on(&tool, times, cancel).await {
+                if cancel.is_cancelled() {
+                    return Err(LoopError::Cancelled);
+                }
+                return Err(LoopError::RepeatedCall { tool, times });
+            }
+            self.repeats.reset();
+        }
+        Ok(())
+    }
+
+    /// Sends a turn's request with retries, visibly, and reports it. The provider's
+    /// cache was used (and its TTL restarted) by it.
+    async fn send_turn_request(
+        &mut self,
+        request: ModelRequest,
+        sink: &mut dyn TurnSink,
+        cancel: &CancellationToken,
+    ) -> Result<Response, RequestFailure> {
+        let started = Instant::now();
+        let exchange = Exchange {
+            adapter: self.adapter.as_ref(),
+            request: &request,
+            timeouts: &self.options.timeouts,
+            cancel,
+        };
+        let sent = send_with_retries(
+            exchange,
+            &self.options.retry,
+            self.guard(),
+            Visibility::Visible(&mut *sink),
+        )
+        .await;
+        self.context.last_request_at = Some(Instant::now());
+        // The request shares the history: release it so appending does not copy it.
+        drop(request);
+        let report = request_report(self, RequestPurpose::Turn, started, &sent);
+        self.emit_requests([report], sink);
+        sent
+    }
+
+    /// A request that failed for good: what the user already saw is kept (never an
+    /// orphan tool call), and the turn ends with the error.
+    fn request_failed(&mut self, failure: RequestFailure, sink: &mut dyn TurnSink) -> LoopError {
+        if !failure.partial.text.is_empty() {
+            self.push(Message::assistant(failure.partial.text), sink);
+        }
+        match failure.error {
+            ProviderError::Cancelled => LoopError::Cancelled,
+            other => LoopError::Provider(other),
+        }
+    }
+
+    /// Usage is evidence: weighed against pith's count of what was `sent` (a fitted
+    /// request is not the history, so it calibrates but never anchors), and the first
+    /// report after a compaction verifies it.
+    fn weigh_usage(&mut self, sent: Sent, reported: Option<Usage>, sink: &mut dyn TurnSink) {
+        let tools = self.tools.definitions();
+        let covered = self.context.history.len();
+        let notices =
+            self.context
+                .observe_usage(sent, reported, covered, &self.system_prompt, &tools);
+        self.tell(notices, sink);
+    }
+
+    /// Runs the answer's tool calls and appends their results (an image a tool returned
+    /// follows its result in the same message); the call the doom-loop guard stops at,
+    /// with its count, if any.
+    async fn run_tool_calls(
+        &mut self,
+        calls: &[ToolCall],
+        sink: &mut dyn TurnSink,
+        cancel: &CancellationToken,
+    ) -> Option<(String, u32)> {
+        let hooks = Arc::clone(&self.hooks);
+        let results =
+            execute_calls_with_images(&self.tools, hooks.as_ref(), calls, sink, cancel).await;
+        let mut repeated = None;
+        for (call, (mut result, images)) in calls.iter().zip(results) {
+            if let Some(times) = self.note_repeats(call, &mut result) {
+                repeated = Some((call.name.clone(), times));
+            }
+            // An image a tool returned follows its result in the same message.
+            let mut parts = vec![Part::ToolResult(result)];
+            parts.extend(images.into_iter().map(Part::Image));
+            self.push(
+                Message {
+                    role: Role::Tool,
+                    parts,
+                },
+                sink,
+            );
+        }
+        repeated
     }
 
     /// The model answered without tool calls (`answer`): asks the Stop hooks whether the
@@ -265,4 +331,23 @@ impl AgentLoop {
         }
         (limits.stop_after > 0 && times >= limits.stop_after).then_some(times)
     }
+}
+
+/// The turn ends: the front-end is told with its usage.
+fn finished(summary: TurnSummary, sink: &mut dyn TurnSink) -> TurnSummary {
+    sink.emit(LoopEvent::TurnFinished {
+        usage: summary.usage,
+    });
+    summary
+}
+
+/// What [`AgentLoop::append_answer`] leaves for the rest of the turn.
+struct Appended {
+    /// The answer's text when it called no tools (what the Stop hooks are told).
+    answer: String,
+    /// Cut at the cap the cost ceiling set: the budget is spent, not the answer done.
+    budget_cut: bool,
+    /// The note for the model about a cut answer: told after the tool results of the
+    /// cut answer, or at once when it has none.
+    notice: Option<Message>,
 }

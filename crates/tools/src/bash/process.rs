@@ -87,13 +87,10 @@ fn output_pipe() -> io::Result<(OwnedFd, std::io::PipeWriter)> {
     Ok((OwnedFd::from(reader), writer))
 }
 
-/// Runs `spec`, returning when the command and its output are done (or it was ended).
-/// Errors only when the shell cannot be started.
-pub async fn run_command(
-    spec: CommandSpec,
-    cancel: &CancellationToken,
-) -> io::Result<CommandOutcome> {
-    let (reader, writer) = output_pipe()?;
+/// The `bash -c` command of `spec`: confined when it asks, in its own process group,
+/// stdin from /dev/null, stdout and stderr into `writer`, pagers off, and its
+/// environment.
+fn shell_command(spec: &CommandSpec, writer: std::io::PipeWriter) -> io::Result<Command> {
     let writer_for_stderr = writer.try_clone()?;
     let shell_args = ["-c", spec.command.as_str()];
     let mut command = match &spec.confinement {
@@ -122,6 +119,17 @@ pub async fn run_command(
     for (name, value) in spec.confinement.iter().flat_map(|c| c.env()) {
         command.env(name, value);
     }
+    Ok(command)
+}
+
+/// Runs `spec`, returning when the command and its output are done (or it was ended).
+/// Errors only when the shell cannot be started.
+pub async fn run_command(
+    spec: CommandSpec,
+    cancel: &CancellationToken,
+) -> io::Result<CommandOutcome> {
+    let (reader, writer) = output_pipe()?;
+    let mut command = shell_command(&spec, writer)?;
     let mut child = command.spawn()?;
     // The parent's copies of the write end must be closed, or EOF never comes.
     drop(command);

@@ -94,22 +94,18 @@ const LINE_CAP_CHARS: usize = 500;
 /// Error and detail lines are shortened only beyond this.
 const DETAIL_LINE_CAP_CHARS: usize = 2_000;
 
-/// Plans test-runner output.
-pub(crate) fn plan(text: &str, lines: &[&str], errors: &[bool], config: &SquashConfig) -> KeepPlan {
+/// Failure blocks: the first ones in detail, the rest by their header; a line already
+/// `shown` is not shown again. Which lines are in a block, and which were kept as
+/// details.
+fn keep_failure_blocks<'a>(
+    text: &str,
+    lines: &[&'a str],
+    config: &SquashConfig,
+    plan: &mut KeepPlan,
+    run_start: &[usize],
+    shown: &mut HashSet<&'a str>,
+) -> (Vec<bool>, Vec<bool>) {
     let n = lines.len();
-    let failing = mark_matching_lines(text, lines, &FAILING_ID);
-    let summary = mark_matching_lines(text, lines, &SUMMARY);
-    let assertion = mark_matching_lines(text, lines, &ASSERTION);
-    let frame = mark_matching_lines(text, lines, &FRAME);
-
-    let mut plan = KeepPlan::none(n);
-    let run_start = mark_runs(lines, &mut plan, |a, b| lines[a] == lines[b]);
-
-    // A line already shown earlier (a repeated frame, the same exception for every
-    // parametrised case) is not shown again; identifiers and summaries always are.
-    let mut shown: HashSet<&str> = HashSet::new();
-
-    // Failure blocks: the first ones in detail, the rest by their header.
     let blocks = failures::find_blocks(text, lines);
     let mut in_block = vec![false; n];
     let mut detail = vec![false; n];
@@ -140,6 +136,26 @@ pub(crate) fn plan(text: &str, lines: &[&str], errors: &[bool], config: &SquashC
             }
         }
     }
+    (in_block, detail)
+}
+
+/// Plans test-runner output.
+pub(crate) fn plan(text: &str, lines: &[&str], errors: &[bool], config: &SquashConfig) -> KeepPlan {
+    let n = lines.len();
+    let failing = mark_matching_lines(text, lines, &FAILING_ID);
+    let summary = mark_matching_lines(text, lines, &SUMMARY);
+    let assertion = mark_matching_lines(text, lines, &ASSERTION);
+    let frame = mark_matching_lines(text, lines, &FRAME);
+
+    let mut plan = KeepPlan::none(n);
+    let run_start = mark_runs(lines, &mut plan, |a, b| lines[a] == lines[b]);
+
+    // A line already shown earlier (a repeated frame, the same exception for every
+    // parametrised case) is not shown again; identifiers and summaries always are.
+    let mut shown: HashSet<&str> = HashSet::new();
+
+    let (in_block, detail) =
+        keep_failure_blocks(text, lines, config, &mut plan, &run_start, &mut shown);
 
     let mut mandatory = vec![false; n];
     for i in 0..n {

@@ -74,6 +74,106 @@ pub(super) struct Parser {
 }
 
 impl Parser {
+    /// A content block starts: a tool call (its JSON seeded by a non-streaming server's
+    /// `input`), text, thinking (kept until its signature) or redacted thinking.
+    fn block_start(&mut self, index: usize, content_block: &Value, out: &mut Vec<StreamChunk>) {
+        match content_block["type"].as_str() {
+            Some("tool_use") => {
+                let id = content_block["id"].as_str().unwrap_or_default().to_owned();
+                let name = content_block["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                // Non-empty `input` here (non-streaming servers) seeds the JSON.
+                let seed = match &content_block["input"] {
+                    Value::Object(map) if !map.is_empty() => content_block["input"].to_string(),
+                    _ => String::new(),
+                };
+                out.push(StreamChunk::ArgumentBytes {
+                    call: index,
+                    bytes: seed.len(),
+                });
+                self.blocks.push((index, id, name, seed));
+            }
+            Some("text") => {
+                if let Some(text) = content_block["text"].as_str().filter(|t| !t.is_empty()) {
+                    out.push(StreamChunk::Text(text.to_owned()));
+                }
+            }
+            Some("thinking") => {
+                let text = content_block["thinking"].as_str().unwrap_or_default();
+                if !text.is_empty() {
+                    out.push(StreamChunk::Reasoning(text.to_owned()));
+                }
+                let signature = content_block["signature"]
+                    .as_str()
+                    .filter(|s| !s.is_empty());
+                self.thinking.push((
+                    index,
+                    Reasoning {
+                        origin: "anthropic".to_owned(),
+                        text: text.to_owned(),
+                        signature: signature.map(str::to_owned),
+                        ..Reasoning::default()
+                    },
+                ));
+            }
+            Some("redacted_thinking") => {
+                self.thinking.push((
+                    index,
+                    Reasoning {
+                        origin: "anthropic".to_owned(),
+                        encrypted: content_block["data"].as_str().map(str::to_owned),
+                        ..Reasoning::default()
+                    },
+                ));
+            }
+            _ => {}
+        }
+    }
+
+    /// A content block grows: text, thinking, its signature, or a tool call's JSON.
+    fn block_delta(&mut self, index: usize, delta: &Value, out: &mut Vec<StreamChunk>) {
+        match delta["type"].as_str() {
+            Some("text_delta") => {
+                if let Some(text) = delta["text"].as_str() {
+                    out.push(StreamChunk::Text(text.to_owned()));
+                }
+            }
+            Some("thinking_delta") => {
+                if let Some(text) = delta["thinking"].as_str() {
+                    if let Some((_, block)) = self.thinking.iter_mut().find(|b| b.0 == index) {
+                        block.text.push_str(text);
+                    }
+                    out.push(StreamChunk::Reasoning(text.to_owned()));
+                }
+            }
+            Some("signature_delta") => {
+                if let (Some(signature), Some((_, block))) = (
+                    delta["signature"].as_str(),
+                    self.thinking.iter_mut().find(|b| b.0 == index),
+                ) {
+                    block
+                        .signature
+                        .get_or_insert_with(String::new)
+                        .push_str(signature);
+                }
+            }
+            Some("input_json_delta") => {
+                if let Some(partial) = delta["partial_json"].as_str() {
+                    if let Some(block) = self.blocks.iter_mut().find(|b| b.0 == index) {
+                        block.3.push_str(partial);
+                        out.push(StreamChunk::ArgumentBytes {
+                            call: index,
+                            bytes: partial.len(),
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     pub(super) fn event(&mut self, data: &str) -> Result<Vec<StreamChunk>, ProviderError> {
         let event: Event = parse_event(data)?;
         let mut out = Vec::new();
@@ -86,97 +186,8 @@ impl Parser {
             Event::ContentBlockStart {
                 index,
                 content_block,
-            } => match content_block["type"].as_str() {
-                Some("tool_use") => {
-                    let id = content_block["id"].as_str().unwrap_or_default().to_owned();
-                    let name = content_block["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned();
-                    // Non-empty `input` here (non-streaming servers) seeds the JSON.
-                    let seed = match &content_block["input"] {
-                        Value::Object(map) if !map.is_empty() => content_block["input"].to_string(),
-                        _ => String::new(),
-                    };
-                    out.push(StreamChunk::ArgumentBytes {
-                        call: index,
-                        bytes: seed.len(),
-                    });
-                    self.blocks.push((index, id, name, seed));
-                }
-                Some("text") => {
-                    if let Some(text) = content_block["text"].as_str().filter(|t| !t.is_empty()) {
-                        out.push(StreamChunk::Text(text.to_owned()));
-                    }
-                }
-                Some("thinking") => {
-                    let text = content_block["thinking"].as_str().unwrap_or_default();
-                    if !text.is_empty() {
-                        out.push(StreamChunk::Reasoning(text.to_owned()));
-                    }
-                    let signature = content_block["signature"]
-                        .as_str()
-                        .filter(|s| !s.is_empty());
-                    self.thinking.push((
-                        index,
-                        Reasoning {
-                            origin: "anthropic".to_owned(),
-                            text: text.to_owned(),
-                            signature: signature.map(str::to_owned),
-                            ..Reasoning::default()
-                        },
-                    ));
-                }
-                Some("redacted_thinking") => {
-                    self.thinking.push((
-                        index,
-                        Reasoning {
-                            origin: "anthropic".to_owned(),
-                            encrypted: content_block["data"].as_str().map(str::to_owned),
-                            ..Reasoning::default()
-                        },
-                    ));
-                }
-                _ => {}
-            },
-            Event::ContentBlockDelta { index, delta } => match delta["type"].as_str() {
-                Some("text_delta") => {
-                    if let Some(text) = delta["text"].as_str() {
-                        out.push(StreamChunk::Text(text.to_owned()));
-                    }
-                }
-                Some("thinking_delta") => {
-                    if let Some(text) = delta["thinking"].as_str() {
-                        if let Some((_, block)) = self.thinking.iter_mut().find(|b| b.0 == index) {
-                            block.text.push_str(text);
-                        }
-                        out.push(StreamChunk::Reasoning(text.to_owned()));
-                    }
-                }
-                Some("signature_delta") => {
-                    if let (Some(signature), Some((_, block))) = (
-                        delta["signature"].as_str(),
-                        self.thinking.iter_mut().find(|b| b.0 == index),
-                    ) {
-                        block
-                            .signature
-                            .get_or_insert_with(String::new)
-                            .push_str(signature);
-                    }
-                }
-                Some("input_json_delta") => {
-                    if let Some(partial) = delta["partial_json"].as_str() {
-                        if let Some(block) = self.blocks.iter_mut().find(|b| b.0 == index) {
-                            block.3.push_str(partial);
-                            out.push(StreamChunk::ArgumentBytes {
-                                call: index,
-                                bytes: partial.len(),
-                            });
-                        }
-                    }
-                }
-                _ => {}
-            },
+            } => self.block_start(index, &content_block, &mut out),
+            Event::ContentBlockDelta { index, delta } => self.block_delta(index, &delta, &mut out),
             Event::ContentBlockStop { index } => {
                 // A thinking block is complete only with its signature (or, redacted, its
                 // data): one the API could not verify is never sent back.

@@ -226,30 +226,8 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         },
         || Block::Text(CONVERSATION_CONTINUES),
     );
-    let mut messages: Vec<WireMessage<'_>> = turns
-        .into_iter()
-        .map(|(side, content)| WireMessage {
-            role: match side {
-                Side::User => "user",
-                Side::Assistant => "assistant",
-            },
-            content,
-        })
-        .collect();
-    if caching && !request.cache.no_message_breakpoints {
-        // The end of the stable prefix, then the end of the last message.
-        if let Some((turn, block)) = anchor {
-            let is_last = turn + 1 == messages.len() && messages[turn].content.len() == block + 1;
-            if let Some(message) = messages.get_mut(turn).filter(|_| !is_last) {
-                message
-                    .content
-                    .insert(block + 1, Block::CachePoint(CACHE_POINT));
-            }
-        }
-        if let Some(last) = messages.last_mut() {
-            last.content.push(Block::CachePoint(CACHE_POINT));
-        }
-    }
+    let message_points = caching && !request.cache.no_message_breakpoints;
+    let messages = wire_messages(turns, anchor, message_points);
     let mut system = Vec::new();
     if !system_text.trim().is_empty() {
         system.push(SystemBlock::Text(system_text));
@@ -257,32 +235,7 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
             system.push(SystemBlock::CachePoint(CACHE_POINT));
         }
     }
-    let mut tools: Vec<WireTool<'_>> = request
-        .tools
-        .iter()
-        .map(|t| {
-            WireTool::ToolSpec(ToolSpec {
-                name: &t.name,
-                description: &t.description,
-                input_schema: InputSchema {
-                    json: &t.parameters,
-                },
-            })
-        })
-        .collect();
-    if caching && !tools.is_empty() {
-        tools.push(WireTool::CachePoint(CACHE_POINT));
-    }
-    // After the cache point: the cached prefix stays the one other requests use.
-    if let Some(output) = forced {
-        tools.push(WireTool::ToolSpec(ToolSpec {
-            name: STRUCTURED_OUTPUT_NAME,
-            description: STRUCTURED_OUTPUT_TOOL_DESCRIPTION,
-            input_schema: InputSchema {
-                json: output.tool_schema.as_ref(),
-            },
-        }));
-    }
+    let tools = wire_tools(request, caching);
     let mut max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     if let Some(budget) = thinking {
         if max_tokens <= budget {
@@ -311,6 +264,70 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
             },
         }),
     }
+}
+
+/// The turns as Converse messages; with `cache_points`, a cache point at the end of the
+/// stable prefix (`anchor`) and one at the end of the last message.
+fn wire_messages<'a>(
+    turns: Vec<(Side, Vec<Block<'a>>)>,
+    anchor: Option<(usize, usize)>,
+    cache_points: bool,
+) -> Vec<WireMessage<'a>> {
+    let mut messages: Vec<WireMessage<'a>> = turns
+        .into_iter()
+        .map(|(side, content)| WireMessage {
+            role: match side {
+                Side::User => "user",
+                Side::Assistant => "assistant",
+            },
+            content,
+        })
+        .collect();
+    if cache_points {
+        if let Some((turn, block)) = anchor {
+            let is_last = turn + 1 == messages.len() && messages[turn].content.len() == block + 1;
+            if let Some(message) = messages.get_mut(turn).filter(|_| !is_last) {
+                message
+                    .content
+                    .insert(block + 1, Block::CachePoint(CACHE_POINT));
+            }
+        }
+        if let Some(last) = messages.last_mut() {
+            last.content.push(Block::CachePoint(CACHE_POINT));
+        }
+    }
+    messages
+}
+
+/// The request's tools, a cache point after them when `caching`, and after it the
+/// forced structured-output tool (the cached prefix stays the one other requests use).
+fn wire_tools(request: &ModelRequest, caching: bool) -> Vec<WireTool<'_>> {
+    let mut tools: Vec<WireTool<'_>> = request
+        .tools
+        .iter()
+        .map(|t| {
+            WireTool::ToolSpec(ToolSpec {
+                name: &t.name,
+                description: &t.description,
+                input_schema: InputSchema {
+                    json: &t.parameters,
+                },
+            })
+        })
+        .collect();
+    if caching && !tools.is_empty() {
+        tools.push(WireTool::CachePoint(CACHE_POINT));
+    }
+    if let Some(output) = request.output.as_ref().filter(|o| o.force) {
+        tools.push(WireTool::ToolSpec(ToolSpec {
+            name: STRUCTURED_OUTPUT_NAME,
+            description: STRUCTURED_OUTPUT_TOOL_DESCRIPTION,
+            input_schema: InputSchema {
+                json: output.tool_schema.as_ref(),
+            },
+        }));
+    }
+    tools
 }
 
 fn user_blocks(message: &Message) -> Vec<Block<'_>> {

@@ -61,65 +61,9 @@ impl Parser {
                     });
                 }
             }
-            "response.output_item.done" => {
-                let item = &event["item"];
-                if item["type"] == "reasoning" {
-                    if let Some(reasoning) = reasoning_item(item) {
-                        out.push(StreamChunk::ReasoningPart(reasoning));
-                    }
-                }
-                if item["type"] == "function_call" {
-                    let item_id = item["id"].as_str().unwrap_or_default();
-                    let position = self.calls.iter().position(|c| c.0 == item_id);
-                    let (_, mut call_id, mut name, mut arguments, _) =
-                        position.map(|p| self.calls.remove(p)).unwrap_or_default();
-                    // The done item is authoritative when it carries the fields.
-                    if let Some(v) = item["call_id"].as_str() {
-                        call_id = v.to_owned();
-                    }
-                    if let Some(v) = item["name"].as_str() {
-                        name = v.to_owned();
-                    }
-                    if let Some(v) = item["arguments"].as_str() {
-                        arguments = v.to_owned();
-                    }
-                    out.push(StreamChunk::ToolCall(ToolCall {
-                        id: call_id,
-                        name,
-                        arguments: parse_arguments(&arguments),
-                    }));
-                }
-            }
+            "response.output_item.done" => self.item_done(&event["item"], &mut out),
             "response.completed" | "response.incomplete" => {
-                let response = &event["response"];
-                for (_, id, name, arguments, _) in std::mem::take(&mut self.calls) {
-                    out.push(StreamChunk::ToolCall(ToolCall {
-                        id,
-                        name,
-                        arguments: parse_arguments(&arguments),
-                    }));
-                }
-                let usage = &response["usage"];
-                if usage.is_object() {
-                    out.push(StreamChunk::Usage(Usage {
-                        input_tokens: usage["input_tokens"].as_u64().unwrap_or(0),
-                        cached_input_tokens: usage["input_tokens_details"]["cached_tokens"]
-                            .as_u64()
-                            .unwrap_or(0),
-                        cache_write_tokens: 0,
-                        output_tokens: usage["output_tokens"].as_u64().unwrap_or(0),
-                        reasoning_tokens: usage["output_tokens_details"]["reasoning_tokens"]
-                            .as_u64()
-                            .unwrap_or(0),
-                        provider_cost_nanousd: 0,
-                    }));
-                }
-                let stop = response["incomplete_details"]["reason"]
-                    .as_str()
-                    .or(response["status"].as_str())
-                    .map(str::to_owned);
-                out.push(StreamChunk::Done { stop_reason: stop });
-                self.done = true;
+                self.completed(&event["response"], &mut out);
             }
             "response.failed" => {
                 let error = &event["response"]["error"];
@@ -142,6 +86,70 @@ impl Parser {
             _ => {}
         }
         Ok(out)
+    }
+
+    /// An output item is done: a reasoning item, or a function call (the done item is
+    /// authoritative where it carries the fields).
+    fn item_done(&mut self, item: &Value, out: &mut Vec<StreamChunk>) {
+        if item["type"] == "reasoning" {
+            if let Some(reasoning) = reasoning_item(item) {
+                out.push(StreamChunk::ReasoningPart(reasoning));
+            }
+        }
+        if item["type"] == "function_call" {
+            let item_id = item["id"].as_str().unwrap_or_default();
+            let position = self.calls.iter().position(|c| c.0 == item_id);
+            let (_, mut call_id, mut name, mut arguments, _) =
+                position.map(|p| self.calls.remove(p)).unwrap_or_default();
+            // The done item is authoritative when it carries the fields.
+            if let Some(v) = item["call_id"].as_str() {
+                call_id = v.to_owned();
+            }
+            if let Some(v) = item["name"].as_str() {
+                name = v.to_owned();
+            }
+            if let Some(v) = item["arguments"].as_str() {
+                arguments = v.to_owned();
+            }
+            out.push(StreamChunk::ToolCall(ToolCall {
+                id: call_id,
+                name,
+                arguments: parse_arguments(&arguments),
+            }));
+        }
+    }
+
+    /// The response completed (or ended incomplete): the calls still open, the usage, and
+    /// the stop reason.
+    fn completed(&mut self, response: &Value, out: &mut Vec<StreamChunk>) {
+        for (_, id, name, arguments, _) in std::mem::take(&mut self.calls) {
+            out.push(StreamChunk::ToolCall(ToolCall {
+                id,
+                name,
+                arguments: parse_arguments(&arguments),
+            }));
+        }
+        let usage = &response["usage"];
+        if usage.is_object() {
+            out.push(StreamChunk::Usage(Usage {
+                input_tokens: usage["input_tokens"].as_u64().unwrap_or(0),
+                cached_input_tokens: usage["input_tokens_details"]["cached_tokens"]
+                    .as_u64()
+                    .unwrap_or(0),
+                cache_write_tokens: 0,
+                output_tokens: usage["output_tokens"].as_u64().unwrap_or(0),
+                reasoning_tokens: usage["output_tokens_details"]["reasoning_tokens"]
+                    .as_u64()
+                    .unwrap_or(0),
+                provider_cost_nanousd: 0,
+            }));
+        }
+        let stop = response["incomplete_details"]["reason"]
+            .as_str()
+            .or(response["status"].as_str())
+            .map(str::to_owned);
+        out.push(StreamChunk::Done { stop_reason: stop });
+        self.done = true;
     }
 }
 

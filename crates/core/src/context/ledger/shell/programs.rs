@@ -92,23 +92,7 @@ pub(super) fn classify(
                 read(word, None, true);
             }
         }
-        "sed" => {
-            let parsed = SedArgs::parse(args);
-            if parsed.in_place {
-                for word in &parsed.files {
-                    push_write(effects, path(word), FileAction::Edited);
-                }
-            } else {
-                let range = parsed.script.as_deref().and_then(print_range);
-                for word in &parsed.files {
-                    match (parsed.quiet, range) {
-                        (true, Some(lines)) => read(word, Some(lines), false),
-                        (true, None) => read(word, None, true),
-                        (false, _) => read(word, None, false),
-                    }
-                }
-            }
-        }
+        "sed" => sed_effects(args, path, writes_to_file, effects),
         "perl" | "ruby"
             if args
                 .iter()
@@ -148,26 +132,7 @@ pub(super) fn classify(
                 push_write(effects, path(word), FileAction::Edited);
             }
         }
-        "cp" | "mv" | "install" => {
-            if args
-                .iter()
-                .any(|w| *w == "-t" || w.starts_with("--target-directory"))
-            {
-                return;
-            }
-            let operands = operands(args, &[]);
-            if let Some((target, sources)) = operands.split_last() {
-                if sources.is_empty() {
-                    return;
-                }
-                if program == "mv" {
-                    for source in sources {
-                        push_write(effects, path(source), FileAction::Deleted);
-                    }
-                }
-                push_write(effects, path(target), FileAction::Written);
-            }
-        }
+        "cp" | "mv" | "install" => copy_or_move(program, args, path, effects),
         "rm" | "unlink" => {
             for word in operands(args, &[]) {
                 push_write(effects, path(word), FileAction::Deleted);
@@ -180,40 +145,118 @@ pub(super) fn classify(
                 }
             }
         }
-        "git" => {
-            let sub = args.iter().find(|w| !w.starts_with('-')).copied();
-            if matches!(sub, Some("checkout" | "restore")) {
-                let after_sub = args.iter().skip_while(|w| Some(**w) != sub).skip(1);
-                let explicit = args.contains(&"--");
-                let mut past_dashes = false;
-                for word in after_sub {
-                    if *word == "--" {
-                        past_dashes = true;
-                        continue;
-                    }
-                    if word.starts_with('-') {
-                        continue;
-                    }
-                    // Without `--`, only words that look like files (not branches).
-                    if past_dashes || (!explicit && (word.contains('.') || word.contains('/'))) {
-                        push_write(effects, path(word), FileAction::Changed);
-                    }
-                }
-            }
-        }
+        "git" => git_writes(args, path, effects),
         "python" | "python3" | "python2" | "pypy" | "pypy3" => {
-            let script = match args.iter().position(|w| *w == "-c") {
-                Some(at) => args.get(at + 1).map(|s| (*s).to_owned()),
-                None if args.iter().all(|w| w.starts_with('-')) => simple.heredoc.clone(),
-                None => None,
-            };
-            if let Some(script) = script {
-                for written in python_writes(&script) {
-                    push_write(effects, path(&written), FileAction::Written);
-                }
-            }
+            python_writes_of(args, simple, path, effects);
         }
         _ => {}
+    }
+}
+
+/// `sed`: `-i` edits its files; otherwise it reads them — the lines a quiet `-n '3,5p'`
+/// prints, a part of them for another quiet script, all of them else.
+fn sed_effects(
+    args: &[&str],
+    path: &dyn Fn(&str) -> Option<String>,
+    writes_to_file: bool,
+    effects: &mut ShellEffects,
+) {
+    let parsed = SedArgs::parse(args);
+    if parsed.in_place {
+        for word in &parsed.files {
+            push_write(effects, path(word), FileAction::Edited);
+        }
+        return;
+    }
+    if writes_to_file {
+        return;
+    }
+    let range = parsed.script.as_deref().and_then(print_range);
+    for word in &parsed.files {
+        let Some(path) = path(word) else {
+            continue;
+        };
+        let (lines, partial) = match (parsed.quiet, range) {
+            (true, Some(lines)) => (Some(lines), false),
+            (true, None) => (None, true),
+            (false, _) => (None, false),
+        };
+        effects.reads.push(ShellRead {
+            path,
+            lines,
+            partial,
+        });
+    }
+}
+
+/// `git checkout` / `git restore` of files: each changed. Without `--`, only words that
+/// look like files (not branches).
+fn git_writes(args: &[&str], path: &dyn Fn(&str) -> Option<String>, effects: &mut ShellEffects) {
+    let sub = args.iter().find(|w| !w.starts_with('-')).copied();
+    if matches!(sub, Some("checkout" | "restore")) {
+        let after_sub = args.iter().skip_while(|w| Some(**w) != sub).skip(1);
+        let explicit = args.contains(&"--");
+        let mut past_dashes = false;
+        for word in after_sub {
+            if *word == "--" {
+                past_dashes = true;
+                continue;
+            }
+            if word.starts_with('-') {
+                continue;
+            }
+            // Without `--`, only words that look like files (not branches).
+            if past_dashes || (!explicit && (word.contains('.') || word.contains('/'))) {
+                push_write(effects, path(word), FileAction::Changed);
+            }
+        }
+    }
+}
+
+/// A Python script (`-c`, or a heredoc on stdin) and the files it writes.
+fn python_writes_of(
+    args: &[&str],
+    simple: &SimpleCommand,
+    path: &dyn Fn(&str) -> Option<String>,
+    effects: &mut ShellEffects,
+) {
+    let script = match args.iter().position(|w| *w == "-c") {
+        Some(at) => args.get(at + 1).map(|s| (*s).to_owned()),
+        None if args.iter().all(|w| w.starts_with('-')) => simple.heredoc.clone(),
+        None => None,
+    };
+    if let Some(script) = script {
+        for written in python_writes(&script) {
+            push_write(effects, path(&written), FileAction::Written);
+        }
+    }
+}
+
+/// `cp`, `mv`, `install`: the target written; `mv`'s sources deleted. A target directory
+/// given with `-t` is not followed.
+fn copy_or_move(
+    program: &str,
+    args: &[&str],
+    path: &dyn Fn(&str) -> Option<String>,
+    effects: &mut ShellEffects,
+) {
+    if args
+        .iter()
+        .any(|w| *w == "-t" || w.starts_with("--target-directory"))
+    {
+        return;
+    }
+    let operands = operands(args, &[]);
+    if let Some((target, sources)) = operands.split_last() {
+        if sources.is_empty() {
+            return;
+        }
+        if program == "mv" {
+            for source in sources {
+                push_write(effects, path(source), FileAction::Deleted);
+            }
+        }
+        push_write(effects, path(target), FileAction::Written);
     }
 }
 

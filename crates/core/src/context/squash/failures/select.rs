@@ -85,27 +85,51 @@ impl Pick {
 /// and a few lines next to the details. When these exceed the cap, the most important
 /// kinds win and a kind that does not fit whole keeps its first and last lines.
 pub(crate) fn select(lines: &[&str], block: Block, cap: usize) -> Vec<(usize, Pick)> {
-    let range = block.start..block.end;
-    let len = range.len();
-    let at = |i: usize| i - block.start;
+    let len = block.end - block.start;
     let mut pick: Vec<Option<Pick>> = vec![None; len];
     pick[0] = Some(Pick::Header);
-    let set = |pick: &mut Vec<Option<Pick>>, k: usize, p: Pick| {
-        let stronger = match pick[k] {
-            None => true,
-            Some(old) => p.priority() < old.priority(),
-        };
-        if stronger {
-            pick[k] = Some(p);
-        }
-    };
     // pytest marks the executing line of each frame with `>`: the first (in the test)
     // and the last (where it failed) matter, the ones between are context.
-    let arrows: Vec<usize> = range
-        .clone()
-        .skip(1)
+    let arrows: Vec<usize> = (block.start + 1..block.end)
         .filter(|&i| lines[i].starts_with("> ") || lines[i] == ">")
         .collect();
+    mark_details(lines, block, &arrows, &mut pick);
+    mark_frames(lines, block, &mut pick);
+    mark_captured_output(lines, block, &mut pick);
+    // The lines just above the last `>` line: the code that led to the failure.
+    let at = |i: usize| i - block.start;
+    if let Some(&last) = arrows.last() {
+        for j in (last.saturating_sub(CONTEXT_LINES).max(block.start + 1)..last).rev() {
+            if pick[at(j)].is_some() || is_blank(lines[j]) {
+                break;
+            }
+            pick[at(j)] = Some(Pick::Context);
+        }
+    }
+    let chosen = within_cap(&pick, cap);
+    (0..len)
+        .filter(|&k| chosen[k])
+        .filter_map(|k| pick[k].map(|p| (block.start + k, p)))
+        .collect()
+}
+
+/// Marks line `k` of the block as `p`, unless it already holds a more important kind.
+fn set(pick: &mut [Option<Pick>], k: usize, p: Pick) {
+    let stronger = match pick[k] {
+        None => true,
+        Some(old) => p.priority() < old.priority(),
+    };
+    if stronger {
+        pick[k] = Some(p);
+    }
+}
+
+/// The details: a traceback's final line, a panic's message, lines that read as the
+/// failure's detail, and the last `>` line; the last detail is marked as such, the first
+/// `>` line as a frame.
+fn mark_details(lines: &[&str], block: Block, arrows: &[usize], pick: &mut [Option<Pick>]) {
+    let at = |i: usize| i - block.start;
+    let range = block.start..block.end;
     for i in range.clone() {
         let line = lines[i];
         if line
@@ -115,7 +139,7 @@ pub(crate) fn select(lines: &[&str], block: Block, cap: usize) -> Vec<(usize, Pi
             if let Some(tail) =
                 (i + 1..block.end).find(|&j| !is_blank(lines[j]) && indent(lines[j]) == 0)
             {
-                set(&mut pick, at(tail), Pick::Detail);
+                set(pick, at(tail), Pick::Detail);
             }
         }
         if line.contains("panicked at") {
@@ -124,24 +148,32 @@ pub(crate) fn select(lines: &[&str], block: Block, cap: usize) -> Vec<(usize, Pi
                 if t.is_empty() || t.starts_with("note:") {
                     break;
                 }
-                set(&mut pick, at(j), Pick::Detail);
+                set(pick, at(j), Pick::Detail);
             }
         }
         if i != block.start && !line.starts_with('>') && DETAIL.is_match(line) {
-            set(&mut pick, at(i), Pick::Detail);
+            set(pick, at(i), Pick::Detail);
         }
     }
     if let Some(&last) = arrows.last() {
-        set(&mut pick, at(last), Pick::Detail);
+        set(pick, at(last), Pick::Detail);
     }
     if let Some(&first) = arrows.first() {
-        set(&mut pick, at(first), Pick::Frame);
+        set(pick, at(first), Pick::Frame);
     }
-    if let Some(k) = (0..len).rev().find(|&k| pick[k] == Some(Pick::Detail)) {
+    if let Some(k) = (0..pick.len())
+        .rev()
+        .find(|&k| pick[k] == Some(Pick::Detail))
+    {
         pick[k] = Some(Pick::LastDetail);
     }
-    // Frames: the first and last project frames (the test's line, the culprit) and the
-    // last frame, each with its source line.
+}
+
+/// Frames: the first and last project frames (the test's line, the culprit) and the
+/// last frame, each with its source line.
+fn mark_frames(lines: &[&str], block: Block, pick: &mut [Option<Pick>]) {
+    let at = |i: usize| i - block.start;
+    let range = block.start..block.end;
     let frames: Vec<usize> = range
         .clone()
         .skip(1)
@@ -157,7 +189,7 @@ pub(crate) fn select(lines: &[&str], block: Block, cap: usize) -> Vec<(usize, Pi
         .into_iter()
         .flatten()
     {
-        set(&mut pick, at(f), Pick::Frame);
+        set(pick, at(f), Pick::Frame);
         let source = f + 1;
         if source < block.end
             && !FRAME.is_match(lines[source])
@@ -168,33 +200,33 @@ pub(crate) fn select(lines: &[&str], block: Block, cap: usize) -> Vec<(usize, Pi
             pick[at(source)] = Some(Pick::FrameSource);
         }
     }
-    // Captured output: its header and last lines.
+}
+
+/// Captured output: its header and last lines.
+fn mark_captured_output(lines: &[&str], block: Block, pick: &mut [Option<Pick>]) {
+    let at = |i: usize| i - block.start;
     let mut i = block.start + 1;
     while i < block.end {
         if !is_captured_header(lines[i]) {
             i += 1;
             continue;
         }
-        set(&mut pick, at(i), Pick::Context);
+        set(pick, at(i), Pick::Context);
         let end = (i + 1..block.end)
             .find(|&j| is_captured_header(lines[j]))
             .unwrap_or(block.end);
         let body: Vec<usize> = (i + 1..end).filter(|&j| !is_blank(lines[j])).collect();
         for &j in body.iter().rev().take(CAPTURED_TAIL) {
-            set(&mut pick, at(j), Pick::Context);
+            set(pick, at(j), Pick::Context);
         }
         i = end;
     }
-    // The lines just above the last `>` line: the code that led to the failure.
-    if let Some(&last) = arrows.last() {
-        for j in (last.saturating_sub(CONTEXT_LINES).max(block.start + 1)..last).rev() {
-            if pick[at(j)].is_some() || is_blank(lines[j]) {
-                break;
-            }
-            pick[at(j)] = Some(Pick::Context);
-        }
-    }
-    // Within the cap: the most important kinds first.
+}
+
+/// Which marked lines fit in `cap` (at least one): the most important kinds first; a
+/// kind that does not fit whole keeps its first and last lines.
+fn within_cap(pick: &[Option<Pick>], cap: usize) -> Vec<bool> {
+    let len = pick.len();
     let cap = cap.max(1);
     let mut chosen = vec![false; len];
     let mut room = cap;
@@ -224,10 +256,7 @@ pub(crate) fn select(lines: &[&str], block: Block, cap: usize) -> Vec<(usize, Pi
         }
         break;
     }
-    (0..len)
-        .filter(|&k| chosen[k])
-        .filter_map(|k| pick[k].map(|p| (block.start + k, p)))
-        .collect()
+    chosen
 }
 
 /// Adds to a log or generic plan what the failure blocks of `text` (tracebacks, panics,
