@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use crate::local_llm::{self, Cache, MODEL_ALIAS};
+use crate::local_llm::{self, Cache, MODEL_ALIAS, PENALTY_LAST_N};
 
 mod documents;
 mod evidence;
@@ -110,8 +110,9 @@ fn demo(root: &Path, server_url: &str, build: Build) -> Result<Outcome> {
     let model = format!("local/{MODEL_ALIAS}");
     let window = DEMO_WINDOW.to_string();
     println!(
-        "pith with {model} (SmolLM2-135M on llama.cpp: greedy, repeat penalty {LOCAL_REPEAT_PENALTY}, \
-         frequency penalty {LOCAL_FREQUENCY_PENALTY}), a {window}-token window, default settings\n"
+        "pith with {model} (SmolLM2-135M on llama.cpp: greedy, repeat penalty {LOCAL_REPEAT_PENALTY} \
+         and frequency penalty {LOCAL_FREQUENCY_PENALTY} over the last {PENALTY_LAST_N} tokens), \
+         a {window}-token window, default settings\n"
     );
 
     let mut session: Option<String> = None;
