@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use pith_providers::models::builtin::LOCAL_MAX_OUTPUT_TOKENS;
 
 /// The llama-cpp-python release pith is tested with.
 pub const LLAMA_CPP_PYTHON: &str = "llama-cpp-python[server]==0.3.36";
@@ -26,6 +27,13 @@ pub const MODEL_ALIAS: &str = "smollm2";
 pub const DEFAULT_PORT: u16 = 8077;
 /// Default context size of the server.
 pub const DEFAULT_CTX: u32 = 4096;
+/// How many of the latest generated tokens the server's repeat, frequency and presence
+/// penalties look at (llama-cpp-python's `--last_n_tokens_size`, a server setting no
+/// request can change; its default is 64). pith's whole output cap: with 64, SmolLM2-135M
+/// repeated a paragraph of about 75 tokens until the cap on 7 of the demo's 15 chat
+/// requests, penalties and all, because each copy began after the last one had left the
+/// window; with 1,024 all 15 ended on their own.
+pub const PENALTY_LAST_N: u32 = LOCAL_MAX_OUTPUT_TOKENS;
 
 /// Paths of the local-model cache.
 pub struct Cache {
@@ -111,18 +119,7 @@ pub fn ensure_running(cache: &Cache, port: u16, ctx: u32) -> Result<Server> {
     command
         .args(["-m", "llama_cpp.server", "--model"])
         .arg(cache.model())
-        .args([
-            "--model_alias",
-            MODEL_ALIAS,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-        ])
-        .args(["--n_ctx", &ctx.to_string()])
-        // By default llama-cpp-python aborts a running stream when another request
-        // arrives; two pith sessions sharing the server must not cut each other off.
-        .args(["--interrupt_requests", "False"])
+        .args(server_args(port, ctx))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
@@ -153,6 +150,30 @@ pub fn ensure_running(cache: &Cache, port: u16, ctx: u32) -> Result<Server> {
         "the llama.cpp server did not answer within 120 s; see {}",
         cache.log_file(port).display()
     )
+}
+
+/// The server's arguments after `--model PATH`.
+fn server_args(port: u16, ctx: u32) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--model_alias",
+        MODEL_ALIAS,
+        "--host",
+        "127.0.0.1",
+        "--port",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.push(port.to_string());
+    args.extend(["--n_ctx".to_owned(), ctx.to_string()]);
+    // By default llama-cpp-python aborts a running stream when another request arrives;
+    // two pith sessions sharing the server must not cut each other off.
+    args.extend(["--interrupt_requests", "False"].map(str::to_owned));
+    // The penalties pith sends must see a loop whose period is longer than 64 tokens.
+    args.extend([
+        "--last_n_tokens_size".to_owned(),
+        PENALTY_LAST_N.to_string(),
+    ]);
+    args
 }
 
 /// Creates the venv, installs llama-cpp-python and extracts the model, each only once.
@@ -304,4 +325,28 @@ fn status(command: &mut Command, what: &str) -> Result<()> {
         bail!("{what} failed ({status})");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value that follows `flag` in `args`.
+    fn value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+        let at = args.iter().position(|arg| arg == flag)?;
+        args.get(at + 1).map(String::as_str)
+    }
+
+    #[test]
+    fn the_server_penalises_repeats_over_a_whole_answer() {
+        let args = server_args(8099, 2048);
+        assert_eq!(
+            value(&args, "--last_n_tokens_size"),
+            Some(LOCAL_MAX_OUTPUT_TOKENS.to_string().as_str())
+        );
+        assert_eq!(value(&args, "--port"), Some("8099"));
+        assert_eq!(value(&args, "--n_ctx"), Some("2048"));
+        assert_eq!(value(&args, "--model_alias"), Some(MODEL_ALIAS));
+        assert_eq!(value(&args, "--interrupt_requests"), Some("False"));
+    }
 }

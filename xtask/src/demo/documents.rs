@@ -11,10 +11,10 @@ pub struct Step {
     pub prompt: &'static str,
 }
 
-/// The demo's steps, in order: the decisions, then short requests whose answers (the
-/// model's paragraphs) fill the window, so pith compacts, twice; the closing question
-/// about part 1 comes after them ([`QUESTION`]). The user's messages stay short, as in a
-/// real session where the bulk is what the agent writes and reads.
+/// The demo's steps, in order: the decisions, then thirteen more parts of the design, which
+/// (with the model's short acknowledgements) fill the window, so pith compacts, twice; the
+/// closing question about part 1 comes after them ([`QUESTION`]). Each message stays well
+/// within its share of the window.
 pub const STEPS: &[Step] = &[
     Step {
         shown: "Part 1 of the event store design: the decisions…",
@@ -59,6 +59,22 @@ Acknowledge in one short sentence.",
     Step {
         shown: "Part 10: onboarding…",
         prompt: "Part 10 of the design: onboarding. A new engineer spends the first week on the runbooks: they restore a snapshot, run a failover drill on staging, and add a made-up event kind through the schema repository. A buddy from the team reviews each step, and the engineer joins the on-call rotation after their second month. Acknowledge in one short sentence.",
+    },
+    Step {
+        shown: "Part 11: schema changes…",
+        prompt: "Part 11 of the design: changing a schema. A producer team that needs a new field writes a short proposal, adds the new version to the schema repository, and ships consumers that read both versions before any producer writes the new one. Old versions are kept readable for a year. A field is never renamed: a new field is added and the old one is left empty. Acknowledge in one short sentence.",
+    },
+    Step {
+        shown: "Part 12: testing…",
+        prompt: "Part 12 of the design: testing. Every producer has a contract test that publishes each of its event kinds to a throwaway store and checks that the registered consumers read them. The nightly build replays a day of anonymised production events into the staging cluster and compares the consumers' results with the day before. A failure blocks the release until someone on the team has looked at it. Acknowledge in one short sentence.",
+    },
+    Step {
+        shown: "Part 13: cost…",
+        prompt: "Part 13 of the design: cost. Storage is the largest line of the bill, then the network between regions, then the hosts themselves. Payloads are compressed before they are written, which halved the disk used in the trial. The finance team receives a monthly report of cost per stream, and a stream whose cost doubles in a month is flagged to its owners. Acknowledge in one short sentence.",
+    },
+    Step {
+        shown: "Part 14: documentation…",
+        prompt: "Part 14 of the design: documentation. The design lives next to the code, and a change to the store is not merged until the pages it affects are updated in the same review. Every runbook names its owner and the date it was last followed for real. Once a year the team reads all of them aloud in one afternoon and deletes what nobody could explain. Acknowledge in one short sentence.",
     },
 ];
 

@@ -12,14 +12,16 @@ use std::process::{Command, Output};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use crate::local_llm::{self, Cache, MODEL_ALIAS};
+use crate::local_llm::{self, Cache, MODEL_ALIAS, PENALTY_LAST_N};
 
 mod documents;
 mod evidence;
 mod proxy;
 
 use documents::{QUESTION, STEPS};
-use pith_providers::models::builtin::{LOCAL_FREQUENCY_PENALTY, LOCAL_REPEAT_PENALTY};
+use pith_providers::models::builtin::{
+    LOCAL_FREQUENCY_PENALTY, LOCAL_MAX_OUTPUT_TOKENS, LOCAL_REPEAT_PENALTY,
+};
 use proxy::Recorder;
 
 /// Port of the demo's own server (the default local port stays free for the user's).
@@ -29,9 +31,8 @@ const DEMO_SERVER_CTX: u32 = 8192;
 /// The window pith is told to work with: small, so a few thousand tokens fill it.
 const DEMO_WINDOW: u64 = 6144;
 
-/// What a demo run showed (it has already failed if a fact was lost or a step printed a
-/// spill warning; an answer the tiny model looped until the output cap is counted and
-/// named, not a failure).
+/// What a demo run showed (it has already failed if a fact was lost, a step printed a
+/// spill warning, or a step's answer was cut off at the output cap).
 #[derive(Debug)]
 pub struct Outcome {
     /// Automatic compactions of the session.
@@ -39,8 +40,6 @@ pub struct Outcome {
     /// Requests checked: the first after each compaction (two compactions in a row share
     /// one).
     pub checked: usize,
-    /// Steps whose answer the model looped until the output cap (pith cut it off).
-    pub cut_off: usize,
     /// Facts found in the checked requests, over all of them.
     pub facts_kept: usize,
 }
@@ -49,8 +48,8 @@ pub struct Outcome {
 pub fn run(build: Build) -> Result<()> {
     let outcome = run_checked(build)?;
     eprintln!(
-        "demo: passed ({} compactions, {} facts found in the {} requests after them, {} step(s) cut off)",
-        outcome.compactions, outcome.facts_kept, outcome.checked, outcome.cut_off
+        "demo: passed ({} compactions, {} facts found in the {} requests after them, no step cut off)",
+        outcome.compactions, outcome.facts_kept, outcome.checked
     );
     Ok(())
 }
@@ -110,8 +109,9 @@ fn demo(root: &Path, server_url: &str, build: Build) -> Result<Outcome> {
     let model = format!("local/{MODEL_ALIAS}");
     let window = DEMO_WINDOW.to_string();
     println!(
-        "pith with {model} (SmolLM2-135M on llama.cpp: greedy, repeat penalty {LOCAL_REPEAT_PENALTY}, \
-         frequency penalty {LOCAL_FREQUENCY_PENALTY}), a {window}-token window, default settings\n"
+        "pith with {model} (SmolLM2-135M on llama.cpp: greedy, repeat penalty {LOCAL_REPEAT_PENALTY} \
+         and frequency penalty {LOCAL_FREQUENCY_PENALTY} over the last {PENALTY_LAST_N} tokens), \
+         a {window}-token window, default settings\n"
     );
 
     let mut session: Option<String> = None;
@@ -232,24 +232,14 @@ fn demo(root: &Path, server_url: &str, build: Build) -> Result<Outcome> {
         scratch.join("home").display(),
         pith.display()
     );
-    if !looped.is_empty() {
-        println!(
-            "\nnote: the 135M model repeated itself until pith's output cap (1,024 tokens) on {} \
-             step(s), and pith cut the answer off there: {}. That is the tiny model, not the \
-             context: the facts above are what it received.",
-            looped.len(),
-            looped.join(" | ")
-        );
-    }
-    if !missing.is_empty() {
-        bail!("facts of part 1 were lost: {}", missing.join("; "));
+    if let Some(failure) = failure(&missing, &looped) {
+        bail!("{failure}");
     }
     println!(
         "\ndemo: kept through {} compactions: SQLite in WAL mode (and why), 90-day retention, mutual TLS",
         compactions.len()
     );
     Ok(Outcome {
-        cut_off: looped.len(),
         compactions: compactions.len(),
         checked: checked.len(),
         facts_kept: checked
@@ -304,6 +294,25 @@ fn step_run(
         .lines()
         .any(|line| line.contains("the answer was cut off"));
     Ok((report(&output)?, cut_off))
+}
+
+/// Why a demo run fails, if it does: facts of part 1 missing from a request after a
+/// compaction, or steps whose answer pith cut off at the output cap (the model did not
+/// finish it).
+fn failure(missing: &[String], cut_off: &[&str]) -> Option<String> {
+    let mut reasons = Vec::new();
+    if !missing.is_empty() {
+        reasons.push(format!("facts of part 1 were lost: {}", missing.join("; ")));
+    }
+    if !cut_off.is_empty() {
+        reasons.push(format!(
+            "the model did not finish {} step(s): pith cut the answer off at its output cap \
+             ({LOCAL_MAX_OUTPUT_TOKENS} tokens): {}",
+            cut_off.len(),
+            cut_off.join(" | ")
+        ));
+    }
+    (!reasons.is_empty()).then(|| reasons.join("; and "))
 }
 
 /// Where the demo keeps every request body the model received, one JSON object a line.
@@ -384,15 +393,33 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_step_cut_off_at_the_output_cap_fails_the_demo_as_a_lost_fact_does() {
+        assert_eq!(failure(&[], &[]), None);
+        let cut = failure(&[], &["Part 8: deleting data…", QUESTION]).expect("a failure");
+        assert!(cut.contains("did not finish 2 step(s)"), "{cut}");
+        assert!(cut.contains("Part 8: deleting data…"), "{cut}");
+        assert!(cut.contains(QUESTION), "{cut}");
+        let lost = failure(&["retention (in request 23)".to_owned()], &[]).expect("a failure");
+        assert!(lost.contains("retention (in request 23)"), "{lost}");
+        assert!(!lost.contains("did not finish"), "{lost}");
+        let both = failure(&["retention".to_owned()], &["Part 9: upgrades…"]).expect("a failure");
+        assert!(
+            both.contains("retention") && both.contains("Part 9: upgrades…"),
+            "{both}"
+        );
+    }
+
     /// The demo end to end, as `cargo xtask demo` runs it: two automatic compactions,
-    /// every fact of part 1 in the first request after each, no step spilled (the run
-    /// fails otherwise); steps the model looped until the output cap are counted. Needs the local model's install (`cargo xtask
-    /// local-llm`, cached in `.cache/`) and a built `pith` (`cargo test --workspace`
-    /// builds it); `.ci/run` runs it.
+    /// every fact of part 1 in the first request after each, no step spilled and no step
+    /// cut off at the output cap (the run fails otherwise). Needs the local model's install
+    /// (`cargo xtask local-llm`, cached in `.cache/`) and a built `pith` (`cargo test
+    /// --workspace` builds it); `.ci/run` runs it.
     #[test]
     #[ignore = "needs the local model (cargo xtask local-llm); .ci/run runs it"]
     fn the_demo_keeps_every_fact_of_part_one_through_two_compactions() {
-        let outcome = run_checked(Build::No).expect("the demo runs and keeps its facts");
+        let outcome = run_checked(Build::No)
+            .expect("the demo runs, keeps its facts and the model finishes every step");
         assert!(outcome.compactions >= 2, "{outcome:?}");
         assert!(outcome.checked >= 2, "{outcome:?}");
         assert_eq!(

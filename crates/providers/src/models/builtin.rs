@@ -15,7 +15,10 @@ pub const LOCAL_MAX_OUTPUT_TOKENS: u32 = 1024;
 /// Repetition penalty (llama.cpp's `repeat_penalty`, 1.0 = off) of the built-in `local`
 /// provider: very small models (SmolLM2-135M) repeat a heading or a sentence until the
 /// output cap with llama.cpp's default of 1.1; 1.3, with [`LOCAL_FREQUENCY_PENALTY`],
-/// ends those loops (both overridable per model in config).
+/// ends those loops (both overridable per model in config). Both only see the server's
+/// penalty window (llama-cpp-python's `--last_n_tokens_size`, 64 by default): a repeated
+/// paragraph longer than that escapes them, so `cargo xtask local-llm` sets it to
+/// [`LOCAL_MAX_OUTPUT_TOKENS`].
 pub const LOCAL_REPEAT_PENALTY: f32 = 1.3;
 
 /// `frequency_penalty` of the built-in `local` provider, sent with
