@@ -79,15 +79,7 @@ pub fn run_checked(build: Build) -> Result<Outcome> {
 
 fn demo(root: &Path, server_url: &str, build: Build) -> Result<Outcome> {
     if build == Build::Yes {
-        eprintln!("demo: building pith");
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "--quiet", "--bin", "pith"])
-            .current_dir(root)
-            .status()
-            .context("cargo build")?;
-        if !status.success() {
-            bail!("building pith failed");
-        }
+        build_pith(root)?;
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| root.join("target"), std::path::PathBuf::from);
@@ -114,47 +106,15 @@ fn demo(root: &Path, server_url: &str, build: Build) -> Result<Outcome> {
          a {window}-token window, default settings\n"
     );
 
-    let mut session: Option<String> = None;
-    let mut results = Vec::new();
-    let mut looped = Vec::new();
-    for step in STEPS {
-        let (result, cut_off) = step_run(
-            &pith,
-            &scratch,
-            &work,
-            &recorder,
-            &model,
-            &window,
-            session.as_deref(),
-            step.shown,
-            step.prompt,
-        )?;
-        println!(
-            "  {}\n",
-            one_paragraph(result["text"].as_str().unwrap_or_default())
-        );
-        if cut_off {
-            looped.push(step.shown);
-        }
-        session = session.or_else(|| result["session_id"].as_str().map(str::to_owned));
-        results.push(result);
-    }
-    let session = session.context("no session id in pith's result")?;
-    let (answer, answer_cut_off) = step_run(
-        &pith,
-        &scratch,
-        &work,
-        &recorder,
-        &model,
-        &window,
-        Some(&session),
-        QUESTION,
-        QUESTION,
-    )?;
-    results.push(answer.clone());
-    if answer_cut_off {
-        looped.push(QUESTION);
-    }
+    let steps = Steps {
+        pith: &pith,
+        scratch: &scratch,
+        work: &work,
+        recorder: &recorder,
+        model: &model,
+        window: &window,
+    };
+    let (results, looped, session, answer) = steps.run_all()?;
 
     let compactions: Vec<Value> = results
         .iter()
@@ -189,9 +149,56 @@ fn demo(root: &Path, server_url: &str, build: Build) -> Result<Outcome> {
             compaction["tokens_after"]
         );
     }
+    let missing = print_evidence(&checked, &requests);
+    println!(
+        "\nThe 135M model's words (a tiny model; the evidence above is what pith kept for it):\n  {}",
+        one_paragraph(answer["text"].as_str().unwrap_or_default())
+    );
+    println!(
+        "\ndemo: every request the model received is in {}; the session is in {}; see it all with\n  PITH_HOME={} {} replay {session}",
+        requests_file(&scratch).display(),
+        scratch.join("home").display(),
+        scratch.join("home").display(),
+        pith.display()
+    );
+    if let Some(failure) = failure(&missing, &looped) {
+        bail!("{failure}");
+    }
+    println!(
+        "\ndemo: kept through {} compactions: SQLite in WAL mode (and why), 90-day retention, mutual TLS",
+        compactions.len()
+    );
+    Ok(Outcome {
+        compactions: compactions.len(),
+        checked: checked.len(),
+        facts_kept: checked
+            .iter()
+            .map(|after| after.facts.len() - after.missing().len())
+            .sum(),
+    })
+}
+
+/// Builds the pith binary the demo runs.
+fn build_pith(root: &Path) -> Result<()> {
+    eprintln!("demo: building pith");
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--quiet", "--bin", "pith"])
+        .current_dir(root)
+        .status()
+        .context("cargo build")?;
+    if !status.success() {
+        bail!("building pith failed");
+    }
+    Ok(())
+}
+
+/// Prints what the model received in the first request after each compaction, each
+/// fact ticked as kept (with where) or marked lost, and the ledger a request with a lost
+/// fact carried instead; the lost facts, for the verdict.
+fn print_evidence(checked: &[evidence::AfterCompaction], requests: &[Value]) -> Vec<String> {
     println!("\nWhat the model received in the first request after each compaction:");
     let mut missing = Vec::new();
-    for after in &checked {
+    for after in checked {
         println!(
             "\nrequest {} (the first after a compaction):",
             after.request + 1
@@ -221,79 +228,91 @@ fn demo(root: &Path, server_url: &str, build: Build) -> Result<Outcome> {
                 .map(|label| format!("{label} (in request {})", after.request + 1)),
         );
     }
-    println!(
-        "\nThe 135M model's words (a tiny model; the evidence above is what pith kept for it):\n  {}",
-        one_paragraph(answer["text"].as_str().unwrap_or_default())
-    );
-    println!(
-        "\ndemo: every request the model received is in {}; the session is in {}; see it all with\n  PITH_HOME={} {} replay {session}",
-        requests_file(&scratch).display(),
-        scratch.join("home").display(),
-        scratch.join("home").display(),
-        pith.display()
-    );
-    if let Some(failure) = failure(&missing, &looped) {
-        bail!("{failure}");
-    }
-    println!(
-        "\ndemo: kept through {} compactions: SQLite in WAL mode (and why), 90-day retention, mutual TLS",
-        compactions.len()
-    );
-    Ok(Outcome {
-        compactions: compactions.len(),
-        checked: checked.len(),
-        facts_kept: checked
-            .iter()
-            .map(|after| after.facts.len() - after.missing().len())
-            .sum(),
-    })
+    missing
 }
 
-/// Runs one `pith run` step of the demo: prints the command, runs it, and fails on what a
-/// newcomer must not see in a step (an answer cut off, a message spilled for its size).
-#[allow(clippy::too_many_arguments)] // one call site per step; a struct would only rename them
-fn step_run(
-    pith: &Path,
-    scratch: &Path,
-    work: &Path,
-    recorder: &Recorder,
-    model: &str,
-    window: &str,
-    session: Option<&str>,
-    shown: &str,
-    prompt: &str,
-) -> Result<(Value, bool)> {
-    let mut args = vec!["run"];
-    match session {
-        Some(id) => args.extend(["--session", id]),
-        None => args.extend(["--model", model]),
+/// What every step of the demo runs with.
+struct Steps<'a> {
+    pith: &'a Path,
+    scratch: &'a Path,
+    work: &'a Path,
+    recorder: &'a Recorder,
+    model: &'a str,
+    window: &'a str,
+}
+
+impl Steps<'_> {
+    /// Every step in order, then the question: their results, the steps cut off, the
+    /// session's id and the answer to the question.
+    fn run_all(&self) -> Result<(Vec<Value>, Vec<&'static str>, String, Value)> {
+        let mut session: Option<String> = None;
+        let mut results = Vec::new();
+        let mut looped = Vec::new();
+        for step in STEPS {
+            let (result, cut_off) = self.run(session.as_deref(), step.shown, step.prompt)?;
+            println!(
+                "  {}\n",
+                one_paragraph(result["text"].as_str().unwrap_or_default())
+            );
+            if cut_off {
+                looped.push(step.shown);
+            }
+            session = session.or_else(|| result["session_id"].as_str().map(str::to_owned));
+            results.push(result);
+        }
+        let session = session.context("no session id in pith's result")?;
+        let (answer, answer_cut_off) = self.run(Some(&session), QUESTION, QUESTION)?;
+        results.push(answer.clone());
+        if answer_cut_off {
+            looped.push(QUESTION);
+        }
+        Ok((results, looped, session, answer))
     }
-    args.extend(["--context-window", window, "--format", "json", prompt]);
-    let shown_args = match session {
-        Some(id) => format!("--session {}", &id[..id.len().min(8)]),
-        None => format!("--model {model} --context-window {window}"),
-    };
-    println!("$ pith run {shown_args} \"{shown}\"");
-    let output = pith_command(pith, scratch, work, &recorder.base_url)
-        .args(&args)
-        .output()
-        .context("running pith")?;
-    // Every request so far, for a reader who wants all of it (and for a failed step).
-    let lines: Vec<String> = recorder.requests().iter().map(Value::to_string).collect();
-    let saved = requests_file(scratch);
-    std::fs::write(&saved, lines.join("\n") + "\n")
-        .with_context(|| format!("writing {}", saved.display()))?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    for line in stderr.lines().filter(|line| !line.trim().is_empty()) {
-        eprintln!("  {line}");
+
+    /// Runs one `pith run` step of the demo: prints the command, runs it, and fails on
+    /// what a newcomer must not see in a step (a message spilled for its size); whether
+    /// the answer was cut off.
+    fn run(&self, session: Option<&str>, shown: &str, prompt: &str) -> Result<(Value, bool)> {
+        let Steps {
+            pith,
+            scratch,
+            work,
+            recorder,
+            model,
+            window,
+        } = *self;
+        let mut args = vec!["run"];
+        match session {
+            Some(id) => args.extend(["--session", id]),
+            None => args.extend(["--model", model]),
+        }
+        args.extend(["--context-window", window, "--format", "json", prompt]);
+        let shown_args = match session {
+            Some(id) => format!("--session {}", &id[..id.len().min(8)]),
+            None => format!("--model {model} --context-window {window}"),
+        };
+        println!("$ pith run {shown_args} \"{shown}\"");
+        let output = pith_command(pith, scratch, work, &recorder.base_url)
+            .args(&args)
+            .output()
+            .context("running pith")?;
+        // Every request so far, for a reader who wants all of it (and for a failed step).
+        let lines: Vec<String> = recorder.requests().iter().map(Value::to_string).collect();
+        let saved = requests_file(scratch);
+        std::fs::write(&saved, lines.join("\n") + "\n")
+            .with_context(|| format!("writing {}", saved.display()))?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        for line in stderr.lines().filter(|line| !line.trim().is_empty()) {
+            eprintln!("  {line}");
+        }
+        if let Some(line) = stderr.lines().find(|line| is_spill_warning(line)) {
+            bail!("a demo step must not print this: {line}");
+        }
+        let cut_off = stderr
+            .lines()
+            .any(|line| line.contains("the answer was cut off"));
+        Ok((report(&output)?, cut_off))
     }
-    if let Some(line) = stderr.lines().find(|line| is_spill_warning(line)) {
-        bail!("a demo step must not print this: {line}");
-    }
-    let cut_off = stderr
-        .lines()
-        .any(|line| line.contains("the answer was cut off"));
-    Ok((report(&output)?, cut_off))
 }
 
 /// Why a demo run fails, if it does: facts of part 1 missing from a request after a
