@@ -1,7 +1,7 @@
 //! End-to-end: the real `pith acp` binary against the testkit provider server, driven
 //! over JSON-RPC on its stdin/stdout — by hand (always run), and by the official
 //! TypeScript ACP SDK (`@agentclientprotocol/sdk`, installed by `.ci/run`).
-
+#![allow(clippy::too_many_lines)] // scenario tests read top to bottom, as the user's session runs
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;

@@ -3,7 +3,7 @@
 //! one-shot prompt, a persistent session reopened by a new pith process (through
 //! `session/resume`, which acpx prefers, and through `session/load` when resume is not
 //! offered), and a cancel.
-
+#![allow(clippy::too_many_lines)] // scenario tests read top to bottom, as the user's session runs
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;

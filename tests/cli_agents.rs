@@ -1,6 +1,7 @@
 //! End-to-end: subagents (the `task` tool) through the real `pith run` binary against the
 //! testkit provider server. Each test scripts the parent's and the children's requests in
 //! the order the server receives them.
+#![allow(clippy::too_many_lines)] // scenario tests read top to bottom, as the user's session runs
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;

@@ -6,6 +6,7 @@
 //! A small tmpfs plays the full disk, mounted in a private user + mount namespace
 //! (`unshare --user --map-root-user --mount`), so the test needs no privileges of its own
 //! but does need `unshare` and `mount`: it is ignored by default and `.ci/run` runs it.
+#![allow(clippy::too_many_lines)] // scenario tests read top to bottom, as the user's session runs
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;

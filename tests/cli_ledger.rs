@@ -2,6 +2,7 @@
 //! server. A compaction carries the user's messages verbatim and the files worked on
 //! (re-attached from disk), a resumed session rebuilds the ledger from its transcript,
 //! and the transcript, the JSON report, stream-json and replay all show it.
+#![allow(clippy::too_many_lines)] // scenario tests read top to bottom, as the user's session runs
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;

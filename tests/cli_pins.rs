@@ -2,6 +2,7 @@
 //! pinned file (as it is on disk at each compaction) and a pinned note are in every
 //! request after two compactions, a resume and a fork; a pin that does not fit the budget
 //! is named, at `--pin` and at a compaction, and the others are kept.
+#![allow(clippy::too_many_lines)] // scenario tests read top to bottom, as the user's session runs
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;

@@ -4,7 +4,7 @@
 //! tree back byte for byte, checked against a copy taken before the session. A
 //! conversation rewind continues from the history as it was, across a compaction;
 //! `pith run --fork ID@TURN` branches from a turn.
-
+#![allow(clippy::too_many_lines)] // scenario tests read top to bottom, as the user's session runs
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 mod common;
 

@@ -7,6 +7,7 @@
 //! (No `otelcol-contrib` collector installs here from a package registry — the one PyPI
 //! wheel that ships a binary was built without an OTLP receiver — so the receiver is the
 //! testkit's.)
+#![allow(clippy::too_many_lines)] // scenario tests read top to bottom, as the user's session runs
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 mod common;

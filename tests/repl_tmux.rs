@@ -11,6 +11,7 @@
 //! from it. Two more cover `/compact`'s own contract: input typed meanwhile is queued and
 //! runs afterwards, and Esc cancels it with the history unchanged. One covers the bash
 //! sandbox: a command it denied runs once without it when the user allows (issue 19).
+#![allow(clippy::too_many_lines)] // scenario tests read top to bottom, as the user's session runs
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use std::path::Path;

@@ -245,15 +245,9 @@ pub fn verify(plan: &RestorePlan, max_file_bytes: u64) -> Result<Vec<String>> {
     Ok(wrong)
 }
 
-/// Applies `plan`: stores the current content of every path it writes (so the rewind can
-/// be undone), then writes each path through a temp file renamed over it, and notes what
-/// it wrote in the store's rewind journal. Returns the changes made (`before` = what was
-/// there, `after` = the target), by path. Refuses the whole plan, writing nothing, when it
-/// has refusals.
-pub fn apply(plan: &RestorePlan, store: &Store) -> Result<Vec<FileChange>> {
-    if !plan.refused.is_empty() {
-        return Err(CheckpointError::Refused(plan.refused.clone()));
-    }
+/// The current state of every path `plan` writes, its content stored so that the rewind
+/// can be undone; a path whose content cannot be kept is unsafe to overwrite.
+fn current_states(plan: &RestorePlan, store: &Store) -> Result<Vec<FileState>> {
     let root = &plan.root;
     let mut befores = Vec::with_capacity(plan.writes.len());
     for write in &plan.writes {
@@ -268,12 +262,12 @@ pub fn apply(plan: &RestorePlan, store: &Store) -> Result<Vec<FileChange>> {
         }
         befores.push(state);
     }
-    // Temp files an interrupted rewind left go first.
-    for stray in &plan.stray_temp_files {
-        let _ = fs::remove_file(paths::absolute(root, stray));
-    }
-    // Removals first, deepest first (a file may stand where a directory goes back), then
-    // the writes, parents before children.
+    Ok(befores)
+}
+
+/// The order of `plan`'s writes: removals first, deepest first (a file may stand where
+/// a directory goes back), then the writes, parents before children.
+fn write_order(plan: &RestorePlan) -> Vec<usize> {
     let mut order: Vec<usize> = (0..plan.writes.len()).collect();
     order.sort_by_key(|&i| {
         let write = &plan.writes[i];
@@ -285,6 +279,25 @@ pub fn apply(plan: &RestorePlan, store: &Store) -> Result<Vec<FileChange>> {
             write.path.clone(),
         )
     });
+    order
+}
+
+/// Applies `plan`: stores the current content of every path it writes (so the rewind can
+/// be undone), then writes each path through a temp file renamed over it, and notes what
+/// it wrote in the store's rewind journal. Returns the changes made (`before` = what was
+/// there, `after` = the target), by path. Refuses the whole plan, writing nothing, when it
+/// has refusals.
+pub fn apply(plan: &RestorePlan, store: &Store) -> Result<Vec<FileChange>> {
+    if !plan.refused.is_empty() {
+        return Err(CheckpointError::Refused(plan.refused.clone()));
+    }
+    let root = &plan.root;
+    let befores = current_states(plan, store)?;
+    // Temp files an interrupted rewind left go first.
+    for stray in &plan.stray_temp_files {
+        let _ = fs::remove_file(paths::absolute(root, stray));
+    }
+    let order = write_order(plan);
     let linked = hard_link_groups(root, &plan.writes);
     let mut dir_modes = Vec::new();
     let mut touched_dirs = BTreeSet::new();

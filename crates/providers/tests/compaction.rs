@@ -2,6 +2,7 @@
 //! wire protocol: the trigger, the byte-level prefix parity of the summary request, the
 //! replacement the next request carries, child and parent cancellation, failures, and
 //! tool calls attempted while compacting.
+#![allow(clippy::too_many_lines)] // scenario tests read top to bottom, as the user's session runs
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[macro_use]

@@ -3,6 +3,7 @@
 //! an automatic compaction), Responses reasoning items go back with their encrypted
 //! content in their place, Chat keeps reasoning for the transcript only; reasoning tokens
 //! are reported apart. Plus the per-server output-cap field of Chat Completions.
+#![allow(clippy::too_many_lines)] // scenario tests read top to bottom, as the user's session runs
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 #[macro_use]

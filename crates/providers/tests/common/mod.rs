@@ -551,6 +551,7 @@ impl Wire {
     /// answers an unknown call; Anthropic's and Gemini's roles alternate starting with
     /// `user`.
     /// `index` names the request in the failure message.
+    #[allow(clippy::too_many_lines)] // test support: one check per protocol rule, in order
     pub fn assert_well_formed(&self, index: usize) {
         let context = format!("{:?} request {index}", self.protocol);
         let conversation = self.conversation();
