@@ -2,14 +2,14 @@
 //! rendering).
 
 use anyhow::Result;
-use pith_session::{render, SessionStore};
+use pith_agent::sessions::{self, Listed};
+use pith_session::render;
 
 use crate::cli::SessionsArgs;
 use crate::commands::replay::{session_error, write_stdout};
 
 /// Lists the current project's sessions (or all with `--all`) as a table or JSON.
 pub fn run(args: SessionsArgs) -> Result<()> {
-    let store = SessionStore::from_env().map_err(session_error)?;
     let project = if args.all {
         None
     } else {
@@ -18,9 +18,10 @@ pub fn run(args: SessionsArgs) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("cannot resolve the current directory: {e}"))?;
         Some(cwd)
     };
-    let sessions = store
-        .list_sessions(project.as_deref())
-        .map_err(session_error)?;
+    let lookup = |name: &str| std::env::var(name).ok();
+    let listing =
+        sessions::list(&lookup, project.as_deref(), Listed::All).map_err(session_error)?;
+    let sessions = listing.sessions;
     let prices = prices();
     let price = |model: &str| prices.of(model);
     if args.json {
@@ -32,7 +33,7 @@ pub fn run(args: SessionsArgs) -> Result<()> {
                 "pith: no sessions recorded for {} (`pith sessions --all` lists every project)",
                 cwd.display()
             ),
-            None => eprintln!("pith: no sessions recorded in {}", store.root().display()),
+            None => eprintln!("pith: no sessions recorded in {}", listing.root.display()),
         }
         return Ok(());
     }

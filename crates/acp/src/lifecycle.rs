@@ -25,7 +25,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, JsonRpcResponse};
-use pith_session::{SessionError, SessionStore};
+use pith_session::SessionError;
 
 use crate::open::{after_open, open, Opening};
 use crate::session::AcpSession;
@@ -156,7 +156,7 @@ pub(crate) fn delete_session(
             session.close().await;
         }
         let id = request.session_id.0.to_string();
-        let deleted = SessionStore::from_lookup(&|name| env(name)).and_then(|s| s.delete(&id));
+        let deleted = pith_agent::sessions::delete(&|name| env(name), &id);
         match deleted {
             Ok(_) => responder.respond(DeleteSessionResponse::new()),
             Err(SessionError::InUse { pid, .. }) => responder.respond_with_error(

@@ -5,7 +5,8 @@
 //! and model.
 
 use agent_client_protocol::v1::schema::{ListSessionsRequest, ListSessionsResponse, SessionInfo};
-use pith_session::{SessionStore, SessionSummary};
+use pith_agent::sessions::{self, Listed};
+use pith_session::SessionSummary;
 
 /// Sessions per page.
 pub const PAGE: usize = 50;
@@ -36,14 +37,9 @@ pub fn list(
         })?),
         None => None,
     };
-    let store = SessionStore::from_lookup(lookup)
-        .map_err(|error| agent_client_protocol::Error::internal_error().data(error.to_string()))?;
-    let sessions: Vec<SessionSummary> = store
-        .list_sessions(project.as_deref())
+    let sessions = sessions::list(lookup, project.as_deref(), Listed::TopLevel)
         .map_err(|error| agent_client_protocol::Error::internal_error().data(error.to_string()))?
-        .into_iter()
-        .filter(|summary| summary.parent_session.is_none())
-        .collect();
+        .sessions;
     let page: Vec<SessionInfo> = sessions.iter().skip(start).take(PAGE).map(info).collect();
     let next = start + page.len();
     let response = ListSessionsResponse::new(page);
@@ -57,19 +53,7 @@ pub fn list(
 /// How one recorded session is listed.
 fn info(summary: &SessionSummary) -> SessionInfo {
     let cwd = summary.cwd.clone().unwrap_or_default();
-    let title = summary.title.clone().unwrap_or_else(|| {
-        let model = match (&summary.provider, &summary.model) {
-            (Some(provider), Some(model)) => format!(", {provider}/{model}"),
-            (None, Some(model)) => format!(", {model}"),
-            _ => String::new(),
-        };
-        let turns = match summary.turns {
-            1 => "1 turn".to_owned(),
-            n => format!("{n} turns"),
-        };
-        format!("{turns}{model}")
-    });
     SessionInfo::new(summary.id.clone(), cwd)
-        .title(title)
+        .title(sessions::title(summary))
         .updated_at(summary.last_activity.clone().or(summary.started.clone()))
 }

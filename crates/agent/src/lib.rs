@@ -17,7 +17,8 @@
 //!   conversation's (`[context] compaction_model`).
 //! - [`checkpoints`]: copies of what pith changes in the workspace, and rewind (its words,
 //!   the same in every front-end, in [`checkpoints::text`]).
-//! - [`slash`]: the slash commands every front-end parses the same way.
+//! - [`slash`]: the slash commands every front-end parses the same way; [`sessions`]: the
+//!   recorded sessions every front-end lists and removes the same way.
 //! - [`diagnostics`]: `PITH_LOG` / `RUST_LOG` tracing into `$PITH_HOME/logs/pith.log`.
 //! - [`mcp`]: which MCP servers a conversation gets (config files, trusted `.mcp.json`)
 //!   and `pith mcp list`; [`hooks`]: which hooks it runs (config files, trusted
@@ -52,6 +53,7 @@ pub mod overrides;
 pub mod oversized;
 pub mod recording;
 pub mod repeat_gate;
+pub mod sessions;
 pub mod settings;
 pub mod slash;
 pub mod subagents;

@@ -106,9 +106,12 @@ impl Conversation {
 
     /// The sessions of this conversation's project, newest activity first.
     pub fn project_sessions(&self) -> Result<Vec<SessionSummary>, ConversationError> {
-        self.store
-            .list_sessions(Some(self.factory.workspace.cwd()))
-            .map_err(ConversationError::session)
+        crate::sessions::list_in(
+            &self.store,
+            Some(self.factory.workspace.cwd()),
+            crate::sessions::Listed::All,
+        )
+        .map_err(ConversationError::session)
     }
 
     /// The session id.
