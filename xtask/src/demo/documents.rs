@@ -76,6 +76,14 @@ Acknowledge in one short sentence.",
         shown: "Part 14: documentation…",
         prompt: "Part 14 of the design: documentation. The design lives next to the code, and a change to the store is not merged until the pages it affects are updated in the same review. Every runbook names its owner and the date it was last followed for real. Once a year the team reads all of them aloud in one afternoon and deletes what nobody could explain. Acknowledge in one short sentence.",
     },
+    Step {
+        shown: "Part 15: incident reviews…",
+        prompt: "Part 15 of the design: incident reviews. Every page that woke someone up gets a written review within five working days, without blame, naming what happened, what helped and what the team changes. The reviews are read together on the first Monday of each month, and an action from one stays open until its owner shows that it was done. Acknowledge in one short sentence.",
+    },
+    Step {
+        shown: "Part 16: the roadmap…",
+        prompt: "Part 16 of the design: the roadmap. The first quarter moves the two largest producers onto the store, the second adds the analytics consumers, and the third retires the old message queue once nothing has read from it for a month. Each step has a date to go back if the numbers look wrong. Acknowledge in one short sentence.",
+    },
 ];
 
 /// The closing question, about part 1.

@@ -111,14 +111,13 @@ struct Fitter<'a> {
 }
 
 impl Fitter<'_> {
+    /// The tokens of a request with `messages`.
+    fn estimate(self, messages: &[Message]) -> u64 {
+        estimate(self.counter, self.system, messages, self.tools)
+    }
+
     /// Step 0: images become their placeholders, oldest first.
     fn images_to_placeholders(self, fitted: &mut Fitted) {
-        let Fitter {
-            counter,
-            system,
-            tools,
-            input_budget,
-        } = self;
         let images: Vec<(usize, usize)> = fitted
             .messages
             .iter()
@@ -132,14 +131,14 @@ impl Fitter<'_> {
             })
             .collect();
         for (mi, pi) in images {
-            if fitted.tokens_after <= input_budget {
+            if fitted.tokens_after <= self.input_budget {
                 break;
             }
             let part = &mut fitted.messages[mi].parts[pi];
-            if let Some(text) = pith_core::context::images::image_placeholder(part, counter) {
+            if let Some(text) = pith_core::context::images::image_placeholder(part, self.counter) {
                 *part = text;
                 fitted.capped_parts += 1;
-                fitted.tokens_after = estimate(counter, system, &fitted.messages, tools);
+                fitted.tokens_after = self.estimate(&fitted.messages);
             }
         }
     }
@@ -147,18 +146,12 @@ impl Fitter<'_> {
     /// Step 1: tool results larger than an eighth of the `room` are capped, largest
     /// first.
     fn cap_large_results(self, fitted: &mut Fitted, room: u64) {
-        let Fitter {
-            counter,
-            system,
-            tools,
-            input_budget,
-        } = self;
         let cap = (room / 8).max(128) as usize;
         let mut results: Vec<(usize, usize, usize)> = Vec::new();
         for (mi, message) in fitted.messages.iter().enumerate() {
             for (pi, part) in message.parts.iter().enumerate() {
                 if let Part::ToolResult(result) = part {
-                    let tokens = counter.count(&result.content);
+                    let tokens = self.counter.count(&result.content);
                     if tokens > cap {
                         results.push((tokens, mi, pi));
                     }
@@ -167,26 +160,20 @@ impl Fitter<'_> {
         }
         results.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         for (_, mi, pi) in results {
-            if fitted.tokens_after <= input_budget {
+            if fitted.tokens_after <= self.input_budget {
                 break;
             }
             if let Part::ToolResult(result) = &mut fitted.messages[mi].parts[pi] {
-                result.content = cap_text(counter, &result.content, cap);
+                result.content = cap_text(self.counter, &result.content, cap);
                 fitted.capped_parts += 1;
             }
-            fitted.tokens_after = estimate(counter, system, &fitted.messages, tools);
+            fitted.tokens_after = self.estimate(&fitted.messages);
         }
     }
 
     /// Step 2: the oldest units are dropped, keeping the latest user message and
     /// everything after it; a note (and `stand_in`, the ledger) says so.
     fn drop_oldest_units(self, fitted: &mut Fitted, stand_in: Option<&str>) {
-        let Fitter {
-            counter,
-            system,
-            tools,
-            input_budget,
-        } = self;
         let protected_from = fitted
             .messages
             .iter()
@@ -195,7 +182,7 @@ impl Fitter<'_> {
             })
             .unwrap_or(fitted.messages.len().saturating_sub(1));
         let mut drop_until = 0;
-        while fitted.tokens_after > input_budget && drop_until < protected_from {
+        while fitted.tokens_after > self.input_budget && drop_until < protected_from {
             drop_until = next_unit_end(&fitted.messages, drop_until).min(protected_from);
             let note = match stand_in {
                 Some(ledger) => format!(
@@ -210,8 +197,8 @@ impl Fitter<'_> {
             };
             let mut candidate = vec![Message::user(note)];
             candidate.extend_from_slice(&fitted.messages[drop_until..]);
-            fitted.tokens_after = estimate(counter, system, &candidate, tools);
-            if fitted.tokens_after <= input_budget || drop_until >= protected_from {
+            fitted.tokens_after = self.estimate(&candidate);
+            if fitted.tokens_after <= self.input_budget || drop_until >= protected_from {
                 fitted.dropped_messages = drop_until;
                 fitted.messages = candidate;
                 break;
@@ -221,30 +208,24 @@ impl Fitter<'_> {
 
     /// Step 3: the largest remaining texts are capped.
     fn cap_largest_texts(self, fitted: &mut Fitted) {
-        let Fitter {
-            counter,
-            system,
-            tools,
-            input_budget,
-        } = self;
-        while fitted.tokens_after > input_budget {
-            let Some((mi, pi, tokens)) = largest_part(counter, &fitted.messages) else {
+        while fitted.tokens_after > self.input_budget {
+            let Some((mi, pi, tokens)) = largest_part(self.counter, &fitted.messages) else {
                 break;
             };
-            let excess = (fitted.tokens_after - input_budget) as usize;
+            let excess = (fitted.tokens_after - self.input_budget) as usize;
             let target = tokens.saturating_sub(excess + 16).max(16);
             if target >= tokens {
                 break;
             }
             match &mut fitted.messages[mi].parts[pi] {
-                Part::Text { text } => *text = cap_text(counter, text, target),
+                Part::Text { text } => *text = cap_text(self.counter, text, target),
                 Part::ToolResult(result) => {
-                    result.content = cap_text(counter, &result.content, target)
+                    result.content = cap_text(self.counter, &result.content, target)
                 }
                 Part::ToolCall(_) | Part::Reasoning(_) | Part::Image(_) => break,
             }
             fitted.capped_parts += 1;
-            let after = estimate(counter, system, &fitted.messages, tools);
+            let after = self.estimate(&fitted.messages);
             if after >= fitted.tokens_after {
                 fitted.tokens_after = after;
                 break;
