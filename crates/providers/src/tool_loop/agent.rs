@@ -191,7 +191,7 @@ impl AgentLoop {
     /// The governor's state: the breaker, this turn's automatic compactions (for
     /// `/context` and the REPL's status line).
     pub fn governor(&self) -> &pith_core::context::Governor {
-        &self.context.governor
+        self.context.governor()
     }
 
     /// The model id requests are sent to.

@@ -74,7 +74,7 @@ impl AgentLoop {
         {
             CompactGate::Proceed { instructions } => instructions,
             CompactGate::Block { reason } => {
-                self.context.governor.record_skipped();
+                self.context.compaction_skipped();
                 if cancel.is_cancelled() {
                     return Err(LoopError::Cancelled);
                 }
@@ -86,10 +86,7 @@ impl AgentLoop {
         };
         let started = Instant::now();
         let child = compaction_token(cancel);
-        let budget = self.context.budget;
-        self.context
-            .governor
-            .record_attempt_started(start.progress, &budget);
+        self.context.compaction_started(start.progress);
         sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Started {
             cancel: child.clone(),
             tokens_before: start.tokens_before,
@@ -208,7 +205,7 @@ impl AgentLoop {
                 self.summary_of_exhausted_rounds(ledger.is_some(), sink)
             }
             SummaryOutcome::Cancelled { .. } => {
-                self.context.governor.record_skipped();
+                self.context.compaction_skipped();
                 // Every Started gets its terminal event, also when the whole turn was
                 // cancelled (the child token is cancelled with it): front-ends drop the
                 // child's cancel handle and their "Compacting…" state on it.
@@ -221,7 +218,7 @@ impl AgentLoop {
             }
             SummaryOutcome::Failed { reason, .. } => {
                 if cancel.is_cancelled() {
-                    self.context.governor.record_skipped();
+                    self.context.compaction_skipped();
                     sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Cancelled));
                     return Err(LoopError::Cancelled);
                 }
@@ -297,11 +294,7 @@ impl AgentLoop {
         let (tokens_before, tokens_after) = (compaction.tokens_before, compaction.tokens_after);
         self.install_compaction(&compaction.replacement, &compaction.carried, sink);
         let freed = tokens_before.saturating_sub(tokens_after);
-        let budget = self.context.budget;
-        let paused = self
-            .context
-            .governor
-            .record_applied(freed, tokens_after, &budget);
+        let paused = self.context.compaction_applied(freed, tokens_after);
         let millis =
             |since: Instant| u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
         sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Applied {
@@ -367,13 +360,11 @@ impl AgentLoop {
     /// An automatic compaction that did not apply: the front-end learns why, and the
     /// breaker arms at `progress` (see [`pith_core::context::Facts::progress`]).
     fn fail_compaction(&mut self, reason: String, progress: u64, sink: &mut dyn TurnSink) {
-        let budget = self.context.budget;
-        let notice = self.context.governor.pause(
+        let notice = self.context.compaction_paused(
             PauseReason::Failed {
                 detail: reason.clone(),
             },
             progress,
-            &budget,
         );
         sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Failed { reason }));
         sink.emit(LoopEvent::Governor(notice));
@@ -510,7 +501,7 @@ impl AgentLoop {
             carried: carried.clone(),
         }))?;
         self.install_compaction(&replacement, &carried, sink);
-        self.context.governor.reset();
+        self.context.governor_reset();
         Ok(ManualCompaction {
             summary,
             replacement,

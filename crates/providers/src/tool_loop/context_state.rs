@@ -9,8 +9,10 @@
 //!   calibrates the estimate, verifies the last compaction, and may pause automatic
 //!   compaction.
 //!
-//! Deciding what to do before a request (`decision`) reads it through
-//! [`ContextState::estimate`] and the governor.
+//! And every compaction tells it what happened (`governing`: started, skipped, applied,
+//! paused, reset), which it passes to its governor with its own budget: no caller pairs
+//! the two by hand. Deciding what to do before a request (`decision`) reads it through
+//! [`ContextState::estimate`] and [`ContextState::governor`].
 
 use std::sync::Arc;
 
@@ -55,6 +57,7 @@ impl Sent {
     }
 }
 
+mod governing;
 /// The loop's context; see the module docs.
 pub(super) struct ContextState {
     pub budget: ContextBudget,
@@ -62,7 +65,9 @@ pub(super) struct ContextState {
     /// request still holds it, which it never does between requests).
     pub history: Arc<Vec<Message>>,
     pub estimator: RequestEstimator,
-    pub governor: Governor,
+    /// Told through the verbs of `governing` (with this context's budget), read through
+    /// [`ContextState::governor`].
+    governor: Governor,
     /// The session ledger, observed as the history grows (see `carry`).
     pub ledger: Ledger,
     /// What the user pinned: every replacement carries it (see `carry`).
@@ -82,6 +87,11 @@ pub(super) struct ContextState {
 }
 
 impl ContextState {
+    /// The compaction governor, as the decision reads it.
+    pub fn governor(&self) -> &Governor {
+        &self.governor
+    }
+
     /// An empty history for `budget`, with at most `max_per_turn` automatic compactions
     /// per user turn.
     pub fn new(budget: ContextBudget, estimator: RequestEstimator, max_per_turn: u32) -> Self {

@@ -105,7 +105,7 @@ impl AgentLoop {
                 self.context.budget
             };
             let candidate = (micro_allowed
-                && self.context.governor.new_history_since_attempt
+                && self.context.governor().new_history_since_attempt
                 && budget.reaches_micro(estimate))
             .then(|| self.micro_candidate(&prune));
             let content = self
@@ -120,12 +120,12 @@ impl AgentLoop {
                 micro_minimum: prune.minimum,
                 llm_allowed,
             };
-            let action = decide(&facts, &budget, &self.context.governor);
+            let action = decide(&facts, &budget, self.context.governor());
             if action != Action::None {
-                tracing::debug!(?facts, governor = ?self.context.governor, ?budget, ?action, "compaction decision");
+                tracing::debug!(?facts, governor = ?self.context.governor(), ?budget, ?action, "compaction decision");
             }
-            if action != Action::Llm && held_by_ceiling(&facts, &budget, &self.context.governor) {
-                if let Some(notice) = self.context.governor.ceiling_notice(&budget) {
+            if action != Action::Llm && held_by_ceiling(&facts, &budget, self.context.governor()) {
+                if let Some(notice) = self.context.ceiling_notice() {
                     sink.emit(LoopEvent::Governor(notice));
                 }
             }
@@ -148,13 +148,12 @@ impl AgentLoop {
                                 .await?;
                         }
                         Err(floor) => {
-                            let notice = self.context.governor.pause(
+                            let notice = self.context.compaction_paused(
                                 PauseReason::CannotHelp {
                                     floor: floor.total(),
                                     pins: floor.pins,
                                 },
                                 facts.progress(),
-                                &budget,
                             );
                             tracing::debug!(floor = %floor.describe(), "no compaction can help");
                             sink.emit(LoopEvent::Governor(notice));
@@ -197,7 +196,7 @@ impl AgentLoop {
             micro_minimum: self.options.prune.minimum,
             llm_allowed: false,
         };
-        match decide(&facts, &self.context.budget, &self.context.governor) {
+        match decide(&facts, &self.context.budget, self.context.governor()) {
             Action::OverflowFallback => match self.fit(&messages, tools, "") {
                 Ok(fitted) => {
                     tracing::debug!(notice = %fitted.notice(), "compaction request fitted");

@@ -50,7 +50,7 @@ impl AgentLoop {
             || !prepare_permitted(
                 facts,
                 &self.context.budget,
-                &self.context.governor,
+                self.context.governor(),
                 self.options.prepare_summary_percent,
             )
         {
@@ -146,10 +146,7 @@ impl AgentLoop {
                 return self.auto_compact(start, sink, cancel, turn).await;
             }
         }
-        let budget = self.context.budget;
-        self.context
-            .governor
-            .record_attempt_started(start.progress, &budget);
+        self.context.compaction_started(start.progress);
         let tail = self.context.history[prepared.mark..].to_vec();
         let done = SummaryDone {
             outcome,

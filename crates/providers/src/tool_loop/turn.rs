@@ -122,7 +122,7 @@ impl AgentLoop {
                     // Not the end of the turn: the next request goes to the cost ceiling,
                     // which refuses it (the job ends at the ceiling) unless the answer cost
                     // less than the budget held for it.
-                    self.context.governor.record_new_history();
+                    self.context.new_history();
                     continue;
                 }
                 if self
@@ -194,7 +194,7 @@ impl AgentLoop {
         if let Some(notice) = notice {
             self.push(notice, sink);
         }
-        self.context.governor.record_new_history();
+        self.context.new_history();
         if cancel.is_cancelled() {
             return Err(LoopError::Cancelled);
         }
@@ -311,7 +311,7 @@ impl AgentLoop {
             Some(message) if !cancel.is_cancelled() => {
                 let text = context_block(HookEvent::Stop, &message);
                 self.push(Message::user(text.trim_start()), sink);
-                self.context.governor.record_new_history();
+                self.context.new_history();
                 *continued = true;
                 true
             }
