@@ -14,7 +14,7 @@ use crate::git::{BlobId, GitIndex, GitObjects};
 use crate::index;
 use crate::paths;
 use crate::rules::Rules;
-use crate::store::Store;
+use crate::store::{hex_bytes, hex_string, Store};
 use crate::walk::{walk, StatKey};
 
 /// One path's known state, compact: a shadow holds one per kept path (100,000 in a large
@@ -85,35 +85,6 @@ impl Entry {
             Entry::Git { .. } => None,
         }
     }
-}
-
-/// The 32 bytes of a lowercase hex SHA-256, or None when `hex` is not one.
-fn hex_bytes(hex: &str) -> Option<[u8; 32]> {
-    let hex = hex.as_bytes();
-    if hex.len() != 64 {
-        return None;
-    }
-    let digit = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    let mut bytes = [0u8; 32];
-    for (byte, pair) in bytes.iter_mut().zip(hex.chunks_exact(2)) {
-        *byte = digit(pair[0])? << 4 | digit(pair[1])?;
-    }
-    Some(bytes)
-}
-
-/// Lowercase hex of `bytes`.
-fn hex_string(bytes: &[u8; 32]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = String::with_capacity(64);
-    for byte in bytes {
-        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        hex.push(char::from(DIGITS[usize::from(byte & 0xf)]));
-    }
-    hex
 }
 
 /// What the first snapshot of a session did.
