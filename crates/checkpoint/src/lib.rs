@@ -8,6 +8,7 @@ mod error;
 mod git;
 mod index;
 mod journal;
+mod pack;
 mod paths;
 mod restore;
 mod rules;

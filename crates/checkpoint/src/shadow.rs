@@ -14,27 +14,75 @@ use crate::git::{BlobId, GitIndex, GitObjects};
 use crate::index;
 use crate::paths;
 use crate::rules::Rules;
-use crate::store::Store;
+use crate::store::{hex_bytes, hex_string, Store};
 use crate::walk::{walk, StatKey};
 
-/// One path's known state.
+/// One path's known state, compact: a shadow holds one per kept path (100,000 in a large
+/// repository), so the two common kinds of file carry no heap string.
 #[derive(Debug, Clone)]
-pub(crate) struct Entry {
-    /// The state. A file known by its git blob ([`Entry::git`]) has an empty hash until
-    /// its bytes are copied into the store ([`Shadow::resolved`]).
-    pub state: FileState,
-    pub stat: Option<StatKey>,
-    /// The git blob that holds the file's bytes, when git's index vouched for it at the
-    /// snapshot and they have not been copied yet.
-    pub git: Option<BlobId>,
+pub(crate) enum Entry {
+    /// A file git's index vouched for at the snapshot, not copied yet: its bytes are git's
+    /// blob until they change ([`Shadow::resolved`] copies them into the store).
+    Git { stat: StatKey, blob: BlobId },
+    /// A regular file whose bytes are in the store: its size and mode are the stat key's,
+    /// its hash the SHA-256 of its bytes.
+    File { stat: StatKey, hash: Box<[u8; 32]> },
+    /// Any other state (directories, symlinks, omitted files).
+    Other(Box<(FileState, Option<StatKey>)>),
 }
 
 impl Entry {
     fn new(state: FileState, stat: Option<StatKey>) -> Entry {
-        Entry {
-            state,
-            stat,
-            git: None,
+        if let (FileState::File { hash, size, mode }, Some(stat)) = (&state, stat) {
+            let fits = *size == stat.size && *mode == stat.mode & 0o7777;
+            if let Some(hash) = hex_bytes(hash).filter(|_| fits) {
+                return Entry::File {
+                    stat,
+                    hash: Box::new(hash),
+                };
+            }
+        }
+        Entry::Other(Box::new((state, stat)))
+    }
+
+    /// The stat key it was known by.
+    fn stat(&self) -> Option<StatKey> {
+        match self {
+            Entry::Git { stat, .. } | Entry::File { stat, .. } => Some(*stat),
+            Entry::Other(other) => other.1,
+        }
+    }
+
+    /// The state; a file known by its git blob has an empty hash.
+    fn state(&self) -> FileState {
+        match self {
+            Entry::Git { stat, .. } => FileState::File {
+                hash: String::new(),
+                size: stat.size,
+                mode: stat.mode & 0o7777,
+            },
+            Entry::File { stat, hash } => FileState::File {
+                hash: hex_string(hash),
+                size: stat.size,
+                mode: stat.mode & 0o7777,
+            },
+            Entry::Other(other) => other.0.clone(),
+        }
+    }
+
+    fn is_dir(&self) -> bool {
+        matches!(self, Entry::Other(other) if other.0.is_dir())
+    }
+
+    /// The hash of a regular file's bytes in the store, when it is one.
+    fn stored_hash(&self) -> Option<String> {
+        match self {
+            Entry::File { hash, .. } => Some(hex_string(hash)),
+            Entry::Other(other) => match &other.0 {
+                FileState::File { hash, .. } => Some(hash.clone()),
+                _ => None,
+            },
+            Entry::Git { .. } => None,
         }
     }
 }
@@ -118,40 +166,28 @@ impl Shadow {
                 report.from_git += 1;
                 report.files += 1;
                 report.bytes += stat.size;
-                let state = FileState::File {
-                    hash: String::new(),
-                    size: stat.size,
-                    mode: stat.mode & 0o7777,
-                };
-                entries.insert(
-                    rel.to_owned(),
-                    Entry {
-                        state,
-                        stat: Some(stat),
-                        git: Some(blob),
-                    },
-                );
+                entries.insert(rel.to_owned(), Entry::Git { stat, blob });
                 return true;
             }
             let reused = known
                 .get(rel)
-                .filter(|(known_stat, hash)| *known_stat == stat && store.contains(hash));
-            let entry = match reused {
+                .map(|(known_stat, hash)| (known_stat, hex_string(hash)));
+            let reused =
+                reused.filter(|(known_stat, hash)| **known_stat == stat && store.contains(hash));
+            let (state, stat) = match reused {
                 Some((_, hash)) => {
                     report.reused += 1;
-                    Entry::new(
-                        FileState::File {
-                            hash: hash.clone(),
-                            size: stat.size,
-                            mode: stat.mode & 0o7777,
-                        },
-                        Some(stat),
-                    )
+                    let state = FileState::File {
+                        hash,
+                        size: stat.size,
+                        mode: stat.mode & 0o7777,
+                    };
+                    (state, Some(stat))
                 }
                 None => match capture_with(Keep::Store(store), &paths::absolute(root, rel), meta) {
                     Ok(captured) => {
                         report.added_bytes += captured.added_bytes;
-                        Entry::new(captured.state, captured.stat)
+                        (captured.state, captured.stat)
                     }
                     Err(error) => {
                         failure = Some(error);
@@ -159,7 +195,7 @@ impl Shadow {
                     }
                 },
             };
-            match &entry.state {
+            match &state {
                 FileState::Absent => return true,
                 FileState::File { size, .. } => report.bytes += size,
                 FileState::Omitted { size, reason } => {
@@ -169,7 +205,7 @@ impl Shadow {
                 FileState::Symlink { .. } | FileState::Dir { .. } => {}
             }
             report.files += 1;
-            entries.insert(rel.to_owned(), entry);
+            entries.insert(rel.to_owned(), Entry::new(state, stat));
             true
         });
         if let Some(error) = failure {
@@ -185,7 +221,7 @@ impl Shadow {
         let copied_files = shadow
             .entries
             .values()
-            .filter(|entry| entry.git.is_none() && matches!(entry.state, FileState::File { .. }))
+            .filter(|entry| matches!(entry, Entry::File { .. }))
             .count();
         if report.reused != copied_files || known.len() != report.reused {
             shadow.save_index(store)?;
@@ -198,14 +234,10 @@ impl Shadow {
     pub(crate) fn save_index(&self, store: &Store) -> crate::Result<()> {
         index::save(
             store.dir(),
-            self.entries
-                .iter()
-                .filter_map(|(path, entry)| match (&entry.state, &entry.stat) {
-                    (FileState::File { hash, .. }, Some(stat)) if entry.git.is_none() => {
-                        Some((path.as_str(), stat, hash.as_str()))
-                    }
-                    _ => None,
-                }),
+            self.entries.iter().filter_map(|(path, entry)| match entry {
+                Entry::File { stat, hash } => Some((path.clone(), *stat, **hash)),
+                _ => None,
+            }),
         )
     }
 
@@ -229,8 +261,8 @@ impl Shadow {
             // came or went: those are named on their own): only itself is read again.
             let same_dir = is_dir
                 && self.entries.get(path).is_some_and(|entry| {
-                    entry.state.is_dir()
-                        && entry.stat.map(|stat| stat.ino) == now.as_ref().map(|meta| meta.ino())
+                    entry.is_dir()
+                        && entry.stat().map(|stat| stat.ino) == now.as_ref().map(|meta| meta.ino())
                 });
             if !same_dir {
                 let prefix = format!("{path}/");
@@ -266,7 +298,7 @@ impl Shadow {
                     targets.extend(
                         self.entries
                             .iter()
-                            .filter(|(_, entry)| entry.stat.is_some_and(|stat| stat.ino == ino))
+                            .filter(|(_, entry)| entry.stat().is_some_and(|stat| stat.ino == ino))
                             .map(|(known, _)| known.clone()),
                     );
                 }
@@ -285,7 +317,7 @@ impl Shadow {
             seen.insert(rel.to_owned());
             let unchanged = entries
                 .get(rel)
-                .is_some_and(|entry| entry.stat == Some(StatKey::of(meta)));
+                .is_some_and(|entry| entry.stat() == Some(StatKey::of(meta)));
             if !unchanged {
                 targets.insert(rel.to_owned());
             }
@@ -313,10 +345,9 @@ impl Shadow {
             // A file known by its git blob, read again unchanged (same stat), has just been
             // stored by the capture: no need to read git's copy.
             let unchanged = captured.stat.is_some()
-                && self
-                    .entries
-                    .get(&path)
-                    .is_some_and(|entry| entry.git.is_some() && entry.stat == captured.stat);
+                && self.entries.get(&path).is_some_and(|entry| {
+                    matches!(entry, Entry::Git { .. }) && entry.stat() == captured.stat
+                });
             let before = if unchanged {
                 captured.state.clone()
             } else {
@@ -355,15 +386,12 @@ impl Shadow {
         let Some(entry) = self.entries.get_mut(path) else {
             return Ok(FileState::Absent);
         };
-        let Some(blob) = entry.git else {
-            return Ok(entry.state.clone());
+        let Entry::Git { stat, blob } = *entry else {
+            return Ok(entry.state());
         };
-        let FileState::File { size, mode, .. } = entry.state.clone() else {
-            return Ok(entry.state.clone());
-        };
+        let (size, mode) = (stat.size, stat.mode & 0o7777);
         let bytes = self.git.as_ref().and_then(|git| git.read(blob));
-        entry.git = None;
-        entry.state = match bytes {
+        let state = match bytes {
             Some(bytes) if bytes.len() as u64 == size => FileState::File {
                 hash: store.put(&bytes)?.hash,
                 size,
@@ -378,17 +406,62 @@ impl Shadow {
                 reason: "its content was in git's object store, which no longer has it".into(),
             },
         };
-        Ok(entry.state.clone())
+        *entry = Entry::new(state.clone(), Some(stat));
+        Ok(state)
     }
 
     /// The blobs the shadow's states reference (to keep through a GC).
     pub(crate) fn hashes(&self) -> HashSet<String> {
         self.entries
             .values()
-            .filter_map(|entry| match &entry.state {
-                FileState::File { hash, .. } if entry.git.is_none() => Some(hash.clone()),
-                _ => None,
-            })
+            .filter_map(Entry::stored_hash)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A shadow holds one entry per kept path: the two common kinds (a file git vouches
+    /// for, a stored file) stay small and carry no heap string (docs/benchmarks.md, peak
+    /// memory at 100,001 files).
+    #[test]
+    fn entries_are_compact_and_keep_their_state() {
+        assert!(
+            std::mem::size_of::<Entry>() <= 56,
+            "{}",
+            std::mem::size_of::<Entry>()
+        );
+        let stat = StatKey {
+            size: 5,
+            mtime_ns: 1,
+            ino: 2,
+            mode: 0o100_640,
+        };
+        let hash = crate::store::hash_bytes(b"hello");
+        let state = FileState::File {
+            hash: hash.clone(),
+            size: 5,
+            mode: 0o640,
+        };
+        let entry = Entry::new(state.clone(), Some(stat));
+        assert!(matches!(entry, Entry::File { .. }));
+        assert_eq!(entry.state(), state);
+        assert_eq!(entry.stored_hash(), Some(hash));
+        assert_eq!(entry.stat(), Some(stat));
+        // A state the compact form cannot hold exactly is kept as it is.
+        let odd = FileState::File {
+            hash: "not hex".into(),
+            size: 5,
+            mode: 0o640,
+        };
+        let entry = Entry::new(odd.clone(), Some(stat));
+        assert_eq!(entry.state(), odd);
+        let dir = Entry::new(FileState::Dir { mode: 0o700 }, None);
+        assert!(dir.is_dir());
+        assert_eq!(dir.stored_hash(), None);
+        assert_eq!(hex_bytes("00"), None);
+        assert_eq!(hex_bytes(&"A".repeat(64)), None, "lowercase only");
     }
 }

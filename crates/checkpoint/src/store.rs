@@ -1,12 +1,14 @@
 //! The content-addressed blob store: each distinct content once, under its SHA-256, in a
 //! directory outside the workspace (`$PITH_HOME/checkpoints/<project_key>/`).
 //!
-//! Layout: `blobs/<2 hex>/<62 hex>` (the raw bytes), `rewinds/` (the rewind journal, see
-//! `journal.rs`), `tmp/` (blobs being written; a
-//! crash leaves at most a stray temp file there, never a torn blob), `index.json` (the
-//! shadow's stat index, see `index.rs`). A blob is written to a temp file and renamed into
-//! place; a blob whose bytes do not hash to its name is treated as missing. Blobs are not
-//! fsynced: after a power cut a blob may be empty, which [`Store::get`] reports as missing.
+//! Layout: `packs/*.pack` (blobs under 16 KiB, appended to pack files, see `pack.rs`),
+//! `blobs/<2 hex>/<62 hex>` (the raw bytes of larger blobs, and of small ones an older pith
+//! stored, still read), `rewinds/` (the rewind journal, see `journal.rs`), `tmp/` (blobs
+//! being written; a crash leaves at most a stray temp file there, never a torn blob),
+//! `index.bin` (the shadow's stat index, see `index.rs`). A large blob is written to a temp
+//! file and renamed into place; a blob whose bytes do not hash to its name is treated as
+//! missing. Blobs are not fsynced: after a power cut a blob may be empty or torn, which
+//! [`Store::get`] reports as missing.
 
 use std::collections::HashSet;
 use std::fs;
@@ -18,6 +20,7 @@ use std::time::{Duration, SystemTime};
 use sha2::{Digest, Sha256};
 
 use crate::error::{io_context, Result};
+use crate::pack::{Packs, PACK_BELOW};
 
 /// A blob referenced again after this long gets its mtime refreshed (GC removes the
 /// oldest first).
@@ -69,6 +72,7 @@ pub struct Store {
     config: StoreConfig,
     /// The blobs' total size, once counted.
     size: Mutex<Option<u64>>,
+    packs: Packs,
 }
 
 impl Store {
@@ -83,6 +87,7 @@ impl Store {
             dir: dir.to_path_buf(),
             config,
             size: Mutex::new(None),
+            packs: Packs::open(dir.join("packs"))?,
         })
     }
 
@@ -98,7 +103,15 @@ impl Store {
 
     /// Stores `bytes` (once: an existing blob is only touched) and returns its address.
     pub fn put(&self, bytes: &[u8]) -> Result<Stored> {
-        let hash = hash_bytes(bytes);
+        let digest: [u8; 32] = Sha256::digest(bytes).into();
+        let hash = hex_string(&digest);
+        let small = bytes.len() < PACK_BELOW;
+        if small && self.packs.knows(&digest) {
+            return Ok(Stored {
+                hash,
+                added_bytes: 0,
+            });
+        }
         let path = self.blob_path(&hash).unwrap_or_default();
         if let Ok(meta) = fs::metadata(&path) {
             if meta.len() == bytes.len() as u64 {
@@ -108,6 +121,16 @@ impl Store {
                     added_bytes: 0,
                 });
             }
+        }
+        if small {
+            self.packs.append(&digest, bytes)?;
+            if let Some(size) = self.lock_size().as_mut() {
+                *size += bytes.len() as u64;
+            }
+            return Ok(Stored {
+                hash,
+                added_bytes: bytes.len() as u64,
+            });
         }
         let tmp = self.dir.join("tmp");
         let mut file = tempfile::NamedTempFile::new_in(&tmp)
@@ -142,7 +165,13 @@ impl Store {
                 file.read_to_end(&mut bytes)
                     .map_err(io_context(format!("reading {}", path.display())))?;
             }
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                let packed = hex_bytes(hash).map(|digest| self.packs.get(&digest));
+                match packed.transpose()?.flatten() {
+                    Some(packed) => bytes = packed,
+                    None => return Ok(None),
+                }
+            }
             Err(error) => return Err(io_context(format!("opening {}", path.display()))(error)),
         }
         if hash_bytes(&bytes) != hash {
@@ -163,7 +192,7 @@ impl Store {
                 touch_if_old(&path, &meta);
                 true
             }
-            Err(_) => false,
+            Err(_) => hex_bytes(hash).is_some_and(|digest| self.packs.contains(&digest)),
         }
     }
 
@@ -172,34 +201,63 @@ impl Store {
         if let Some(size) = *self.lock_size() {
             return Ok(size);
         }
-        let size = self.blobs()?.iter().map(|blob| blob.size).sum();
+        let loose: u64 = self.blobs()?.iter().map(|blob| blob.size).sum();
+        let packed: u64 = self.packs.units().iter().map(|pack| pack.size).sum();
+        let size = loose + packed;
         *self.lock_size() = Some(size);
         Ok(size)
     }
 
     /// Brings the store under its size cap: removes the least recently used blobs whose
     /// hash is not in `keep` until it fits. Also removes temp files a crash left behind.
+    /// A pack is one unit, aged by its last append: it goes whole, its blobs in `keep`
+    /// appended to this process's pack first; packs appended to within the last hour are
+    /// left alone (a process may still be writing them).
     pub fn gc(&self, keep: &HashSet<String>) -> Result<GcReport> {
         self.remove_stale_temp_files();
-        let mut blobs = self.blobs()?;
-        let mut size: u64 = blobs.iter().map(|blob| blob.size).sum();
+        let mut units: Vec<Unit> = self.blobs()?.into_iter().map(Unit::Loose).collect();
+        units.extend(self.packs.units().into_iter().map(Unit::Pack));
+        let mut size: u64 = units.iter().map(Unit::size).sum();
         let mut report = GcReport::default();
         if size > self.config.max_store_bytes {
-            blobs.sort_by_key(|blob| blob.modified);
-            for blob in blobs {
+            units.sort_by_key(Unit::modified);
+            for unit in units {
                 if size <= self.config.max_store_bytes {
                     break;
                 }
-                if keep.contains(&blob.hash) {
-                    continue;
-                }
-                match fs::remove_file(&blob.path) {
-                    Ok(()) => {
-                        size -= blob.size;
-                        report.removed += 1;
-                        report.freed_bytes += blob.size;
+                match unit {
+                    Unit::Loose(blob) => {
+                        if keep.contains(&blob.hash) {
+                            continue;
+                        }
+                        match fs::remove_file(&blob.path) {
+                            Ok(()) => {
+                                size -= blob.size;
+                                report.removed += 1;
+                                report.freed_bytes += blob.size;
+                            }
+                            Err(error) => tracing::warn!("gc: {}: {error}", blob.path.display()),
+                        }
                     }
-                    Err(error) => tracing::warn!("gc: {}: {error}", blob.path.display()),
+                    Unit::Pack(pack) => {
+                        let recent = pack
+                            .modified
+                            .elapsed()
+                            .map_or(true, |age| age < TOUCH_AFTER);
+                        if recent {
+                            continue;
+                        }
+                        let kept = |digest: &[u8; 32]| keep.contains(&hex_string(digest));
+                        match self.packs.remove(&pack.name, &kept) {
+                            Ok(moved) => {
+                                let freed = pack.size.saturating_sub(moved);
+                                size = size.saturating_sub(freed);
+                                report.removed += 1;
+                                report.freed_bytes += freed;
+                            }
+                            Err(error) => tracing::warn!("gc: {}: {error}", pack.name),
+                        }
+                    }
                 }
             }
         }
@@ -277,6 +335,28 @@ impl Store {
     }
 }
 
+/// What GC removes: a loose blob, or a pack whole.
+enum Unit {
+    Loose(BlobFile),
+    Pack(crate::pack::PackUnit),
+}
+
+impl Unit {
+    fn size(&self) -> u64 {
+        match self {
+            Unit::Loose(blob) => blob.size,
+            Unit::Pack(pack) => pack.size,
+        }
+    }
+
+    fn modified(&self) -> SystemTime {
+        match self {
+            Unit::Loose(blob) => blob.modified,
+            Unit::Pack(pack) => pack.modified,
+        }
+    }
+}
+
 struct BlobFile {
     hash: String,
     path: PathBuf,
@@ -295,6 +375,35 @@ fn touch_if_old(path: &Path, meta: &fs::Metadata) {
             let _ = file.set_modified(SystemTime::now());
         }
     }
+}
+
+/// The 32 bytes of a lowercase hex SHA-256, or None when `hex` is not one.
+pub(crate) fn hex_bytes(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.as_bytes();
+    if hex.len() != 64 {
+        return None;
+    }
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut bytes = [0u8; 32];
+    for (byte, pair) in bytes.iter_mut().zip(hex.chunks_exact(2)) {
+        *byte = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(bytes)
+}
+
+/// Lowercase hex of a SHA-256.
+pub(crate) fn hex_string(bytes: &[u8; 32]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(64);
+    for byte in bytes {
+        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+    }
+    hex
 }
 
 /// The lowercase hex SHA-256 of `bytes`: a blob's address.
@@ -337,16 +446,26 @@ mod tests {
     fn blobs_are_deduplicated_and_verified() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), StoreConfig::default()).unwrap();
-        let first = store.put(b"hello").unwrap();
-        assert_eq!(first.added_bytes, 5);
-        assert_eq!(first.hash, hash_bytes(b"hello"));
-        assert_eq!(store.put(b"hello").unwrap().added_bytes, 0);
-        assert_eq!(store.size_bytes().unwrap(), 5);
-        assert_eq!(store.get(&first.hash).unwrap().unwrap(), b"hello");
-        // A damaged blob is missing.
+        let big = vec![b'h'; PACK_BELOW];
+        let first = store.put(&big).unwrap();
+        assert_eq!(first.added_bytes, PACK_BELOW as u64);
+        assert_eq!(first.hash, hash_bytes(&big));
+        assert_eq!(store.put(&big).unwrap().added_bytes, 0);
+        assert_eq!(store.size_bytes().unwrap(), PACK_BELOW as u64);
+        assert_eq!(store.get(&first.hash).unwrap().unwrap(), big);
+        // A damaged blob is missing, packed or not.
         let path = store.blob_path(&first.hash).unwrap();
         fs::write(&path, b"jello").unwrap();
         assert_eq!(store.get(&first.hash).unwrap(), None);
+        let small = store.put(b"hello").unwrap().hash;
+        assert_eq!(store.get(&small).unwrap().unwrap(), b"hello");
+        for pack in fs::read_dir(dir.path().join("packs")).unwrap().flatten() {
+            let mut bytes = fs::read(pack.path()).unwrap();
+            let last = bytes.len() - 1;
+            bytes[last] ^= 1;
+            fs::write(pack.path(), bytes).unwrap();
+        }
+        assert_eq!(store.get(&small).unwrap(), None);
         // Names that are not addresses name nothing.
         assert_eq!(store.get("../../etc/passwd").unwrap(), None);
         assert!(!store.contains("ab"));

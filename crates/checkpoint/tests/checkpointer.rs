@@ -232,7 +232,7 @@ async fn the_next_session_reuses_the_index() {
     // whole leaves it as it is, one that found a change writes it again.
     let index_inode = || {
         use std::os::unix::fs::MetadataExt;
-        fs::metadata(store.path().join("index.json")).unwrap().ino()
+        fs::metadata(store.path().join("index.bin")).unwrap().ino()
     };
     let written = index_inode();
     let unchanged = Checkpointer::start(root, store.path(), config(true, usize::MAX)).unwrap();

@@ -238,16 +238,35 @@ async fn a_missing_or_damaged_blob_is_refused() {
     let FileState::File { hash, .. } = &targets["a.txt"].restore else {
         panic!("a.txt was a file")
     };
-    let blob = store.dir().join("blobs").join(&hash[..2]).join(&hash[2..]);
-    fs::write(&blob, "tampered").unwrap();
+    // A small blob is in a pack: its bytes there are changed.
+    let bytes = store.get(hash).unwrap().unwrap();
+    let packs: Vec<_> = fs::read_dir(store.dir().join("packs"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .collect();
+    for pack in &packs {
+        let mut content = fs::read(pack).unwrap();
+        if let Some(at) = content
+            .windows(bytes.len())
+            .position(|window| window == bytes.as_slice())
+        {
+            content[at] ^= 1;
+            fs::write(pack, content).unwrap();
+        }
+    }
     let rewind = plan(root, store, &targets).unwrap();
     assert_eq!(rewind.refused.len(), 1);
     assert_eq!(rewind.refused[0].path, "a.txt");
     assert!(rewind.refused[0]
         .reason
         .contains("no longer in the checkpoint store"));
-    fs::remove_file(&blob).unwrap();
-    assert_eq!(plan(root, store, &targets).unwrap().refused.len(), 1);
+    // Gone with its pack (and the other files' blobs with it): each is refused.
+    for pack in &packs {
+        fs::remove_file(pack).unwrap();
+    }
+    let refused = plan(root, store, &targets).unwrap().refused;
+    assert!(refused.iter().any(|refusal| refusal.path == "a.txt"));
 }
 
 #[tokio::test]
