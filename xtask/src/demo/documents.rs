@@ -11,8 +11,9 @@ pub struct Step {
     pub prompt: &'static str,
 }
 
-/// The demo's steps, in order: the decisions, then thirteen more parts of the design, which
-/// (with the model's short acknowledgements) fill the window, so pith compacts, twice; the
+/// The demo's steps, in order: the decisions, then fifteen more parts of the design, which
+/// (with the model's short acknowledgements) fill the window, so pith compacts at least
+/// twice (parts 15 and 16 are margin for a machine whose model answers shorter); the
 /// closing question about part 1 comes after them ([`QUESTION`]). Each message stays well
 /// within its share of the window.
 pub const STEPS: &[Step] = &[
