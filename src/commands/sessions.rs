@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use pith_agent::sessions::{self, Listed};
-use pith_session::render;
+use pith_session::{render, SessionStore};
 
 use crate::cli::SessionsArgs;
 use crate::commands::replay::{session_error, write_stdout};
@@ -18,10 +18,10 @@ pub fn run(args: SessionsArgs) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("cannot resolve the current directory: {e}"))?;
         Some(cwd)
     };
-    let lookup = |name: &str| std::env::var(name).ok();
-    let listing =
-        sessions::list(&lookup, project.as_deref(), Listed::All).map_err(session_error)?;
-    let sessions = listing.sessions;
+    // The process's own environment, read as the OS gives it (a non-UTF-8 HOME too).
+    let store = SessionStore::from_env().map_err(session_error)?;
+    let sessions =
+        sessions::list_in(&store, project.as_deref(), Listed::All).map_err(session_error)?;
     let prices = prices();
     let price = |model: &str| prices.of(model);
     if args.json {
@@ -33,7 +33,7 @@ pub fn run(args: SessionsArgs) -> Result<()> {
                 "pith: no sessions recorded for {} (`pith sessions --all` lists every project)",
                 cwd.display()
             ),
-            None => eprintln!("pith: no sessions recorded in {}", listing.root.display()),
+            None => eprintln!("pith: no sessions recorded in {}", store.root().display()),
         }
         return Ok(());
     }

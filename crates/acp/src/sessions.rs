@@ -38,8 +38,7 @@ pub fn list(
         None => None,
     };
     let sessions = sessions::list(lookup, project.as_deref(), Listed::TopLevel)
-        .map_err(|error| agent_client_protocol::Error::internal_error().data(error.to_string()))?
-        .sessions;
+        .map_err(|error| agent_client_protocol::Error::internal_error().data(error.to_string()))?;
     let page: Vec<SessionInfo> = sessions.iter().skip(start).take(PAGE).map(info).collect();
     let next = start + page.len();
     let response = ListSessionsResponse::new(page);

@@ -2,7 +2,7 @@
 //! REPL's `/resume` and `pith acp`'s `session/list` and `session/delete` ask here instead
 //! of opening the session store themselves, and name a session for people the same way.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use pith_session::{SessionError, SessionStore, SessionSummary};
 
@@ -15,27 +15,14 @@ pub enum Listed {
     TopLevel,
 }
 
-/// A listing: the sessions, newest activity first, and where they are kept.
-#[derive(Debug)]
-pub struct Listing {
-    /// The session store's directory (for a message when the listing is empty).
-    pub root: PathBuf,
-    /// The sessions.
-    pub sessions: Vec<SessionSummary>,
-}
-
 /// The sessions of `project` (its canonical directory), or of every project, in the
-/// store `lookup`'s variables name (`PITH_HOME`, `HOME`).
+/// store `lookup`'s variables name (`PITH_HOME`, `HOME`), newest activity first.
 pub fn list(
     lookup: &dyn Fn(&str) -> Option<String>,
     project: Option<&Path>,
     listed: Listed,
-) -> Result<Listing, SessionError> {
-    let store = SessionStore::from_lookup(lookup)?;
-    Ok(Listing {
-        sessions: list_in(&store, project, listed)?,
-        root: store.root().to_path_buf(),
-    })
+) -> Result<Vec<SessionSummary>, SessionError> {
+    list_in(&SessionStore::from_lookup(lookup)?, project, listed)
 }
 
 /// [`list`] in a store already open.
@@ -99,21 +86,14 @@ mod tests {
         drop(child);
 
         let all = list(&lookup, Some(&cwd), Listed::All).unwrap();
-        assert_eq!(all.sessions.len(), 2);
-        assert_eq!(all.root, store.root());
+        assert_eq!(all.len(), 2);
         let top = list(&lookup, Some(&cwd), Listed::TopLevel).unwrap();
-        assert_eq!(top.sessions.len(), 1);
-        assert_eq!(top.sessions[0].id, parent_id);
-        assert_eq!(
-            title(&top.sessions[0]),
-            "0 turns, anthropic/claude-sonnet-4-5"
-        );
+        assert_eq!(top.len(), 1);
+        assert_eq!(top[0].id, parent_id);
+        assert_eq!(title(&top[0]), "0 turns, anthropic/claude-sonnet-4-5");
 
         drop(parent);
         assert!(delete(&lookup, &parent_id).unwrap());
-        assert!(list(&lookup, None, Listed::TopLevel)
-            .unwrap()
-            .sessions
-            .is_empty());
+        assert!(list(&lookup, None, Listed::TopLevel).unwrap().is_empty());
     }
 }

@@ -63,7 +63,17 @@ impl ResolvedModel {
             image_formula,
             image_limits: self.images.then_some(image_limits),
             reasoning_not_sent,
-            thinking_counts_as_output: self.kind == ProtocolKind::Anthropic || claude_on_bedrock,
+            thinking_counts_as_output: self.thinks_within_output(),
+        }
+    }
+
+    /// Anthropic's extended thinking, also for a Claude model on Bedrock: the thinking
+    /// counts against the output cap.
+    fn thinks_within_output(&self) -> bool {
+        match self.kind {
+            ProtocolKind::Anthropic => true,
+            ProtocolKind::Bedrock => crate::wire::bedrock::encode::is_anthropic(&self.model),
+            _ => false,
         }
     }
 
@@ -72,7 +82,7 @@ impl ResolvedModel {
     /// the answer its room.
     pub fn output_cap_with(&self, reasoning: Option<ReasoningEffort>) -> u32 {
         match reasoning {
-            Some(reasoning) if self.capabilities().thinking_counts_as_output => {
+            Some(reasoning) if self.thinks_within_output() => {
                 let answer_room = crate::wire::anthropic::DEFAULT_MAX_TOKENS;
                 self.output_cap
                     .max(reasoning.anthropic_budget().saturating_add(answer_room))
