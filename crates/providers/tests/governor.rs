@@ -23,6 +23,7 @@ for_each_protocol!(
     a_report_far_from_pith_s_count_is_named_once_and_not_anchored_on,
     a_compaction_that_cannot_help_sends_no_summary_request,
     a_replacement_that_is_not_smaller_is_not_applied,
+    a_manual_compaction_applies_a_replacement_that_is_not_smaller,
     the_ceiling_holds_a_third_compaction_in_a_turn_and_says_until_when,
     a_request_nothing_can_make_fit_is_never_sent,
     pins_count_in_the_floor_and_the_pause_names_them,
@@ -167,6 +168,31 @@ async fn a_replacement_that_is_not_smaller_is_not_applied(protocol: Protocol) {
     );
     // user, call, result, answer: nothing was replaced.
     assert_eq!(h.agent.history().len(), before + 4);
+}
+
+/// The user asked for a manual compaction: the same bloated replacement that an
+/// automatic one refuses is applied, and says how large it is.
+async fn a_manual_compaction_applies_a_replacement_that_is_not_smaller(protocol: Protocol) {
+    let mut h = harness(protocol, vec![Turn::text("Hello."), Turn::text(SUMMARY)]);
+    h.agent.set_hooks(Arc::new(Bloating));
+    h.turn("hi").await.outcome.expect("the turn completes");
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let compaction = h
+        .agent
+        .compact(
+            None,
+            &mut pith_core::InMemory::new(tx),
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("applied as the user asked");
+    assert!(
+        compaction.tokens_after > compaction.tokens_before,
+        "{} > {}",
+        compaction.tokens_after,
+        compaction.tokens_before
+    );
+    assert_eq!(h.agent.history().len(), 1, "the replacement is the history");
 }
 
 async fn the_ceiling_holds_a_third_compaction_in_a_turn_and_says_until_when(protocol: Protocol) {

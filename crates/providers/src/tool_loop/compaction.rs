@@ -1,13 +1,15 @@
 //! Summary compactions: the private automatic one inside a turn (docs/context-pipeline.md,
-//! "Policy") and the visible manual `/compact`.
+//! "Policy") and the visible manual `/compact`. Both, and the automatic one prepared ahead
+//! (`prepared`), go through the one pipeline of `compaction_pipeline` (gate, ask, settle,
+//! verify and apply); this module holds what each does around it.
 //!
-//! Both reuse the loop's adapter, system prompt, history and tool definitions (so the
-//! provider's prompt cache can reuse the whole prefix) and append the compaction prompt as
-//! the last user message; the request is fitted like any other when it would not fit.
-//! Tool calls the model attempts are answered by the denying registry with the tool-error
-//! text and the request is repeated, at most `compaction_tool_rounds` times; the summary
-//! is the text of the last response. A model that keeps calling tools past those rounds
-//! gets no further say: pith compacts with its own deterministic summary
+//! The summary request reuses the loop's adapter, system prompt, history and tool
+//! definitions (so the provider's prompt cache can reuse the whole prefix) and appends the
+//! compaction prompt as the last user message; the request is fitted like any other when
+//! it would not fit. Tool calls the model attempts are answered by the denying registry
+//! with the tool-error text and the request is repeated, at most `compaction_tool_rounds`
+//! times; the summary is the text of the last response. A model that keeps calling tools
+//! past those rounds gets no further say: pith compacts with its own deterministic summary
 //! (`summary::fallback_summary`) rather than fail while the context stays full.
 //!
 //! Hooks: `PreCompact` runs first and may add instructions to the summary request or, for
@@ -20,42 +22,29 @@
 //! `decision`), and the summary is held to its allowance
 //! ([`pith_core::context::floor::summary_allowance`]): pith stops reading a summary at four
 //! times the allowance, keeps one that was cut off (the ledger carries the facts), and
-//! cuts a longer one to the allowance. A replacement that is not smaller than what it
-//! replaces is not applied. Every way an attempt can end tells the governor.
+//! cuts a longer one to the allowance. An automatic replacement that is not smaller than
+//! what it replaces is not applied (a manual one is: the user asked). Every way an
+//! automatic attempt can end tells the governor.
 //!
 //! Transactional: the replacement is handed to the [`TurnSink`] to persist, and installed
 //! only when that succeeded. On cancellation, failure or a failed write, the history is
 //! unchanged.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use pith_core::context::floor::summary_allowance;
-use pith_core::context::ledger::RenderedLedger;
 use pith_core::context::PauseReason;
 use pith_core::events::compaction_token;
-use pith_core::hooks::{context_block, CompactGate, CompactionFacts};
-use pith_core::prompts::FALLBACK_SUMMARY_WITH_LEDGER;
-use pith_core::summary::{
-    auto_prompt_with, fallback_summary, head_tokens, manual_prompt_with, replacement_text,
-    with_hook_instructions, ReplacementParts, RestoredFile,
-};
-use pith_core::{
-    AutoCompaction, Carried, Compaction, CompactionTrigger, EventSink, HistoryRewrite, HookEvent,
-    LoopEvent, Message, Part, RequestReport, ToolDefinition, TurnSink, Usage,
-};
+use pith_core::hooks::CompactGate;
+use pith_core::{AutoCompaction, Compaction, LoopEvent, Message, TurnSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
+use crate::tool_loop::compaction_pipeline::{
+    NotApplied, Settled, Summarized, SummaryAnswer, SummaryRequest, AUTOMATIC, MANUAL,
+};
 use crate::tool_loop::decision::{AutoCompactStart, CompactionPlan};
 use crate::tool_loop::options::{LoopError, ManualCompaction, TurnSummary};
-use crate::tool_loop::report::emit_hooks;
 use crate::tool_loop::request::Visibility;
-use crate::tool_loop::summary_outcome::SummaryOutcome;
-
-/// Most tokens of pith's own summary when the model could not write one: the smaller of
-/// 8,000 and a tenth of the input budget.
-const FALLBACK_SUMMARY_MAX_TOKENS: u64 = 8_000;
 
 impl AgentLoop {
     /// The automatic compaction of `start.plan`, run privately inside a turn and awaited
@@ -68,10 +57,10 @@ impl AgentLoop {
         cancel: &CancellationToken,
         turn: &mut TurnSummary,
     ) -> Result<(), LoopError> {
-        let instructions = match self
-            .ask_pre_compact(start.tokens_before, sink, cancel)
-            .await
-        {
+        let gate = self
+            .pre_compact_gate(AUTOMATIC, start.tokens_before, None, sink, cancel)
+            .await;
+        let instructions = match gate {
             CompactGate::Proceed { instructions } => instructions,
             CompactGate::Block { reason } => {
                 self.context.compaction_skipped();
@@ -94,12 +83,18 @@ impl AgentLoop {
         }));
         let tools = self.tools.definitions();
         tracing::debug!(plan = ?start.plan.plan, floor = %start.plan.floor.describe(), "automatic compaction");
-        let AutoSummaryRequest {
+        let SummaryRequest {
             request,
             counted,
             estimate,
             allowance,
-        } = self.auto_summary_request(start.plan.ledger.as_ref(), instructions, &tools);
+        } = self.summary_request(
+            AUTOMATIC,
+            None,
+            start.plan.ledger.as_ref(),
+            instructions,
+            &tools,
+        );
         let mut reports = Vec::new();
         let summarizer = self.summarizer_for(estimate, sink);
         let outcome = summarizer
@@ -112,9 +107,11 @@ impl AgentLoop {
             )
             .await;
         let done = SummaryDone {
-            outcome,
-            reports,
-            counted,
+            answer: SummaryAnswer {
+                outcome,
+                reports,
+                counted,
+            },
             allowance,
             started,
             waiting: started,
@@ -122,48 +119,6 @@ impl AgentLoop {
             model: summarizer.compaction_model(),
         };
         self.finish_auto(done, start, sink, cancel, turn).await
-    }
-
-    /// Asks the `PreCompact` hooks about an automatic compaction at `tokens` (what they
-    /// ran is reported): proceed, with instructions for the summary, or block.
-    pub(super) async fn ask_pre_compact(
-        &self,
-        tokens: u64,
-        sink: &mut dyn EventSink,
-        cancel: &CancellationToken,
-    ) -> CompactGate {
-        let hooks = Arc::clone(&self.hooks);
-        let gate = hooks
-            .pre_compact(CompactionTrigger::Auto, tokens, None, cancel)
-            .await;
-        emit_hooks(gate.runs, sink);
-        gate.value
-    }
-
-    /// The automatic compaction's summary request over the history as it is now: the
-    /// history, then the automatic prompt with `ledger`'s request text and the hooks'
-    /// `instructions`, fitted when it would not fit.
-    pub(super) fn auto_summary_request(
-        &mut self,
-        ledger: Option<&RenderedLedger>,
-        instructions: Option<String>,
-        tools: &[ToolDefinition],
-    ) -> AutoSummaryRequest {
-        let mut messages = self.history_for_summary();
-        messages.push(Message::user(with_hook_instructions(
-            auto_prompt_with(ledger.map(|l| l.summary_request_text.as_str())),
-            instructions.as_deref(),
-        )));
-        let messages = self.fit_if_needed(messages, tools);
-        let (estimate, counted) =
-            self.context
-                .estimate_other(&self.system_prompt, &messages, tools);
-        AutoSummaryRequest {
-            request: self.request(Arc::new(messages), tools.to_vec()),
-            counted,
-            estimate,
-            allowance: summary_allowance(self.context.budget.working_budget(), ledger.is_some()),
-        }
     }
 
     /// Applies the summary of an automatic compaction (in place or prepared ahead), with
@@ -183,107 +138,75 @@ impl AgentLoop {
             progress,
             last_user_text,
         } = start;
-        let SummaryDone {
-            outcome,
-            reports,
-            counted,
-            allowance,
-            started,
-            waiting,
-            tail,
-            model,
-        } = done;
         let CompactionPlan {
             ledger, restored, ..
         } = plan;
-        let usage = outcome.usage();
-        self.account_summary(reports, counted, usage, model.is_some(), sink);
+        let on_compaction_model = done.model.is_some();
+        let (settled, usage) = self.settle_summary(
+            AUTOMATIC,
+            done.answer,
+            on_compaction_model,
+            ledger.is_some(),
+            sink,
+        );
         turn.usage += usage;
-        let summary = match outcome {
-            SummaryOutcome::Summary { summary, .. } => summary,
-            SummaryOutcome::ToolRoundsExhausted { .. } => {
-                self.summary_of_exhausted_rounds(ledger.is_some(), sink)
+        let summary = match settled {
+            Settled::Summary(summary) => summary,
+            // Every Started gets its terminal event, also when the whole turn was
+            // cancelled (the child token is cancelled with it): front-ends drop the
+            // child's cancel handle and their "Compacting…" state on it.
+            Settled::Cancelled => return self.auto_cancelled(sink, cancel),
+            Settled::Failed(_) if cancel.is_cancelled() => {
+                return self.auto_cancelled(sink, cancel)
             }
-            SummaryOutcome::Cancelled { .. } => {
-                self.context.compaction_skipped();
-                // Every Started gets its terminal event, also when the whole turn was
-                // cancelled (the child token is cancelled with it): front-ends drop the
-                // child's cancel handle and their "Compacting…" state on it.
-                sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Cancelled));
-                return if cancel.is_cancelled() {
-                    Err(LoopError::Cancelled)
-                } else {
-                    Ok(())
-                };
-            }
-            SummaryOutcome::Failed { reason, .. } => {
-                if cancel.is_cancelled() {
-                    self.context.compaction_skipped();
-                    sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Cancelled));
-                    return Err(LoopError::Cancelled);
-                }
+            Settled::Failed(reason) => {
                 self.fail_compaction(reason, progress, sink);
                 return Ok(());
             }
         };
-
-        let tools = self.tools.definitions();
-        let summary = self.within_allowance(summary, allowance);
-        let last_user =
-            (!Self::tail_holds_user_message(&tail, last_user_text)).then_some(last_user_text);
-        let (mut replacement, carried) = self.replacement(&summary, ledger, restored, last_user);
-        replacement.extend(tail);
-        let (replacement, tokens_after) = self
-            .after_summary(
-                AfterSummary {
-                    trigger: CompactionTrigger::Auto,
-                    summary: &summary,
-                    tokens_before,
-                    tools: &tools,
-                },
-                replacement,
-                sink,
-                cancel,
-            )
-            .await;
-        if tokens_after >= tokens_before {
-            self.fail_compaction(
-                format!(
-                    "the replacement ({} tokens) is not smaller than the history it would replace ({} tokens); not applied",
-                    pith_core::format::thousands(tokens_after),
-                    pith_core::format::thousands(tokens_before)
-                ),
-                progress,
-                sink,
-            );
-            return Ok(());
-        }
-        let compaction = Compaction {
-            trigger: CompactionTrigger::Auto,
-            replacement,
+        let summarized = Summarized {
+            rules: AUTOMATIC,
             summary,
+            allowance: done.allowance,
+            ledger,
+            restored,
+            last_user: Some(last_user_text),
+            tail: done.tail,
             tokens_before,
-            tokens_after,
-            usage: Some(usage),
-            model,
-            carried,
+            usage,
+            model: done.model,
         };
-        let rewrite = HistoryRewrite::Compaction(compaction);
-        if let Err(error) = sink.persist(&rewrite) {
-            tracing::warn!(%error, "automatic compaction not persisted; history unchanged");
-            self.fail_compaction(error.to_string(), progress, sink);
-            return Ok(());
+        match self.apply_summary(summarized, sink, cancel).await {
+            Ok(compaction) => self.auto_applied(compaction, done.started, done.waiting, sink),
+            Err(not_applied) => {
+                if let NotApplied::NotPersisted(error) = &not_applied {
+                    tracing::warn!(%error, "automatic compaction not persisted; history unchanged");
+                }
+                self.fail_compaction(not_applied.to_string(), progress, sink);
+            }
         }
-        let HistoryRewrite::Compaction(compaction) = rewrite else {
-            return Ok(());
-        };
-        self.auto_applied(compaction, started, waiting, sink);
         Ok(())
     }
 
-    /// An automatic compaction's persisted `compaction` installed: the governor learns
-    /// what it freed, the front-end gets `Applied` (how long it took, and how long the
-    /// turn waited for it) and any pause the governor decided.
+    /// An automatic compaction that was cancelled: the governor and the front-end learn
+    /// it; `Err` when the whole turn was.
+    fn auto_cancelled(
+        &mut self,
+        sink: &mut dyn TurnSink,
+        cancel: &CancellationToken,
+    ) -> Result<(), LoopError> {
+        self.context.compaction_skipped();
+        sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Cancelled));
+        if cancel.is_cancelled() {
+            Err(LoopError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// An automatic compaction's applied `compaction`: the governor learns what it
+    /// freed, the front-end gets `Applied` (how long it took, and how long the turn
+    /// waited for it) and any pause the governor decided.
     fn auto_applied(
         &mut self,
         compaction: Compaction,
@@ -292,7 +215,6 @@ impl AgentLoop {
         sink: &mut dyn TurnSink,
     ) {
         let (tokens_before, tokens_after) = (compaction.tokens_before, compaction.tokens_after);
-        self.install_compaction(&compaction.replacement, &compaction.carried, sink);
         let freed = tokens_before.saturating_sub(tokens_after);
         let paused = self.context.compaction_applied(freed, tokens_after);
         let millis =
@@ -310,53 +232,6 @@ impl AgentLoop {
         self.tell(paused.into_iter().collect(), sink);
     }
 
-    /// A summary's requests accounted for: reported, the last one's usage calibrating
-    /// this server's counts (another model's says nothing of them), and `usage` added to
-    /// the compaction model's account when it went there.
-    fn account_summary(
-        &mut self,
-        reports: Vec<RequestReport>,
-        counted: u64,
-        usage: Usage,
-        on_compaction_model: bool,
-        sink: &mut dyn TurnSink,
-    ) {
-        self.context.last_request_at = Some(Instant::now());
-        if let Some(reported) = reports
-            .last()
-            .filter(|r| r.usage_reported && r.compaction_model.is_none())
-        {
-            self.context.observe_summary_usage(reported.usage, counted);
-        }
-        self.emit_requests(reports, sink);
-        if on_compaction_model {
-            self.compaction_model_spent += usage;
-        }
-    }
-
-    /// The summary when the model kept calling tools instead of writing one: the
-    /// fallback, with a notice.
-    fn summary_of_exhausted_rounds(&self, has_ledger: bool, sink: &mut dyn TurnSink) -> String {
-        sink.emit(LoopEvent::Notice(
-            "the model kept calling tools instead of summarising; compacted without its summary"
-                .to_owned(),
-        ));
-        self.fallback_summary(has_ledger)
-    }
-
-    /// A persisted compaction's replacement installed as the history; the files it
-    /// restored count as seen and its pins as carried.
-    fn install_compaction(
-        &mut self,
-        replacement: &[Message],
-        carried: &Carried,
-        sink: &mut dyn TurnSink,
-    ) {
-        self.context.install(replacement.to_vec());
-        self.mark_restored_seen(&carried.restored_files);
-        self.pins_carried(carried, sink);
-    }
-
     /// An automatic compaction that did not apply: the front-end learns why, and the
     /// breaker arms at `progress` (see [`pith_core::context::Facts::progress`]).
     fn fail_compaction(&mut self, reason: String, progress: u64, sink: &mut dyn TurnSink) {
@@ -368,45 +243,6 @@ impl AgentLoop {
         );
         sink.emit(LoopEvent::AutoCompaction(AutoCompaction::Failed { reason }));
         sink.emit(LoopEvent::Governor(notice));
-    }
-
-    /// `summary` cut to its allowance (its head, and a note of what was left out).
-    fn within_allowance(&self, summary: String, allowance: u64) -> String {
-        let counter = self.counter();
-        let max = usize::try_from(allowance).unwrap_or(usize::MAX);
-        match head_tokens(counter.as_ref(), &summary, max) {
-            Some(head) => format!(
-                "{head}\n[pith: the summary was cut here, at its allowance of {} tokens]",
-                pith_core::format::thousands(allowance)
-            ),
-            None => summary,
-        }
-    }
-
-    /// The PreCompact hooks before a manual compaction: their instructions for the
-    /// summary. The user asked for this one: a hook's block is shown, not obeyed.
-    async fn manual_gate(
-        &mut self,
-        tokens_before: u64,
-        focus: Option<&str>,
-        sink: &mut dyn TurnSink,
-        cancel: &CancellationToken,
-    ) -> Option<String> {
-        let hooks = Arc::clone(&self.hooks);
-        let gate = hooks
-            .pre_compact(CompactionTrigger::Manual, tokens_before, focus, cancel)
-            .await;
-        emit_hooks(gate.runs, sink);
-        match gate.value {
-            CompactGate::Proceed { instructions } => instructions,
-            // The user asked for this one: a hook's block is shown, not obeyed.
-            CompactGate::Block { reason } => {
-                sink.emit(LoopEvent::Notice(format!(
-                    "a PreCompact hook asked not to compact ({reason}); compacting as you asked"
-                )));
-                None
-            }
-        }
     }
 
     /// Manual compaction (`/compact [focus]`): the normal system prompt, history and tools
@@ -430,199 +266,81 @@ impl AgentLoop {
         )
         .await;
         let tokens_before = self.estimate().total as u64;
-        let instructions = self.manual_gate(tokens_before, focus, sink, cancel).await;
+        let gate = self
+            .pre_compact_gate(MANUAL, tokens_before, focus, sink, cancel)
+            .await;
         if cancel.is_cancelled() {
             return Err(LoopError::Cancelled);
         }
+        let instructions = match gate {
+            CompactGate::Proceed { instructions } => instructions,
+            CompactGate::Block { .. } => None,
+        };
         let tools = self.tools.definitions();
         let plan = self.default_plan();
         let ledger = self.render_ledger_for(&plan, false);
-        let allowance = summary_allowance(self.context.budget.working_budget(), ledger.is_some());
-        let mut messages = self.history_for_summary();
-        messages.push(Message::user(with_hook_instructions(
-            manual_prompt_with(
-                focus,
-                ledger.as_ref().map(|l| l.summary_request_text.as_str()),
-            ),
-            instructions.as_deref(),
-        )));
-        let messages = self.fit_if_needed(messages, &tools);
-        let (estimate, _) = self
-            .context
-            .estimate_other(&self.system_prompt, &messages, &tools);
-        let request = self.request(Arc::new(messages), tools.clone());
+        let ask = self.summary_request(MANUAL, focus, ledger.as_ref(), instructions, &tools);
         let mut reports = Vec::new();
-        let summarizer = self.summarizer_for(estimate, sink);
+        let summarizer = self.summarizer_for(ask.estimate, sink);
         let model = summarizer.compaction_model();
         let outcome = summarizer
             .request(
-                request,
+                ask.request,
                 Visibility::Visible(&mut *sink),
                 cancel,
                 &mut reports,
-                allowance,
+                ask.allowance,
             )
             .await;
-        self.context.last_request_at = Some(Instant::now());
-        self.emit_requests(reports, sink);
-        let usage = outcome.usage();
-        let summary = match outcome {
-            SummaryOutcome::Summary { summary, .. } => summary,
-            SummaryOutcome::ToolRoundsExhausted { .. } => {
-                self.summary_of_exhausted_rounds(ledger.is_some(), sink)
-            }
-            SummaryOutcome::Cancelled { .. } => return Err(LoopError::Cancelled),
-            SummaryOutcome::Failed { reason, .. } => return Err(LoopError::Compaction(reason)),
+        let answer = SummaryAnswer {
+            outcome,
+            reports,
+            counted: ask.counted,
         };
-        let summary = self.within_allowance(summary, allowance);
-        let restored = self.restore_files_for(&plan);
-        let (replacement, carried) = self.replacement(&summary, ledger, restored, None);
-        let (replacement, tokens_after) = self
-            .after_summary(
-                AfterSummary {
-                    trigger: CompactionTrigger::Manual,
-                    summary: &summary,
-                    tokens_before,
-                    tools: &tools,
-                },
-                replacement,
-                sink,
-                cancel,
-            )
-            .await;
-        sink.persist(&HistoryRewrite::Compaction(Compaction {
-            trigger: CompactionTrigger::Manual,
-            replacement: replacement.clone(),
-            summary: summary.clone(),
-            tokens_before,
-            tokens_after,
-            usage: Some(usage),
-            model: model.clone(),
-            carried: carried.clone(),
-        }))?;
-        self.install_compaction(&replacement, &carried, sink);
-        self.context.governor_reset();
-        Ok(ManualCompaction {
+        let (settled, usage) =
+            self.settle_summary(MANUAL, answer, model.is_some(), ledger.is_some(), sink);
+        let summary = match settled {
+            Settled::Summary(summary) => summary,
+            Settled::Cancelled => return Err(LoopError::Cancelled),
+            Settled::Failed(reason) => return Err(LoopError::Compaction(reason)),
+        };
+        let summarized = Summarized {
+            rules: MANUAL,
             summary,
-            replacement,
+            allowance: ask.allowance,
+            ledger,
+            restored: self.restore_files_for(&plan),
+            last_user: None,
+            tail: Vec::new(),
+            tokens_before,
             usage,
             model,
+        };
+        let compaction =
+            self.apply_summary(summarized, sink, cancel)
+                .await
+                .map_err(|not_applied| match not_applied {
+                    NotApplied::NotPersisted(error) => LoopError::Persist(error),
+                    other => LoopError::Compaction(other.to_string()),
+                })?;
+        self.context.governor_reset();
+        Ok(ManualCompaction {
+            ledger_tokens: compaction.carried.ledger_tokens,
+            restored_files: compaction.carried.restored_files,
+            summary: compaction.summary,
+            replacement: compaction.replacement,
+            usage,
+            model: compaction.model,
             tokens_before,
-            tokens_after,
-            ledger_tokens: carried.ledger_tokens,
-            restored_files: carried.restored_files,
+            tokens_after: compaction.tokens_after,
         })
     }
-
-    /// The replacement history of a compaction: one user message with the summary, the
-    /// ledger, the pins (read afresh), the re-attached files and (automatic compaction)
-    /// the latest user message.
-    fn replacement(
-        &self,
-        summary: &str,
-        ledger: Option<RenderedLedger>,
-        restored: Vec<RestoredFile>,
-        last_user_message: Option<&str>,
-    ) -> (Vec<Message>, Carried) {
-        let pins = self.render_pins();
-        let text = replacement_text(ReplacementParts {
-            summary,
-            ledger: ledger.as_ref().map(|l| l.text.as_str()),
-            pins: &pins.text,
-            restored_files: &restored,
-            last_user_message,
-        });
-        let carried = Carried {
-            ledger_tokens: ledger.as_ref().map_or(0, |l| l.tokens as u64),
-            ledger: ledger.map(|l| l.text),
-            restored_files: restored.into_iter().map(|f| f.path).collect(),
-            pins_tokens: pins.tokens as u64,
-            pins_left_out: pins.left_out.iter().map(|l| l.describe()).collect(),
-        };
-        (vec![Message::user(text)], carried)
-    }
-
-    /// The replacement with what the `PostCompact` (and `SessionStart` `compact`) hooks
-    /// add appended as its last part, and its estimated size (in the server's terms).
-    async fn after_summary(
-        &mut self,
-        facts: AfterSummary<'_>,
-        mut replacement: Vec<Message>,
-        sink: &mut dyn EventSink,
-        cancel: &CancellationToken,
-    ) -> (Vec<Message>, u64) {
-        let AfterSummary {
-            trigger,
-            summary,
-            tokens_before,
-            tools,
-        } = facts;
-        let estimate = |agent: &Self, messages: &[Message]| {
-            agent
-                .context
-                .estimate_other(&agent.system_prompt, messages, tools)
-                .0
-        };
-        let tokens_after = estimate(self, &replacement);
-        let hooks = Arc::clone(&self.hooks);
-        let hooked = hooks
-            .post_compact(
-                CompactionFacts {
-                    trigger,
-                    tokens_before,
-                    tokens_after,
-                    summary,
-                },
-                cancel,
-            )
-            .await;
-        emit_hooks(hooked.runs, sink);
-        // The replacement's own message (the first): a verbatim tail follows it.
-        let (Some(context), Some(first)) = (hooked.value, replacement.first_mut()) else {
-            return (replacement, tokens_after);
-        };
-        first.parts.push(Part::Text {
-            text: context_block(HookEvent::PostCompact, &context),
-        });
-        let tokens_after = estimate(self, &replacement);
-        (replacement, tokens_after)
-    }
-
-    /// pith's own summary of the current history, for when the model could not write one.
-    /// With a ledger (which holds the user's messages) it is a short note.
-    fn fallback_summary(&self, with_ledger: bool) -> String {
-        if with_ledger {
-            return FALLBACK_SUMMARY_WITH_LEDGER.to_owned();
-        }
-        let max = FALLBACK_SUMMARY_MAX_TOKENS.min(self.context.budget.working_budget() / 10);
-        fallback_summary(
-            &self.context.history,
-            self.counter().as_ref(),
-            usize::try_from(max).unwrap_or(usize::MAX),
-        )
-    }
 }
 
-/// An automatic compaction's summary request, ready to send.
-pub(super) struct AutoSummaryRequest {
-    /// The request.
-    pub request: crate::wire::adapter::ModelRequest,
-    /// pith's count of it, weighed against its reported usage.
-    pub counted: u64,
-    /// Its estimate in the server's terms (the count, calibrated).
-    pub estimate: u64,
-    /// Most tokens of the summary.
-    pub allowance: u64,
-}
-
-/// A summary request that ended, with what applying it needs.
+/// A summary request that ended, with what applying it as an automatic compaction needs.
 pub(super) struct SummaryDone {
-    /// How it ended.
-    pub outcome: SummaryOutcome,
-    /// The requests it sent, not yet reported.
-    pub reports: Vec<RequestReport>,
-    /// pith's count of the request, weighed against its reported usage.
-    pub counted: u64,
+    /// How it ended, and its requests.
+    pub answer: SummaryAnswer,
     /// Most tokens of the summary.
     pub allowance: u64,
     /// When the compaction started (its request was sent).
@@ -634,12 +352,4 @@ pub(super) struct SummaryDone {
     pub tail: Vec<Message>,
     /// The compaction model its requests went to (`provider/model`), if not the loop's.
     pub model: Option<String>,
-}
-
-/// What [`AgentLoop::after_summary`] needs to know about the compaction.
-struct AfterSummary<'a> {
-    trigger: CompactionTrigger,
-    summary: &'a str,
-    tokens_before: u64,
-    tools: &'a [pith_core::ToolDefinition],
 }

@@ -7,9 +7,10 @@
 //! guard (`guard`: pith's own output cap, repetition, keep-alive-only streams), runs the tools
 //! the model asks for (`execute`), and repeats until the model answers without tool calls.
 //! [`AgentLoop::compact`] is the manual `/compact` (`compaction`, which also holds the
-//! private automatic compaction; `summarizer` sends a summary request, and `prepared`
-//! prepares one in the background before the threshold; `summary_model`, another model
-//! summaries may go to). `overflow` fits a request that cannot fit.
+//! private automatic compaction; `prepared` prepares one in the background before the
+//! threshold; all three go through the one pipeline of `compaction_pipeline`, their
+//! differences as data; `summarizer` sends a summary request; `summary_model`, another
+//! model summaries may go to). `overflow` fits a request that cannot fit.
 //! `spend` holds every request to the job's ceilings (`--max-cost`, `--max-duration`)
 //! before it is sent.
 //!
@@ -26,6 +27,7 @@
 mod agent;
 mod carry;
 mod compaction;
+mod compaction_pipeline;
 mod context_state;
 mod decision;
 mod execute;

@@ -22,11 +22,12 @@ use pith_core::context::{prepare_permitted, Facts};
 use pith_core::events::compaction_token;
 use pith_core::hooks::CompactGate;
 use pith_core::tokens::count_message;
-use pith_core::{AutoCompaction, EventSink, LoopEvent, Message, Role, ToolDefinition, TurnSink};
+use pith_core::{AutoCompaction, EventSink, LoopEvent, ToolDefinition, TurnSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
-use crate::tool_loop::compaction::{AutoSummaryRequest, SummaryDone};
+use crate::tool_loop::compaction::SummaryDone;
+use crate::tool_loop::compaction_pipeline::{SummaryAnswer, SummaryRequest, AUTOMATIC};
 use crate::tool_loop::decision::AutoCompactStart;
 use crate::tool_loop::options::{LoopError, TurnSummary};
 use crate::tool_loop::prepared_task::PreparedSummary;
@@ -62,19 +63,22 @@ impl AgentLoop {
             self.prepare_declined = true;
             return;
         };
-        let instructions = match self.ask_pre_compact(facts.estimate, sink, cancel).await {
+        let gate = self
+            .pre_compact_gate(AUTOMATIC, facts.estimate, None, sink, cancel)
+            .await;
+        let instructions = match gate {
             CompactGate::Proceed { instructions } => instructions,
             CompactGate::Block { .. } => {
                 self.prepare_declined = true;
                 return;
             }
         };
-        let AutoSummaryRequest {
+        let SummaryRequest {
             request,
             counted,
             estimate,
             allowance,
-        } = self.auto_summary_request(plan.ledger.as_ref(), instructions, tools);
+        } = self.summary_request(AUTOMATIC, None, plan.ledger.as_ref(), instructions, tools);
         let child = compaction_token(cancel);
         let summarizer = self.summarizer_for(estimate, sink);
         let model = summarizer.compaction_model();
@@ -149,9 +153,11 @@ impl AgentLoop {
         self.context.compaction_started(start.progress);
         let tail = self.context.history[prepared.mark..].to_vec();
         let done = SummaryDone {
-            outcome,
-            reports,
-            counted: prepared.counted,
+            answer: SummaryAnswer {
+                outcome,
+                reports,
+                counted: prepared.counted,
+            },
             allowance: prepared.allowance,
             started: prepared.started,
             waiting,
@@ -246,12 +252,5 @@ impl AgentLoop {
         self.prepared
             .as_ref()
             .map(|prepared| prepared.cancel.clone())
-    }
-
-    /// Whether the latest user message (`text`) is among `tail`, kept verbatim: then the
-    /// replacement need not repeat it.
-    pub(super) fn tail_holds_user_message(tail: &[Message], text: &str) -> bool {
-        tail.iter()
-            .any(|message| message.role == Role::User && message.text_content() == text)
     }
 }
