@@ -13,7 +13,7 @@ use clap::Parser;
 fn main() {
     let cli = cli::Cli::parse();
     // PITH_LOG / RUST_LOG: tracing into $PITH_HOME/logs/pith.log, never stdout.
-    if let Err(problem) = pith_agent::diagnostics::init(&|name| std::env::var(name).ok()) {
+    if let Err(problem) = pith_agent::init_diagnostics(&|name| std::env::var(name).ok()) {
         eprintln!("pith: warning: no log: {problem}");
     }
     let outcome = match cli.command {

@@ -11,9 +11,9 @@ use std::process::{Command, Output};
 
 use pith_core::context::SquashConfig;
 use pith_core::ToolCall;
-use pith_tools::bash::model_text;
-use pith_tools::bash::output::capture_reader;
-use pith_tools::capture::{Capture, SpillDir};
+use pith_tools::capture_reader;
+use pith_tools::model_text;
+use pith_tools::{Capture, SpillDir};
 use pith_tools::{Limits, PermissionMode, ToolsConfig, Toolset};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;

@@ -1,9 +1,9 @@
 //! `pith compress`: squashes a tool output exactly as pith does before the model sees it.
 //!
 //! One code path with the tools: the input is held the way the bash tool holds a
-//! command's output (`pith_tools::bash::output::capture_reader`: the same memory cap,
+//! command's output (`pith_tools::capture_reader`: the same memory cap,
 //! the rest streamed to a spill file) and turned into text by the bash tool's own
-//! `pith_tools::bash::model_text` (other `--tool`s by `Capture::finish`, as those tools
+//! `pith_tools::model_text` (other `--tool`s by `Capture::finish`, as those tools
 //! do), with the `[context]` settings of the configuration `pith run` would load here.
 //! So the printed bytes are the ones the tool would send the model, except the spill
 //! file's name: there is no session, so when anything was dropped the raw input is kept
@@ -17,10 +17,10 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use pith_core::context::ContextConfig;
 use pith_core::{BpeCounter, Encoding, TokenCounter};
-use pith_tools::bash::model_text;
-use pith_tools::bash::output::capture_reader;
-use pith_tools::capture::{Capture, Finished, RawOutput, SpillDir};
+use pith_tools::capture_reader;
+use pith_tools::model_text;
 use pith_tools::Limits;
+use pith_tools::{Capture, Finished, RawOutput, SpillDir};
 
 use crate::cli::CompressArgs;
 use crate::exit::ExitError;

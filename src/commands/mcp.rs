@@ -1,4 +1,4 @@
-//! `pith mcp list`: glue between the command line and `pith_agent::mcp::list`.
+//! `pith mcp list`: glue between the command line and `pith_agent::list_mcp_servers`.
 
 use anyhow::Result;
 use pith_agent::ExitCode;
@@ -24,7 +24,7 @@ pub fn run(args: McpArgs) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| ExitError::usage(format!("cannot start the async runtime: {e}")))?;
-    let listed = runtime.block_on(pith_agent::mcp::list(&cwd, &env, trust_project));
+    let listed = runtime.block_on(pith_agent::list_mcp_servers(&cwd, &env, trust_project));
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     let (reports, notices) = listed.map_err(|error| ExitError {
         code: error.exit_code(),

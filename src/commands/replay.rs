@@ -5,7 +5,8 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 use pith_session::{
-    project_model_owned, project_ui, render, ReadOptions, SessionError, SessionStore, UiEntry,
+    model_json, model_text, project_model_owned, project_ui, ui_json, ui_text, ui_text_nested,
+    ReadOptions, SessionError, SessionStore, UiEntry,
 };
 
 use crate::cli::{ReplayArgs, ReplayFormat, ReplayView};
@@ -40,23 +41,23 @@ pub fn run(args: ReplayArgs) -> Result<()> {
                         .map_err(|error| format!("cannot read it: {error}")),
                 )
             };
-            write_stdout(|out| render::ui_text_nested(&entries, out, &children))
+            write_stdout(|out| ui_text_nested(&entries, out, &children))
         }
         (ReplayView::Ui, ReplayFormat::Text) => {
             let entries = project_ui(&transcript.records);
-            write_stdout(|out| render::ui_text(&entries, out))
+            write_stdout(|out| ui_text(&entries, out))
         }
         (ReplayView::Ui, ReplayFormat::Json) => {
             let entries = project_ui(&transcript.records);
-            write_stdout(|out| render::ui_json(&entries, report, out))
+            write_stdout(|out| ui_json(&entries, report, out))
         }
         (ReplayView::Model, ReplayFormat::Text) => {
             let messages = project_model_owned(transcript.records);
-            write_stdout(|out| render::model_text(&messages, out))
+            write_stdout(|out| model_text(&messages, out))
         }
         (ReplayView::Model, ReplayFormat::Json) => {
             let messages = project_model_owned(transcript.records);
-            write_stdout(|out| render::model_json(&messages, report, out))
+            write_stdout(|out| model_json(&messages, report, out))
         }
     }
 }

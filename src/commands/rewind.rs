@@ -1,13 +1,13 @@
 //! `pith rewind`: glue between the command line and
-//! `pith_agent::checkpoints::offline::rewind_session`, and the text or JSON it prints.
+//! `pith_agent::rewind_session`, and the text or JSON it prints.
 
 use std::fmt::Write as _;
 
 use anyhow::Result;
-use pith_agent::checkpoints::offline::{rewind_session, RewindOutcome, RewindRequest};
-use pith_agent::checkpoints::rewind::RewindPlan;
-use pith_agent::checkpoints::text;
 use pith_agent::ExitCode;
+use pith_agent::RewindPlan;
+use pith_agent::{rewind_plan_lines, rewind_turn_lines};
+use pith_agent::{rewind_session, RewindOutcome, RewindRequest};
 use pith_session::RewindMode;
 use serde_json::json;
 
@@ -105,7 +105,7 @@ fn outcome_text(outcome: &RewindOutcome, session: &str) -> String {
     match outcome {
         RewindOutcome::Turns { session, turns } => {
             let _ = writeln!(out, "Session {session}: {} turn(s)", turns.len());
-            for line in text::turn_lines(turns) {
+            for line in rewind_turn_lines(turns) {
                 let _ = writeln!(out, "{line}");
             }
             let _ = writeln!(
@@ -146,7 +146,7 @@ fn outcome_text(outcome: &RewindOutcome, session: &str) -> String {
 }
 
 fn describe(out: &mut String, plan: &RewindPlan) {
-    for line in text::plan_lines(plan) {
+    for line in rewind_plan_lines(plan) {
         let _ = writeln!(out, "{line}");
     }
 }

@@ -1,9 +1,9 @@
 //! `pith sandbox-exec --spec JSON` (hidden): runs one `bash` command for an editor's
 //! terminal with the sandbox and secret filter of the session that asked for it
-//! (`pith_tools::bash::wrapper`). Its exit code is the command's.
+//! (`pith_tools::run_wrapped`). Its exit code is the command's.
 
 use crate::cli::SandboxExecArgs;
-use pith_tools::bash::wrapper::{run_wrapped, WrappedCommand};
+use pith_tools::{run_wrapped, WrappedCommand};
 
 /// Exit code when the command could not be started at all.
 const COULD_NOT_START: i32 = 126;

@@ -2,8 +2,8 @@
 //! rendering).
 
 use anyhow::Result;
-use pith_agent::sessions::{self, Listed};
-use pith_session::{render, SessionStore};
+use pith_agent::{list_sessions_in, Listed};
+use pith_session::{sessions_json, sessions_table, SessionStore};
 
 use crate::cli::SessionsArgs;
 use crate::commands::replay::{session_error, write_stdout};
@@ -21,11 +21,11 @@ pub fn run(args: SessionsArgs) -> Result<()> {
     // The process's own environment, read as the OS gives it (a non-UTF-8 HOME too).
     let store = SessionStore::from_env().map_err(session_error)?;
     let sessions =
-        sessions::list_in(&store, project.as_deref(), Listed::All).map_err(session_error)?;
+        list_sessions_in(&store, project.as_deref(), Listed::All).map_err(session_error)?;
     let prices = prices();
     let price = |model: &str| prices.of(model);
     if args.json {
-        return write_stdout(|out| render::sessions_json(&sessions, &price, out));
+        return write_stdout(|out| sessions_json(&sessions, &price, out));
     }
     if sessions.is_empty() {
         match &project {
@@ -37,15 +37,15 @@ pub fn run(args: SessionsArgs) -> Result<()> {
         }
         return Ok(());
     }
-    write_stdout(|out| render::sessions_table(&sessions, &price, out))
+    write_stdout(|out| sessions_table(&sessions, &price, out))
 }
 
 /// Every model's prices: the configuration of the current directory's project (its
 /// `[models]` pricing), else the catalog's alone.
-fn prices() -> pith_agent::cost::Prices {
+fn prices() -> pith_agent::Prices {
     std::env::current_dir()
         .ok()
         .and_then(|cwd| pith_agent::Workspace::open(&cwd, &|name| std::env::var(name).ok()).ok())
-        .map(|workspace| pith_agent::cost::Prices::new(workspace.config().model_tables()))
+        .map(|workspace| pith_agent::Prices::new(workspace.config().model_tables()))
         .unwrap_or_default()
 }

@@ -469,7 +469,7 @@ impl Outcome {
                         event["text"]
                             .as_str()
                             .unwrap()
-                            .contains(&pith_core::format::thousands(until)),
+                            .contains(&pith_core::thousands(until)),
                         "the text names what the decision keeps to: {event}"
                     );
                     *floor = (*floor).max(until);

@@ -7,7 +7,7 @@ use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, UnstructuredCommandInput,
 };
 
-pub use pith_agent::slash::SlashCommand;
+pub use pith_agent::SlashCommand;
 
 /// The commands, as the editor lists them.
 pub fn available() -> Vec<AvailableCommand> {
@@ -53,7 +53,7 @@ pub fn available() -> Vec<AvailableCommand> {
 /// command, so paths such as `/etc/hosts` stay messages). `Err` names a command used
 /// wrongly. The parsing is the one every front-end shares ([`pith_agent::slash`]).
 pub fn parse(text: &str) -> Option<Result<SlashCommand, String>> {
-    let (name, command) = pith_agent::slash::parse(text)?;
+    let (name, command) = pith_agent::parse_slash_command(text)?;
     SlashCommand::in_editor(&name).then_some(command)
 }
 
@@ -100,7 +100,7 @@ mod tests {
     #[test]
     fn the_advertised_commands_are_the_editor_commands() {
         let names: Vec<String> = available().into_iter().map(|c| c.name).collect();
-        assert_eq!(names, pith_agent::slash::EDITOR_COMMANDS);
+        assert_eq!(names, pith_agent::EDITOR_COMMANDS);
     }
 
     #[test]

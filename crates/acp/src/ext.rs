@@ -10,9 +10,6 @@ use agent_client_protocol::v1::schema::SessionId;
 use agent_client_protocol::{JsonRpcRequest, JsonRpcResponse};
 use serde::{Deserialize, Serialize};
 
-/// The method's name.
-pub const CANCEL_COMPACTION: &str = "_pith/cancel_compaction";
-
 /// `_pith/cancel_compaction`'s parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonRpcRequest)]
 #[request(method = "_pith/cancel_compaction", response = CancelCompactionResponse)]

@@ -4,34 +4,43 @@
 
 #![forbid(unsafe_code)]
 
-pub mod approver;
-pub mod commands;
-pub mod config_options;
-pub mod ext;
-pub mod files;
+mod approver;
+mod commands;
+mod config_options;
+mod ext;
+mod files;
 mod handlers;
-pub mod initialize;
+mod initialize;
 mod lifecycle;
-pub mod lines;
-pub mod mcp_servers;
-pub mod modes;
+mod lines;
+mod mcp_servers;
+mod modes;
 mod open;
-pub mod plan;
-pub mod prompt;
-pub mod replay;
-pub mod running;
-pub mod server;
-pub mod session;
-pub mod sessions;
-pub mod sink;
+mod plan;
+mod prompt;
+mod replay;
+mod running;
+mod server;
+mod session;
+mod sessions;
+mod sink;
 mod slash;
 mod state;
-pub mod stdio;
-pub mod terminal;
-pub mod tool_calls;
-pub mod updates;
+mod stdio;
+mod terminal;
+mod tool_calls;
+mod updates;
 
+pub use approver::{
+    answer as permission_answer, question as permission_question, ALLOW_ALWAYS, ALLOW_ONCE, REJECT,
+};
+pub use replay::replay;
+pub use running::RunningCalls;
 pub use server::{serve, AgentOptions};
+pub use session::stop_reason;
+pub use sink::{CompactionSlot, SessionSink};
+pub use stdio::{take as take_stdio, ProtocolStdio};
+pub use updates::{ClientView, EventMapper, ManualEnd, ModelFigures};
 
 /// Why `pith acp` could not serve.
 #[derive(Debug, thiserror::Error)]

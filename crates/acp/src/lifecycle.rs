@@ -156,7 +156,7 @@ pub(crate) fn delete_session(
             session.close().await;
         }
         let id = request.session_id.0.to_string();
-        let deleted = pith_agent::sessions::delete(&|name| env(name), &id);
+        let deleted = pith_agent::delete_session(&|name| env(name), &id);
         match deleted {
             Ok(_) => responder.respond(DeleteSessionResponse::new()),
             Err(SessionError::InUse { pid, .. }) => responder.respond_with_error(

@@ -13,7 +13,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
 use pith_agent::{Conversation, Frontend, Overrides, SessionChoice};
-use pith_tools::bash::terminal::CommandTerminal;
+use pith_tools::CommandTerminal;
 use pith_tools::TextFiles;
 
 use crate::approver::AcpApprover;

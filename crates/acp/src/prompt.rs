@@ -16,7 +16,7 @@ use agent_client_protocol::v1::schema::{ContentBlock, EmbeddedResourceResource};
 use base64::Engine;
 use pith_core::ImageLimits;
 use pith_core::{Message, Part};
-use pith_tools::image;
+use pith_tools::image_from_bytes;
 
 /// The text of `blocks` alone (what a slash command is read from).
 pub fn text_of(blocks: &[ContentBlock], cwd: &Path) -> String {
@@ -71,7 +71,7 @@ pub fn user_message(
                 };
                 let decoded = base64::engine::general_purpose::STANDARD.decode(picture.data.trim());
                 match decoded {
-                    Ok(bytes) => match image::from_bytes(&bytes, &shown, limits) {
+                    Ok(bytes) => match image_from_bytes(&bytes, &shown, limits) {
                         Ok(image) => images.push(Part::Image(image)),
                         Err(error) => notices.push(format!("{shown}: not attached: {error}")),
                     },
@@ -86,7 +86,7 @@ pub fn user_message(
             _ => notices.push("a content block of an unknown kind was left out".to_owned()),
         }
     }
-    let (mut message, more) = pith_agent::attachments::user_message(&text, cwd, limits);
+    let (mut message, more) = pith_agent::user_message(&text, cwd, limits);
     notices.extend(more);
     message.parts.extend(images);
     (message, notices)
@@ -172,7 +172,7 @@ mod tests {
 
     #[test]
     fn images_are_decoded_and_scaled_or_refused_in_words() {
-        let data = pith_tools::image::base64(PNG_1X1);
+        let data = pith_tools::image_base64(PNG_1X1);
         let blocks = vec![
             ContentBlock::from("look"),
             ContentBlock::Image(ImageContent::new(data, "image/png")),

@@ -308,7 +308,7 @@ impl AcpSession {
     /// `session_info_update` after a turn: the time, and the title the first time the
     /// session has one (the first line of its first message, as `session/list` shows it).
     fn send_info<O: Outbox>(&self, title: Option<String>, sink: &mut SessionSink<O>) {
-        let mut info = SessionInfoUpdate::new().updated_at(pith_session::event::now_ts());
+        let mut info = SessionInfoUpdate::new().updated_at(pith_session::now_ts());
         if let Some(title) = title {
             if !self.titled.swap(true, Ordering::SeqCst) {
                 info = info.title(title);

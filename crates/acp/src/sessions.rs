@@ -5,7 +5,7 @@
 //! and model.
 
 use agent_client_protocol::v1::schema::{ListSessionsRequest, ListSessionsResponse, SessionInfo};
-use pith_agent::sessions::{self, Listed};
+use pith_agent::{list_sessions, session_title, Listed};
 use pith_session::SessionSummary;
 
 /// Sessions per page.
@@ -37,7 +37,7 @@ pub fn list(
         })?),
         None => None,
     };
-    let sessions = sessions::list(lookup, project.as_deref(), Listed::TopLevel)
+    let sessions = list_sessions(lookup, project.as_deref(), Listed::TopLevel)
         .map_err(|error| agent_client_protocol::Error::internal_error().data(error.to_string()))?;
     let page: Vec<SessionInfo> = sessions.iter().skip(start).take(PAGE).map(info).collect();
     let next = start + page.len();
@@ -53,6 +53,6 @@ pub fn list(
 fn info(summary: &SessionSummary) -> SessionInfo {
     let cwd = summary.cwd.clone().unwrap_or_default();
     SessionInfo::new(summary.id.clone(), cwd)
-        .title(sessions::title(summary))
+        .title(session_title(summary))
         .updated_at(summary.last_activity.clone().or(summary.started.clone()))
 }

@@ -7,7 +7,7 @@
 //!
 //! The two descriptors the connection holds are close-on-exec (`F_DUPFD_CLOEXEC`), so no
 //! program pith starts inherits them; every child is also started with only 0, 1 and 2
-//! (`pith_tools::process_group::isolate`), which covers descriptors the editor itself
+//! (`pith_tools::isolate_process_group`), which covers descriptors the editor itself
 //! left open. Last, the process is marked not dumpable (`PR_SET_DUMPABLE`): its
 //! `/proc/PID/fd` then belongs to root, so a program running as the same user cannot
 //! reopen the protocol's pipes through it (Landlock does not cover pipes).

@@ -20,9 +20,9 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
 use async_trait::async_trait;
-use pith_tools::bash::process::Termination;
-use pith_tools::bash::terminal::{CommandTerminal, TerminalOutcome};
-use pith_tools::bash::wrapper::WrappedCommand;
+use pith_tools::Termination;
+use pith_tools::WrappedCommand;
+use pith_tools::{CommandTerminal, TerminalOutcome};
 use tokio_util::sync::CancellationToken;
 
 use crate::running::RunningCalls;

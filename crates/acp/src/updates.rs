@@ -22,7 +22,7 @@ use agent_client_protocol::v1::schema::{
     RunningStateUpdate, SessionId, SessionNotification, SessionUpdate, StateUpdate, SubagentUpdate,
     ToolCallId, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
-use pith_agent::cost::Prices;
+use pith_agent::Prices;
 use pith_core::events::MicroReason;
 use pith_core::rewrite::MicroCompaction;
 use pith_core::{

@@ -1,7 +1,7 @@
 //! Every loop event pith emits, as the `session/update` notifications an editor gets:
-//! the mapping (`pith_acp::updates`), the turn's sink (`pith_acp::sink`), the permission
-//! question (`pith_acp::approver`), the stop reasons (`pith_acp::session`) and the replay
-//! of a transcript (`pith_acp::replay`). Checked on the JSON the client receives.
+//! the mapping (`pith_acp::EventMapper`), the turn's sink (`pith_acp::SessionSink`), the
+//! permission question (`pith_acp::permission_question`), the stop reasons
+//! (`pith_acp::stop_reason`) and the replay of a transcript (`pith_acp::replay`). Checked on the JSON the client receives.
 
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
@@ -11,11 +11,12 @@ use agent_client_protocol::v1::schema::{
     PermissionOptionId, RequestPermissionOutcome, SelectedPermissionOutcome, SessionId,
     SessionNotification, StopReason,
 };
-use pith_acp::approver::{answer, question, ALLOW_ALWAYS, ALLOW_ONCE, REJECT};
-use pith_acp::running::RunningCalls;
-use pith_acp::sink::{CompactionSlot, SessionSink};
-use pith_acp::updates::{ClientView, EventMapper, ManualEnd, ModelFigures};
-use pith_agent::cost::Prices;
+use pith_acp::{
+    permission_answer as answer, permission_question as question, ClientView, CompactionSlot,
+    EventMapper, ManualEnd, ModelFigures, RunningCalls, SessionSink, ALLOW_ALWAYS, ALLOW_ONCE,
+    REJECT,
+};
+use pith_agent::Prices;
 use pith_agent::{LoopError, TurnError, TurnOutcome};
 use pith_core::events::{MicroCompaction, MicroReason};
 use pith_core::{
@@ -601,7 +602,7 @@ fn a_permission_question_points_at_the_call_and_offers_three_answers() {
 
 #[test]
 fn turn_outcomes_are_stop_reasons_or_errors() {
-    use pith_acp::session::stop_reason;
+    use pith_acp::stop_reason;
     let ended = |error: Option<TurnError>| TurnOutcome {
         error,
         ..TurnOutcome::default()
@@ -682,7 +683,7 @@ fn a_loaded_session_replays_each_accepted_plan_after_its_call() {
         event: turn,
     }];
     let mut m = mapper(EVERYTHING, Path::new("/w"));
-    let sent = updates(pith_acp::replay::replay(&records, &mut m, EVERYTHING));
+    let sent = updates(pith_acp::replay(&records, &mut m, EVERYTHING));
     let kinds: Vec<&str> = sent
         .iter()
         .map(|u| u["sessionUpdate"].as_str().unwrap())

@@ -1,4 +1,4 @@
-//! `pith_acp::stdio::take` in a real process: after it, only the protocol's descriptor
+//! `pith_acp::take_stdio` in a real process: after it, only the protocol's descriptor
 //! reaches the original stdout; a print, a child process inheriting fd 1, and the test
 //! harness itself write to stderr, and a child reading fd 0 reads nothing.
 //!
@@ -65,7 +65,7 @@ fn only_the_protocol_reaches_stdout_after_take() {
 
 /// The child: takes the descriptors, then writes through every path.
 fn child() {
-    let stdio = pith_acp::stdio::take().expect("take stdin and stdout");
+    let stdio = pith_acp::take_stdio().expect("take stdin and stdout");
     let mut protocol = stdio.output;
     writeln!(protocol, "PROTOCOL ready").unwrap();
     #[allow(clippy::print_stdout)] // the stray print this test is about

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use pith_core::ImageLimits;
 use pith_core::{Message, Part};
-use pith_tools::image;
+use pith_tools::load_image;
 
 /// Extensions of the images `@path` attaches.
 const IMAGE_EXTENSIONS: [&str; 5] = ["png", "jpg", "jpeg", "gif", "webp"];
@@ -37,7 +37,7 @@ pub fn user_message(text: &str, cwd: &Path, limits: Option<ImageLimits>) -> (Mes
             ));
             continue;
         };
-        match image::load(&cwd.join(path), path, limits) {
+        match load_image(&cwd.join(path), path, limits) {
             Ok(image) => message.parts.push(Part::Image(image)),
             Err(error) => notices.push(format!("@{path}: not attached: {error}")),
         }

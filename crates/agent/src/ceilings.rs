@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pith_core::{CeilingReached, SpendMeter, TokenCounter};
-use pith_providers::tool_loop::spend::SpendGuard;
+use pith_providers::SpendGuard;
 use pith_providers::{LoopError, ProviderError};
 use tokio_util::sync::CancellationToken;
 

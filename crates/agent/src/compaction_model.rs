@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use pith_core::context::ContextConfig;
 use pith_core::{SpendMeter, TokenCounter};
+use pith_providers::enforced_output_cap;
 use pith_providers::models::resolve::{resolve_model, ResolvedModel};
 use pith_providers::models::tables::ModelTables;
 use pith_providers::models::window::apply_server_window_blocking;
-use pith_providers::tool_loop::enforced_output_cap;
-use pith_providers::tool_loop::spend::SpendGuard;
 use pith_providers::wire::ReasoningEffort;
+use pith_providers::SpendGuard;
 use pith_providers::SummaryModel;
 
 use crate::config::ConfigError;

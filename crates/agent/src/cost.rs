@@ -104,8 +104,8 @@ impl SpendReport {
         });
         format!(
             "Session: {cost} so far; {} input tokens{cache}, {} output tokens (subagents included).",
-            pith_core::format::thousands(self.usage.input_tokens),
-            pith_core::format::thousands(self.usage.output_tokens),
+            pith_core::thousands(self.usage.input_tokens),
+            pith_core::thousands(self.usage.output_tokens),
         )
     }
 }

@@ -46,7 +46,7 @@ pub fn init(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<PathBuf>, Str
         return Ok(None);
     };
     let filter = filter_of(&filter)?;
-    let data_dir = pith_session::paths::data_dir().map_err(|e| e.to_string())?;
+    let data_dir = pith_session::data_dir().map_err(|e| e.to_string())?;
     let path = log_path(&data_dir);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)

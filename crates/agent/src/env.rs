@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use pith_tools::bash::terminal::CommandTerminal;
+use pith_tools::CommandTerminal;
 use pith_tools::{Approver, TextFiles};
 
 /// Looks up environment variables (keys, base URLs, config locations). Tests pass their

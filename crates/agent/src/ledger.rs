@@ -18,7 +18,7 @@ pub fn fresh(cwd: &Path) -> Ledger {
 /// Only the records on the current line of the conversation count: turns a conversation
 /// rewind abandoned are not the session's any more (docs/rewind.md).
 pub fn rebuild(cwd: &Path, records: &[Record]) -> Ledger {
-    let line = pith_session::line::current_line(records);
+    let line = pith_session::current_line(records);
     let observed = line.into_iter().flat_map(|record| -> Vec<Observed<'_>> {
         match &record.event {
             Event::UserMessage { message } if message.role == Role::User => {

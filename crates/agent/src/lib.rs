@@ -33,40 +33,54 @@
 //! checkpoint, tools} → core (docs/architecture.md has the checked list).
 #![forbid(unsafe_code)]
 
-pub mod attachments;
-pub mod ceilings;
-pub mod checkpoints;
-pub mod compaction_model;
-pub mod config;
-pub mod conversation;
-pub mod cost;
-pub mod diagnostics;
-pub mod env;
-pub mod error;
-pub mod exit;
-pub mod hooks;
-pub mod job;
-pub mod ledger;
-pub mod mcp;
-pub mod output_schema;
-pub mod overrides;
-pub mod oversized;
-pub mod recording;
-pub mod repeat_gate;
-pub mod sessions;
-pub mod settings;
-pub mod slash;
-pub mod subagents;
-pub mod telemetry;
-pub mod trust;
-pub mod workspace;
+mod attachments;
+mod ceilings;
+mod checkpoints;
+mod compaction_model;
+mod config;
+mod conversation;
+mod cost;
+mod diagnostics;
+mod env;
+mod error;
+mod exit;
+mod hooks;
+mod job;
+mod ledger;
+mod mcp;
+mod output_schema;
+mod overrides;
+mod oversized;
+mod recording;
+mod repeat_gate;
+mod sessions;
+mod settings;
+mod slash;
+mod subagents;
+mod telemetry;
+mod trust;
+mod workspace;
 
+pub use attachments::user_message;
+pub use checkpoints::offline::{rewind_session, RewindOutcome, RewindRequest};
+pub use checkpoints::rewind::RewindPlan;
+pub use checkpoints::text::{plan_lines as rewind_plan_lines, turn_lines as rewind_turn_lines};
 pub use conversation::{
     pin_of_argument, Conversation, Opened, PinRow, PinsView, TurnError, TurnOutcome,
 };
+pub use cost::{summary_cost, Prices, SpendReport};
+pub use diagnostics::init as init_diagnostics;
 pub use env::{Env, Frontend};
 pub use error::ConversationError;
 pub use exit::ExitCode;
+pub use hooks::{trust as trust_hooks, trust_question as hooks_trust_question};
+pub use job::{
+    auto_compaction_line, open as open_job, plan_line, typed_line, CompactionCost,
+    CompactionReport, RequestEntry, RunReport,
+};
+pub use mcp::{
+    list as list_mcp_servers, trust as trust_mcp_servers, trust_question as mcp_trust_question,
+};
 pub use output_schema::{OutputSchema, SchemaMismatch};
 pub use overrides::{Overrides, SessionChoice};
 pub use pith_core::context::pins::Pin;
@@ -75,5 +89,11 @@ pub use pith_providers::wire::ReasoningEffort;
 /// What a turn or `/compact` can end with, as the loop reports it.
 pub use pith_providers::{LoopError, ManualCompaction};
 pub use recording::{CompactionNote, CompactionTotals};
+pub use sessions::{
+    delete as delete_session, list as list_sessions, list_in as list_sessions_in,
+    title as session_title, Listed,
+};
 pub use settings::Settings;
+pub use slash::{parse as parse_slash_command, SlashCommand, EDITOR_COMMANDS, HELP as SLASH_HELP};
+pub use subagents::catalog::{trust as trust_agents, trust_question as agents_trust_question};
 pub use workspace::Workspace;

@@ -75,7 +75,7 @@ pub fn trust(question: &TrustQuestion, env: &Env) -> Result<(), ConversationErro
 
 fn read_mcp_json(cwd: &Path) -> Result<(Vec<ServerConfig>, Vec<String>), String> {
     let text = std::fs::read_to_string(cwd.join(".mcp.json")).map_err(|e| e.to_string())?;
-    pith_mcp::config::from_mcp_json(&text).map_err(|e| e.to_string())
+    pith_mcp::from_mcp_json(&text).map_err(|e| e.to_string())
 }
 
 /// The servers of the workspace: `[mcp_servers]` of its configuration, then the
@@ -89,7 +89,7 @@ pub fn configured_servers(
 ) -> Result<McpServers, ConversationError> {
     let cwd = workspace.cwd();
     let mut result = McpServers {
-        servers: pith_mcp::config::from_toml(&workspace.config().mcp_servers)
+        servers: pith_mcp::from_toml(&workspace.config().mcp_servers)
             .map_err(|e| ConversationError::Usage(format!("invalid configuration: {e}")))?,
         notices: Vec::new(),
     };
@@ -154,7 +154,7 @@ pub fn start(servers: Vec<ServerConfig>, env: &Env, cwd: &Path) -> Option<Arc<Mc
         servers,
         Arc::new(move |name: &str| lookup(name)),
         cwd,
-        pith_tools::config::DEFAULT_BASH_ENV_EXCLUDE
+        pith_tools::DEFAULT_BASH_ENV_EXCLUDE
             .map(String::from)
             .to_vec(),
     )))

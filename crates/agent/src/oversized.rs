@@ -7,9 +7,9 @@
 //! from tool outputs, which the ledger lists under its spills), and the user is told in
 //! one line. A message that cannot be stored is not sent at all.
 
-use pith_core::format::thousands;
+use pith_core::thousands;
 use pith_core::{Message, Part, TokenCounter};
-use pith_tools::capture::SpillDir;
+use pith_tools::SpillDir;
 
 /// A message that was cut to fit, and where the whole of it is.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! The front-end's answer to the doom-loop guard ([`pith_core::repeat`]): the REPL asks
+//! The front-end's answer to the doom-loop guard ([`pith_core::RepeatGate`]): the REPL asks
 //! the user, through the same approver as permission questions, whether the model may go
 //! on after repeating one call with one result `[doom_loop] stop_after` times; `pith run`
 //! has nobody to ask, so the turn stops (exit code 6).
@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use pith_core::repeat::RepeatGate;
+use pith_core::RepeatGate;
 use pith_tools::{Approval, Approver, PermissionRequest};
 use tokio_util::sync::CancellationToken;
 

@@ -15,11 +15,11 @@ use pith_core::context::ContextConfig;
 use pith_core::{
     BpeCounter, Ceilings, ContextBudget, Encoding, RequestEstimator, TokenCounter, ToolRegistry,
 };
+use pith_providers::enforced_output_cap;
 use pith_providers::models::builtin::default_model_spec;
 use pith_providers::models::project::{system_prompt_for, CutInstructions, InstructionBudget};
 use pith_providers::models::resolve::{resolve_model, ResolvedModel, WindowSource};
 use pith_providers::models::window::apply_server_window_blocking;
-use pith_providers::tool_loop::enforced_output_cap;
 use pith_providers::{AgentLoop, LedgerOptions, LoopOptions, LoopSetup, RepeatedCallLimits};
 use pith_tools::{PermissionMode, SandboxConfig, SandboxMode, UserDirs};
 
@@ -164,7 +164,7 @@ impl Settings {
             },
             usage_band: context.usage_band(),
             repeated_calls: repeated_call_limits(config),
-            prompt_cache: pith_providers::tool_loop::PromptCacheOptions {
+            prompt_cache: pith_providers::PromptCacheOptions {
                 ttl: model.prompt_cache_ttl(),
                 key: None,
             },
@@ -194,7 +194,7 @@ impl Settings {
             max_record_bytes: config
                 .limits
                 .max_record_bytes
-                .unwrap_or(pith_session::externalize::DEFAULT_MAX_RECORD_BYTES),
+                .unwrap_or(pith_session::DEFAULT_MAX_RECORD_BYTES),
             ceilings,
             notices,
             compaction_model,

@@ -152,11 +152,6 @@ impl TrustStore {
         }
     }
 
-    /// The store's file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     fn error(&self, message: impl std::fmt::Display) -> TrustError {
         TrustError {
             path: self.path.clone(),

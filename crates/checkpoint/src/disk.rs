@@ -9,7 +9,7 @@ use std::path::Path;
 
 use pith_core::FileState;
 
-use pith_core::format::human_bytes;
+use pith_core::human_bytes;
 
 use crate::store::{hash_bytes, Store};
 use crate::walk::StatKey;

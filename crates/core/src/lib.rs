@@ -18,11 +18,11 @@
 #![forbid(unsafe_code)]
 
 pub mod context;
-pub mod cost;
-pub mod format;
-pub mod protocol;
-pub mod registry;
-pub mod repeat;
+mod cost;
+mod format;
+mod protocol;
+mod registry;
+mod repeat;
 
 // The module paths the other crates have always named these modules by
 // (`pith_core::events::…`, `pith_core::hooks::…`).
@@ -37,6 +37,7 @@ pub use cost::{
     plan_request, usage_cost, CeilingReached, Ceilings, InputEstimate, Pricing, RequestPlan,
     Reservation, SpendMeter, MIN_USEFUL_OUTPUT_TOKENS,
 };
+pub use format::{human_bytes, thousands};
 pub use protocol::checkpoint::{
     shown_path, ChangeFeed, ChangeMark, CheckpointSummary, FileChange, FileState,
 };
@@ -53,3 +54,4 @@ pub use protocol::subagent::ChildRun;
 pub use protocol::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 pub use protocol::usage::{ModelUsage, Usage};
 pub use registry::{LoadOutcome, ToolLoader, ToolRegistry};
+pub use repeat::{repeated_call_note, RepeatGate, RepeatTracker, StopRepeating};

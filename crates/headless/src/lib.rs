@@ -6,7 +6,7 @@
 //! an automatic compaction + text after it) goes to stdout; notices go to stderr.
 #![forbid(unsafe_code)]
 
-pub mod report;
-pub mod run;
+mod report;
+mod run;
 
 pub use run::{run, Job, OutputFormat};

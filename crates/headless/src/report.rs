@@ -1,7 +1,7 @@
 //! The stream-json lines of a headless job (docs/headless.md); the result object they
-//! end with is pith-agent's [`pith_agent::job::RunReport`].
+//! end with is pith-agent's [`pith_agent::RunReport`].
 
-use pith_agent::job::{auto_compaction_line, plan_line, typed_line, RequestEntry};
+use pith_agent::{auto_compaction_line, plan_line, typed_line, RequestEntry};
 use pith_core::events::MicroReason;
 use pith_core::{LoopEvent, Role};
 use serde_json::{json, Value};
@@ -92,7 +92,7 @@ fn with_fields(mut line: Value, value: &impl serde::Serialize) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pith_agent::job::{CompactionCost, CompactionReport, RunReport};
+    use pith_agent::{CompactionCost, CompactionReport, RunReport};
     use pith_core::context::{GovernorNotice, PauseReason};
     use pith_core::events::{MicroCompaction, MicroReason};
     use pith_core::AutoCompaction;
@@ -315,7 +315,7 @@ mod tests {
             turns: 1,
             usage: report.usage,
             cost: Some(0.01),
-            session: pith_agent::cost::SpendReport {
+            session: pith_agent::SpendReport {
                 usage: report.usage,
                 cost: Some(0.03),
                 cache_hit_rate: Some(0.5),

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use pith_agent::{job::RunReport, ExitCode, Frontend, Overrides};
+use pith_agent::{ExitCode, Frontend, Overrides, RunReport};
 use pith_core::{AutoCompaction, EventSink, LoopEvent};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -49,7 +49,7 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> ExitCode {
     let schema = job.output_schema.as_deref();
-    let opened = match pith_agent::job::open(&job.prompt, schema, &job.pins, overrides, frontend) {
+    let opened = match pith_agent::open_job(&job.prompt, schema, &job.pins, overrides, frontend) {
         Ok(opened) => opened,
         Err(error) => {
             let _ = writeln!(err, "pith: {error}");

@@ -16,9 +16,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod config;
-pub mod outcome;
-pub mod runner;
+mod config;
+mod outcome;
+mod runner;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -99,7 +99,13 @@ fn takes_context(event: HookEvent) -> bool {
 /// Reads one run of `spec`.
 pub fn interpret(spec: &HookSpec, captured: &Captured, config: &SquashConfig) -> (HookRun, Effect) {
     let stdout_text = String::from_utf8_lossy(&captured.stdout);
-    let stderr_text = String::from_utf8_lossy(&captured.stderr);
+    let mut stderr_text = String::from_utf8_lossy(&captured.stderr).into_owned();
+    if captured.stderr_dropped > 0 {
+        stderr_text.push_str(&format!(
+            "\n[pith: {} more bytes of stderr were dropped]",
+            captured.stderr_dropped
+        ));
+    }
     let mut run = HookRun {
         event: spec.event,
         matcher: spec.matcher.clone(),
@@ -315,6 +321,23 @@ mod tests {
             &captured(ended, stdout, stderr),
             &SquashConfig::default(),
         )
+    }
+
+    #[test]
+    fn stderr_cut_at_its_cap_says_how_much_was_dropped() {
+        let mut cut = captured(Ended::Exited(2), b"", "no rm -rf /");
+        cut.stderr_dropped = 4_096;
+        let (run, effect) = interpret(&spec("PreToolUse"), &cut, &SquashConfig::default());
+        assert!(
+            run.stderr
+                .contains("4096 more bytes of stderr were dropped"),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            matches!(&effect, Effect::Block(reason) if reason.starts_with("no rm -rf /")),
+            "{effect:?}"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use pith_tools::process_group::{self, KillOnDrop, ProcessGroup};
+use pith_tools::{isolate_process_group, KillOnDrop, ProcessGroup};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
@@ -100,7 +100,7 @@ pub async fn run(invocation: Invocation<'_>, cancel: &CancellationToken) -> Capt
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    process_group::isolate(&mut command);
+    isolate_process_group(&mut command);
     for (name, value) in invocation.env {
         command.env(name, value);
     }

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use pith_tools::process_group::{self, ProcessGroup};
+use pith_tools::{isolate_process_group, ProcessGroup};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ServerJsonRpcMessage};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
@@ -364,7 +364,7 @@ impl ConfiguredConnector {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        process_group::isolate(&mut process);
+        isolate_process_group(&mut process);
         let excluded = |name: &str| {
             let upper = name.to_ascii_uppercase();
             self.env_exclude

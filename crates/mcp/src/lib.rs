@@ -20,18 +20,18 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub mod config;
-pub mod connection;
-pub mod deferred;
-pub mod hub;
-pub mod names;
-pub mod result;
-pub mod schema;
-pub mod server;
-pub mod tool;
+mod config;
+mod connection;
+mod deferred;
+mod hub;
+mod names;
+mod result;
+mod schema;
+mod server;
+mod tool;
 
-pub use config::{ConfigError, Origin, ServerConfig, Transport};
-pub use connection::{Connect, Connection, EnvLookup};
+pub use config::{from_mcp_json, from_toml, ConfigError, Origin, ServerConfig, Transport};
+pub use connection::{Connect, Connection, Diagnostics, EnvLookup};
 pub use deferred::{reload_from_history, LOAD_TOOL};
 pub use hub::{Installed, McpHub, ServerReport};
 pub use names::is_mcp_tool_name;

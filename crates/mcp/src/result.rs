@@ -8,7 +8,7 @@
 //! - resource links: one line naming the URI.
 //!
 //! The text then takes the same path as a built-in tool's output
-//! (`pith_tools::capture::Capture::finish`).
+//! (`pith_tools::Capture::finish`).
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
@@ -106,9 +106,9 @@ fn decoded_len(base64: &str) -> u64 {
     symbols * 3 / 4
 }
 
-/// `512 B`, `12.3 KiB`, `4 MiB` ([`pith_core::format::human_bytes`]).
+/// `512 B`, `12.3 KiB`, `4 MiB` ([`pith_core::human_bytes`]).
 fn size(bytes: u64) -> String {
-    pith_core::format::human_bytes(bytes)
+    pith_core::human_bytes(bytes)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
-use pith_tools::capture::RawOutput;
+use pith_tools::RawOutput;
 use pith_tools::{Action, ToolEnv};
 use serde_json::Value;
 

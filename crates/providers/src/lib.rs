@@ -21,11 +21,15 @@
 #![warn(missing_docs)]
 
 pub mod models;
-pub mod tool_loop;
+mod tool_loop;
 pub mod wire;
 
+pub use tool_loop::request::Timeouts;
+pub use tool_loop::retry::RetryPolicy;
+pub use tool_loop::spend::SpendGuard;
 pub use tool_loop::{
-    AgentLoop, LedgerOptions, LoopError, LoopOptions, LoopSetup, ManualCompaction,
-    RepeatedCallLimits, SummaryModel, TurnFailure, TurnSummary,
+    enforced_output_cap, AgentLoop, LedgerOptions, LoopError, LoopOptions, LoopSetup,
+    ManualCompaction, PromptCacheOptions, RepeatedCallLimits, SummaryModel, TurnFailure,
+    TurnSummary, DEFAULT_OUTPUT_CAP_TOKENS,
 };
 pub use wire::{ChunkStream, ModelRequest, ProviderAdapter, ProviderError, StreamChunk};

@@ -18,8 +18,8 @@ use pith_core::{
     AutoCompaction, BpeCounter, ContextBudget, Encoding, LoopEvent, Message, RequestEstimator,
     Role, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
 };
-use pith_providers::tool_loop::request::Timeouts;
-use pith_providers::tool_loop::retry::RetryPolicy;
+use pith_providers::RetryPolicy;
+use pith_providers::Timeouts;
 use pith_providers::{
     AgentLoop, LedgerOptions, LoopError, LoopOptions, ProviderError, StreamChunk,
 };

@@ -307,9 +307,7 @@ async fn the_plan_survives_two_automatic_compactions_verbatim(protocol: Protocol
         ],
         disk,
     );
-    h.agent
-        .tools()
-        .register(Arc::new(pith_tools::plan::PlanTool));
+    h.agent.tools().register(Arc::new(pith_tools::PlanTool));
     let first = h.turn("fix the bug").await;
     first.outcome.expect("first turn");
     let plan = pith_core::Plan::from_arguments(&json!({ "steps": steps })).unwrap();

@@ -20,7 +20,7 @@ use pith_core::{
     RequestEstimator, TokenCounter, Tool, ToolCall, ToolContext, ToolError, ToolOutput,
     ToolRegistry, Usage,
 };
-use pith_providers::tool_loop::request::Timeouts;
+use pith_providers::Timeouts;
 use pith_providers::{
     AgentLoop, ChunkStream, LoopOptions, ModelRequest, ProviderAdapter, ProviderError, StreamChunk,
 };

@@ -11,7 +11,7 @@ use std::io;
 use std::sync::Arc;
 
 use pith_agent::{Conversation, ConversationError, ExitCode, Frontend, Overrides, Workspace};
-use pith_session::{project_ui, render, Record};
+use pith_session::{project_ui, ui_text, Record};
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -86,9 +86,9 @@ fn ask_project_trust(workspace: &Workspace, frontend: &Frontend, screen: &mut Sc
             offers: "would run these hooks",
             prompt: "Trust these hooks and let them run? [y/N]",
         },
-        pith_agent::hooks::trust_question(workspace, env),
+        pith_agent::hooks_trust_question(workspace, env),
         |q| (q.changed, &q.hooks),
-        |q| pith_agent::hooks::trust(q, env),
+        |q| pith_agent::trust_hooks(q, env),
         workspace.cwd(),
     );
     ask_trust(
@@ -99,9 +99,9 @@ fn ask_project_trust(workspace: &Workspace, frontend: &Frontend, screen: &mut Sc
             offers: "would offer these subagents",
             prompt: "Trust these agents and offer them? [y/N]",
         },
-        pith_agent::subagents::catalog::trust_question(workspace.cwd(), env),
+        pith_agent::agents_trust_question(workspace.cwd(), env),
         |q| (q.changed, &q.agents),
-        |q| pith_agent::subagents::catalog::trust(q, env),
+        |q| pith_agent::trust_agents(q, env),
         workspace.cwd(),
     );
     ask_trust(
@@ -112,9 +112,9 @@ fn ask_project_trust(workspace: &Workspace, frontend: &Frontend, screen: &mut Sc
             offers: "would start these MCP servers",
             prompt: "Trust this .mcp.json and start them? [y/N]",
         },
-        pith_agent::mcp::trust_question(workspace.cwd(), env),
+        pith_agent::mcp_trust_question(workspace.cwd(), env),
         |q| (q.changed, &q.servers),
-        |q| pith_agent::mcp::trust(q, env),
+        |q| pith_agent::trust_mcp_servers(q, env),
         workspace.cwd(),
     );
 }
@@ -248,7 +248,7 @@ impl App {
 
     pub(crate) fn show_replay(&mut self, records: &[Record]) {
         let mut rendered = Vec::new();
-        if render::ui_text(&project_ui(records), &mut rendered).is_ok() {
+        if ui_text(&project_ui(records), &mut rendered).is_ok() {
             self.screen.block(&String::from_utf8_lossy(&rendered));
         }
     }

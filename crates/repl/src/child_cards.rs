@@ -2,7 +2,7 @@
 //! its agent, the tool it is running (or what it is doing), the tokens it has used —
 //! drawn in the live region above the loader and removed when the child ends.
 
-use pith_core::format::thousands;
+use pith_core::thousands;
 use pith_core::{LoopEvent, SubagentEvent};
 
 use crate::cards::{argument_summary, shorten};

@@ -2,7 +2,7 @@
 //! [`pith_agent::slash`], the vocabulary every front-end shares), or nothing. The REPL
 //! session carries commands out.
 
-pub use pith_agent::slash::{SlashCommand as Command, HELP};
+pub use pith_agent::{SlashCommand as Command, SLASH_HELP as HELP};
 
 /// One line of input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub fn parse_input(line: &str) -> Input {
     if line.trim().is_empty() {
         return Input::Empty;
     }
-    match pith_agent::slash::parse(line) {
+    match pith_agent::parse_slash_command(line) {
         None => Input::Prompt(line.trim_end().to_owned()),
         Some((_, Ok(command))) => Input::Command(command),
         Some((_, Err(message))) => Input::Invalid(message),

@@ -8,7 +8,7 @@
 
 use pith_agent::{CompactionTotals, PinsView};
 use pith_core::context::PauseReason;
-use pith_core::format::thousands;
+use pith_core::thousands;
 use pith_core::tokens::{count_image, count_message, count_reasoning};
 use pith_core::{ContextBudget, Message, Part, RequestEstimate, Role, TokenCounter};
 
@@ -245,7 +245,7 @@ pub fn checkpoints_line(store_bytes: Option<u64>) -> String {
     match store_bytes {
         Some(bytes) => format!(
             "checkpoints: {} for this project (/rewind lists the turns)",
-            pith_core::format::human_bytes(bytes)
+            pith_core::human_bytes(bytes)
         ),
         None => "checkpoints: off ([checkpoints] enabled = false)".to_owned(),
     }

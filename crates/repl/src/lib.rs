@@ -16,19 +16,19 @@
 //! User documentation: `docs/repl.md`.
 #![forbid(unsafe_code)]
 
-pub mod app;
-pub mod approver;
-pub mod busy;
-pub mod cards;
-pub mod child_cards;
-pub mod commands;
-pub mod context_view;
-pub mod input;
-pub mod keys;
-pub mod markdown;
-pub mod render;
-pub mod state;
-pub mod status;
-pub mod terminal;
+mod app;
+mod approver;
+mod busy;
+mod cards;
+mod child_cards;
+mod commands;
+mod context_view;
+mod input;
+mod keys;
+mod markdown;
+mod render;
+mod state;
+mod status;
+mod terminal;
 
 pub use app::{run, ReplError};

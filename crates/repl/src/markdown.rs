@@ -45,11 +45,6 @@ impl Span {
     }
 }
 
-/// Terminal columns the spans occupy.
-pub fn display_width(spans: &[Span]) -> usize {
-    spans.iter().map(|s| s.text.width()).sum()
-}
-
 /// Word-wraps styled spans into rows of at most `columns` display columns: breaks at
 /// spaces (the space at a break is dropped), and cuts words longer than a row.
 pub fn wrap(spans: &[Span], columns: usize) -> Vec<Vec<Span>> {
@@ -223,6 +218,11 @@ fn flush(plain: &mut String, spans: &mut Vec<Span>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Terminal columns the spans occupy.
+    fn display_width(spans: &[Span]) -> usize {
+        spans.iter().map(|s| s.text.width()).sum()
+    }
 
     fn text(spans: &[Span]) -> String {
         spans.iter().map(|s| s.text.as_str()).collect()

@@ -5,7 +5,7 @@
 
 use pith_agent::Conversation;
 use pith_core::context::{GovernorNotice, PauseReason};
-use pith_core::format::thousands;
+use pith_core::thousands;
 use pith_core::ContextBudget;
 
 /// What the status line shows.
@@ -89,7 +89,7 @@ impl Status {
             None => String::new(),
         };
         let checkpoints = match self.checkpoints {
-            Some(bytes) => format!(" · checkpoints {}", pith_core::format::human_bytes(bytes)),
+            Some(bytes) => format!(" · checkpoints {}", pith_core::human_bytes(bytes)),
             None => String::new(),
         };
         format!(

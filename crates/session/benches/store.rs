@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use pith_core::{Message, ToolCall, Usage};
-use pith_session::read::parse_transcript;
+use pith_session::parse_transcript;
 use pith_session::{
     project_model_owned, project_ui, CompactionTrigger, Durability, Event, NewSession, ReadOptions,
     Session, SessionStore,

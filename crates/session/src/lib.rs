@@ -22,39 +22,49 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod checkpoint;
-pub mod delete;
-pub mod error;
-pub mod event;
-pub mod externalize;
-pub mod fork;
-pub mod items;
-pub mod line;
-pub mod listing;
-pub mod lock;
-pub mod paths;
-pub mod pin;
-pub mod projection;
-pub mod read;
-pub mod render;
-pub mod resume;
-pub mod spend;
-pub mod store;
-pub mod turns;
+mod checkpoint;
+mod delete;
+mod error;
+mod event;
+mod externalize;
+mod fork;
+mod items;
+mod line;
+mod listing;
+mod lock;
+mod paths;
+mod pin;
+mod projection;
+mod read;
+mod render;
+mod resume;
+mod spend;
+mod store;
+mod turns;
 
 pub use checkpoint::{Checkpoint, Rewind, RewindMode};
 pub use error::{Result, SessionError};
-pub use event::{CompactionTrigger, Event, Record, SCHEMA_VERSION};
+pub use event::{
+    encode_line, now_ts, CompactionTrigger, Event, Record, KNOWN_KINDS, SCHEMA_VERSION,
+};
+pub use externalize::DEFAULT_MAX_RECORD_BYTES;
 pub use items::{items_from_messages, TranscriptItem};
 pub use line::{current_line, current_line_owned, line_indices, pins_on_line};
 pub use listing::{title_of, SessionSummary};
+pub use paths::data_dir;
 pub use pin::{PinAction, PinChange};
 pub use pith_core::ModelUsage;
 pub use projection::{project_model, project_model_owned, project_ui, UiEntry};
-pub use read::{read_transcript, ReadOptions, ReadReport, Transcript};
+pub use read::{
+    parse_transcript, read_transcript, ReadOptions, ReadReport, Transcript, MAX_LINE_BYTES,
+};
+pub use render::{
+    model_json, model_text, sessions_json, sessions_table, ui_json, ui_text, ui_text_nested,
+};
 pub use resume::Resumed;
 pub use spend::SessionSpend;
 pub use store::{Durability, NewSession, Quarantine, Session, SessionStore};
 pub use turns::{
-    changes_after, changes_after_in, last_known_states, states_at, turn_seq, turns, Turn,
+    changes_after, changes_after_in, last_code_rewind, last_known_states, states_at, turn_seq,
+    turns, Turn,
 };

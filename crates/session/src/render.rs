@@ -9,7 +9,7 @@ mod checkpoints;
 
 use std::io::{self, Write};
 
-use pith_core::format::thousands;
+use pith_core::thousands;
 use pith_core::{Message, Part, Role, Usage};
 use serde::Serialize;
 
@@ -18,7 +18,7 @@ use crate::items::{summarize_arguments, TranscriptItem};
 use crate::listing::SessionSummary;
 use crate::projection::UiEntry;
 use crate::read::ReadReport;
-use pith_core::format::human_bytes;
+use pith_core::human_bytes;
 
 /// Lines of a tool result shown in text replay.
 pub const RESULT_PREVIEW_LINES: usize = 40;

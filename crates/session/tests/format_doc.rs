@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use pith_core::Message;
-use pith_session::event::{encode_line, KNOWN_KINDS};
-use pith_session::read::parse_transcript;
-use pith_session::render::ui_text;
+use pith_session::parse_transcript;
+use pith_session::ui_text;
+use pith_session::{encode_line, KNOWN_KINDS};
 use pith_session::{project_model, project_ui, turns, Event, ReadOptions};
 
 const DOC: &str = include_str!(concat!(

@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use pith_core::{Message, Part, Role, ToolCall, ToolResult, Usage};
-use pith_session::event::encode_line;
-use pith_session::read::parse_transcript;
+use pith_session::encode_line;
+use pith_session::parse_transcript;
 use pith_session::{
     project_model, project_ui, CompactionTrigger, Event, ReadOptions, TranscriptItem,
 };

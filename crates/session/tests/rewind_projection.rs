@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
 use pith_core::{FileChange, FileState, Message};
-use pith_session::render::ui_text;
+use pith_session::ui_text;
 use pith_session::{
     current_line, project_model, project_model_owned, project_ui, turns, CompactionTrigger, Event,
     NewSession, ReadOptions, Record, Rewind, RewindMode, SessionStore,

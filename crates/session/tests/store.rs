@@ -569,7 +569,7 @@ fn a_line_too_long_to_hold_is_a_corrupt_line_not_an_allocation() {
     let path = dir.path().join("transcript.jsonl");
     let mut file = fs::File::create(&path).unwrap();
     let chunk = vec![b'x'; 1024 * 1024];
-    for _ in 0..=pith_session::read::MAX_LINE_BYTES / chunk.len() {
+    for _ in 0..=pith_session::MAX_LINE_BYTES / chunk.len() {
         file.write_all(&chunk).unwrap();
     }
     file.write_all(b"\n").unwrap();

@@ -7,8 +7,8 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use pith_tools::bash::output::OutputBuffer;
-use pith_tools::capture::{Capture, RawOutput, SpillDir};
+use pith_tools::OutputBuffer;
+use pith_tools::{Capture, RawOutput, SpillDir};
 
 const MEMORY_CAP: usize = 512 * 1024;
 const OUTPUT_BYTES: usize = 32 * 1024 * 1024;

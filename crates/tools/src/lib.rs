@@ -14,34 +14,44 @@
 #![deny(unsafe_code)]
 
 mod arguments;
-pub mod bash;
-pub mod capture;
-pub mod config;
+mod bash;
+mod capture;
+mod config;
 mod diff;
-pub mod disk_probe;
-pub mod edit;
-pub mod files;
-pub mod fingerprint;
-pub mod glob;
-pub mod grep;
-pub mod image;
-pub mod ls;
-pub mod permission;
-pub mod plan;
-pub mod process_group;
-pub mod read;
-pub mod read_only;
-pub mod sandbox;
-pub mod squash;
-pub mod toolset;
+mod disk_probe;
+mod edit;
+mod files;
+mod fingerprint;
+mod glob;
+mod grep;
+mod image;
+mod ls;
+mod permission;
+mod plan;
+mod process_group;
+mod read;
+mod read_only;
+mod sandbox;
+mod squash;
+mod toolset;
 mod walk;
-pub mod workspace;
-pub mod write;
+mod workspace;
+mod write;
 
-pub use config::{Limits, ToolEnv, ToolsConfig, ToolsConfigError};
+pub use bash::output::{capture_reader, OutputBuffer};
+pub use bash::process::{run_command, CommandSpec, Termination};
+pub use bash::terminal::{CommandTerminal, TerminalOutcome};
+pub use bash::wrapper::{run_wrapped, WrappedCommand};
+pub use bash::{model_text, secret_env_names};
+pub use capture::{Capture, Finished, RawOutput, SpillDir};
+pub use config::{Limits, ToolEnv, ToolsConfig, ToolsConfigError, DEFAULT_BASH_ENV_EXCLUDE};
 pub use files::TextFiles;
+pub use image::{base64 as image_base64, from_bytes as image_from_bytes, load as load_image};
 pub use permission::{
     Action, Approval, Approver, AutoApprove, PermissionMode, PermissionPolicy, PermissionRequest,
+    UnknownPermissionMode,
 };
-pub use sandbox::{policy::UserDirs, SandboxConfig, SandboxMode};
+pub use plan::PlanTool;
+pub use process_group::{isolate as isolate_process_group, KillOnDrop, ProcessGroup};
+pub use sandbox::{policy::UserDirs, SandboxConfig, SandboxMode, UnknownSandboxMode};
 pub use toolset::{build_registry, Toolset};

@@ -212,17 +212,6 @@ fn image_type(path: &Path) -> Option<&'static str> {
     crate::image::sniff(&head[..filled])
 }
 
-/// Reads one page of `path` (shown to the model as `shown`).
-pub fn read_page(
-    path: &Path,
-    shown: &str,
-    offset: u64,
-    limit: u64,
-    limits: &Limits,
-) -> Result<String, ToolError> {
-    read_lines(path, shown, offset, limit, limits).map(|page| page.text)
-}
-
 /// One page as `read` shows it, and which lines it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page {
@@ -232,7 +221,8 @@ pub struct Page {
     pub lines: Option<(u64, u64)>,
 }
 
-/// [`read_page`] with the range of lines it shows.
+/// Reads one page of `path` (shown to the model as `shown`), with the range of lines it
+/// shows.
 pub fn read_lines(
     path: &Path,
     shown: &str,
@@ -432,6 +422,17 @@ fn push_capped(out: &mut String, text: &str, max_chars: usize, truncated: &mut u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The text of one page of `path`.
+    fn read_page(
+        path: &Path,
+        shown: &str,
+        offset: u64,
+        limit: u64,
+        limits: &Limits,
+    ) -> Result<String, ToolError> {
+        read_lines(path, shown, offset, limit, limits).map(|page| page.text)
+    }
 
     fn page(content: &[u8], offset: u64, limit: u64) -> Result<String, ToolError> {
         let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@
 
 pub use pith_core::context::squash::marker::chars_omitted_suffix;
 pub use pith_core::context::squash::{
-    apply, omitted_marker, with_spill_marker, Family, SquashStats, Squashed,
+    apply, omitted_marker, with_spill_marker, SquashStats, Squashed,
 };
 
 /// Core's squash settings (`[context]` section).

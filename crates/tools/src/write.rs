@@ -12,7 +12,6 @@ use serde_json::json;
 use crate::capture::RawOutput;
 use crate::config::ToolEnv;
 use crate::diff::short_diff;
-pub use crate::files::write_atomically;
 use crate::files::Files;
 use crate::permission::Action;
 use crate::workspace::describe_io;
@@ -169,7 +168,7 @@ impl Tool for WriteTool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::files::write_atomically;
     use std::fs::Permissions;
     use std::os::unix::fs::PermissionsExt;
 

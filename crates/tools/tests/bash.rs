@@ -11,7 +11,7 @@ mod ci_log;
 use std::time::Duration;
 
 use common::{process_is_dead, read_pid, Fixture};
-use pith_tools::bash::process::{run_command, CommandSpec, Termination};
+use pith_tools::{run_command, CommandSpec, Termination};
 use pith_tools::{Limits, PermissionMode};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -401,9 +401,9 @@ async fn secret_looking_variables_are_not_passed_to_commands() {
         "HOME",
     ]
     .map(String::from);
-    let removed = pith_tools::bash::secret_env_names(
+    let removed = pith_tools::secret_env_names(
         names.into_iter(),
-        &pith_tools::config::DEFAULT_BASH_ENV_EXCLUDE.map(String::from),
+        &pith_tools::DEFAULT_BASH_ENV_EXCLUDE.map(String::from),
     );
     assert_eq!(
         removed,

@@ -1,4 +1,4 @@
-//! `bash` through a front-end's terminal (`pith_tools::bash::terminal`), with a scripted
+//! `bash` through a front-end's terminal (`pith_tools::CommandTerminal`), with a scripted
 //! terminal: what it is asked to run, the squash of what it returns, and pith's own clock
 //! ending a run the terminal never ends.
 
@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use common::Fixture;
-use pith_tools::bash::process::Termination;
-use pith_tools::bash::terminal::{CommandTerminal, TerminalOutcome};
-use pith_tools::bash::wrapper::WrappedCommand;
+use pith_tools::Termination;
+use pith_tools::WrappedCommand;
+use pith_tools::{CommandTerminal, TerminalOutcome};
 use pith_tools::{Limits, PermissionMode, SandboxConfig, SandboxMode};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use common::{Fixture, ScriptedApprover};
 use pith_core::ToolResult;
-use pith_tools::sandbox::policy::UserDirs;
+use pith_tools::UserDirs;
 use pith_tools::{Approval, Approver, Limits, PermissionMode, SandboxConfig, SandboxMode};
 use serde_json::json;
 

@@ -7,9 +7,12 @@
 //! - a non-test source file is longer than 700 lines, or a thin front-end crate holds
 //!   more non-test lines than its limit (`size.rs`);
 //! - a crate above pith-providers names a wire protocol in non-test code (`trade.rs`);
-//! - README or the map's prose says something of the workspace's shape that is not so,
-//!   or a module claims to be "the only place" for an item that another file names
-//!   (`prose.rs`).
+//! - a crate root declares a public module that is not one of its namespaces
+//!   (`surface.rs`: modules stay private behind a curated `pub use` list).
+//!
+//! It also fails when README or the map's prose says something of the workspace's shape
+//! that is not so, or a module claims to be "the only place" for an item that another
+//! file names (`prose.rs`).
 //!
 //! The file graph has an edge from A to B when A's non-test code names an item defined in
 //! B: through a `use`, or a path `crate::…`, `super::…`, `self::…` or a child module's
@@ -24,6 +27,7 @@ mod paths;
 mod prose;
 mod resolve;
 mod size;
+mod surface;
 #[cfg(test)]
 mod tests;
 mod trade;
@@ -68,6 +72,9 @@ pub fn check(root: &Path) -> Result<Report> {
         report
             .problems
             .extend(trade::problems(root, &krate.name, &modules.files)?);
+        report
+            .problems
+            .extend(surface::problems(root, &krate.name, &krate.root_file)?);
         report.edges += edges.len();
         let pairs: Vec<(usize, usize)> = edges.iter().map(|e| (e.from, e.to)).collect();
         for circle in cycles::cycles(modules.files.len(), &pairs) {

@@ -242,12 +242,6 @@ impl Checkpoints {
         }
     }
 
-    /// True once the store stayed over its cap after a GC: this session's own copies
-    /// are all kept, so it grows past the cap (said in `/context`).
-    pub fn over_cap(&self) -> bool {
-        self.over_cap.load(Ordering::Relaxed)
-    }
-
     /// Observes after the call `id` of `tool` and keeps the record for the transcript.
     pub async fn after_call(&self, id: &str, tool: &str) {
         if let Some(record) = self.observe(Some((id, tool)), false).await {
@@ -344,7 +338,7 @@ mod tests {
             panic!("{record:?}")
         };
         assert!(store.contains(hash), "this session's copy is kept");
-        assert!(!checkpoints.over_cap());
+        assert!(!checkpoints.over_cap.load(Ordering::Relaxed));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use pith_session::turns::{turns, Turn};
+use pith_session::{turns, Turn};
 use pith_session::{Event, RewindMode, SessionStore};
 
 use super::rewind::{carry_out, plan, plan_undo, RewindDone, RewindPlan, Writer};

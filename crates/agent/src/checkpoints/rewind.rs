@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use pith_checkpoint::{rewind_targets, Checkpointer, RestorePlan, Store};
 use pith_core::FileChange;
-use pith_session::turns::{changes_after_in, last_code_rewind, turn_seq, turns, Turn};
+use pith_session::{changes_after_in, last_code_rewind, turn_seq, turns, Turn};
 use pith_session::{Checkpoint, Event, Record, Rewind, RewindMode, Session};
 
 /// Why a rewind cannot be planned or carried out.

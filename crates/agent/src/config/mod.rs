@@ -14,4 +14,4 @@ pub mod sections;
 
 pub use error::ConfigError;
 pub use file::Config;
-pub use sections::{CheckpointsConfig, DoomLoopConfig, LimitsConfig};
+pub use sections::CheckpointsConfig;

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use crate::config::error::ConfigError;
 
 /// The `[doom_loop]` table: the guard against a model that makes the same tool call with
-/// the same result over and over (see `pith_core::repeat`). Every key is optional.
+/// the same result over and over (see `pith_core::RepeatTracker`). Every key is optional.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DoomLoopConfig {

@@ -333,8 +333,8 @@ fn fork_at_turn(store: &SessionStore, query: &str, turn: u64) -> Result<String, 
     let source = store
         .read(query, pith_session::ReadOptions::default())
         .map_err(ConversationError::session)?;
-    let listed = pith_session::turns::turns(&source.records);
-    let seq = pith_session::turns::turn_seq(&source.records, turn).ok_or_else(|| {
+    let listed = pith_session::turns(&source.records);
+    let seq = pith_session::turn_seq(&source.records, turn).ok_or_else(|| {
         ConversationError::usage(format!(
             "cannot fork {query} at turn {turn}: it has {} turn(s)",
             listed.len()

@@ -4,7 +4,7 @@
 //! record (the history before the turn, uncompacted if the compaction came later, and
 //! the ledger of that line).
 
-use pith_session::turns::Turn;
+use pith_session::Turn;
 use pith_session::{project_model, Event, ReadOptions, Record, RewindMode};
 
 use crate::checkpoints::rewind::{carry_out, plan, plan_undo, RewindDone, RewindPlan, Writer};
@@ -15,7 +15,7 @@ use crate::error::ConversationError;
 impl Conversation {
     /// The user turns of this session's current line, oldest first.
     pub fn turns(&self) -> Result<Vec<Turn>, ConversationError> {
-        Ok(pith_session::turns::turns(&self.records()?))
+        Ok(pith_session::turns(&self.records()?))
     }
 
     /// The whole text the user sent in the turn whose `user_message` is record `seq`

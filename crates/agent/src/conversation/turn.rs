@@ -353,7 +353,7 @@ impl Conversation {
             }
             Err(error) => Err(TurnError::Record(format!(
                 "your message is larger than its share of the context window ({} tokens) and could not be stored beside the transcript, so it was not sent: {error}",
-                pith_core::format::thousands(max_tokens as u64)
+                pith_core::thousands(max_tokens as u64)
             ))),
         }
     }
@@ -500,7 +500,7 @@ impl Conversation {
         let Ok(records) = self.records() else {
             return;
         };
-        let known = pith_session::turns::last_known_states(&records, checkpoints.root());
+        let known = pith_session::last_known_states(&records, checkpoints.root());
         let mut changes = Vec::new();
         for (path, recorded) in known {
             match checkpoints.engine().known_state(&path).await {

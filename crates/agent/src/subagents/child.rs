@@ -22,7 +22,7 @@ use pith_core::{
     ChildRun, EventSink, LoopEvent, Message, Progress, Role, SpendMeter, SubagentEvent,
     ToolContext, ToolError,
 };
-use pith_tools::capture::Capture;
+use pith_tools::Capture;
 use pith_tools::{Approval, Approver, PermissionPolicy, PermissionRequest};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;

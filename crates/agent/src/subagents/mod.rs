@@ -14,9 +14,8 @@ pub mod definition;
 pub mod depth;
 pub mod task;
 
-pub use catalog::{Agents, AgentsTrustQuestion, ConfiguredAgents};
+pub use catalog::Agents;
 pub use child::{
     ChildEvents, ChildLauncher, ChildOutcome, ChildRunner, ChildSpec, ChildStart, SubagentLimits,
 };
-pub use definition::{AgentDefinition, AgentOrigin};
-pub use task::{TaskTool, TASK_TOOL};
+pub use task::TaskTool;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use pith_core::{ChildRun, Tool, ToolContext, ToolError, ToolOutput};
-use pith_tools::capture::RawOutput;
+use pith_tools::RawOutput;
 use serde_json::{json, Value};
 
 use crate::subagents::child::{ChildLauncher, ChildOutcome};
@@ -168,7 +168,7 @@ pub fn footer(run: &ChildRun) -> String {
         run.agent,
         plural(run.requests, "request"),
         plural(run.tool_calls, "tool call"),
-        pith_core::format::thousands(tokens),
+        pith_core::thousands(tokens),
         run.session_id
     )
 }

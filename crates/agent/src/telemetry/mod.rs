@@ -15,6 +15,6 @@ pub mod config;
 pub mod export;
 pub mod trace;
 
-pub use config::{resolve, Resolved, TelemetrySettings};
+pub use config::resolve;
 pub use export::Telemetry;
 pub use trace::{TracedModel, TurnFacts, TurnTrace};

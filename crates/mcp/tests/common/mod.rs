@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use pith_mcp::connection::{Connect, Connection, Diagnostics};
+use pith_mcp::{Connect, Connection, Diagnostics};
 use pith_mcp::{McpHub, ServerConfig};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InitializeResult,

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use pith_core::format::thousands;
 use pith_core::system_prompt::{build_system_prompt, SystemPromptInputs};
+use pith_core::thousands;
 use pith_core::TokenCounter;
 
 /// Project instruction files, read verbatim from the workspace root, in this order.

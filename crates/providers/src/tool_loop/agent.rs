@@ -37,9 +37,9 @@ pub struct AgentLoop {
     /// Model requests sent so far (the id of the next one is this plus one).
     pub(super) requests_sent: u64,
     /// The doom-loop guard's count of identical calls in a row.
-    pub(super) repeats: pith_core::repeat::RepeatTracker,
+    pub(super) repeats: pith_core::RepeatTracker,
     /// Asked when the model repeats itself `stop_after` times.
-    pub(super) repeat_gate: Arc<dyn pith_core::repeat::RepeatGate>,
+    pub(super) repeat_gate: Arc<dyn pith_core::RepeatGate>,
     /// The job's ceilings, checked before every request (see `spend`).
     pub(super) spend: Option<Arc<SpendGuard>>,
     /// The summary being prepared in the background, if any (see `prepared`).
@@ -108,7 +108,7 @@ impl AgentLoop {
             hooks: Arc::new(NoHooks),
             requests_sent: 0,
             repeats: Default::default(),
-            repeat_gate: Arc::new(pith_core::repeat::StopRepeating),
+            repeat_gate: Arc::new(pith_core::StopRepeating),
             spend: None,
             prepared: None,
             prepare_declined: false,
@@ -147,8 +147,8 @@ impl AgentLoop {
     }
 
     /// Sets who is asked whether to go on when the model repeats the same call
-    /// (default: nobody, so the turn stops; see [`pith_core::repeat`]).
-    pub fn set_repeat_gate(&mut self, gate: Arc<dyn pith_core::repeat::RepeatGate>) {
+    /// (default: nobody, so the turn stops; see [`pith_core::RepeatGate`]).
+    pub fn set_repeat_gate(&mut self, gate: Arc<dyn pith_core::RepeatGate>) {
         self.repeat_gate = gate;
     }
 

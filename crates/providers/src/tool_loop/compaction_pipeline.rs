@@ -136,7 +136,7 @@ pub(super) struct Summarized<'a> {
 #[derive(Debug, thiserror::Error)]
 pub(super) enum NotApplied {
     /// The replacement would not shrink the history.
-    #[error("the replacement ({} tokens) is not smaller than the history it would replace ({} tokens); not applied", pith_core::format::thousands(*.after), pith_core::format::thousands(*.before))]
+    #[error("the replacement ({} tokens) is not smaller than the history it would replace ({} tokens); not applied", pith_core::thousands(*.after), pith_core::thousands(*.before))]
     NotSmaller {
         /// The replacement's size.
         after: u64,
@@ -319,7 +319,7 @@ impl AgentLoop {
         match head_tokens(counter.as_ref(), &summary, max) {
             Some(head) => format!(
                 "{head}\n[pith: the summary was cut here, at its allowance of {} tokens]",
-                pith_core::format::thousands(allowance)
+                pith_core::thousands(allowance)
             ),
             None => summary,
         }

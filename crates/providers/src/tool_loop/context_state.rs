@@ -255,8 +255,8 @@ impl ContextState {
         let factor = self.estimator.learn_refusal(counted, window);
         format!(
             "the server refused a request pith counted at {} tokens as too long for its {}-token window ({message}): pith now takes the server's tokens as {factor:.2}× its own count and sends the request again, fitted",
-            pith_core::format::thousands(counted),
-            pith_core::format::thousands(window)
+            pith_core::thousands(counted),
+            pith_core::thousands(window)
         )
     }
 

@@ -244,13 +244,13 @@ impl AgentLoop {
         let message = Message::user(last_user_text);
         Err(LoopError::ContextTooLarge(format!(
             "system prompt {}, tools {}, latest message {}, against an input budget of {} tokens",
-            pith_core::format::thousands(scale(system.system)),
-            pith_core::format::thousands(scale(pith_core::tokens::count_tools(
+            pith_core::thousands(scale(system.system)),
+            pith_core::thousands(scale(pith_core::tokens::count_tools(
                 counter.as_ref(),
                 tools
             ))),
-            pith_core::format::thousands(scale(count_message(counter.as_ref(), &message))),
-            pith_core::format::thousands(self.context.budget.input_budget),
+            pith_core::thousands(scale(count_message(counter.as_ref(), &message))),
+            pith_core::thousands(self.context.budget.input_budget),
         )))
     }
 

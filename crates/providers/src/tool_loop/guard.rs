@@ -15,7 +15,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
-use pith_core::format::thousands;
+use pith_core::thousands;
 use pith_core::TokenCounter;
 
 use crate::tool_loop::spend::SpendGuard;

@@ -19,7 +19,7 @@
 
 use pith_core::{Message, Part, Role, TokenCounter, ToolDefinition};
 
-/// The outcome of [`fit_to_budget`].
+/// The outcome of [`fit_to_budget_with`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fitted {
     /// The messages to send.
@@ -53,19 +53,9 @@ fn estimate(
     pith_core::tokens::estimate_request(counter, system, messages, tools).total as u64
 }
 
-/// Fits `messages` so that system + messages + tools estimate at most `input_budget`.
-pub fn fit_to_budget(
-    counter: &dyn TokenCounter,
-    system: &str,
-    messages: &[Message],
-    tools: &[ToolDefinition],
-    input_budget: u64,
-) -> Fitted {
-    fit_to_budget_with(counter, system, messages, tools, input_budget, None)
-}
-
-/// [`fit_to_budget`] where `stand_in` (the rendered session ledger) follows the note
-/// that says how many messages were dropped: it stands in for them.
+/// Fits `messages` so that system + messages + tools estimate at most `input_budget`;
+/// `stand_in` (the rendered session ledger), when given, follows the note that says how
+/// many messages were dropped: it stands in for them.
 pub fn fit_to_budget_with(
     counter: &dyn TokenCounter,
     system: &str,
@@ -346,6 +336,17 @@ fn ceil_char(text: &str, mut index: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fits `messages` with no stand-in.
+    fn fit_to_budget(
+        counter: &dyn TokenCounter,
+        system: &str,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+        input_budget: u64,
+    ) -> Fitted {
+        fit_to_budget_with(counter, system, messages, tools, input_budget, None)
+    }
     use pith_core::{BpeCounter, Encoding, ToolCall};
 
     fn counter() -> BpeCounter {

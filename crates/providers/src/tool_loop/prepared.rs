@@ -189,7 +189,7 @@ impl AgentLoop {
         self.context.budget.reaches_auto(after).then(|| {
             format!(
                 "the conversation after its mark ({} tokens) leaves no room; compacting it all",
-                pith_core::format::thousands(tail)
+                pith_core::thousands(tail)
             )
         })
     }

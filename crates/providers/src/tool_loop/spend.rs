@@ -5,7 +5,7 @@
 //! Before each attempt the guard prices the request's prompt — pith's count anchored on
 //! the reported usage, plus a small margin ([`priced_input_tokens`]); the part the previous request of this loop left in the provider's
 //! prompt cache at the cached price, the rest at the input price or, where writes are
-//! billed apart, the cache-write price (see [`pith_core::cost`]) — and plans it on the
+//! billed apart, the cache-write price (see [`pith_core::Pricing`]) — and plans it on the
 //! shared [`SpendMeter`] ([`plan_request`]): the answer is capped at what the rest of the
 //! budget pays for, and the request is refused with [`ProviderError::Ceiling`] before
 //! anything is sent only when its input and [`MIN_USEFUL_OUTPUT_TOKENS`] of answer do not

@@ -78,9 +78,9 @@ impl SummaryModel {
 pub fn fallback_notice(summary: &SummaryModel, counted: u64) -> String {
     format!(
         "the history to summarise ({} tokens) is larger than the input budget of the compaction model `{}` ({} tokens); this summary goes to the conversation's model",
-        pith_core::format::thousands(counted),
+        pith_core::thousands(counted),
         summary.spec,
-        pith_core::format::thousands(summary.input_budget),
+        pith_core::thousands(summary.input_budget),
     )
 }
 

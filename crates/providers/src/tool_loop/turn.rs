@@ -327,7 +327,7 @@ impl AgentLoop {
         if limits.note_after > 0 && times >= limits.note_after {
             result
                 .content
-                .push_str(&pith_core::repeat::repeated_call_note(&call.name, times));
+                .push_str(&pith_core::repeated_call_note(&call.name, times));
         }
         (limits.stop_after > 0 && times >= limits.stop_after).then_some(times)
     }

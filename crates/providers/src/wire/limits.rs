@@ -52,9 +52,9 @@ impl WireLimits {
     }
 }
 
-/// `33554432` → `32 MiB`, `65536` → `64 KiB` ([`pith_core::format::human_bytes`]).
+/// `33554432` → `32 MiB`, `65536` → `64 KiB` ([`pith_core::human_bytes`]).
 pub fn human_bytes(bytes: usize) -> String {
-    pith_core::format::human_bytes(u64::try_from(bytes).unwrap_or(u64::MAX))
+    pith_core::human_bytes(u64::try_from(bytes).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]

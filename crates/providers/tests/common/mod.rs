@@ -15,13 +15,13 @@ use pith_core::{
     AutoCompaction, BpeCounter, ContextBudget, Encoding, LoopEvent, Message, RequestEstimator,
     Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
 };
-use pith_providers::tool_loop::request::Timeouts;
-use pith_providers::tool_loop::retry::RetryPolicy;
 use pith_providers::wire::anthropic::Anthropic;
 use pith_providers::wire::bedrock::{Bedrock, FixedCredentials};
 use pith_providers::wire::gemini::Gemini;
 use pith_providers::wire::openai_chat::OpenAiChat;
 use pith_providers::wire::openai_responses::OpenAiResponses;
+use pith_providers::RetryPolicy;
+use pith_providers::Timeouts;
 use pith_providers::{
     AgentLoop, LedgerOptions, LoopOptions, ProviderAdapter, TurnFailure, TurnSummary,
 };

@@ -6,8 +6,8 @@
 //! otherwise the rewind runs at once (it is recorded and can itself be rewound). A
 //! refused plan (caps, a missing copy) writes nothing.
 
-use pith_agent::checkpoints::rewind::RewindPlan;
-use pith_agent::checkpoints::text;
+use pith_agent::RewindPlan;
+use pith_agent::{rewind_plan_lines, rewind_turn_lines};
 use pith_session::RewindMode;
 use tokio::runtime::Runtime;
 
@@ -44,7 +44,7 @@ impl App {
             return;
         }
         let mut list = vec!["Turns of this session:".to_owned()];
-        list.extend(text::turn_lines(&turns));
+        list.extend(rewind_turn_lines(&turns));
         self.screen.block(&list.join("\n"));
         let how = if self.conversation.keeps_checkpoints() {
             "Rewind with /rewind N [code|conversation|both] (default both): code puts the files \
@@ -89,7 +89,7 @@ impl App {
         plan: RewindPlan,
         mode: RewindMode,
     ) {
-        self.screen.block(&text::plan_lines(&plan).join("\n"));
+        self.screen.block(&rewind_plan_lines(&plan).join("\n"));
         let refused = plan.refused();
         if !refused.is_empty() {
             let text = format!("Cannot rewind, nothing was written: {}", refused.join("; "));

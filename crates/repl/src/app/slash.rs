@@ -1,7 +1,7 @@
 //! The slash commands other than `/compact` (which is a job, see `jobs`).
 
-use pith_core::format::thousands;
-use pith_session::render;
+use pith_core::thousands;
+use pith_session::sessions_table;
 
 use super::App;
 use crate::commands::HELP;
@@ -48,7 +48,7 @@ impl App {
         let mut figures = figures.with_compactions(totals, cost);
         if let Some(model) = self.conversation.compaction_model_spec() {
             let part = totals.compaction_model_usage;
-            let cost = pith_agent::cost::summary_cost(
+            let cost = pith_agent::summary_cost(
                 &part,
                 &part,
                 &model,
@@ -162,7 +162,7 @@ impl App {
         let mut table = Vec::new();
         let prices = self.conversation.prices();
         let price = |model: &str| prices.of(model);
-        if render::sessions_table(&sessions, &price, &mut table).is_ok() {
+        if sessions_table(&sessions, &price, &mut table).is_ok() {
             self.screen.block(&String::from_utf8_lossy(&table));
         }
         let current = format!("current: {}", self.conversation.session_id());

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use crate::projection::{CheckpointEntry, RewindEntry};
-use pith_core::format::human_bytes;
+use pith_core::human_bytes;
 
 /// Paths named on a checkpoint's line; the others are counted.
 pub const CHECKPOINT_PATHS_SHOWN: usize = 5;
