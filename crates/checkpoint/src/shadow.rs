@@ -169,22 +169,21 @@ impl Shadow {
                 entries.insert(rel.to_owned(), Entry::Git { stat, blob });
                 return true;
             }
+            // A file whose stat key the previous session's index has, and whose blob the
+            // store still holds, is not read again.
             let reused = known
                 .get(rel)
-                .map(|(known_stat, hash)| (known_stat, hex_string(hash)));
-            let reused =
-                reused.filter(|(known_stat, hash)| **known_stat == stat && store.contains(hash));
-            let (state, stat) = match reused {
-                Some((_, hash)) => {
-                    report.reused += 1;
-                    let state = FileState::File {
-                        hash,
-                        size: stat.size,
-                        mode: stat.mode & 0o7777,
-                    };
-                    (state, Some(stat))
-                }
-                None => match capture_with(Keep::Store(store), &paths::absolute(root, rel), meta) {
+                .filter(|(known_stat, hash)| *known_stat == stat && store.contains_digest(hash));
+            if let Some((_, hash)) = reused {
+                report.reused += 1;
+                report.files += 1;
+                report.bytes += stat.size;
+                let hash = Box::new(*hash);
+                entries.insert(rel.to_owned(), Entry::File { stat, hash });
+                return true;
+            }
+            let (state, stat) =
+                match capture_with(Keep::Store(store), &paths::absolute(root, rel), meta) {
                     Ok(captured) => {
                         report.added_bytes += captured.added_bytes;
                         (captured.state, captured.stat)
@@ -193,8 +192,7 @@ impl Shadow {
                         failure = Some(error);
                         return false;
                     }
-                },
-            };
+                };
             match &state {
                 FileState::Absent => return true,
                 FileState::File { size, .. } => report.bytes += size,
@@ -224,21 +222,27 @@ impl Shadow {
             .filter(|entry| matches!(entry, Entry::File { .. }))
             .count();
         if report.reused != copied_files || known.len() != report.reused {
-            shadow.save_index(store)?;
+            shadow.save_index_over(store, &known)?;
         }
         report.elapsed = started.elapsed();
         Ok((shadow, report))
     }
 
-    /// Saves the stat index of the kept files for the next session.
+    /// Saves the stat index of the kept files for the next session: what changed since
+    /// the index on disk is appended to its journal.
     pub(crate) fn save_index(&self, store: &Store) -> crate::Result<()> {
-        index::save(
-            store.dir(),
+        self.save_index_over(store, &index::load(store.dir()))
+    }
+
+    fn save_index_over(&self, store: &Store, known: &index::Known) -> crate::Result<()> {
+        let files = || {
             self.entries.iter().filter_map(|(path, entry)| match entry {
-                Entry::File { stat, hash } => Some((path.clone(), *stat, **hash)),
+                Entry::File { stat, hash } => Some((path.as_str(), *stat, **hash)),
                 _ => None,
-            }),
-        )
+            })
+        };
+        index::save(store.dir(), known, files)?;
+        Ok(())
     }
 
     /// Re-reads `changed` (paths relative to the root) and what they stand for: a path

@@ -196,6 +196,12 @@ impl Store {
         }
     }
 
+    /// [`Store::contains`] by the blob's 32-byte digest: the packs already read are asked
+    /// first, so a packed blob costs no system call and no hex name.
+    pub(crate) fn contains_digest(&self, digest: &[u8; 32]) -> bool {
+        self.packs.holds(digest) || self.contains(&hex_string(digest))
+    }
+
     /// The total size of the blobs, in bytes (counted once, then kept up to date).
     pub fn size_bytes(&self) -> Result<u64> {
         if let Some(size) = *self.lock_size() {
