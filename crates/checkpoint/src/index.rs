@@ -287,6 +287,7 @@ fn put_record(bytes: &mut Vec<u8>, path: &str, stat: StatKey, hash: &[u8; 32]) -
     let Ok(len) = u16::try_from(path.len()) else {
         return false;
     };
+    bytes.reserve(2 + path.len() + RECORD_TAIL);
     bytes.extend_from_slice(&len.to_le_bytes());
     bytes.extend_from_slice(path.as_bytes());
     bytes.extend_from_slice(&stat.size.to_le_bytes());
