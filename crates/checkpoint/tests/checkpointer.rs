@@ -249,7 +249,11 @@ async fn the_next_session_reuses_the_index() {
         second.known_state("d/3").await.unwrap(),
         file(b"changed", 0o644)
     );
-    assert_eq!(index_inode(), written, "a changed file: the base is not rewritten");
+    assert_eq!(
+        index_inode(),
+        written,
+        "a changed file: the base is not rewritten"
+    );
     let journal = fs::read(store.path().join("index.log")).unwrap();
     assert!(
         journal.windows(3).any(|w| w == b"d/3") && journal.len() < 300,
