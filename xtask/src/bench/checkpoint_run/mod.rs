@@ -18,6 +18,7 @@
 //! The checkpoint homes are kept across the per-turn jobs, as a user's `$PITH_HOME` is,
 //! so those jobs' snapshots reuse the stat index (their "second session" figure).
 
+pub mod figures;
 pub mod job;
 pub mod outside_git;
 pub mod trees;
@@ -31,6 +32,8 @@ use pith_testkit::Turn;
 use serde_json::json;
 
 use super::stats::Spread;
+pub use figures::DISK_TARGET_RATIO;
+use figures::{bash_true, megabytes, spread, verdict};
 use job::{Home, JobTimes};
 use trees::{StoreUsage, Tree};
 
@@ -113,18 +116,6 @@ pub struct CheckpointRunSection {
     pub outside_git: Option<outside_git::OutsideGitRow>,
     /// Wall time of the whole measurement, s.
     pub seconds: f64,
-}
-
-/// `n` bash calls of `true`, numbered (`true 1`, `true 2`…: the same call six times in
-/// a row would stop the job, the doom-loop guard).
-pub(crate) fn bash_true(n: usize) -> Vec<Turn> {
-    (1..=n)
-        .map(|i| Turn::tool_call("bash", json!({"command": format!("true {i}")})))
-        .collect()
-}
-
-pub(crate) fn spread(values: &[f64], what: &str) -> Result<Spread> {
-    Spread::of(values).with_context(|| format!("no figures for {what}"))
 }
 
 fn gaps(job: &JobTimes) -> Result<(f64, f64)> {
@@ -288,18 +279,6 @@ fn session(binary: &Path, home: &Home, repository: &Tree) -> Result<SessionRow> 
     })
 }
 
-pub(crate) fn megabytes(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
-}
-
-pub(crate) fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "met"
-    } else {
-        "**not met**"
-    }
-}
-
 /// The tiny row and the generated (large) row, when both were measured.
 fn tiny_and_large(section: &CheckpointRunSection) -> Option<(&TreeRow, &TreeRow)> {
     Some((section.trees.first()?, section.trees.get(1)?))
@@ -354,8 +333,6 @@ pub const FIRST_SESSION_TARGET_MS: f64 = 1_500.0;
 pub const LATER_SESSION_TARGET_MS: f64 = 300.0;
 /// Target: peak memory with checkpoints over without, MiB.
 pub const RSS_TARGET_MIB: f64 = 30.0;
-/// Target: the store's blocks on disk over the bytes it holds.
-pub const DISK_TARGET_RATIO: f64 = 3.0;
 /// A store this small on disk meets the ratio whatever it holds: a few files in 4 KiB
 /// blocks cannot be within 3× of a few hundred bytes, and cost nothing.
 const DISK_FLOOR_BYTES: u64 = 1 << 20;

@@ -8,9 +8,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use super::figures::{bash_true, megabytes, spread, verdict, DISK_TARGET_RATIO};
 use super::job::{self, Home};
 use super::trees::{self, StoreUsage, Tree};
-use super::{bash_true, megabytes, spread, verdict, DISK_TARGET_RATIO};
 use crate::bench::stats::Spread;
 
 /// The figures of the tree outside git.
@@ -132,7 +132,7 @@ mod tests {
         assert!(met.contains("first snapshot 1100 ms, later session 320 ms | met |"));
         assert!(target_row(&row(110_000_000)).ends_with("| **not met** |"));
         let text = paragraph(&row(45_900_000), 2);
-        assert!(text.contains("100,001 (34.0 MB)"), "{text}");
+        assert!(text.contains("(100,001, 34.0 MB)"), "{text}");
         assert!(text.contains("1100 (1100 – 1100) ms"), "{text}");
     }
 }
