@@ -232,12 +232,12 @@ mod tests {
         assert_eq!(index.clean_blob("b.txt", &meta("b.txt")), None);
         assert_eq!(index.clean_blob("new.txt", &meta("new.txt")), None);
         assert_eq!(index.clean_blob("src", &meta("src")), None);
-        // A workspace below the work tree's top finds its files under its prefix.
         // Lookups moving between directories find each file among its directory's.
         assert!(index.clean_blob("src/a.rs", &meta("src/a.rs")).is_some());
         assert!(index.clean_blob("src2/c.rs", &meta("src2/c.rs")).is_some());
         assert!(index.clean_blob("src/a.rs", &meta("src/a.rs")).is_some());
         assert_eq!(index.clean_blob("src/b.txt", &meta("b.txt")), None);
+        // A workspace below the work tree's top finds its files under its prefix.
         let mut below = GitIndex::open(&root.join("src")).unwrap();
         assert!(below.clean_blob("a.rs", &meta("src/a.rs")).is_some());
     }
