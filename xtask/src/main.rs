@@ -145,8 +145,9 @@ struct BenchArgs {
     #[arg(long, conflicts_with_all = ["loop_only", "startup_only", "squash_only", "governor_only"])]
     tokens_only: bool,
     /// Only measure what checkpoints and the change tracker cost a bash turn through
-    /// `pith run` (tiny, 60,000-file and this repository; the first snapshot; the
-    /// store after a 100-turn session) and print it; the report is not written.
+    /// `pith run` (tiny, 60,000-file, 100,000-file and this repository; the first
+    /// snapshot; 100,000 files outside git; the store after a 100-turn session) and print
+    /// it; the report is not written.
     #[arg(long, conflicts_with_all = ["loop_only", "startup_only", "squash_only", "governor_only", "tokens_only"])]
     checkpoints_only: bool,
     /// Another build of `pith` (e.g. `main`'s release binary) to measure alternately

@@ -30,6 +30,10 @@ pub(crate) struct GitIndex {
     /// When the index was written (seconds, nanoseconds): files modified at or after it
     /// are not trusted.
     written: (i64, u32),
+    /// The directory of the last lookup (repository-relative, with its trailing `/`) and
+    /// the range of the index's entries below it: a walk looks up a directory's files one
+    /// after another, each then a search among its neighbours, not the whole index.
+    last_dir: (Vec<u8>, std::ops::Range<usize>),
 }
 
 /// git's object store, to read a recorded blob back when its file changes.
@@ -81,21 +85,25 @@ impl GitIndex {
             index,
             prefix,
             written,
+            last_dir: (b"\0".to_vec(), 0..0),
         })
     }
 
     /// The blob id of the workspace file `rel` (lstat `meta`), when git's index vouches
     /// for its content.
-    pub(crate) fn clean_blob(&self, rel: &str, meta: &Metadata) -> Option<BlobId> {
+    pub(crate) fn clean_blob(&mut self, rel: &str, meta: &Metadata) -> Option<BlobId> {
         if !meta.is_file() {
             return None;
         }
-        let entry = if self.prefix.is_empty() {
-            self.index.entry_by_path(rel.as_bytes().as_bstr())?
+        let joined;
+        let path = if self.prefix.is_empty() {
+            rel.as_bytes()
         } else {
-            let path = format!("{}{rel}", self.prefix);
-            self.index.entry_by_path(path.as_bytes().as_bstr())?
+            joined = format!("{}{rel}", self.prefix);
+            joined.as_bytes()
         };
+        let written = self.written;
+        let entry = self.entry(path)?;
         let flags = gix::index::entry::Flags::ASSUME_VALID
             | gix::index::entry::Flags::SKIP_WORKTREE
             | gix::index::entry::Flags::INTENT_TO_ADD;
@@ -114,12 +122,38 @@ impl GitIndex {
             && i64::from(stat.ctime.secs) == meta.ctime()
             && i64::from(stat.ctime.nsecs) == meta.ctime_nsec()
             && (stat.ino == 0 || u64::from(stat.ino) == meta.ino() & u64::from(u32::MAX));
-        let before_index = (meta.mtime(), meta.mtime_nsec() as u32) < self.written;
+        let before_index = (meta.mtime(), meta.mtime_nsec() as u32) < written;
         (matches && before_index).then_some(entry.id)
     }
 
+    /// The entry of `path` (repository-relative), searched among the entries of its
+    /// directory. A path in conflict (stages 1–3) is found at one of its stages, which the
+    /// caller refuses.
+    fn entry(&mut self, path: &[u8]) -> Option<&gix::index::Entry> {
+        let dir_len = path
+            .iter()
+            .rposition(|b| *b == b'/')
+            .map_or(0, |slash| slash + 1);
+        let (dir, name) = path.split_at(dir_len);
+        // The entries below `dir` share its bytes: their names below it sort as they do.
+        if self.last_dir.0 != dir {
+            let range = self
+                .index
+                .prefixed_entries_range(dir.as_bstr())
+                .unwrap_or(0..0);
+            self.last_dir = (dir.to_vec(), range);
+        }
+        let entries = self.index.entries().get(self.last_dir.1.clone())?;
+        let at = entries
+            .binary_search_by(|entry| {
+                let full: &[u8] = entry.path(&self.index);
+                full.get(dir_len..).unwrap_or_default().cmp(name)
+            })
+            .ok()?;
+        entries.get(at)
+    }
+
     /// How many entries the index has.
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.index.entries().len()
     }
@@ -182,22 +216,29 @@ mod tests {
         std::fs::create_dir(root.join("src")).unwrap();
         std::fs::write(root.join("src/a.rs"), "fn a() {}\n").unwrap();
         std::fs::write(root.join("b.txt"), "b\n").unwrap();
+        std::fs::create_dir(root.join("src2")).unwrap();
+        std::fs::write(root.join("src2/c.rs"), "fn c() {}\n").unwrap();
         // The index must be written after the files' mtimes (racy git).
         std::thread::sleep(std::time::Duration::from_millis(20));
         git(root, &["add", "."]);
         git(root, &["commit", "-q", "-m", "one"]);
         std::fs::write(root.join("b.txt"), "changed\n").unwrap();
         std::fs::write(root.join("new.txt"), "new\n").unwrap();
-        let index = GitIndex::open(root).expect("a git work tree");
-        assert_eq!(index.len(), 2);
+        let mut index = GitIndex::open(root).expect("a git work tree");
+        assert_eq!(index.len(), 3);
         let meta = |rel: &str| std::fs::symlink_metadata(root.join(rel)).unwrap();
         let id = index.clean_blob("src/a.rs", &meta("src/a.rs")).unwrap();
         assert_eq!(index.objects().read(id).unwrap(), b"fn a() {}\n");
         assert_eq!(index.clean_blob("b.txt", &meta("b.txt")), None);
         assert_eq!(index.clean_blob("new.txt", &meta("new.txt")), None);
         assert_eq!(index.clean_blob("src", &meta("src")), None);
+        // Lookups moving between directories find each file among its directory's.
+        assert!(index.clean_blob("src/a.rs", &meta("src/a.rs")).is_some());
+        assert!(index.clean_blob("src2/c.rs", &meta("src2/c.rs")).is_some());
+        assert!(index.clean_blob("src/a.rs", &meta("src/a.rs")).is_some());
+        assert_eq!(index.clean_blob("src/b.txt", &meta("b.txt")), None);
         // A workspace below the work tree's top finds its files under its prefix.
-        let below = GitIndex::open(&root.join("src")).unwrap();
+        let mut below = GitIndex::open(&root.join("src")).unwrap();
         assert!(below.clean_blob("a.rs", &meta("src/a.rs")).is_some());
     }
 

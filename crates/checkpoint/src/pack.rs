@@ -123,6 +123,12 @@ impl Packs {
         state.index.contains_key(hash)
     }
 
+    /// True when the packs already read record `hash` (no refresh: a miss may be a blob
+    /// packed by another process since, or a loose one).
+    pub(crate) fn holds(&self, hash: &[u8; 32]) -> bool {
+        self.lock().index.contains_key(hash)
+    }
+
     /// The bytes recorded under `hash` (not verified), or None.
     /// A pack another process removed (GC) is forgotten and the packs read again: its
     /// blobs that were kept are in that process's pack now.

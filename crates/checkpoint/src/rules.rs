@@ -69,8 +69,29 @@ impl Rules {
     /// [`Rules::is_ignored`] for an entry of a directory a walk entered, so none of its
     /// parents is ignored: only the entry itself is judged, not every parent again (a
     /// third of a large walk's time otherwise).
+    #[cfg(test)]
     pub(crate) fn is_ignored_in_kept_dir(&self, rel: &str, is_dir: bool) -> bool {
-        rel.rsplit('/').next() == Some(".git") || self.matches_itself(rel, is_dir)
+        self.in_kept_dir(paths::parent(rel)).is_ignored(rel, is_dir)
+    }
+
+    /// The rules for the entries of `dir`, a directory a walk entered: the `.gitignore`s
+    /// that can judge them are looked up once for the whole listing, not per entry.
+    pub(crate) fn in_kept_dir(&self, dir: &str) -> DirRules<'_> {
+        let mut chain = Vec::new();
+        let mut at = dir;
+        loop {
+            if let Some(gitignore) = self.by_dir.get(at) {
+                chain.push((at.len(), &**gitignore));
+            }
+            if at.is_empty() {
+                break;
+            }
+            at = paths::parent(at);
+        }
+        DirRules {
+            chain,
+            exclude: self.exclude.as_deref(),
+        }
     }
 
     /// Whether the rules ignore `rel` itself (its parents aside): the deepest `.gitignore`
@@ -99,6 +120,40 @@ impl Rules {
         }
         self.exclude
             .as_ref()
+            .is_some_and(|exclude| exclude.matched(rel, is_dir).is_ignore())
+    }
+}
+
+/// The rules for the entries of one directory a walk entered ([`Rules::in_kept_dir`]).
+pub(crate) struct DirRules<'a> {
+    /// The `.gitignore`s of the directory and its parents, deepest first, each with the
+    /// length of its directory's relative path.
+    chain: Vec<(usize, &'a Gitignore)>,
+    exclude: Option<&'a Gitignore>,
+}
+
+impl DirRules<'_> {
+    /// [`Rules::is_ignored_in_kept_dir`] for `rel`, an entry of the directory: `.git`, or
+    /// the deepest `.gitignore` with an opinion on it, then `.git/info/exclude`.
+    pub(crate) fn is_ignored(&self, rel: &str, is_dir: bool) -> bool {
+        if rel.rsplit('/').next() == Some(".git") {
+            return true;
+        }
+        for (dir_len, gitignore) in &self.chain {
+            let below = if *dir_len == 0 {
+                rel
+            } else {
+                rel.get(dir_len + 1..).unwrap_or(rel)
+            };
+            let verdict = gitignore.matched(below, is_dir);
+            if verdict.is_ignore() {
+                return true;
+            }
+            if verdict.is_whitelist() {
+                return false;
+            }
+        }
+        self.exclude
             .is_some_and(|exclude| exclude.matched(rel, is_dir).is_ignore())
     }
 }

@@ -3,6 +3,7 @@
 //! `before` of any change is already kept when the change is found.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::ops::Bound;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -122,7 +123,7 @@ pub struct Observation {
 /// The shadow and the rules it was built with.
 #[derive(Debug)]
 pub(crate) struct Shadow {
-    entries: BTreeMap<String, Entry>,
+    entries: BTreeMap<Box<str>, Entry>,
     rules: Rules,
     /// git's object store, for the files recorded by blob id.
     git: Option<GitObjects>,
@@ -132,19 +133,26 @@ impl Shadow {
     /// The first snapshot: walks `root`, keeps every file (by its git blob id where git's
     /// index vouches for it, reusing the previous session's index where the stat key is
     /// unchanged, copying it into the store otherwise), and saves the index when it
-    /// changed. `entering` is called with each kept directory below the root before the walk lists
-    /// it (the tracker watches it then: one walk does both).
+    /// changed. `entering` is called with each kept directory below the root before the
+    /// walk lists it (the tracker watches it then: one walk does both).
     pub(crate) fn snapshot_calling(
         root: &Path,
         store: &Store,
         entering: &mut dyn FnMut(&str),
     ) -> crate::Result<(Shadow, SnapshotReport)> {
         let started = Instant::now();
-        let git_index = GitIndex::open(root);
-        let known = index::load(store.dir());
+        let mut first = FirstSnapshot {
+            root,
+            store,
+            git: GitIndex::open(root),
+            known: index::load(store.dir()),
+            report: SnapshotReport::default(),
+        };
         let mut rules = Rules::new(root);
-        let mut entries = BTreeMap::new();
-        let mut report = SnapshotReport::default();
+        // Sized for the tree up front: a vector of 100,000 entries is not copied as it
+        // grows, and the map is built from it sorted, its nodes full.
+        let expected = first.git.as_ref().map_or(0, GitIndex::len) + first.known.len();
+        let mut found: Vec<(Box<str>, Entry)> = Vec::with_capacity(expected + expected / 8 + 64);
         let mut failure = None;
         walk(root, "", &mut rules, |rel, meta| {
             if meta.is_dir() {
@@ -152,93 +160,60 @@ impl Shadow {
                 // Directories are states too (empty ones, modes): nothing to store.
                 let mode = meta.permissions().mode() & 0o7777;
                 let entry = Entry::new(FileState::Dir { mode }, Some(StatKey::of(meta)));
-                report.dirs += 1;
-                entries.insert(rel.to_owned(), entry);
+                first.report.dirs += 1;
+                found.push((rel.into(), entry));
                 return true;
             }
-            let stat = StatKey::of(meta);
-            let within_cap = stat.size <= store.config().max_file_bytes;
-            let blob = git_index
-                .as_ref()
-                .filter(|_| within_cap)
-                .and_then(|git| git.clean_blob(rel, meta));
-            if let Some(blob) = blob {
-                report.from_git += 1;
-                report.files += 1;
-                report.bytes += stat.size;
-                entries.insert(rel.to_owned(), Entry::Git { stat, blob });
-                return true;
-            }
-            let reused = known
-                .get(rel)
-                .map(|(known_stat, hash)| (known_stat, hex_string(hash)));
-            let reused =
-                reused.filter(|(known_stat, hash)| **known_stat == stat && store.contains(hash));
-            let (state, stat) = match reused {
-                Some((_, hash)) => {
-                    report.reused += 1;
-                    let state = FileState::File {
-                        hash,
-                        size: stat.size,
-                        mode: stat.mode & 0o7777,
-                    };
-                    (state, Some(stat))
+            match first.file(rel, meta) {
+                Ok(Some(entry)) => found.push((rel.into(), entry)),
+                Ok(None) => {}
+                Err(error) => {
+                    failure = Some(error);
+                    return false;
                 }
-                None => match capture_with(Keep::Store(store), &paths::absolute(root, rel), meta) {
-                    Ok(captured) => {
-                        report.added_bytes += captured.added_bytes;
-                        (captured.state, captured.stat)
-                    }
-                    Err(error) => {
-                        failure = Some(error);
-                        return false;
-                    }
-                },
-            };
-            match &state {
-                FileState::Absent => return true,
-                FileState::File { size, .. } => report.bytes += size,
-                FileState::Omitted { size, reason } => {
-                    report.bytes += size;
-                    report.omitted.push((rel.to_owned(), reason.clone()));
-                }
-                FileState::Symlink { .. } | FileState::Dir { .. } => {}
             }
-            report.files += 1;
-            entries.insert(rel.to_owned(), Entry::new(state, stat));
             true
         });
         if let Some(error) = failure {
             return Err(error);
         }
-        let shadow = Shadow {
-            entries,
-            rules,
-            git: git_index.as_ref().map(GitIndex::objects),
-        };
+        let FirstSnapshot {
+            git,
+            known,
+            mut report,
+            ..
+        } = first;
+        // git's index is not needed any more (about 10 MB at 100,000 files): freed before
+        // the shadow's map is built.
+        let git = git.map(|index| index.objects());
+        found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         // An index that would come out as it was read (every file it names reused, none
         // gone, none new) is not written again.
-        let copied_files = shadow
-            .entries
-            .values()
-            .filter(|entry| matches!(entry, Entry::File { .. }))
+        let copied_files = found
+            .iter()
+            .filter(|(_, entry)| matches!(entry, Entry::File { .. }))
             .count();
         if report.reused != copied_files || known.len() != report.reused {
-            shadow.save_index(store)?;
+            index::save(store.dir(), &known, || {
+                stored_files(found.iter().map(|(path, entry)| (path, entry)))
+            })?;
         }
+        drop(known);
+        let shadow = Shadow {
+            entries: found.into_iter().collect(),
+            rules,
+            git,
+        };
         report.elapsed = started.elapsed();
         Ok((shadow, report))
     }
 
-    /// Saves the stat index of the kept files for the next session.
+    /// Saves the stat index of the kept files for the next session: what changed since
+    /// the index on disk is appended to its journal.
     pub(crate) fn save_index(&self, store: &Store) -> crate::Result<()> {
-        index::save(
-            store.dir(),
-            self.entries.iter().filter_map(|(path, entry)| match entry {
-                Entry::File { stat, hash } => Some((path.clone(), *stat, **hash)),
-                _ => None,
-            }),
-        )
+        let known = index::load(store.dir());
+        index::save(store.dir(), &known, || stored_files(self.entries.iter()))?;
+        Ok(())
     }
 
     /// Re-reads `changed` (paths relative to the root) and what they stand for: a path
@@ -253,14 +228,14 @@ impl Shadow {
         store: &Store,
         changed: &[String],
     ) -> crate::Result<Observation> {
-        let mut targets = BTreeSet::new();
+        let mut targets: BTreeSet<String> = BTreeSet::new();
         for path in changed {
             let now = std::fs::symlink_metadata(paths::absolute(root, path)).ok();
             let is_dir = now.as_ref().is_some_and(|meta| meta.is_dir());
             // A directory pith knows, still the same one (its mode changed, or an entry
             // came or went: those are named on their own): only itself is read again.
             let same_dir = is_dir
-                && self.entries.get(path).is_some_and(|entry| {
+                && self.entries.get(path.as_str()).is_some_and(|entry| {
                     entry.is_dir()
                         && entry.stat().map(|stat| stat.ino) == now.as_ref().map(|meta| meta.ino())
                 });
@@ -268,9 +243,9 @@ impl Shadow {
                 let prefix = format!("{path}/");
                 targets.extend(
                     self.entries
-                        .range(prefix.clone()..)
+                        .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
                         .take_while(|(known, _)| known.starts_with(&prefix))
-                        .map(|(known, _)| known.clone()),
+                        .map(|(known, _)| known.to_string()),
                 );
             }
             if is_dir && !same_dir {
@@ -299,7 +274,7 @@ impl Shadow {
                         self.entries
                             .iter()
                             .filter(|(_, entry)| entry.stat().is_some_and(|stat| stat.ino == ino))
-                            .map(|(known, _)| known.clone()),
+                            .map(|(known, _)| known.to_string()),
                     );
                 }
             }
@@ -326,8 +301,8 @@ impl Shadow {
         targets.extend(
             self.entries
                 .keys()
-                .filter(|path| !seen.contains(*path))
-                .cloned(),
+                .filter(|path| !seen.contains(&***path))
+                .map(|path| path.to_string()),
         );
         self.reread(root, store, targets.into_iter())
     }
@@ -345,7 +320,7 @@ impl Shadow {
             // A file known by its git blob, read again unchanged (same stat), has just been
             // stored by the capture: no need to read git's copy.
             let unchanged = captured.stat.is_some()
-                && self.entries.get(&path).is_some_and(|entry| {
+                && self.entries.get(path.as_str()).is_some_and(|entry| {
                     matches!(entry, Entry::Git { .. }) && entry.stat() == captured.stat
                 });
             let before = if unchanged {
@@ -354,10 +329,10 @@ impl Shadow {
                 self.resolved(&path, store)?
             };
             if captured.state == FileState::Absent {
-                self.entries.remove(&path);
+                self.entries.remove(path.as_str());
             } else {
                 self.entries.insert(
-                    path.clone(),
+                    path.as_str().into(),
                     Entry::new(captured.state.clone(), captured.stat),
                 );
             }
@@ -416,6 +391,68 @@ impl Shadow {
             .values()
             .filter_map(Entry::stored_hash)
             .collect()
+    }
+}
+
+/// The files of `entries` whose bytes are in the store, as the stat index records them.
+fn stored_files<'a>(
+    entries: impl Iterator<Item = (&'a Box<str>, &'a Entry)>,
+) -> impl Iterator<Item = (&'a str, StatKey, [u8; 32])> {
+    entries.filter_map(|(path, entry)| match entry {
+        Entry::File { stat, hash } => Some((&**path, *stat, **hash)),
+        _ => None,
+    })
+}
+
+/// What the first snapshot's walk needs for each file.
+struct FirstSnapshot<'a> {
+    root: &'a Path,
+    store: &'a Store,
+    git: Option<GitIndex>,
+    known: index::Known,
+    report: SnapshotReport,
+}
+
+impl FirstSnapshot<'_> {
+    /// The entry of the file (not a directory) `rel` with lstat `meta`: by its git blob
+    /// id, by the stat index's hash, or copied into the store now; None when it vanished.
+    fn file(&mut self, rel: &str, meta: &std::fs::Metadata) -> crate::Result<Option<Entry>> {
+        let (store, report) = (self.store, &mut self.report);
+        let stat = StatKey::of(meta);
+        let within_cap = stat.size <= store.config().max_file_bytes;
+        let blob = (self.git.as_mut())
+            .filter(|_| within_cap)
+            .and_then(|git| git.clean_blob(rel, meta));
+        if let Some(blob) = blob {
+            report.from_git += 1;
+            report.files += 1;
+            report.bytes += stat.size;
+            return Ok(Some(Entry::Git { stat, blob }));
+        }
+        // A file whose stat key the previous session's index has, and whose blob the
+        // store still holds, is not read again.
+        let reused = (self.known.get(rel))
+            .filter(|(known_stat, hash)| *known_stat == stat && store.contains_digest(hash));
+        if let Some((_, hash)) = reused {
+            report.reused += 1;
+            report.files += 1;
+            report.bytes += stat.size;
+            let hash = Box::new(*hash);
+            return Ok(Some(Entry::File { stat, hash }));
+        }
+        let captured = capture_with(Keep::Store(store), &paths::absolute(self.root, rel), meta)?;
+        report.added_bytes += captured.added_bytes;
+        match &captured.state {
+            FileState::Absent => return Ok(None),
+            FileState::File { size, .. } => report.bytes += size,
+            FileState::Omitted { size, reason } => {
+                report.bytes += size;
+                report.omitted.push((rel.to_owned(), reason.clone()));
+            }
+            FileState::Symlink { .. } | FileState::Dir { .. } => {}
+        }
+        report.files += 1;
+        Ok(Some(Entry::new(captured.state, captured.stat)))
     }
 }
 

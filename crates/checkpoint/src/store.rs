@@ -5,10 +5,10 @@
 //! `blobs/<2 hex>/<62 hex>` (the raw bytes of larger blobs, and of small ones an older pith
 //! stored, still read), `rewinds/` (the rewind journal, see `journal.rs`), `tmp/` (blobs
 //! being written; a crash leaves at most a stray temp file there, never a torn blob),
-//! `index.bin` (the shadow's stat index, see `index.rs`). A large blob is written to a temp
-//! file and renamed into place; a blob whose bytes do not hash to its name is treated as
-//! missing. Blobs are not fsynced: after a power cut a blob may be empty or torn, which
-//! [`Store::get`] reports as missing.
+//! `index.bin` and `index.log` (the shadow's stat index and its journal, see `index.rs`).
+//! A large blob is written to a temp file and renamed into place; a blob whose bytes do
+//! not hash to its name is treated as missing. Blobs are not fsynced: after a power cut a
+//! blob may be empty or torn, which [`Store::get`] reports as missing.
 
 use std::collections::HashSet;
 use std::fs;
@@ -194,6 +194,12 @@ impl Store {
             }
             Err(_) => hex_bytes(hash).is_some_and(|digest| self.packs.contains(&digest)),
         }
+    }
+
+    /// [`Store::contains`] by the blob's 32-byte digest: the packs already read are asked
+    /// first, so a packed blob costs no system call and no hex name.
+    pub(crate) fn contains_digest(&self, digest: &[u8; 32]) -> bool {
+        self.packs.holds(digest) || self.contains(&hex_string(digest))
     }
 
     /// The total size of the blobs, in bytes (counted once, then kept up to date).

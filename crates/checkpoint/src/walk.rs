@@ -85,6 +85,7 @@ fn walk_entries(
                 continue;
             }
         };
+        let dir_rules = rules.in_kept_dir(&dir);
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else {
@@ -98,7 +99,7 @@ fn walk_entries(
             };
             let is_dir = kind.is_dir();
             // The walk entered `dir`, so none of its parents is ignored.
-            if rules.is_ignored_in_kept_dir(&rel, is_dir) {
+            if dir_rules.is_ignored(&rel, is_dir) {
                 continue;
             }
             if !visit(&rel, &entry, is_dir) {

@@ -10,13 +10,17 @@
 //!   background from the start; the first call waits for it. So the time from spawn to the
 //!   first `tool_result`, against the same with checkpoints off, is what it costs the
 //!   user, and the store's size after it is what it takes.
+//! - **Outside git** ([`outside_git`]): the 100,000-file tree in a directory that is no
+//!   git repository, every file copied: first and later session, the store's disk use.
 //! - **A 100-turn session** in the copy of this repository (bash appends to four files,
 //!   `write` creates a note), and the store's size before and after.
 //!
 //! The checkpoint homes are kept across the per-turn jobs, as a user's `$PITH_HOME` is,
 //! so those jobs' snapshots reuse the stat index (their "second session" figure).
 
+pub mod figures;
 pub mod job;
+pub mod outside_git;
 pub mod trees;
 
 use std::fmt::Write as _;
@@ -28,6 +32,8 @@ use pith_testkit::Turn;
 use serde_json::json;
 
 use super::stats::Spread;
+pub use figures::DISK_TARGET_RATIO;
+use figures::{bash_true, megabytes, spread, verdict};
 use job::{Home, JobTimes};
 use trees::{StoreUsage, Tree};
 
@@ -106,20 +112,10 @@ pub struct CheckpointRunSection {
     pub trees: Vec<TreeRow>,
     /// The 100-turn session.
     pub session: SessionRow,
+    /// The larger generated tree outside git (every file copied).
+    pub outside_git: Option<outside_git::OutsideGitRow>,
     /// Wall time of the whole measurement, s.
     pub seconds: f64,
-}
-
-/// `n` bash calls of `true`, numbered (`true 1`, `true 2`…: the same call six times in
-/// a row would stop the job, the doom-loop guard).
-fn bash_true(n: usize) -> Vec<Turn> {
-    (1..=n)
-        .map(|i| Turn::tool_call("bash", json!({"command": format!("true {i}")})))
-        .collect()
-}
-
-fn spread(values: &[f64], what: &str) -> Result<Spread> {
-    Spread::of(values).with_context(|| format!("no figures for {what}"))
 }
 
 fn gaps(job: &JobTimes) -> Result<(f64, f64)> {
@@ -224,11 +220,14 @@ pub fn measure(
     ));
     let repository = &trees[2];
     let session = session(binary, &homes[2].0, repository)?;
+    log("the larger tree outside git");
+    let outside_git = Some(outside_git::measure(binary, cold_runs)?);
     Ok(CheckpointRunSection {
         runs: runs.max(1),
         cold_runs: cold_runs.max(1),
         trees: rows,
         session,
+        outside_git,
         seconds: started.elapsed().as_secs_f64(),
     })
 }
@@ -280,18 +279,6 @@ fn session(binary: &Path, home: &Home, repository: &Tree) -> Result<SessionRow> 
     })
 }
 
-fn megabytes(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "met"
-    } else {
-        "**not met**"
-    }
-}
-
 /// The tiny row and the generated (large) row, when both were measured.
 fn tiny_and_large(section: &CheckpointRunSection) -> Option<(&TreeRow, &TreeRow)> {
     Some((section.trees.first()?, section.trees.get(1)?))
@@ -328,6 +315,7 @@ pub fn target_rows(section: &CheckpointRunSection) -> Vec<String> {
     if let Some(larger) = section.trees.get(3) {
         rows.extend(first_snapshot_rows(larger));
     }
+    rows.extend(section.outside_git.as_ref().map(outside_git::target_row));
     let s = &section.session;
     rows.push(format!(
         "| store size after a {}-turn session reported | {} ({} on disk), {} more than before it | reported |",
@@ -345,8 +333,6 @@ pub const FIRST_SESSION_TARGET_MS: f64 = 1_500.0;
 pub const LATER_SESSION_TARGET_MS: f64 = 300.0;
 /// Target: peak memory with checkpoints over without, MiB.
 pub const RSS_TARGET_MIB: f64 = 30.0;
-/// Target: the store's blocks on disk over the bytes it holds.
-pub const DISK_TARGET_RATIO: f64 = 3.0;
 /// A store this small on disk meets the ratio whatever it holds: a few files in 4 KiB
 /// blocks cannot be within 3× of a few hundred bytes, and cost nothing.
 const DISK_FLOOR_BYTES: u64 = 1 << 20;
@@ -458,6 +444,9 @@ pub fn section(section: &CheckpointRunSection, with_heading: bool) -> String {
             megabytes(row.snapshot_store.disk_bytes),
         );
     }
+    if let Some(row) = &section.outside_git {
+        out.push_str(&outside_git::paragraph(row, section.cold_runs));
+    }
     let s = &section.session;
     let grown = s.after.bytes.saturating_sub(s.before.bytes);
     let _ = writeln!(
@@ -542,6 +531,7 @@ mod tests {
                 },
                 reported_store_bytes: Some(8_990_000),
             },
+            outside_git: None,
             seconds: 90.0,
         }
     }

@@ -50,8 +50,34 @@ pub fn tiny() -> Result<Tree> {
 /// (`pkgN/modM/fileK.rs`, the shape of the crate's criterion bench), plus `.gitignore`.
 pub fn generated(dirs: usize, files_per_dir: usize) -> Result<Tree> {
     let dir = temp_dir("pith-bench-large-")?;
+    write_generated(dir.path(), dirs, files_per_dir)?;
+    let label = format!(
+        "a generated git repository of {} files",
+        group_thousands(dirs * files_per_dir)
+    );
+    finish(&label, dir)
+}
+
+/// The files of [`generated`] in a directory that is not in a git repository (no
+/// `.git`, nothing committed): every file is copied into the store at the first snapshot.
+pub fn generated_outside_git(dirs: usize, files_per_dir: usize) -> Result<Tree> {
+    let dir = temp_dir("pith-bench-nogit-")?;
+    write_generated(dir.path(), dirs, files_per_dir)?;
+    let (files, bytes) = count_files(dir.path(), &[])?;
+    Ok(Tree {
+        label: format!(
+            "{} small files outside git",
+            group_thousands(dirs * files_per_dir)
+        ),
+        files,
+        bytes,
+        dir,
+    })
+}
+
+fn write_generated(root: &Path, dirs: usize, files_per_dir: usize) -> Result<()> {
     for d in 0..dirs {
-        let sub = dir.path().join(format!("pkg{}/mod{d}", d / 100));
+        let sub = root.join(format!("pkg{}/mod{d}", d / 100));
         fs::create_dir_all(&sub).with_context(|| format!("creating {}", sub.display()))?;
         for f in 0..files_per_dir {
             let body = format!(
@@ -61,12 +87,8 @@ pub fn generated(dirs: usize, files_per_dir: usize) -> Result<Tree> {
             fs::write(sub.join(format!("file{f}.rs")), body)?;
         }
     }
-    fs::write(dir.path().join(".gitignore"), "target/\n")?;
-    let label = format!(
-        "a generated git repository of {} files",
-        group_thousands(dirs * files_per_dir)
-    );
-    finish(&label, dir)
+    fs::write(root.join(".gitignore"), "target/\n")?;
+    Ok(())
 }
 
 /// A copy of the working tree of the repository at `root`: its tracked files and the
