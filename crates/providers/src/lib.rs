@@ -1,14 +1,15 @@
 //! pith-providers: the generic tool loop and the wire protocols it talks through.
 //!
 //! Three parts, one folder each:
-//! - [`tool_loop`]: the loop every provider runs — turns, tool calls, the compaction
+//! - `tool_loop` (private; its API is re-exported below): the loop every provider runs — turns, tool calls, the compaction
 //!   decision and its actions (micro, automatic and manual compaction, overflow
 //!   fitting), sending requests with retries and timeouts. It emits
 //!   `auto_compaction_started/applied/cancelled/failed` with the child cancellation token
 //!   and hands every history rewrite to its owner to persist before applying it.
 //! - [`wire`]: the [`ProviderAdapter`] contract, the one HTTP layer every adapter sends
 //!   through, the error classification, and the protocol adapters (OpenAI Chat
-//!   Completions, OpenAI Responses, Anthropic Messages, Google Gemini), each an `encode`
+//!   Completions, OpenAI Responses, Anthropic Messages, Google Gemini, Amazon Bedrock's
+//!   Converse stream), each an `encode`
 //!   and a `decode` module behind the same outer shape.
 //! - [`models`]: what a model is — configuration files, the catalog of windows, caps and
 //!   prices, the server window probe, and the project's instruction files for the system

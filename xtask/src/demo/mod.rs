@@ -1,10 +1,12 @@
 //! `cargo xtask demo`: pith's main job, end to end, on a real model, offline.
 //!
 //! Starts a private llama.cpp server with SmolLM2-135M (installing it first if needed),
-//! then runs two real headless jobs in a scratch workspace with a small context window:
-//! the first reads a long design document into the conversation, the second asks about
-//! it — by then the history crosses the automatic threshold, so pith compacts it through
-//! the real model before answering. Finally it prints `pith replay` of the session.
+//! then runs real headless jobs in one session of a scratch workspace with a small context
+//! window: the parts of a long design document, one job each, then a question about the
+//! first part. The history crosses the automatic threshold at least twice, so pith
+//! compacts through the real model, and the first request the server receives after each
+//! compaction must still carry every fact of part one. Finally it prints `pith replay` of
+//! the session.
 
 use std::path::Path;
 use std::process::{Command, Output};
