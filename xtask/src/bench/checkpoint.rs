@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::criterion::CriterionResult;
+use super::criterion::{median_ms, results_of, CriterionResult};
 
 /// The criterion group of the bench.
 pub const GROUP: &str = "checkpoint";
@@ -14,13 +14,6 @@ const TRACKER: (&str, &str) = ("checkpoint/tracker_tiny", "checkpoint/tracker_60
 const OBSERVE: (&str, &str) = ("checkpoint/observe_tiny", "checkpoint/observe_60k");
 const TRACKER_TARGET_MS: f64 = 5.0;
 const OBSERVE_TARGET_MS: f64 = 10.0;
-
-fn median_ms(results: &[CriterionResult], id: &str) -> Option<f64> {
-    results
-        .iter()
-        .find(|r| r.id == id)
-        .map(|r| r.seconds.median * 1e3)
-}
 
 fn row(results: &[CriterionResult], ids: (&str, &str), what: &str, target: f64) -> Option<String> {
     let tiny = median_ms(results, ids.0)?;
@@ -55,10 +48,7 @@ pub fn target_rows(results: &[CriterionResult]) -> Vec<String> {
 
 /// The report's section (empty when the bench was not run).
 pub fn section(results: &[CriterionResult]) -> String {
-    let rows: Vec<&CriterionResult> = [TRACKER.0, TRACKER.1, OBSERVE.0, OBSERVE.1]
-        .iter()
-        .filter_map(|id| results.iter().find(|r| r.id == *id))
-        .collect();
+    let rows = results_of(results, &[TRACKER.0, TRACKER.1, OBSERVE.0, OBSERVE.1]);
     if rows.is_empty() {
         return String::new();
     }

@@ -11,6 +11,21 @@ use serde::Deserialize;
 
 use super::stats::Spread;
 
+/// The results of `ids` that `results` holds, in the order of `ids`.
+pub fn results_of<'a>(results: &'a [CriterionResult], ids: &[&str]) -> Vec<&'a CriterionResult> {
+    ids.iter()
+        .filter_map(|id| results.iter().find(|r| r.id == *id))
+        .collect()
+}
+
+/// The median of the result `id` in milliseconds, if `results` holds it.
+pub fn median_ms(results: &[CriterionResult], id: &str) -> Option<f64> {
+    results
+        .iter()
+        .find(|r| r.id == id)
+        .map(|r| r.seconds.median * 1e3)
+}
+
 /// One criterion benchmark's results.
 #[derive(Debug, Clone)]
 pub struct CriterionResult {

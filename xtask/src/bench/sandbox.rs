@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::criterion::CriterionResult;
+use super::criterion::{median_ms, results_of, CriterionResult};
 
 /// The criterion group of the bench.
 pub const GROUP: &str = "bash_sandbox";
@@ -18,13 +18,6 @@ pub const LANDLOCK_ONLY: &str = "bash_sandbox/true_workspace_write_with_network"
 pub const SANDBOXED: &str = "bash_sandbox/true_workspace_write";
 /// The target, ms per command.
 pub const TARGET_MS: f64 = 5.0;
-
-fn median_ms(results: &[CriterionResult], id: &str) -> Option<f64> {
-    results
-        .iter()
-        .find(|r| r.id == id)
-        .map(|r| r.seconds.median * 1e3)
-}
 
 /// The sandbox's cost per command in ms (difference of the medians), with the two
 /// medians it comes from.
@@ -45,10 +38,7 @@ pub fn target_row(results: &[CriterionResult]) -> Option<String> {
 
 /// The report's section (empty when the bench was not run).
 pub fn section(results: &[CriterionResult]) -> String {
-    let rows: Vec<&CriterionResult> = [UNSANDBOXED, LANDLOCK_ONLY, SANDBOXED]
-        .iter()
-        .filter_map(|id| results.iter().find(|r| r.id == *id))
-        .collect();
+    let rows = results_of(results, &[UNSANDBOXED, LANDLOCK_ONLY, SANDBOXED]);
     if rows.is_empty() {
         return String::new();
     }

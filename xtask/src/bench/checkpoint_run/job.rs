@@ -10,7 +10,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use pith_testkit::{Script, TestServer, Turn};
 use serde_json::Value;
 
-use super::super::agent::MODEL;
+use super::super::agent::{pith, MODEL};
 use super::super::stats::Spread;
 
 /// A home for `pith` (config and `$PITH_HOME`), with checkpoints on or off. Kept across
@@ -44,17 +44,8 @@ impl Home {
     }
 
     fn command(&self, binary: &Path, workspace: &Path, server: &TestServer) -> Command {
-        let home = self.dir.path();
-        let mut command = Command::new(binary);
-        command
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", home)
-            .env("XDG_CONFIG_HOME", home.join("config"))
-            .env("PITH_HOME", home.join("pith-home"))
-            .env("ANTHROPIC_API_KEY", "sk-ant-bench-key")
-            .env("ANTHROPIC_BASE_URL", server.base_url())
-            .current_dir(workspace);
+        let mut command = pith(binary, self.dir.path(), Some(server));
+        command.current_dir(workspace);
         command
     }
 }
