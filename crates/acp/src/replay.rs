@@ -45,17 +45,14 @@ pub fn replay(
                 ..
             } => {
                 if view.compaction {
-                    let update = CompactionUpdate::new(
-                        CompactionId::new(format!("record-{}", record.seq)),
-                        CompactionStatus::Completed,
-                    )
-                    .summary(vec![ContentBlock::from(summary.as_str())])
-                    .meta(pith_meta(json!({
-                        "trigger": trigger.as_str(),
-                        "tokensBefore": tokens_before,
-                        "tokensAfter": tokens_after,
-                        "ledgerTokens": ledger_tokens,
-                    })));
+                    let update = completed_compaction(record)
+                        .summary(vec![ContentBlock::from(summary.as_str())])
+                        .meta(pith_meta(json!({
+                            "trigger": trigger.as_str(),
+                            "tokensBefore": tokens_before,
+                            "tokensAfter": tokens_after,
+                            "ledgerTokens": ledger_tokens,
+                        })));
                     out.push(mapper.notification(SessionUpdate::CompactionUpdate(update)));
                 } else {
                     out.extend(mapper.notice_updates(
@@ -73,11 +70,7 @@ pub fn replay(
                 ..
             } => {
                 if view.compaction {
-                    let update = CompactionUpdate::new(
-                        CompactionId::new(format!("record-{}", record.seq)),
-                        CompactionStatus::Completed,
-                    )
-                    .meta(pith_meta(json!({
+                    let update = completed_compaction(record).meta(pith_meta(json!({
                         "trigger": "micro",
                         "tokensBefore": tokens_before,
                         "tokensAfter": tokens_after,
@@ -109,6 +102,14 @@ pub fn replay(
         }
     }
     out
+}
+
+/// The finished compaction that `record` recorded, as the client is shown it.
+fn completed_compaction(record: &Record) -> CompactionUpdate {
+    CompactionUpdate::new(
+        CompactionId::new(format!("record-{}", record.seq)),
+        CompactionStatus::Completed,
+    )
 }
 
 fn user(message: &Message, mapper: &EventMapper, out: &mut Vec<SessionNotification>) {

@@ -20,6 +20,8 @@
 pub mod context;
 mod cost;
 mod format;
+#[macro_use]
+mod named;
 mod protocol;
 mod registry;
 mod repeat;

@@ -33,11 +33,11 @@ use serde::Serialize;
 
 use crate::corpus::{session_files, CorpusSession};
 use crate::simulate::policy::{Carry, Policy};
-use crate::simulate::prices::PriceModel;
-use crate::simulate::replay::{replay_with, CompactionView, SimParams, ViewKind};
+use crate::simulate::replay::{replay_with, CompactionView, ViewKind};
 use crate::split::{half_of, Half};
 use facts::{facts_at, Facts};
-pub use view::{view_text, Tally, SUMMARY_TOKENS};
+use view::probe_params;
+pub use view::{view_text, Tally};
 
 /// Characters of a long user message's head and tail probe a looks for.
 const HEAD_TAIL_CHARS: usize = 100;
@@ -184,12 +184,7 @@ pub fn measure(options: &FidelityOptions) -> Result<Vec<Row>> {
     let counter = Arc::new(BpeCounter::new(Encoding::O200kBase));
     let mut rows: Vec<Row> = Vec::new();
     for &window in &options.windows {
-        let params = SimParams::new(
-            window,
-            SUMMARY_TOKENS,
-            PriceModel::anthropic(),
-            counter.clone(),
-        );
+        let params = probe_params(window, &counter);
         for carry in Carry::ALL {
             let policy = Policy::pith_with_carry(carry);
             let mut halves: BTreeMap<Half, Row> = BTreeMap::new();

@@ -15,11 +15,10 @@ use pith_core::{BpeCounter, Encoding};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::view::{view_text, Tally, SUMMARY_TOKENS};
+use super::view::{probe_params, view_text, Tally};
 use crate::corpus::CorpusSession;
 use crate::simulate::policy::{Carry, Policy};
-use crate::simulate::prices::PriceModel;
-use crate::simulate::replay::{replay_with, SimParams, ViewKind};
+use crate::simulate::replay::{replay_with, ViewKind};
 
 /// Tool rounds of the scripted session.
 const ROUNDS: usize = 60;
@@ -168,12 +167,7 @@ pub fn measure_plan(windows: &[u64]) -> Vec<PlanRow> {
     let counter = Arc::new(BpeCounter::new(Encoding::O200kBase));
     let mut rows = Vec::new();
     for &window in windows {
-        let params = SimParams::new(
-            window,
-            SUMMARY_TOKENS,
-            PriceModel::anthropic(),
-            counter.clone(),
-        );
+        let params = probe_params(window, &counter);
         for carry in Carry::ALL {
             let policy = Policy::pith_with_carry(carry);
             let mut outcome = replay_with(&session, &policy, &params, true);

@@ -3,11 +3,28 @@
 
 use std::fmt::Write as _;
 
+use std::sync::Arc;
+
 use pith_core::message::{Message, Part, Role};
+use pith_core::BpeCounter;
 use serde::Serialize;
+
+use crate::simulate::prices::PriceModel;
+use crate::simulate::replay::SimParams;
 
 /// Tokens of the stand-in summary (as `simulate`'s default).
 pub const SUMMARY_TOKENS: usize = 2_000;
+
+/// The replay parameters every probe runs with at `window` tokens: a summary of
+/// [`SUMMARY_TOKENS`], Anthropic's prices and `counter`'s counts.
+pub fn probe_params(window: u64, counter: &Arc<BpeCounter>) -> SimParams {
+    SimParams::new(
+        window,
+        SUMMARY_TOKENS,
+        PriceModel::anthropic(),
+        counter.clone(),
+    )
+}
 
 /// Probes asked and kept.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]

@@ -14,9 +14,6 @@
 //! times out is a run with [`HookOutcome::Error`] or [`HookOutcome::Timeout`] and the loop
 //! proceeds as if it were not configured: a hook never breaks a turn.
 
-use std::fmt;
-use std::str::FromStr;
-
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -76,27 +73,12 @@ impl HookEvent {
     }
 }
 
-impl fmt::Display for HookEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A name that is not one of the [`HookEvent`]s.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown hook event `{0}` (expected one of SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, PreCompact, PostCompact, Stop)")]
 pub struct UnknownHookEvent(pub String);
 
-impl FromStr for HookEvent {
-    type Err = UnknownHookEvent;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|event| event.as_str() == s)
-            .ok_or_else(|| UnknownHookEvent(s.to_owned()))
-    }
-}
+named_enum_text!(HookEvent, UnknownHookEvent);
 
 /// How one run of one hook ended, as pith read it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,8 +1,5 @@
 //! The permission modes (`read-only`, `ask`, `auto-edit`, `full`) and their names.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
 /// How much the agent may do without asking.
@@ -38,27 +35,12 @@ impl PermissionMode {
     }
 }
 
-impl fmt::Display for PermissionMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A mode name that is not one of `read-only | ask | auto-edit | full`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown permission mode `{0}` (expected read-only, ask, auto-edit or full)")]
 pub struct UnknownPermissionMode(pub String);
 
-impl FromStr for PermissionMode {
-    type Err = UnknownPermissionMode;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|mode| mode.as_str() == s)
-            .ok_or_else(|| UnknownPermissionMode(s.to_owned()))
-    }
-}
+pith_core::named_enum_text!(PermissionMode, UnknownPermissionMode);
 
 #[cfg(test)]
 mod tests {

@@ -1,8 +1,5 @@
 //! The sandbox modes (`read-only`, `workspace-write`, `off`) and their names.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
 use crate::permission::PermissionMode;
@@ -54,27 +51,12 @@ impl SandboxMode {
     }
 }
 
-impl fmt::Display for SandboxMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A sandbox mode name that is not one of `read-only | workspace-write | off`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown sandbox mode `{0}` (expected read-only, workspace-write or off)")]
 pub struct UnknownSandboxMode(pub String);
 
-impl FromStr for SandboxMode {
-    type Err = UnknownSandboxMode;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|mode| mode.as_str() == s)
-            .ok_or_else(|| UnknownSandboxMode(s.to_owned()))
-    }
-}
+pith_core::named_enum_text!(SandboxMode, UnknownSandboxMode);
 
 #[cfg(test)]
 mod tests {
