@@ -203,15 +203,19 @@ fn journal_of_two_batches(dir: &Path) -> [State; 3] {
     [first, second, state]
 }
 
+/// Where the journal's first batch ends: after the journal's 40-byte header come the
+/// batch's length (4 bytes), its body and its SHA-256.
+fn first_batch_end(journal: &[u8]) -> usize {
+    let body = u32::from_le_bytes(journal[40..44].try_into().unwrap()) as usize;
+    44 + body + 32
+}
+
 #[test]
 fn a_torn_journal_tail_is_dropped_and_nothing_after_it_is_trusted() {
     let dir = store_dir();
     let states = journal_of_two_batches(dir.path());
     let journal = std::fs::read(dir.path().join(JOURNAL_NAME)).unwrap();
-    let first_batch_end = {
-        let body = u32::from_le_bytes(journal[40..44].try_into().unwrap()) as usize;
-        44 + body + 32
-    };
+    let first_batch_end = first_batch_end(&journal);
     for cut in 0..journal.len() {
         std::fs::write(dir.path().join(JOURNAL_NAME), &journal[..cut]).unwrap();
         let expected = if cut < first_batch_end {
@@ -232,10 +236,7 @@ fn every_flipped_byte_of_the_journal_trusts_nothing_from_its_batch_on() {
     let dir = store_dir();
     let states = journal_of_two_batches(dir.path());
     let journal = std::fs::read(dir.path().join(JOURNAL_NAME)).unwrap();
-    let first_batch_end = {
-        let body = u32::from_le_bytes(journal[40..44].try_into().unwrap()) as usize;
-        44 + body + 32
-    };
+    let first_batch_end = first_batch_end(&journal);
     for at in 0..journal.len() {
         let mut damaged = journal.clone();
         damaged[at] ^= 0x10;
