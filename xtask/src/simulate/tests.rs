@@ -250,9 +250,7 @@ fn gemini_cli_masks_outputs_beyond_its_protected_50k_in_batches() {
 
 #[test]
 fn days_join_tasks_into_sessions_with_pauses_that_expire_the_cache() {
-    let Some(sessions) = vendored_sample() else {
-        unreachable!()
-    };
+    let sessions = vendored_sample();
     let one = SimOptions {
         windows: vec![1_000_000],
         policies: vec!["keen".into()],
@@ -276,17 +274,15 @@ fn days_join_tasks_into_sessions_with_pauses_that_expire_the_cache() {
     assert!(input(&days) > input(&singles));
 }
 
-fn vendored_sample() -> Option<Vec<CorpusSession>> {
+fn vendored_sample() -> Vec<CorpusSession> {
     let dir =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../crates/core/tests/data/corpus-sample");
-    Some(read_sessions(&dir).expect("the vendored sample is in the repository"))
+    read_sessions(&dir).expect("the vendored sample is in the repository")
 }
 
 #[test]
 fn on_the_vendored_sample_pith_keeps_every_probe_and_never_overflows() {
-    let Some(sessions) = vendored_sample() else {
-        unreachable!()
-    };
+    let sessions = vendored_sample();
     let options = SimOptions {
         windows: vec![32_768, 200_000],
         policies: DEFAULT_POLICIES.iter().map(|p| (*p).to_owned()).collect(),
