@@ -21,6 +21,22 @@ use opentelemetry_sdk::Resource;
 
 use crate::telemetry::config::{TelemetrySettings, DEFAULT_EXPORT_TIMEOUT};
 
+/// Builds an OTLP/HTTP exporter of type `$exporter` to `$endpoint` with the settings'
+/// timeout and headers, returning early with `cannot export $what: …` when it cannot be
+/// built. A macro because the span and metric exporters share the builder's methods
+/// but no trait.
+macro_rules! otlp_http_exporter {
+    ($exporter:path, $settings:expr, $endpoint:expr, $what:literal) => {
+        <$exporter>::builder()
+            .with_http()
+            .with_endpoint($endpoint.clone())
+            .with_timeout(DEFAULT_EXPORT_TIMEOUT)
+            .with_headers($settings.headers.clone())
+            .build()
+            .map_err(|e| format!(concat!("cannot export ", $what, ": {}"), e))?
+    };
+}
+
 /// Longest content attribute (prompt, answer, tool arguments or output), characters.
 pub const MAX_CONTENT_CHARS: usize = 8_192;
 
@@ -79,25 +95,23 @@ impl Telemetry {
             .build();
         let mut tracer_builder = SdkTracerProvider::builder().with_resource(resource.clone());
         if !settings.traces_endpoint.is_empty() {
-            let exporter = opentelemetry_otlp::SpanExporter::builder()
-                .with_http()
-                .with_endpoint(settings.traces_endpoint.clone())
-                .with_timeout(DEFAULT_EXPORT_TIMEOUT)
-                .with_headers(settings.headers.clone())
-                .build()
-                .map_err(|e| format!("cannot export traces: {e}"))?;
+            let exporter = otlp_http_exporter!(
+                opentelemetry_otlp::SpanExporter,
+                settings,
+                &settings.traces_endpoint,
+                "traces"
+            );
             tracer_builder = tracer_builder.with_batch_exporter(exporter);
         }
         let tracer_provider = tracer_builder.build();
         let mut meter_builder = SdkMeterProvider::builder().with_resource(resource);
         if !settings.metrics_endpoint.is_empty() {
-            let exporter = opentelemetry_otlp::MetricExporter::builder()
-                .with_http()
-                .with_endpoint(settings.metrics_endpoint.clone())
-                .with_timeout(DEFAULT_EXPORT_TIMEOUT)
-                .with_headers(settings.headers.clone())
-                .build()
-                .map_err(|e| format!("cannot export metrics: {e}"))?;
+            let exporter = otlp_http_exporter!(
+                opentelemetry_otlp::MetricExporter,
+                settings,
+                &settings.metrics_endpoint,
+                "metrics"
+            );
             meter_builder = meter_builder.with_periodic_exporter(exporter);
         }
         let meter_provider = meter_builder.build();
