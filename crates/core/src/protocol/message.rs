@@ -189,6 +189,20 @@ pub struct Message {
     pub parts: Vec<Part>,
 }
 
+/// Declares, for each `name: Variant`, a method `name` iterating over the parts of that
+/// variant (each holding a value of the type of the same name) in order.
+macro_rules! parts_of_kind {
+    ($($(#[$doc:meta])* $name:ident: $variant:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self) -> impl Iterator<Item = &$variant> {
+            self.parts.iter().filter_map(|part| match part {
+                Part::$variant(inner) => Some(inner),
+                _ => None,
+            })
+        }
+    )*};
+}
+
 impl Message {
     /// A message holding one text part.
     pub fn text(role: Role, text: impl Into<String>) -> Self {
@@ -252,36 +266,15 @@ impl Message {
         out
     }
 
-    /// The tool calls of this message, in order.
-    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
-        self.parts.iter().filter_map(|p| match p {
-            Part::ToolCall(call) => Some(call),
-            _ => None,
-        })
-    }
-
-    /// The tool results of this message, in order.
-    pub fn tool_results(&self) -> impl Iterator<Item = &ToolResult> {
-        self.parts.iter().filter_map(|p| match p {
-            Part::ToolResult(result) => Some(result),
-            _ => None,
-        })
-    }
-
-    /// The reasoning parts of this message, in order.
-    pub fn reasoning(&self) -> impl Iterator<Item = &Reasoning> {
-        self.parts.iter().filter_map(|p| match p {
-            Part::Reasoning(reasoning) => Some(reasoning),
-            _ => None,
-        })
-    }
-
-    /// The images of this message, in order.
-    pub fn images(&self) -> impl Iterator<Item = &Image> {
-        self.parts.iter().filter_map(|p| match p {
-            Part::Image(image) => Some(image),
-            _ => None,
-        })
+    parts_of_kind! {
+        /// The tool calls of this message, in order.
+        tool_calls: ToolCall;
+        /// The tool results of this message, in order.
+        tool_results: ToolResult;
+        /// The reasoning parts of this message, in order.
+        reasoning: Reasoning;
+        /// The images of this message, in order.
+        images: Image;
     }
 
     /// True when this is a system message.
