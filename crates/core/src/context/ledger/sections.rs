@@ -49,6 +49,21 @@ pub(super) struct Section {
 }
 
 impl Section {
+    /// A plain section: entries that are never cut, no cap of its own, nothing omitted
+    /// before budgeting and one heading for both forms.
+    fn plain(heading: &str, entries: Vec<(String, usize)>, omitted_noun: &'static str) -> Self {
+        Self {
+            heading: heading.to_owned(),
+            entries,
+            omitted_noun,
+            cuttable: false,
+            keep_oldest: false,
+            cap: usize::MAX,
+            omitted_before: 0,
+            listed_heading: None,
+        }
+    }
+
     /// What the section is given before the budget is shared out: for the user messages
     /// (the section that keeps its oldest entry), the heading, the closing line and the
     /// first message's floor (whole up to [`MIN_CUT_TOKENS`], else its head and tail), so
@@ -216,16 +231,11 @@ fn files_section(
         .enumerate()
         .map(|(index, f)| describe_file(f, probe.filter(|_| index < probed)))
         .collect();
-    Section {
-        heading: "## Files (changed by the session first, then read; newest first)".to_owned(),
-        entries: entries(texts, counter),
-        omitted_noun: "older files",
-        cuttable: false,
-        keep_oldest: false,
-        cap: usize::MAX,
-        omitted_before: 0,
-        listed_heading: None,
-    }
+    Section::plain(
+        "## Files (changed by the session first, then read; newest first)",
+        entries(texts, counter),
+        "older files",
+    )
 }
 
 fn commands_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
@@ -280,17 +290,14 @@ fn commands_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
         })
         .collect();
     Section {
-        heading: "## Commands (newest first; failing ones stay until they pass, the latest failure always)"
-            .to_owned(),
-        entries: entries(texts, counter),
-        omitted_noun: "older commands",
-        cuttable: false,
-        keep_oldest: false,
-        cap: usize::MAX,
         omitted_before: commands
             .len()
             .saturating_sub(RECENT_COMMANDS + older_failing),
-        listed_heading: None,
+        ..Section::plain(
+            "## Commands (newest first; failing ones stay until they pass, the latest failure always)",
+            entries(texts, counter),
+            "older commands",
+        )
     }
 }
 
@@ -324,16 +331,11 @@ fn tests_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
             text
         })
         .collect();
-    Section {
-        heading: "## Failing tests (latest failing run of each test command)".to_owned(),
-        entries: entries(texts, counter),
-        omitted_noun: "older test runs",
-        cuttable: false,
-        keep_oldest: false,
-        cap: usize::MAX,
-        omitted_before: 0,
-        listed_heading: None,
-    }
+    Section::plain(
+        "## Failing tests (latest failing run of each test command)",
+        entries(texts, counter),
+        "older test runs",
+    )
 }
 
 fn spills_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
@@ -343,14 +345,9 @@ fn spills_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
         .rev()
         .map(|s| format!("- {} ← {}", s.path, s.origin))
         .collect();
-    Section {
-        heading: "## Full outputs (seen squashed; read them for details)".to_owned(),
-        entries: entries(texts, counter),
-        omitted_noun: "older spill files",
-        cuttable: false,
-        keep_oldest: false,
-        cap: usize::MAX,
-        omitted_before: 0,
-        listed_heading: None,
-    }
+    Section::plain(
+        "## Full outputs (seen squashed; read them for details)",
+        entries(texts, counter),
+        "older spill files",
+    )
 }
