@@ -10,7 +10,9 @@
 //! (d) `/compact keep the API changes` streams a summary and the next request starts
 //! from it. Two more cover `/compact`'s own contract: input typed meanwhile is queued and
 //! runs afterwards, and Esc cancels it with the history unchanged. One covers the bash
-//! sandbox: a command it denied runs once without it when the user allows (issue 19).
+//! sandbox: a command it denied runs once without it when the user allows (issue 19). One
+//! covers the project's trust questions: each names what it would allow, and only a yes
+//! is recorded.
 #![allow(clippy::too_many_lines)] // scenario tests read top to bottom, as the user's session runs
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
@@ -47,10 +49,22 @@ impl Pane {
     /// [`Pane::start`] with summaries prepared in the background from `prepare` percent
     /// of the threshold (0: off).
     fn start_preparing(name: &str, server: &TestServer, extra_args: &[&str], prepare: u8) -> Pane {
+        Self::start_in_project(name, server, extra_args, prepare, |_| {})
+    }
+
+    /// [`Pane::start_preparing`] with `setup` writing the project's own files first.
+    fn start_in_project(
+        name: &str,
+        server: &TestServer,
+        extra_args: &[&str],
+        prepare: u8,
+        setup: impl FnOnce(&Path),
+    ) -> Pane {
         let root = tempfile::tempdir().unwrap();
         let project = root.path().join("project");
         std::fs::create_dir_all(&project).unwrap();
         std::fs::write(project.join("notes.txt"), "api notes\n").unwrap();
+        setup(&project);
         // These scenarios cross the threshold with scripted usage (16,000 input tokens for
         // a request of a few thousand): pith is told to believe every report. What the
         // governor does with reports it does not believe is tests/cli_compaction_stress.rs.
@@ -855,4 +869,51 @@ fn esc_esc_opens_rewind_which_warns_about_a_hand_edit_and_puts_files_and_convers
     }
     let transcript = pane.transcript();
     assert!(kinds(&transcript).contains(&"rewind"));
+}
+
+#[test]
+#[ignore = "needs tmux"]
+fn the_project_s_hooks_and_mcp_servers_are_asked_about_and_only_a_yes_is_recorded() {
+    require_tmux!();
+    let server = TestServer::start(Script::anthropic([Turn::text("unused")])).unwrap();
+    let pane = Pane::start_in_project("trust", &server, &[], 0, |project| {
+        std::fs::create_dir_all(project.join(".pith")).unwrap();
+        std::fs::write(
+            project.join(".pith").join("config.toml"),
+            "[[hooks.PreToolUse]]\nmatcher = \"bash\"\ncommand = \"echo GUARD-HOOK\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            project.join(".mcp.json"),
+            r#"{"mcpServers": {"docs": {"command": "docs-server-binary", "args": ["--stdio"]}}}"#,
+        )
+        .unwrap();
+    });
+    let screen = pane.wait_for_text("Trust these hooks and let them run? [y/N]");
+    assert!(
+        screen.contains("This project's .pith/config.toml in")
+            && screen.contains("would run these hooks:")
+            && screen.contains("PreToolUse [bash]: echo GUARD-HOOK"),
+        "the question names the file and each hook:\n{screen}"
+    );
+    pane.type_line("y");
+    let screen = pane.wait_for_text("Trust this .mcp.json and start them? [y/N]");
+    assert!(
+        screen.contains("would start these MCP servers:")
+            && screen.contains("docs: docs-server-binary --stdio"),
+        "the question names each server:\n{screen}"
+    );
+    pane.type_line("n");
+    pane.exit();
+    let trust: Value = serde_json::from_str(
+        &std::fs::read_to_string(pane.root.path().join("home").join("trust.json")).unwrap(),
+    )
+    .unwrap();
+    let kinds: Vec<&str> = trust["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["hooks"], "only the answer yes is recorded: {trust}");
 }

@@ -12,7 +12,7 @@ use pith_hooks::{HookOrigin, HooksConfig};
 use crate::config::Config;
 use crate::env::Env;
 use crate::error::ConversationError;
-use crate::trust::{ProjectFiles, TrustState};
+use crate::trust::{ProjectFiles, TrustQuestion};
 use crate::workspace::Workspace;
 
 /// The hooks of a conversation and what the user should be told about them.
@@ -22,19 +22,6 @@ pub struct ConfiguredHooks {
     pub config: HooksConfig,
     /// Notes: untrusted project hooks that do not run.
     pub notices: Vec<String>,
-}
-
-/// Project hooks waiting for the user's trust (the REPL asks with it).
-#[derive(Debug, Clone)]
-pub struct HooksTrustQuestion {
-    /// The file set (`.pith/config.toml`).
-    pub files: ProjectFiles,
-    /// The contents to record as trusted.
-    pub fingerprint: String,
-    /// It was trusted before with other contents.
-    pub changed: bool,
-    /// `Event [matcher]: command`, one per hook it would run.
-    pub hooks: Vec<String>,
 }
 
 /// The project's hooks alone.
@@ -91,38 +78,24 @@ const DISTRUSTED: crate::trust::Distrusted = crate::trust::Distrusted {
     consequence: "they do not run",
 };
 
-/// The question to ask before the project's hooks may run, or `None` when it has none
-/// or they are trusted already.
+/// The question to ask before the project's hooks may run (a line `Event [matcher]:
+/// command` per hook it would run), or `None` when it has none or they are trusted
+/// already.
 pub fn trust_question(
     workspace: &Workspace,
     env: &Env,
-) -> Result<Option<HooksTrustQuestion>, ConversationError> {
+) -> Result<Option<TrustQuestion>, ConversationError> {
     let project = project_config(workspace.config())?;
     if project.is_empty() {
         return Ok(None);
     }
-    let files = ProjectFiles::hooks(workspace.cwd());
-    match crate::trust::state(&files, env)? {
-        TrustState::Absent | TrustState::Trusted => Ok(None),
-        TrustState::Untrusted {
-            changed,
-            fingerprint,
-        } => Ok(Some(HooksTrustQuestion {
-            files,
-            fingerprint,
-            changed,
-            hooks: project
-                .all()
-                .map(|hook| match &hook.matcher {
-                    Some(matcher) => format!("{} [{matcher}]: {}", hook.event, hook.command),
-                    None => format!("{}: {}", hook.event, hook.command),
-                })
-                .collect(),
-        })),
-    }
-}
-
-/// Records the user's trust in the hooks of `question`.
-pub fn trust(question: &HooksTrustQuestion, env: &Env) -> Result<(), ConversationError> {
-    crate::trust::record(&question.files, &question.fingerprint, env)
+    crate::trust::question(ProjectFiles::hooks(workspace.cwd()), env, || {
+        project
+            .all()
+            .map(|hook| match &hook.matcher {
+                Some(matcher) => format!("{} [{matcher}]: {}", hook.event, hook.command),
+                None => format!("{}: {}", hook.event, hook.command),
+            })
+            .collect()
+    })
 }

@@ -73,14 +73,12 @@ pub use diagnostics::init as init_diagnostics;
 pub use env::{Env, Frontend};
 pub use error::ConversationError;
 pub use exit::ExitCode;
-pub use hooks::{trust as trust_hooks, trust_question as hooks_trust_question};
+pub use hooks::trust_question as hooks_trust_question;
 pub use job::{
     auto_compaction_line, open as open_job, plan_line, typed_line, CompactionCost,
     CompactionReport, RequestEntry, RunReport,
 };
-pub use mcp::{
-    list as list_mcp_servers, trust as trust_mcp_servers, trust_question as mcp_trust_question,
-};
+pub use mcp::{list as list_mcp_servers, trust_question as mcp_trust_question};
 pub use output_schema::{OutputSchema, SchemaMismatch};
 pub use overrides::{Overrides, SessionChoice};
 pub use pith_core::context::pins::Pin;
@@ -95,5 +93,6 @@ pub use sessions::{
 };
 pub use settings::Settings;
 pub use slash::{parse as parse_slash_command, SlashCommand, EDITOR_COMMANDS, HELP as SLASH_HELP};
-pub use subagents::catalog::{trust as trust_agents, trust_question as agents_trust_question};
+pub use subagents::catalog::trust_question as agents_trust_question;
+pub use trust::TrustQuestion;
 pub use workspace::Workspace;

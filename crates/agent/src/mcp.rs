@@ -16,7 +16,7 @@ use pith_mcp::{McpHub, ServerConfig, ServerReport};
 
 use crate::env::Env;
 use crate::error::ConversationError;
-use crate::trust::{ProjectFiles, TrustState};
+use crate::trust::{ProjectFiles, TrustQuestion};
 use crate::workspace::Workspace;
 
 /// The servers a conversation in a project gets, and what the user should be told.
@@ -28,49 +28,17 @@ pub struct McpServers {
     pub notices: Vec<String>,
 }
 
-/// A `.mcp.json` waiting for the user's trust (the REPL asks with it).
-#[derive(Debug, Clone)]
-pub struct TrustQuestion {
-    /// The file set.
-    pub files: ProjectFiles,
-    /// The contents to record as trusted.
-    pub fingerprint: String,
-    /// It was trusted before with other contents.
-    pub changed: bool,
-    /// `name: command args…` or `name: url`, one per server it would start.
-    pub servers: Vec<String>,
-}
-
-/// The question to ask before the project's `.mcp.json` may start anything, or `None`
-/// when there is no such file or it is trusted already.
+/// The question to ask before the project's `.mcp.json` may start anything (a line
+/// `name: command args…` or `name: url` per server it would start), or `None` when there
+/// is no such file or it is trusted already.
 pub fn trust_question(cwd: &Path, env: &Env) -> Result<Option<TrustQuestion>, ConversationError> {
-    let files = ProjectFiles::mcp(cwd);
-    match crate::trust::state(&files, env)? {
-        TrustState::Absent | TrustState::Trusted => Ok(None),
-        TrustState::Untrusted {
-            changed,
-            fingerprint,
-        } => {
-            let servers = match read_mcp_json(cwd) {
-                Ok((servers, _)) => servers
-                    .iter()
-                    .map(|s| format!("{}: {}", s.name, s.describe()))
-                    .collect(),
-                Err(error) => vec![format!("(unreadable: {error})")],
-            };
-            Ok(Some(TrustQuestion {
-                files,
-                fingerprint,
-                changed,
-                servers,
-            }))
-        }
-    }
-}
-
-/// Records the user's trust in the files of `question`.
-pub fn trust(question: &TrustQuestion, env: &Env) -> Result<(), ConversationError> {
-    crate::trust::record(&question.files, &question.fingerprint, env)
+    crate::trust::question(ProjectFiles::mcp(cwd), env, || match read_mcp_json(cwd) {
+        Ok((servers, _)) => servers
+            .iter()
+            .map(|s| format!("{}: {}", s.name, s.describe()))
+            .collect(),
+        Err(error) => vec![format!("(unreadable: {error})")],
+    })
 }
 
 fn read_mcp_json(cwd: &Path) -> Result<(Vec<ServerConfig>, Vec<String>), String> {

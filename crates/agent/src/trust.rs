@@ -279,15 +279,51 @@ pub(crate) fn state(files: &ProjectFiles, env: &Env) -> Result<TrustState, Conve
         .map_err(ConversationError::failure)
 }
 
-/// Records in the user's store that the user trusts `files` as `fingerprint` says.
-pub(crate) fn record(
-    files: &ProjectFiles,
-    fingerprint: &str,
+/// Project files waiting for the user's trust, with what trusting them allows (the REPL
+/// asks with it: hooks that would run, agents that would be offered, MCP servers that
+/// would start).
+#[derive(Debug, Clone)]
+pub struct TrustQuestion {
+    /// The file set.
+    pub files: ProjectFiles,
+    /// The contents to record as trusted.
+    pub fingerprint: String,
+    /// The files were trusted before with other contents.
+    pub changed: bool,
+    /// What trusting them allows, one line each (`Event [matcher]: command`, `name:
+    /// description`, `name: command args…`).
+    pub lines: Vec<String>,
+}
+
+impl TrustQuestion {
+    /// Records in the user's store that the user trusts the files as they were when
+    /// asked (a later change asks again).
+    pub fn trust(&self, env: &Env) -> Result<(), ConversationError> {
+        TrustStore::of_user(env)?
+            .trust(&self.files, &self.fingerprint)
+            .map_err(ConversationError::failure)
+    }
+}
+
+/// The question to ask before `files` are used, listing what `lines` says trusting them
+/// allows, or `None` when none of them exists or they are trusted already.
+pub(crate) fn question(
+    files: ProjectFiles,
     env: &Env,
-) -> Result<(), ConversationError> {
-    TrustStore::of_user(env)?
-        .trust(files, fingerprint)
-        .map_err(ConversationError::failure)
+    lines: impl FnOnce() -> Vec<String>,
+) -> Result<Option<TrustQuestion>, ConversationError> {
+    Ok(match state(&files, env)? {
+        TrustState::Absent | TrustState::Trusted => None,
+        TrustState::Untrusted {
+            changed,
+            fingerprint,
+        } => Some(TrustQuestion {
+            files,
+            fingerprint,
+            changed,
+            lines: lines(),
+        }),
+    })
 }
 
 #[cfg(test)]

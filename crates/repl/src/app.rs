@@ -10,7 +10,9 @@ use std::collections::VecDeque;
 use std::io;
 use std::sync::Arc;
 
-use pith_agent::{Conversation, ConversationError, ExitCode, Frontend, Overrides, Workspace};
+use pith_agent::{
+    Conversation, ConversationError, ExitCode, Frontend, Overrides, TrustQuestion, Workspace,
+};
 use pith_session::{project_ui, ui_text, Record};
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -77,7 +79,6 @@ fn ask_project_trust(workspace: &Workspace, frontend: &Frontend, screen: &mut Sc
     if !screen.is_interactive() {
         return;
     }
-    let env = &frontend.env;
     ask_trust(
         screen,
         TrustAsk {
@@ -86,10 +87,8 @@ fn ask_project_trust(workspace: &Workspace, frontend: &Frontend, screen: &mut Sc
             offers: "would run these hooks",
             prompt: "Trust these hooks and let them run? [y/N]",
         },
-        pith_agent::hooks_trust_question(workspace, env),
-        |q| (q.changed, &q.hooks),
-        |q| pith_agent::trust_hooks(q, env),
-        workspace.cwd(),
+        pith_agent::hooks_trust_question(workspace, &frontend.env),
+        frontend,
     );
     ask_trust(
         screen,
@@ -99,10 +98,8 @@ fn ask_project_trust(workspace: &Workspace, frontend: &Frontend, screen: &mut Sc
             offers: "would offer these subagents",
             prompt: "Trust these agents and offer them? [y/N]",
         },
-        pith_agent::agents_trust_question(workspace.cwd(), env),
-        |q| (q.changed, &q.agents),
-        |q| pith_agent::trust_agents(q, env),
-        workspace.cwd(),
+        pith_agent::agents_trust_question(workspace.cwd(), &frontend.env),
+        frontend,
     );
     ask_trust(
         screen,
@@ -112,10 +109,8 @@ fn ask_project_trust(workspace: &Workspace, frontend: &Frontend, screen: &mut Sc
             offers: "would start these MCP servers",
             prompt: "Trust this .mcp.json and start them? [y/N]",
         },
-        pith_agent::mcp_trust_question(workspace.cwd(), env),
-        |q| (q.changed, &q.servers),
-        |q| pith_agent::trust_mcp_servers(q, env),
-        workspace.cwd(),
+        pith_agent::mcp_trust_question(workspace.cwd(), &frontend.env),
+        frontend,
     );
 }
 
@@ -131,16 +126,14 @@ struct TrustAsk {
     prompt: &'static str,
 }
 
-/// Shows a pending trust `question` of the project at `cwd` (`view` gives whether it
-/// changed since it was trusted, and its lines), asks, and `record`s the trust when the
-/// user says yes. An error checking it is shown and nothing is asked.
-fn ask_trust<Q>(
+/// Shows a pending trust `question` (naming its project's directory), asks, and records
+/// the trust in the store of `frontend`'s environment when the user says yes. An error
+/// checking it is shown and nothing is asked.
+fn ask_trust(
     screen: &mut Screen,
     ask: TrustAsk,
-    question: Result<Option<Q>, ConversationError>,
-    view: impl Fn(&Q) -> (bool, &Vec<String>),
-    record: impl FnOnce(&Q) -> Result<(), ConversationError>,
-    cwd: &std::path::Path,
+    question: Result<Option<TrustQuestion>, ConversationError>,
+    frontend: &Frontend,
 ) {
     let question = match question {
         Ok(Some(question)) => question,
@@ -153,19 +146,18 @@ fn ask_trust<Q>(
             return;
         }
     };
-    let (changed, lines) = view(&question);
     let mut text = format!(
         "{} {} in {} {}:",
-        if changed {
+        if question.changed {
             "The changed"
         } else {
             "This project's"
         },
         ask.file,
-        cwd.display(),
+        question.files.project.display(),
         ask.offers
     );
-    for line in lines {
+    for line in &question.lines {
         text.push_str(&format!("\n  {line}"));
     }
     screen.message(Tone::Dim, &text);
@@ -175,7 +167,7 @@ fn ask_trust<Q>(
         return;
     }
     if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
-        if let Err(error) = record(&question) {
+        if let Err(error) = question.trust(&frontend.env) {
             screen.message(Tone::Error, &format!("cannot record the trust: {error}"));
         }
     }

@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::env::Env;
 use crate::error::ConversationError;
 use crate::subagents::definition::{AgentDefinition, AgentOrigin};
-use crate::trust::{ProjectFiles, TrustState};
+use crate::trust::{ProjectFiles, TrustQuestion};
 
 /// The agents of a conversation, in the order the model sees them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -25,19 +25,6 @@ pub struct ConfiguredAgents {
     pub agents: Agents,
     /// Files left out and why; untrusted project agents.
     pub notices: Vec<String>,
-}
-
-/// Project agents waiting for the user's trust (the REPL asks with it).
-#[derive(Debug, Clone)]
-pub struct AgentsTrustQuestion {
-    /// The file set (`.pith/agents/*.md`).
-    pub files: ProjectFiles,
-    /// The contents to record as trusted.
-    pub fingerprint: String,
-    /// They were trusted before with other contents.
-    pub changed: bool,
-    /// `name: description`, one per agent.
-    pub agents: Vec<String>,
 }
 
 impl Agents {
@@ -107,44 +94,26 @@ pub fn configured_agents(
     Ok(result)
 }
 
-/// The question to ask before the project's agents are offered, or `None` when it has
-/// none or they are trusted already.
-pub fn trust_question(
-    cwd: &Path,
-    env: &Env,
-) -> Result<Option<AgentsTrustQuestion>, ConversationError> {
+/// The question to ask before the project's agents are offered (a line `name:
+/// description` per agent, then what could not be read), or `None` when it has none or
+/// they are trusted already.
+pub fn trust_question(cwd: &Path, env: &Env) -> Result<Option<TrustQuestion>, ConversationError> {
     let files = ProjectFiles::agents(cwd);
     if files.files.is_empty() {
         return Ok(None);
     }
-    match crate::trust::state(&files, env)? {
-        TrustState::Absent | TrustState::Trusted => Ok(None),
-        TrustState::Untrusted {
-            changed,
-            fingerprint,
-        } => {
-            let mut loaded = ConfiguredAgents::default();
-            load_dir(&project_dir(cwd), AgentOrigin::Project, &mut loaded);
-            let mut agents: Vec<String> = loaded
-                .agents
-                .all()
-                .iter()
-                .map(|a| format!("{}: {}", a.name, a.description))
-                .collect();
-            agents.extend(loaded.notices);
-            Ok(Some(AgentsTrustQuestion {
-                files,
-                fingerprint,
-                changed,
-                agents,
-            }))
-        }
-    }
-}
-
-/// Records the user's trust in the agents of `question`.
-pub fn trust(question: &AgentsTrustQuestion, env: &Env) -> Result<(), ConversationError> {
-    crate::trust::record(&question.files, &question.fingerprint, env)
+    crate::trust::question(files, env, || {
+        let mut loaded = ConfiguredAgents::default();
+        load_dir(&project_dir(cwd), AgentOrigin::Project, &mut loaded);
+        let mut agents: Vec<String> = loaded
+            .agents
+            .all()
+            .iter()
+            .map(|a| format!("{}: {}", a.name, a.description))
+            .collect();
+        agents.extend(loaded.notices);
+        agents
+    })
 }
 
 /// What the user is told about project agents not offered for want of trust.
@@ -239,8 +208,8 @@ mod tests {
         assert!(untrusted.notices.iter().any(|n| n.contains("not trusted")));
 
         let question = trust_question(project.path(), &env).unwrap().unwrap();
-        assert_eq!(question.agents, ["rev: project's"]);
-        trust(&question, &env).unwrap();
+        assert_eq!(question.lines, ["rev: project's"]);
+        question.trust(&env).unwrap();
         let trusted = configured_agents(project.path(), &env, false).unwrap();
         assert_eq!(trusted.agents.get("rev").unwrap().description, "project's");
         assert!(trust_question(project.path(), &env).unwrap().is_none());
