@@ -7,6 +7,7 @@
 mod approver;
 mod commands;
 mod config_options;
+mod editor;
 mod ext;
 mod files;
 mod handlers;
