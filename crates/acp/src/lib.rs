@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 mod approver;
+mod call;
 mod commands;
 mod config_options;
 mod editor;
