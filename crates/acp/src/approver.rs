@@ -4,17 +4,14 @@
 //! rejection, a cancelled question or a client that fails to answer refuses the call,
 //! and the model is told.
 
-use std::sync::{Arc, OnceLock};
-
 use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
     SessionId, ToolCallId, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::Client;
 use async_trait::async_trait;
 use pith_tools::{Approval, Approver, PermissionRequest};
 
+use crate::editor::Editor;
 use crate::running::RunningCalls;
 
 /// The option ids pith offers.
@@ -27,25 +24,14 @@ pub const REJECT: &str = "reject";
 /// Asks the editor; one per ACP session.
 #[derive(Debug)]
 pub struct AcpApprover {
-    connection: ConnectionTo<Client>,
-    /// Set once the conversation is open (its id is the ACP session id).
-    session: Arc<OnceLock<SessionId>>,
+    editor: Editor,
     running: RunningCalls,
 }
 
 impl AcpApprover {
-    /// An approver asking through `connection` about the calls in `running`; `session` is
-    /// filled in when the session's id is known.
-    pub fn new(
-        connection: ConnectionTo<Client>,
-        session: Arc<OnceLock<SessionId>>,
-        running: RunningCalls,
-    ) -> Self {
-        Self {
-            connection,
-            session,
-            running,
-        }
+    /// An approver asking `editor` about the calls in `running`.
+    pub fn new(editor: Editor, running: RunningCalls) -> Self {
+        Self { editor, running }
     }
 }
 
@@ -94,7 +80,7 @@ pub fn answer(outcome: &RequestPermissionOutcome) -> Approval {
 #[async_trait]
 impl Approver for AcpApprover {
     async fn decide(&self, request: PermissionRequest) -> Approval {
-        let Some(session) = self.session.get().cloned() else {
+        let Some(session) = self.editor.session_id() else {
             return Approval::Deny { feedback: None };
         };
         // A subagent's call is asked about in the subagent's session.
@@ -102,12 +88,7 @@ impl Approver for AcpApprover {
             Some(call) => (call.session, Some(call.id)),
             None => (session, None),
         };
-        let asked = self
-            .connection
-            .send_request(question(session, call, &request))
-            .block_task()
-            .await;
-        match asked {
+        match self.editor.ask(question(session, call, &request)).await {
             Ok(response) => answer(&response.outcome),
             Err(error) => {
                 tracing::warn!(%error, "the editor did not answer a permission question");

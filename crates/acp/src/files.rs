@@ -5,15 +5,14 @@
 
 use std::io;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
 
 use agent_client_protocol::v1::schema::{
-    ErrorCode, FileSystemCapabilities, ReadTextFileRequest, SessionId, WriteTextFileRequest,
+    ErrorCode, FileSystemCapabilities, ReadTextFileRequest, WriteTextFileRequest,
 };
-use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::Client;
 use async_trait::async_trait;
 use pith_tools::TextFiles;
+
+use crate::editor::{editor_error, Editor};
 
 /// Which of the client's file methods it declared.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -37,40 +36,15 @@ impl FileAccess {
 /// Reads and writes text through the editor, for one ACP session.
 #[derive(Debug)]
 pub struct ClientFiles {
-    connection: ConnectionTo<Client>,
-    /// Set once the conversation is open (its id is the ACP session id).
-    session: Arc<OnceLock<SessionId>>,
+    editor: Editor,
     access: FileAccess,
 }
 
 impl ClientFiles {
-    /// The editor's files over `connection`, in the directions `access` allows; `session`
-    /// is filled in when the session's id is known.
-    pub fn new(
-        connection: ConnectionTo<Client>,
-        session: Arc<OnceLock<SessionId>>,
-        access: FileAccess,
-    ) -> Self {
-        Self {
-            connection,
-            session,
-            access,
-        }
+    /// `editor`'s files, in the directions `access` allows.
+    pub fn new(editor: Editor, access: FileAccess) -> Self {
+        Self { editor, access }
     }
-
-    fn session(&self) -> io::Result<SessionId> {
-        self.session
-            .get()
-            .cloned()
-            .ok_or_else(|| io::Error::other("the ACP session is not open yet"))
-    }
-}
-
-/// The `io::Error` for a failed request to the editor (its code and message).
-fn editor_error(method: &str, error: &agent_client_protocol::Error) -> io::Error {
-    io::Error::other(format!(
-        "the editor answered {method} with an error: {error}"
-    ))
 }
 
 #[async_trait]
@@ -84,8 +58,8 @@ impl TextFiles for ClientFiles {
     }
 
     async fn read_text(&self, path: &Path) -> io::Result<Option<String>> {
-        let request = ReadTextFileRequest::new(self.session()?, path.to_path_buf());
-        match self.connection.send_request(request).block_task().await {
+        let request = ReadTextFileRequest::new(self.editor.session()?, path.to_path_buf());
+        match self.editor.ask(request).await {
             Ok(response) => Ok(Some(response.content)),
             Err(error) if error.code == ErrorCode::ResourceNotFound => Ok(None),
             Err(error) => Err(editor_error("fs/read_text_file", &error)),
@@ -93,10 +67,9 @@ impl TextFiles for ClientFiles {
     }
 
     async fn write_text(&self, path: &Path, text: &str) -> io::Result<()> {
-        let request = WriteTextFileRequest::new(self.session()?, path.to_path_buf(), text);
-        self.connection
-            .send_request(request)
-            .block_task()
+        let request = WriteTextFileRequest::new(self.editor.session()?, path.to_path_buf(), text);
+        self.editor
+            .ask(request)
             .await
             .map(|_| ())
             .map_err(|error| editor_error("fs/write_text_file", &error))

@@ -10,20 +10,29 @@ use agent_client_protocol::v1::schema::{
     PromptResponse, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
-use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::Client;
+use agent_client_protocol::v1::Responder;
 
+use crate::call::{Call, Handled};
 use crate::ext::{CancelCompactionRequest, CancelCompactionResponse, RejectedLineRequest};
 use crate::files::FileAccess;
 use crate::session::PromptError;
 use crate::state::State;
 
+/// The open session `$id` names; a session not open here is answered with the error
+/// [`State::session`] gives, and the handler returns.
+macro_rules! open_session {
+    ($state:expr, $id:expr, $responder:expr) => {
+        match $state.session($id) {
+            Ok(session) => session,
+            Err(error) => return $responder.respond_with_error(error),
+        }
+    };
+}
+
 /// `initialize`: remembers what the client declared, answers what pith does.
 pub(crate) fn initialize(
-    state: &Arc<State>,
-    request: InitializeRequest,
-    responder: Responder<InitializeResponse>,
-) -> Result<(), agent_client_protocol::Error> {
+    (state, request, responder, _): Call<InitializeRequest, InitializeResponse>,
+) -> Handled {
     state.declare(
         crate::initialize::client_view(&request),
         FileAccess::declared(&request.client_capabilities.fs),
@@ -36,15 +45,9 @@ pub(crate) fn initialize(
 /// `$/cancel_request` and `_pith/cancel_compaction` are read while it runs. Either
 /// cancel stops the turn, which answers `cancelled`.
 pub(crate) fn prompt(
-    state: &Arc<State>,
-    request: PromptRequest,
-    responder: Responder<PromptResponse>,
-    cx: ConnectionTo<Client>,
-) -> Result<(), agent_client_protocol::Error> {
-    let session = match state.session(&request.session_id) {
-        Ok(session) => session,
-        Err(error) => return responder.respond_with_error(error),
-    };
+    (state, request, responder, cx): Call<PromptRequest, PromptResponse>,
+) -> Handled {
+    let session = open_session!(state, &request.session_id, responder);
     let cancel_request = responder.cancellation();
     state.spawn(async move {
         let watcher = {
@@ -85,15 +88,9 @@ pub(crate) fn cancel(state: &Arc<State>, notification: CancelNotification) {
 
 /// `session/set_mode`; the mode option follows (`config_option_update`).
 pub(crate) fn set_mode(
-    state: &Arc<State>,
-    request: SetSessionModeRequest,
-    responder: Responder<SetSessionModeResponse>,
-    cx: ConnectionTo<Client>,
-) -> Result<(), agent_client_protocol::Error> {
-    let session = match state.session(&request.session_id) {
-        Ok(session) => session,
-        Err(error) => return responder.respond_with_error(error),
-    };
+    (state, request, responder, cx): Call<SetSessionModeRequest, SetSessionModeResponse>,
+) -> Handled {
+    let session = open_session!(state, &request.session_id, responder);
     match crate::modes::parse(&request.mode_id) {
         Some(mode) => {
             session.set_approval(mode);
@@ -113,15 +110,12 @@ pub(crate) fn set_mode(
 /// `session/set_config_option`: every option as it stands after; a change of mode also
 /// reaches clients that follow modes (`current_mode_update`).
 pub(crate) fn set_config_option(
-    state: &Arc<State>,
-    request: SetSessionConfigOptionRequest,
-    responder: Responder<SetSessionConfigOptionResponse>,
-    cx: ConnectionTo<Client>,
-) -> Result<(), agent_client_protocol::Error> {
-    let session = match state.session(&request.session_id) {
-        Ok(session) => session,
-        Err(error) => return responder.respond_with_error(error),
-    };
+    (state, request, responder, cx): Call<
+        SetSessionConfigOptionRequest,
+        SetSessionConfigOptionResponse,
+    >,
+) -> Handled {
+    let session = open_session!(state, &request.session_id, responder);
     let Some(value) = request.value.as_value_id() else {
         return responder.respond_with_error(
             agent_client_protocol::Error::invalid_params()
@@ -147,14 +141,9 @@ pub(crate) fn set_config_option(
 
 /// `_pith/cancel_compaction`.
 pub(crate) fn cancel_compaction(
-    state: &Arc<State>,
-    request: CancelCompactionRequest,
-    responder: Responder<CancelCompactionResponse>,
-) -> Result<(), agent_client_protocol::Error> {
-    let session = match state.session(&request.session_id) {
-        Ok(session) => session,
-        Err(error) => return responder.respond_with_error(error),
-    };
+    (state, request, responder, _): Call<CancelCompactionRequest, CancelCompactionResponse>,
+) -> Handled {
+    let session = open_session!(state, &request.session_id, responder);
     responder.respond(CancelCompactionResponse {
         cancelled: session.cancel_compaction(),
     })

@@ -5,8 +5,10 @@
 #![forbid(unsafe_code)]
 
 mod approver;
+mod call;
 mod commands;
 mod config_options;
+mod editor;
 mod ext;
 mod files;
 mod handlers;

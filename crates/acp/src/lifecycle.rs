@@ -27,6 +27,7 @@ use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, JsonRpcResponse};
 use pith_session::SessionError;
 
+use crate::call::{Call, Handled};
 use crate::open::{after_open, open, Opening};
 use crate::session::AcpSession;
 use crate::state::State;
@@ -42,7 +43,7 @@ fn open_and_answer<R: JsonRpcResponse + Send + 'static>(
     (cwd, opening, mcp_servers): (PathBuf, Opening, Vec<McpServer>),
     responder: Responder<R>,
     answer: Answer<R>,
-) -> Result<(), agent_client_protocol::Error> {
+) -> Handled {
     let state2 = Arc::clone(state);
     let cancelled = responder.cancellation();
     state.spawn(async move {
@@ -67,13 +68,10 @@ fn open_and_answer<R: JsonRpcResponse + Send + 'static>(
 
 /// `session/new`.
 pub(crate) fn new_session(
-    state: &Arc<State>,
-    request: NewSessionRequest,
-    responder: Responder<NewSessionResponse>,
-    cx: ConnectionTo<Client>,
-) -> Result<(), agent_client_protocol::Error> {
+    (state, request, responder, cx): Call<NewSessionRequest, NewSessionResponse>,
+) -> Handled {
     let how = (request.cwd, Opening::New, request.mcp_servers);
-    open_and_answer(state, cx, how, responder, |session, modes, options| {
+    open_and_answer(&state, cx, how, responder, |session, modes, options| {
         NewSessionResponse::new(session.id.clone())
             .modes(modes)
             .config_options(options)
@@ -82,14 +80,11 @@ pub(crate) fn new_session(
 
 /// `session/load`.
 pub(crate) fn load_session(
-    state: &Arc<State>,
-    request: LoadSessionRequest,
-    responder: Responder<LoadSessionResponse>,
-    cx: ConnectionTo<Client>,
-) -> Result<(), agent_client_protocol::Error> {
+    (state, request, responder, cx): Call<LoadSessionRequest, LoadSessionResponse>,
+) -> Handled {
     let opening = Opening::Load(request.session_id.0.to_string());
     let how = (request.cwd, opening, request.mcp_servers);
-    open_and_answer(state, cx, how, responder, |_, modes, options| {
+    open_and_answer(&state, cx, how, responder, |_, modes, options| {
         LoadSessionResponse::new()
             .modes(modes)
             .config_options(options)
@@ -98,14 +93,11 @@ pub(crate) fn load_session(
 
 /// `session/resume`.
 pub(crate) fn resume_session(
-    state: &Arc<State>,
-    request: ResumeSessionRequest,
-    responder: Responder<ResumeSessionResponse>,
-    cx: ConnectionTo<Client>,
-) -> Result<(), agent_client_protocol::Error> {
+    (state, request, responder, cx): Call<ResumeSessionRequest, ResumeSessionResponse>,
+) -> Handled {
     let opening = Opening::Resume(request.session_id.0.to_string());
     let how = (request.cwd, opening, request.mcp_servers);
-    open_and_answer(state, cx, how, responder, |_, modes, options| {
+    open_and_answer(&state, cx, how, responder, |_, modes, options| {
         ResumeSessionResponse::new()
             .modes(modes)
             .config_options(options)
@@ -114,14 +106,11 @@ pub(crate) fn resume_session(
 
 /// `session/fork`.
 pub(crate) fn fork_session(
-    state: &Arc<State>,
-    request: ForkSessionRequest,
-    responder: Responder<ForkSessionResponse>,
-    cx: ConnectionTo<Client>,
-) -> Result<(), agent_client_protocol::Error> {
+    (state, request, responder, cx): Call<ForkSessionRequest, ForkSessionResponse>,
+) -> Handled {
     let opening = Opening::Fork(request.session_id.0.to_string());
     let how = (request.cwd, opening, request.mcp_servers);
-    open_and_answer(state, cx, how, responder, |session, modes, options| {
+    open_and_answer(&state, cx, how, responder, |session, modes, options| {
         ForkSessionResponse::new(session.id.clone())
             .modes(modes)
             .config_options(options)
@@ -130,10 +119,8 @@ pub(crate) fn fork_session(
 
 /// `session/close`: a session not open on this connection is `-32002`.
 pub(crate) fn close_session(
-    state: &Arc<State>,
-    request: CloseSessionRequest,
-    responder: Responder<CloseSessionResponse>,
-) -> Result<(), agent_client_protocol::Error> {
+    (state, request, responder, _): Call<CloseSessionRequest, CloseSessionResponse>,
+) -> Handled {
     let Some(session) = state.remove(&request.session_id) else {
         return responder.respond_with_error(not_open(&request.session_id));
     };
@@ -145,10 +132,8 @@ pub(crate) fn close_session(
 
 /// `session/delete`.
 pub(crate) fn delete_session(
-    state: &Arc<State>,
-    request: DeleteSessionRequest,
-    responder: Responder<DeleteSessionResponse>,
-) -> Result<(), agent_client_protocol::Error> {
+    (state, request, responder, _): Call<DeleteSessionRequest, DeleteSessionResponse>,
+) -> Handled {
     let open_here = state.remove(&request.session_id);
     let env = state.options.env.clone();
     state.spawn(async move {
@@ -174,10 +159,11 @@ pub(crate) fn delete_session(
 
 /// `session/list`.
 pub(crate) fn list_sessions(
-    state: &Arc<State>,
-    request: ListSessionsRequest,
-    responder: Responder<agent_client_protocol::v1::schema::ListSessionsResponse>,
-) -> Result<(), agent_client_protocol::Error> {
+    (state, request, responder, _): Call<
+        ListSessionsRequest,
+        agent_client_protocol::v1::schema::ListSessionsResponse,
+    >,
+) -> Handled {
     let env = state.options.env.clone();
     responder.respond_with_result(crate::sessions::list(&request, &|name| env(name)))
 }

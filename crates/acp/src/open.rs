@@ -17,6 +17,7 @@ use pith_tools::CommandTerminal;
 use pith_tools::TextFiles;
 
 use crate::approver::AcpApprover;
+use crate::editor::Editor;
 use crate::files::ClientFiles;
 use crate::running::RunningCalls;
 use crate::session::{figures, AcpSession};
@@ -120,7 +121,8 @@ pub(crate) fn open(
     };
     let running = RunningCalls::default();
     let id_cell = Arc::new(OnceLock::new());
-    let frontend = frontend(state, cx, &id_cell, &running);
+    let editor = Editor::new(cx.clone(), Arc::clone(&id_cell));
+    let frontend = frontend(state, &editor, &running);
     let opened = Conversation::open(overrides, frontend).map_err(|error| match error {
         pith_agent::ConversationError::Usage(message) if opening.named().is_some() => {
             agent_client_protocol::v1::schema::Error::session_not_found(SessionId::new(
@@ -175,22 +177,16 @@ pub(crate) fn open(
 
 /// What pith's conversation gets from this client: its approvals, its buffers and its
 /// terminals, as it declared them.
-fn frontend(
-    state: &Arc<State>,
-    cx: &ConnectionTo<Client>,
-    id_cell: &Arc<OnceLock<SessionId>>,
-    running: &RunningCalls,
-) -> Frontend {
-    let approver = AcpApprover::new(cx.clone(), id_cell.clone(), running.clone());
+fn frontend(state: &Arc<State>, editor: &Editor, running: &RunningCalls) -> Frontend {
+    let approver = AcpApprover::new(editor.clone(), running.clone());
     let access = state.files();
-    let files = (access.read || access.write).then(|| {
-        Arc::new(ClientFiles::new(cx.clone(), id_cell.clone(), access)) as Arc<dyn TextFiles>
-    });
+    let files = (access.read || access.write)
+        .then(|| Arc::new(ClientFiles::new(editor.clone(), access)) as Arc<dyn TextFiles>);
     Frontend {
         env: state.options.env.clone(),
         approver: Some(Arc::new(approver)),
         files,
-        terminal: editor_terminal(state, cx, id_cell, running),
+        terminal: editor_terminal(state, editor, running),
         changes: None,
     }
 }
@@ -199,8 +195,7 @@ fn frontend(
 /// known (the editor runs `pith sandbox-exec`).
 fn editor_terminal(
     state: &State,
-    cx: &ConnectionTo<Client>,
-    id_cell: &Arc<OnceLock<SessionId>>,
+    editor: &Editor,
     running: &RunningCalls,
 ) -> Option<Arc<dyn CommandTerminal>> {
     if !state.terminal() {
@@ -213,7 +208,7 @@ fn editor_terminal(
             return None;
         }
     };
-    let terminal = ClientTerminal::new(cx.clone(), id_cell.clone(), program, running.clone());
+    let terminal = ClientTerminal::new(editor.clone(), program, running.clone());
     Some(Arc::new(terminal))
 }
 

@@ -20,25 +20,21 @@ use crate::lifecycle;
 pub use crate::state::AgentOptions;
 use crate::state::State;
 
-/// Registers `$handler(&state, request, responder[, cx])` for requests of type `$ty`.
-macro_rules! request {
-    ($builder:expr, $state:expr, $ty:ty, $handler:path) => {{
-        let state = Arc::clone(&$state);
-        $builder.on_receive_request(
-            async move |request: $ty, responder, _cx: ConnectionTo<Client>| {
-                $handler(&state, request, responder)
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-    }};
-    ($builder:expr, $state:expr, $ty:ty, $handler:path, cx) => {{
-        let state = Arc::clone(&$state);
-        $builder.on_receive_request(
-            async move |request: $ty, responder, cx: ConnectionTo<Client>| {
-                $handler(&state, request, responder, cx)
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
+/// Registers each `$ty => $handler` of the table on `$builder`: a request of type `$ty`
+/// is answered by `$handler` (`crate::call`: a `Call` in, `Handled` out).
+macro_rules! requests {
+    ($builder:expr, $state:expr; $($ty:ty => $handler:path;)*) => {{
+        let builder = $builder;
+        $(
+            let state = Arc::clone(&$state);
+            let builder = builder.on_receive_request(
+                async move |request: $ty, responder, cx: ConnectionTo<Client>| {
+                    $handler((Arc::clone(&state), request, responder, cx))
+                },
+                agent_client_protocol::on_receive_request!(),
+            );
+        )*
+        builder
     }};
 }
 
@@ -49,52 +45,19 @@ pub async fn serve(
     options: AgentOptions,
 ) -> Result<(), agent_client_protocol::Error> {
     let state = Arc::new(State::new(options));
-    let agent = Agent.v1().name("pith");
-    let agent = request!(agent, state, InitializeRequest, handlers::initialize);
-    let agent = request!(agent, state, NewSessionRequest, lifecycle::new_session, cx);
-    let agent = request!(
-        agent,
-        state,
-        LoadSessionRequest,
-        lifecycle::load_session,
-        cx
-    );
-    let agent = request!(
-        agent,
-        state,
-        ResumeSessionRequest,
-        lifecycle::resume_session,
-        cx
-    );
-    let agent = request!(
-        agent,
-        state,
-        ForkSessionRequest,
-        lifecycle::fork_session,
-        cx
-    );
-    let agent = request!(agent, state, CloseSessionRequest, lifecycle::close_session);
-    let agent = request!(
-        agent,
-        state,
-        DeleteSessionRequest,
-        lifecycle::delete_session
-    );
-    let agent = request!(agent, state, ListSessionsRequest, lifecycle::list_sessions);
-    let agent = request!(agent, state, PromptRequest, handlers::prompt, cx);
-    let agent = request!(agent, state, SetSessionModeRequest, handlers::set_mode, cx);
-    let agent = request!(
-        agent,
-        state,
-        SetSessionConfigOptionRequest,
-        handlers::set_config_option,
-        cx
-    );
-    let agent = request!(
-        agent,
-        state,
-        CancelCompactionRequest,
-        handlers::cancel_compaction
+    let agent = requests!(Agent.v1().name("pith"), state;
+        InitializeRequest => handlers::initialize;
+        NewSessionRequest => lifecycle::new_session;
+        LoadSessionRequest => lifecycle::load_session;
+        ResumeSessionRequest => lifecycle::resume_session;
+        ForkSessionRequest => lifecycle::fork_session;
+        CloseSessionRequest => lifecycle::close_session;
+        DeleteSessionRequest => lifecycle::delete_session;
+        ListSessionsRequest => lifecycle::list_sessions;
+        PromptRequest => handlers::prompt;
+        SetSessionModeRequest => handlers::set_mode;
+        SetSessionConfigOptionRequest => handlers::set_config_option;
+        CancelCompactionRequest => handlers::cancel_compaction;
     );
     let cancelling = Arc::clone(&state);
     let agent = agent

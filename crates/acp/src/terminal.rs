@@ -8,7 +8,6 @@
 
 use std::io;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
@@ -17,22 +16,19 @@ use agent_client_protocol::v1::schema::{
     TerminalOutputRequest, ToolCallContent, ToolCallId, ToolCallUpdate, ToolCallUpdateFields,
     WaitForTerminalExitRequest,
 };
-use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::Client;
 use async_trait::async_trait;
 use pith_tools::Termination;
 use pith_tools::WrappedCommand;
 use pith_tools::{CommandTerminal, TerminalOutcome};
 use tokio_util::sync::CancellationToken;
 
+use crate::editor::{editor_error, Editor};
 use crate::running::RunningCalls;
 
 /// Runs `bash` commands in the editor's terminals, for one ACP session.
 #[derive(Debug)]
 pub struct ClientTerminal {
-    connection: ConnectionTo<Client>,
-    /// Set once the conversation is open (its id is the ACP session id).
-    session: Arc<OnceLock<SessionId>>,
+    editor: Editor,
     /// The `pith` binary the editor runs (`pith sandbox-exec`).
     program: PathBuf,
     /// The session's running calls: which tool call a terminal belongs to.
@@ -40,27 +36,13 @@ pub struct ClientTerminal {
 }
 
 impl ClientTerminal {
-    /// The editor's terminals over `connection`, running `program` (this binary);
-    /// `session` is filled in when the session's id is known.
-    pub fn new(
-        connection: ConnectionTo<Client>,
-        session: Arc<OnceLock<SessionId>>,
-        program: PathBuf,
-        running: RunningCalls,
-    ) -> Self {
+    /// `editor`'s terminals, running `program` (this binary).
+    pub fn new(editor: Editor, program: PathBuf, running: RunningCalls) -> Self {
         Self {
-            connection,
-            session,
+            editor,
             program,
             running,
         }
-    }
-
-    fn session(&self) -> io::Result<SessionId> {
-        self.session
-            .get()
-            .cloned()
-            .ok_or_else(|| io::Error::other("the ACP session is not open yet"))
     }
 
     /// Shows the terminal inside the running `bash` call, live.
@@ -75,7 +57,7 @@ impl ClientTerminal {
         let update = ToolCallUpdate::new(ToolCallId::new(call.id.as_str()), fields);
         let notification =
             SessionNotification::new(call.session, SessionUpdate::ToolCallUpdate(update));
-        if let Err(error) = self.connection.send_notification(notification) {
+        if let Err(error) = self.editor.connection.send_notification(notification) {
             tracing::debug!(%error, "the terminal was not shown in its call");
         }
     }
@@ -89,14 +71,14 @@ impl ClientTerminal {
     ) -> io::Result<TerminalOutcome> {
         if ended.is_some() {
             let kill = KillTerminalRequest::new(session.clone(), terminal.clone());
-            if let Err(error) = self.connection.send_request(kill).block_task().await {
+            if let Err(error) = self.editor.ask(kill).await {
                 tracing::debug!(%error, "terminal/kill failed");
             }
         }
         let asked = TerminalOutputRequest::new(session.clone(), terminal.clone());
-        let output = self.connection.send_request(asked).block_task().await;
+        let output = self.editor.ask(asked).await;
         let release = ReleaseTerminalRequest::new(session.clone(), terminal.clone());
-        if let Err(error) = self.connection.send_request(release).block_task().await {
+        if let Err(error) = self.editor.ask(release).await {
             tracing::debug!(%error, "terminal/release failed");
         }
         let output = output.map_err(|error| editor_error("terminal/output", &error))?;
@@ -113,13 +95,6 @@ impl ClientTerminal {
             truncated: output.truncated,
         })
     }
-}
-
-/// The `io::Error` for a failed request to the editor (its code and message).
-fn editor_error(method: &str, error: &agent_client_protocol::Error) -> io::Error {
-    io::Error::other(format!(
-        "the editor answered {method} with an error: {error}"
-    ))
 }
 
 /// How an exit status the editor reports ended the command.
@@ -156,14 +131,14 @@ impl CommandTerminal for ClientTerminal {
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> io::Result<TerminalOutcome> {
-        let session = self.session()?;
+        let session = self.editor.session()?;
         let create =
             CreateTerminalRequest::new(session.clone(), self.program.display().to_string())
                 .args(wrapped.args())
                 .cwd(wrapped.cwd.clone())
                 .output_byte_limit(output_limit);
         let created = tokio::select! {
-            created = self.connection.send_request(create).block_task() => {
+            created = self.editor.ask(create) => {
                 created.map_err(|error| editor_error("terminal/create", &error))?
             }
             () = cancel.cancelled() => {
@@ -178,7 +153,7 @@ impl CommandTerminal for ClientTerminal {
         self.show_in_call(&terminal);
         let wait = WaitForTerminalExitRequest::new(session.clone(), terminal.clone());
         let ended = tokio::select! {
-            exited = self.connection.send_request(wait).block_task() => match exited {
+            exited = self.editor.ask(wait) => match exited {
                 Ok(_) => None,
                 Err(error) => {
                     tracing::debug!(%error, "terminal/wait_for_exit failed; ending the command");

@@ -231,17 +231,8 @@ impl Event {
     /// The event's `kind` as written on disk.
     pub fn kind(&self) -> &str {
         match self {
-            Event::SessionStarted { .. } => "session_started",
-            Event::ModelSwitched { .. } => "model_switched",
-            Event::UserMessage { .. } => "user_message",
-            Event::AssistantTurn { .. } => "assistant_turn",
-            Event::CompactionApplied { .. } => "compaction_applied",
-            Event::MicroCompactionApplied { .. } => "micro_compaction_applied",
-            Event::HookRun(_) => "hook_run",
-            Event::Checkpoint(_) => "checkpoint",
-            Event::Rewind(_) => "rewind",
-            Event::Pin(_) => "pin",
             Event::Unknown { kind, .. } => kind,
+            known => static_kind(known),
         }
     }
 
@@ -320,7 +311,8 @@ impl Event {
     }
 }
 
-fn is_prune(reason: &pith_core::events::MicroReason) -> bool {
+/// True for the default reason (`prune`), which records and entries leave out.
+pub(crate) fn is_prune(reason: &pith_core::events::MicroReason) -> bool {
     *reason == pith_core::events::MicroReason::Prune
 }
 
@@ -382,6 +374,8 @@ pub fn encode_line(seq: u64, ts: &str, event: &Event) -> Result<String> {
     Ok(line)
 }
 
+/// The `kind` of a known event (`unknown` for [`Event::Unknown`], whose own kind is not
+/// static).
 fn static_kind(event: &Event) -> &'static str {
     match event {
         Event::SessionStarted { .. } => "session_started",

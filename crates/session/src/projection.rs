@@ -74,10 +74,6 @@ fn fold(line: impl Iterator<Item = Record>) -> Vec<Message> {
     history
 }
 
-fn is_prune(reason: &pith_core::events::MicroReason) -> bool {
-    *reason == pith_core::events::MicroReason::Prune
-}
-
 /// Position in `line` of its last record that replaces the whole history (0: none).
 fn last_replacement(records: &[Record], line: &[usize]) -> usize {
     line.iter()
@@ -96,26 +92,7 @@ fn last_replacement(records: &[Record], line: &[usize]) -> usize {
 pub enum UiEntry {
     /// The session header.
     #[serde(rename = "session_started")]
-    SessionStarted {
-        /// Record sequence number.
-        #[serde(rename = "seq")]
-        seq: u64,
-        /// Record time.
-        #[serde(rename = "ts")]
-        ts: String,
-        /// Session id.
-        #[serde(rename = "session_id")]
-        session_id: String,
-        /// Working directory.
-        #[serde(rename = "cwd")]
-        cwd: PathBuf,
-        /// Provider.
-        #[serde(rename = "provider")]
-        provider: String,
-        /// Model.
-        #[serde(rename = "model")]
-        model: String,
-    },
+    SessionStarted(SessionEntry),
     /// A user message.
     #[serde(rename = "user")]
     User {
@@ -153,66 +130,10 @@ pub enum UiEntry {
     },
     /// A compaction marker.
     #[serde(rename = "compaction")]
-    Compaction {
-        /// Record sequence number.
-        #[serde(rename = "seq")]
-        seq: u64,
-        /// Record time.
-        #[serde(rename = "ts")]
-        ts: String,
-        /// Manual or automatic.
-        #[serde(rename = "trigger")]
-        trigger: CompactionTrigger,
-        /// Estimated input tokens before.
-        #[serde(rename = "tokens_before")]
-        tokens_before: u64,
-        /// Estimated input tokens after.
-        #[serde(rename = "tokens_after")]
-        tokens_after: u64,
-        /// The summary the user saw: manual compaction streams it visibly; an automatic
-        /// summary is private and is `None` here.
-        #[serde(rename = "summary")]
-        visible_summary: Option<String>,
-        /// The session ledger the replacement carried, as the model saw it.
-        #[serde(rename = "ledger", default, skip_serializing_if = "Option::is_none")]
-        ledger: Option<String>,
-        /// Tokens of the session ledger the replacement carried (0: none).
-        #[serde(
-            rename = "ledger_tokens",
-            default,
-            skip_serializing_if = "crate::event::is_zero"
-        )]
-        ledger_tokens: u64,
-        /// Files re-attached to the replacement.
-        #[serde(
-            rename = "restored_files",
-            default,
-            skip_serializing_if = "Vec::is_empty"
-        )]
-        restored_files: Vec<String>,
-    },
+    Compaction(CompactionEntry),
     /// A micro-compaction (or overflow fit) marker.
     #[serde(rename = "micro_compaction")]
-    MicroCompaction {
-        /// Record sequence number.
-        #[serde(rename = "seq")]
-        seq: u64,
-        /// `prune`, or `overflow` for an overflow fit (absent: `prune`).
-        #[serde(rename = "reason", default, skip_serializing_if = "is_prune")]
-        reason: pith_core::events::MicroReason,
-        /// Record time.
-        #[serde(rename = "ts")]
-        ts: String,
-        /// Estimated tokens reclaimed.
-        #[serde(rename = "tokens_reclaimed")]
-        tokens_reclaimed: u64,
-        /// Estimated input tokens before.
-        #[serde(rename = "tokens_before")]
-        tokens_before: u64,
-        /// Estimated input tokens after.
-        #[serde(rename = "tokens_after")]
-        tokens_after: u64,
-    },
+    MicroCompaction(MicroCompactionEntry),
     /// The conversation switched model (`/model`).
     #[serde(rename = "model_switched")]
     ModelSwitched {
@@ -251,6 +172,97 @@ pub enum UiEntry {
         #[serde(flatten)]
         change: crate::pin::PinChange,
     },
+}
+
+/// A `session_started` record, as `pith replay` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionEntry {
+    /// Record sequence number.
+    #[serde(rename = "seq")]
+    pub seq: u64,
+    /// Record time.
+    #[serde(rename = "ts")]
+    pub ts: String,
+    /// Session id.
+    #[serde(rename = "session_id")]
+    pub session_id: String,
+    /// Working directory.
+    #[serde(rename = "cwd")]
+    pub cwd: PathBuf,
+    /// Provider.
+    #[serde(rename = "provider")]
+    pub provider: String,
+    /// Model.
+    #[serde(rename = "model")]
+    pub model: String,
+}
+
+/// A `compaction_applied` record, as `pith replay` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactionEntry {
+    /// Record sequence number.
+    #[serde(rename = "seq")]
+    pub seq: u64,
+    /// Record time.
+    #[serde(rename = "ts")]
+    pub ts: String,
+    /// Manual or automatic.
+    #[serde(rename = "trigger")]
+    pub trigger: CompactionTrigger,
+    /// Estimated input tokens before.
+    #[serde(rename = "tokens_before")]
+    pub tokens_before: u64,
+    /// Estimated input tokens after.
+    #[serde(rename = "tokens_after")]
+    pub tokens_after: u64,
+    /// The summary the user saw: manual compaction streams it visibly; an automatic
+    /// summary is private and is `None` here.
+    #[serde(rename = "summary")]
+    pub visible_summary: Option<String>,
+    /// The session ledger the replacement carried, as the model saw it.
+    #[serde(rename = "ledger", default, skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<String>,
+    /// Tokens of the session ledger the replacement carried (0: none).
+    #[serde(
+        rename = "ledger_tokens",
+        default,
+        skip_serializing_if = "crate::event::is_zero"
+    )]
+    pub ledger_tokens: u64,
+    /// Files re-attached to the replacement.
+    #[serde(
+        rename = "restored_files",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub restored_files: Vec<String>,
+}
+
+/// A `micro_compaction_applied` record, as `pith replay` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MicroCompactionEntry {
+    /// Record sequence number.
+    #[serde(rename = "seq")]
+    pub seq: u64,
+    /// `prune`, or `overflow` for an overflow fit (absent: `prune`).
+    #[serde(
+        rename = "reason",
+        default,
+        skip_serializing_if = "crate::event::is_prune"
+    )]
+    pub reason: pith_core::events::MicroReason,
+    /// Record time.
+    #[serde(rename = "ts")]
+    pub ts: String,
+    /// Estimated tokens reclaimed.
+    #[serde(rename = "tokens_reclaimed")]
+    pub tokens_reclaimed: u64,
+    /// Estimated input tokens before.
+    #[serde(rename = "tokens_before")]
+    pub tokens_before: u64,
+    /// Estimated input tokens after.
+    #[serde(rename = "tokens_after")]
+    pub tokens_after: u64,
 }
 
 /// A `checkpoint` record, as `pith replay` shows it.
@@ -348,14 +360,14 @@ fn ui_entry(record: &Record) -> Option<UiEntry> {
             provider,
             model,
             ..
-        } => UiEntry::SessionStarted {
+        } => UiEntry::SessionStarted(SessionEntry {
             seq,
             ts,
             session_id: session_id.clone(),
             cwd: cwd.clone(),
             provider: provider.clone(),
             model: model.clone(),
-        },
+        }),
         Event::UserMessage { message } => UiEntry::User {
             seq,
             ts,
@@ -385,7 +397,7 @@ fn ui_entry(record: &Record) -> Option<UiEntry> {
             ledger_tokens,
             restored_files,
             ..
-        } => UiEntry::Compaction {
+        } => UiEntry::Compaction(CompactionEntry {
             seq,
             ts,
             trigger: *trigger,
@@ -396,7 +408,7 @@ fn ui_entry(record: &Record) -> Option<UiEntry> {
             ledger: ledger.clone(),
             ledger_tokens: *ledger_tokens,
             restored_files: restored_files.clone(),
-        },
+        }),
         Event::HookRun(run) => UiEntry::Hook(HookEntry {
             seq,
             ts,
@@ -417,14 +429,14 @@ fn ui_entry(record: &Record) -> Option<UiEntry> {
             tokens_before,
             tokens_after,
             ..
-        } => UiEntry::MicroCompaction {
+        } => UiEntry::MicroCompaction(MicroCompactionEntry {
             seq,
             ts,
             reason: *reason,
             tokens_reclaimed: *tokens_reclaimed,
             tokens_before: *tokens_before,
             tokens_after: *tokens_after,
-        },
+        }),
     };
     Some(entry)
 }
@@ -556,12 +568,12 @@ mod tests {
             if items == &vec![TranscriptItem::AssistantText { text: "checkpointed output".into() }]));
         assert!(matches!(
             &ui[2],
-            UiEntry::Compaction {
+            UiEntry::Compaction(CompactionEntry {
                 visible_summary: None,
                 tokens_before: 1000,
                 tokens_after: 100,
                 ..
-            }
+            })
         ));
     }
 

@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::event::CompactionTrigger;
 use crate::items::{summarize_arguments, TranscriptItem};
 use crate::listing::SessionSummary;
-use crate::projection::UiEntry;
+use crate::projection::{CompactionEntry, MicroCompactionEntry, UiEntry};
 use crate::read::ReadReport;
 use pith_core::human_bytes;
 
@@ -55,17 +55,10 @@ fn ui_text_at(
 ) -> io::Result<()> {
     for entry in entries {
         match entry {
-            UiEntry::SessionStarted {
-                session_id,
-                ts,
-                cwd,
-                provider,
-                model,
-                ..
-            } => {
-                writeln!(out, "session {session_id}")?;
-                writeln!(out, "  started {ts} in {}", cwd.display())?;
-                writeln!(out, "  model {provider}/{model}")?;
+            UiEntry::SessionStarted(header) => {
+                writeln!(out, "session {}", header.session_id)?;
+                writeln!(out, "  started {} in {}", header.ts, header.cwd.display())?;
+                writeln!(out, "  model {}/{}", header.provider, header.model)?;
             }
             UiEntry::User { text, ts, .. } => {
                 writeln!(out)?;
@@ -101,8 +94,8 @@ fn ui_text_at(
                     writeln!(out, "  ({})", usage_text(usage))?;
                 }
             }
-            entry @ UiEntry::Compaction { .. } => write_compaction(out, entry)?,
-            entry @ UiEntry::MicroCompaction { .. } => write_micro_compaction(out, entry)?,
+            UiEntry::Compaction(entry) => write_compaction(out, entry)?,
+            UiEntry::MicroCompaction(entry) => write_micro_compaction(out, entry)?,
             UiEntry::ModelSwitched {
                 provider, model, ..
             } => writeln!(out, "  -- model switched to {provider}/{model}")?,
@@ -122,63 +115,40 @@ fn ui_text_at(
 
 /// A compaction: how it ran, the tokens before and after, a manual one's summary, the
 /// ledger it carried and the files it re-attached.
-fn write_compaction(out: &mut dyn Write, entry: &UiEntry) -> io::Result<()> {
-    let UiEntry::Compaction {
-        trigger,
-        tokens_before,
-        tokens_after,
-        visible_summary,
-        ledger,
-        ledger_tokens,
-        restored_files,
-        ..
-    } = entry
-    else {
-        return Ok(());
-    };
+fn write_compaction(out: &mut dyn Write, entry: &CompactionEntry) -> io::Result<()> {
     writeln!(out)?;
-    let how = match trigger {
+    let how = match entry.trigger {
         CompactionTrigger::Manual => "manually",
         CompactionTrigger::Auto => "automatically",
     };
     writeln!(
         out,
         "== context compacted {how}: {} -> {} tokens ==",
-        thousands(*tokens_before),
-        thousands(*tokens_after)
+        thousands(entry.tokens_before),
+        thousands(entry.tokens_after)
     )?;
-    if let Some(summary) = visible_summary {
+    if let Some(summary) = &entry.visible_summary {
         write_indented(out, summary, "  ", usize::MAX)?;
     }
-    if *ledger_tokens > 0 {
+    if entry.ledger_tokens > 0 {
         writeln!(
             out,
             "  [session ledger carried: {} tokens]",
-            thousands(*ledger_tokens)
+            thousands(entry.ledger_tokens)
         )?;
     }
-    if let Some(ledger) = ledger {
+    if let Some(ledger) = &entry.ledger {
         write_indented(out, ledger, "  ", usize::MAX)?;
     }
-    if !restored_files.is_empty() {
-        writeln!(out, "  [re-attached: {}]", restored_files.join(", "))?;
+    if !entry.restored_files.is_empty() {
+        writeln!(out, "  [re-attached: {}]", entry.restored_files.join(", "))?;
     }
     Ok(())
 }
 
 /// A micro-compaction or an overflow fitting, and the tokens it reclaimed.
-fn write_micro_compaction(out: &mut dyn Write, entry: &UiEntry) -> io::Result<()> {
-    let UiEntry::MicroCompaction {
-        reason,
-        tokens_reclaimed,
-        tokens_before,
-        tokens_after,
-        ..
-    } = entry
-    else {
-        return Ok(());
-    };
-    let what = match reason {
+fn write_micro_compaction(out: &mut dyn Write, entry: &MicroCompactionEntry) -> io::Result<()> {
+    let what = match entry.reason {
         pith_core::events::MicroReason::Prune => "old tool output pruned",
         pith_core::events::MicroReason::Overflow => {
             "fitted to the window (oldest messages dropped behind the ledger, largest outputs cut)"
@@ -188,9 +158,9 @@ fn write_micro_compaction(out: &mut dyn Write, entry: &UiEntry) -> io::Result<()
     writeln!(
         out,
         "== {what}: {} tokens reclaimed ({} -> {}) ==",
-        thousands(*tokens_reclaimed),
-        thousands(*tokens_before),
-        thousands(*tokens_after)
+        thousands(entry.tokens_reclaimed),
+        thousands(entry.tokens_before),
+        thousands(entry.tokens_after)
     )?;
     Ok(())
 }
@@ -585,7 +555,7 @@ mod tests {
 
     #[test]
     fn compaction_markers_show_tokens_before_and_after() {
-        let text = render(&[UiEntry::Compaction {
+        let text = render(&[UiEntry::Compaction(CompactionEntry {
             seq: 5,
             ts: "t".into(),
             trigger: CompactionTrigger::Auto,
@@ -595,13 +565,13 @@ mod tests {
             ledger: None,
             ledger_tokens: 0,
             restored_files: Vec::new(),
-        }]);
+        })]);
         assert!(
             text.contains("context compacted automatically: 182,344 -> 12,003 tokens"),
             "{text}"
         );
         assert!(!text.contains("ledger"), "{text}");
-        let text = render(&[UiEntry::Compaction {
+        let text = render(&[UiEntry::Compaction(CompactionEntry {
             seq: 5,
             ts: "t".into(),
             trigger: CompactionTrigger::Auto,
@@ -614,7 +584,7 @@ mod tests {
             ),
             ledger_tokens: 1_834,
             restored_files: vec!["src/lib.rs".into(), "tests/a.rs".into()],
-        }]);
+        })]);
         assert!(
             text.contains("[session ledger carried: 1,834 tokens]"),
             "{text}"

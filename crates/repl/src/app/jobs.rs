@@ -1,7 +1,7 @@
 //! Running jobs: a user turn and a manual `/compact`, and how their loop events are
 //! shown. Persistence is the conversation's; this module only renders.
 
-use pith_agent::LoopError;
+use pith_agent::{Conversation, LoopError};
 use pith_core::{AutoCompaction, LoopEvent, Role};
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
@@ -24,18 +24,9 @@ impl App {
             self.screen.message(Tone::Dim, &notice);
         }
         self.screen.start_answer();
-        let outcome = drive(
-            self.conversation.run_message(message, &mut events, &cancel),
-            &mut busy,
-            &mut received,
-            BusyIo {
-                screen: &mut self.screen,
-                approvals: &mut self.approvals,
-                status: &mut self.status,
-            },
-            on_turn_event,
-        )
-        .await;
+        let (conversation, io) = self.job_parts();
+        let job = conversation.run_message(message, &mut events, &cancel);
+        let outcome = drive(job, &mut busy, &mut received, io, on_turn_event).await;
         match &outcome.error {
             None => {}
             Some(pith_agent::TurnError::Loop(LoopError::Cancelled)) => self
@@ -54,19 +45,9 @@ impl App {
         let mut busy = BusyState::manual_compaction(cancel.clone());
         let (mut events, mut received) = unbounded_channel();
         self.screen.start_answer();
-        let outcome = drive(
-            self.conversation
-                .compact(focus.as_deref(), &mut events, &cancel),
-            &mut busy,
-            &mut received,
-            BusyIo {
-                screen: &mut self.screen,
-                approvals: &mut self.approvals,
-                status: &mut self.status,
-            },
-            on_compact_event,
-        )
-        .await;
+        let (conversation, io) = self.job_parts();
+        let job = conversation.compact(focus.as_deref(), &mut events, &cancel);
+        let outcome = drive(job, &mut busy, &mut received, io, on_compact_event).await;
         match outcome {
             Ok(done) => self.screen.message(
                 Tone::Info,
@@ -84,6 +65,17 @@ impl App {
             ),
         }
         self.finish_busy(busy);
+    }
+
+    /// The conversation a job runs on, and apart from it what the busy loop draws on and
+    /// reads meanwhile.
+    fn job_parts(&mut self) -> (&mut Conversation, BusyIo<'_>) {
+        let io = BusyIo {
+            screen: &mut self.screen,
+            approvals: &mut self.approvals,
+            status: &mut self.status,
+        };
+        (&mut self.conversation, io)
     }
 
     fn finish_busy(&mut self, busy: BusyState) {
