@@ -46,6 +46,22 @@ pub struct ToolSample {
     pub content: String,
 }
 
+impl ToolSample {
+    /// Squashes the output as the bash tool does; returns the result and the seconds
+    /// squash took.
+    pub fn squash_timed(&self, config: &SquashConfig) -> (squash::Squashed, f64) {
+        let started = Instant::now();
+        let squashed = squash::apply(
+            "bash",
+            Some(&self.command),
+            self.exit_code,
+            &self.content,
+            config,
+        );
+        (squashed, started.elapsed().as_secs_f64())
+    }
+}
+
 /// Extracts the tool results of one session in the neutral JSONL format. Malformed
 /// lines are counted and skipped (the caller reports them).
 pub fn samples_from_session(jsonl: &str) -> (Vec<ToolSample>, usize) {
@@ -487,15 +503,7 @@ fn score(
     counter: &dyn TokenCounter,
     entry: &mut FamilyReport,
 ) -> OutputRow {
-    let started = Instant::now();
-    let squashed = squash::apply(
-        "bash",
-        Some(&sample.command),
-        sample.exit_code,
-        &sample.content,
-        config,
-    );
-    let seconds = started.elapsed().as_secs_f64();
+    let (squashed, seconds) = sample.squash_timed(config);
     let seen = if squashed.dropped_anything {
         squash::with_spill_marker(&squashed.text, EXAMPLE_SPILL_PATH)
     } else {

@@ -6,9 +6,8 @@
 //! probes); the baseline is scored with the same probes.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
-use pith_core::context::squash::{self, SquashConfig};
+use pith_core::context::squash::SquashConfig;
 use pith_core::TokenCounter;
 
 use super::stats::Spread;
@@ -89,16 +88,8 @@ pub fn measure(samples: &[ToolSample], runs: usize, counter: &dyn TokenCounter) 
     for _ in 0..runs {
         let mut run: BTreeMap<String, f64> = BTreeMap::new();
         for sample in &above {
-            let start = Instant::now();
-            let out = squash::apply(
-                "bash",
-                Some(&sample.command),
-                sample.exit_code,
-                &sample.content,
-                &config,
-            );
+            let (out, secs) = sample.squash_timed(&config);
             std::hint::black_box(out);
-            let secs = start.elapsed().as_secs_f64();
             *run.entry(eval_family(&sample.command).to_owned())
                 .or_default() += secs;
             *run.entry("all".to_owned()).or_default() += secs;
