@@ -8,10 +8,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use pith_core::context::squash::SquashConfig;
 use pith_core::{BpeCounter, Encoding};
 
+use crate::corpus::session_files;
 use crate::eval_core::{evaluate, markdown_table, samples_from_session, Report, ToolSample};
 use crate::split::{half_of, Half};
 
@@ -60,15 +61,7 @@ pub fn run(
     list: Option<&str>,
     missed: bool,
 ) -> Result<()> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(sessions)
-        .with_context(|| format!("reading session directory {}", sessions.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        bail!("no *.jsonl sessions in {}", sessions.display());
-    }
+    let files = session_files(sessions)?;
     let mut by_half: BTreeMap<Half, (usize, Vec<ToolSample>)> = BTreeMap::new();
     let mut malformed = 0;
     for file in &files {

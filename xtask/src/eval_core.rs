@@ -46,6 +46,22 @@ pub struct ToolSample {
     pub content: String,
 }
 
+impl ToolSample {
+    /// Squashes the output as the bash tool does; returns the result and the seconds
+    /// squash took.
+    pub fn squash_timed(&self, config: &SquashConfig) -> (squash::Squashed, f64) {
+        let started = Instant::now();
+        let squashed = squash::apply(
+            "bash",
+            Some(&self.command),
+            self.exit_code,
+            &self.content,
+            config,
+        );
+        (squashed, started.elapsed().as_secs_f64())
+    }
+}
+
 /// Extracts the tool results of one session in the neutral JSONL format. Malformed
 /// lines are counted and skipped (the caller reports them).
 pub fn samples_from_session(jsonl: &str) -> (Vec<ToolSample>, usize) {
@@ -265,16 +281,9 @@ pub struct FamilyReport {
     pub tokens_before: u64,
     /// o200k tokens of what the model sees (spill marker included).
     pub tokens_after: u64,
-    /// Failing test identifiers.
-    pub failing_ids: Probe,
-    /// Failure details (assertion lines, exception lines, panics, go failure messages).
-    pub failure_details: Probe,
-    /// Test-session summary lines.
-    pub summaries: Probe,
-    /// Error lines.
-    pub error_lines: Probe,
-    /// File paths.
-    pub paths: Probe,
+    /// What the probes found and what of it was kept.
+    #[serde(flatten)]
+    pub probes: Probes,
     /// Seconds spent in squash.
     pub squash_seconds: f64,
 }
@@ -305,16 +314,7 @@ impl FamilyReport {
         self.bytes_after += other.bytes_after;
         self.tokens_before += other.tokens_before;
         self.tokens_after += other.tokens_after;
-        for (a, b) in [
-            (&mut self.failing_ids, other.failing_ids),
-            (&mut self.failure_details, other.failure_details),
-            (&mut self.summaries, other.summaries),
-            (&mut self.error_lines, other.error_lines),
-            (&mut self.paths, other.paths),
-        ] {
-            a.total += b.total;
-            a.kept += b.kept;
-        }
+        self.probes.merge(&other.probes);
         self.squash_seconds += other.squash_seconds;
     }
 }
@@ -430,6 +430,71 @@ fn warm_up(config: &SquashConfig) {
     }
 }
 
+/// The five probes' totals over some outputs, in the tables' column order.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Probes {
+    /// Failing test identifiers.
+    pub failing_ids: Probe,
+    /// Failure details (assertion lines, exception lines, panics, go failure messages).
+    pub failure_details: Probe,
+    /// Test-session summary lines.
+    pub summaries: Probe,
+    /// Error lines.
+    pub error_lines: Probe,
+    /// File paths.
+    pub paths: Probe,
+}
+
+impl Probes {
+    /// Probes one output of `family`: the items of its raw `content` and those `seen` (what
+    /// the model sees of it) holds verbatim, on the probes that family is scored on (failing
+    /// ids, failure details and summaries on test runners, `other` and the built multi-step
+    /// logs, error lines on the first and last of those, paths on grep/find). Returns the
+    /// output's totals and the items it lost (error lines aside), in probe order.
+    pub fn of_output(family: &str, content: &str, seen: &str) -> (Probes, Vec<String>) {
+        let mut probes = Probes::default();
+        let mut missed = Vec::new();
+        match family {
+            "test runners" | "other" | MULTI_STEP_FAMILY => {
+                missed.extend(probes.failing_ids.add(&failing_ids(content), seen));
+                missed.extend(probes.failure_details.add(&failure_details(content), seen));
+                missed.extend(probes.summaries.add(&summary_lines(content), seen));
+                if family != "other" {
+                    probes.error_lines.add(&error_lines(content), seen);
+                }
+            }
+            "grep/find" => missed.extend(probes.paths.add(&paths(content), seen)),
+            _ => {}
+        }
+        (probes, missed)
+    }
+
+    /// The five, in the tables' column order.
+    pub fn each(&self) -> [&Probe; 5] {
+        [
+            &self.failing_ids,
+            &self.failure_details,
+            &self.summaries,
+            &self.error_lines,
+            &self.paths,
+        ]
+    }
+
+    /// Adds `other`'s totals to these.
+    pub fn merge(&mut self, other: &Probes) {
+        for (a, b) in [
+            (&mut self.failing_ids, other.failing_ids),
+            (&mut self.failure_details, other.failure_details),
+            (&mut self.summaries, other.summaries),
+            (&mut self.error_lines, other.error_lines),
+            (&mut self.paths, other.paths),
+        ] {
+            a.total += b.total;
+            a.kept += b.kept;
+        }
+    }
+}
+
 /// Squashes one sample as the bash tool does, scores it into `entry` and returns its row.
 fn score(
     sample: &ToolSample,
@@ -438,15 +503,7 @@ fn score(
     counter: &dyn TokenCounter,
     entry: &mut FamilyReport,
 ) -> OutputRow {
-    let started = Instant::now();
-    let squashed = squash::apply(
-        "bash",
-        Some(&sample.command),
-        sample.exit_code,
-        &sample.content,
-        config,
-    );
-    let seconds = started.elapsed().as_secs_f64();
+    let (squashed, seconds) = sample.squash_timed(config);
     let seen = if squashed.dropped_anything {
         squash::with_spill_marker(&squashed.text, EXAMPLE_SPILL_PATH)
     } else {
@@ -461,39 +518,19 @@ fn score(
     entry.tokens_before += tokens_before;
     entry.tokens_after += tokens_after;
     entry.squash_seconds += seconds;
-    let mut row = OutputRow {
+    let (probes, missed) = Probes::of_output(family, &sample.content, &seen);
+    entry.probes.merge(&probes);
+    OutputRow {
         family: family.to_owned(),
         command: sample.command.clone(),
         tokens_before,
         tokens_after,
-        ..OutputRow::default()
-    };
-    match family {
-        "test runners" | "other" | MULTI_STEP_FAMILY => {
-            let content = &sample.content;
-            row.missed
-                .extend(entry.failing_ids.add(&failing_ids(content), &seen));
-            let details = failure_details(content);
-            let missed = entry.failure_details.add(&details, &seen);
-            row.details_total = details.len() as u64;
-            row.details_kept = (details.len() - missed.len()) as u64;
-            row.missed.extend(missed);
-            row.missed
-                .extend(entry.summaries.add(&summary_lines(content), &seen));
-            if family != "other" {
-                entry.error_lines.add(&error_lines(content), &seen);
-            }
-        }
-        "grep/find" => {
-            let found = paths(&sample.content);
-            let missed = entry.paths.add(&found, &seen);
-            row.paths_total = found.len() as u64;
-            row.paths_kept = (found.len() - missed.len()) as u64;
-            row.missed.extend(missed);
-        }
-        _ => {}
+        paths_total: probes.paths.total,
+        paths_kept: probes.paths.kept,
+        details_total: probes.failure_details.total,
+        details_kept: probes.failure_details.kept,
+        missed,
     }
-    row
 }
 
 /// The row name of the built multi-step logs.
@@ -552,16 +589,12 @@ pub fn markdown_table(report: &Report) -> String {
         .chain((report.multi_step.outputs > 0).then_some((MULTI_STEP_FAMILY, &report.multi_step)));
     for (name, f) in rows {
         out.push_str(&format!(
-            "| {name} | {} | {} | {} | {:.1}% | {} | {} | {} | {} | {} | {:.0} |\n",
+            "| {name} | {} | {} | {} | {:.1}% | {} | {:.0} |\n",
             f.outputs,
             f.tokens_before,
             f.tokens_after,
             f.saved_percent(),
-            probe(&f.failing_ids),
-            probe(&f.failure_details),
-            probe(&f.summaries),
-            probe(&f.error_lines),
-            probe(&f.paths),
+            f.probes.each().map(probe).join(" | "),
             f.throughput_mb_s(),
         ));
     }

@@ -44,23 +44,23 @@ fn squash_meets_the_retention_and_savings_targets_on_real_sessions() {
     let tests = &report.families["test runners"];
     assert!(tests.outputs >= 30, "sample too small:\n{table}");
     assert!(
-        tests.failing_ids.total > 0,
+        tests.probes.failing_ids.total > 0,
         "no failing ids in sample:\n{table}"
     );
     assert_eq!(
-        tests.failing_ids.kept, tests.failing_ids.total,
+        tests.probes.failing_ids.kept, tests.probes.failing_ids.total,
         "every failing test identifier must be kept:\n{table}"
     );
     assert!(
-        tests.error_lines.percent() >= 95.0,
+        tests.probes.error_lines.percent() >= 95.0,
         "error lines kept below 95%:\n{table}"
     );
     assert!(
-        tests.failure_details.total > 0 && tests.failure_details.percent() >= 95.0,
+        tests.probes.failure_details.total > 0 && tests.probes.failure_details.percent() >= 95.0,
         "failure details kept below 95%:\n{table}"
     );
     assert_eq!(
-        tests.summaries.kept, tests.summaries.total,
+        tests.probes.summaries.kept, tests.probes.summaries.total,
         "every test session's summary line must be kept:\n{table}"
     );
     assert!(
@@ -68,9 +68,12 @@ fn squash_meets_the_retention_and_savings_targets_on_real_sessions() {
         "test-runner savings below 70%:\n{table}"
     );
     let search = &report.families["grep/find"];
-    assert!(search.paths.total > 0, "no paths in sample:\n{table}");
     assert!(
-        search.paths.percent() >= 95.0,
+        search.probes.paths.total > 0,
+        "no paths in sample:\n{table}"
+    );
+    assert!(
+        search.probes.paths.percent() >= 95.0,
         "grep/find paths kept below 95%:\n{table}"
     );
     assert!(
@@ -83,15 +86,15 @@ fn squash_meets_the_retention_and_savings_targets_on_real_sessions() {
         "too few built multi-step logs:\n{table}"
     );
     assert_eq!(
-        multi.failing_ids.kept, multi.failing_ids.total,
+        multi.probes.failing_ids.kept, multi.probes.failing_ids.total,
         "multi-step logs must keep every failing id:\n{table}"
     );
     assert!(
-        multi.failure_details.percent() >= 95.0,
+        multi.probes.failure_details.percent() >= 95.0,
         "multi-step logs keep too few failure details:\n{table}"
     );
     assert_eq!(
-        multi.summaries.kept, multi.summaries.total,
+        multi.probes.summaries.kept, multi.probes.summaries.total,
         "multi-step logs must keep every session's summary:\n{table}"
     );
     assert!(

@@ -180,19 +180,17 @@ fn vm_hwm_kib(status: &str) -> Option<u64> {
         .and_then(|kib| kib.trim().parse().ok())
 }
 
-/// A 500-turn `pith run` (the `ls` tool, read-only approval): (milliseconds per tool
-/// turn, peak RSS in MiB).
-pub fn long_run(binary: &Path, tool_turns: usize) -> Result<(f64, f64)> {
-    let home = sandbox()?;
+/// A `pith run` of `tool_turns` `ls` tool turns and a final answer ("list the files", JSON
+/// output, stdout discarded) against a fresh testkit server: the server and the command.
+pub fn ls_session(binary: &Path, home: &Path, tool_turns: usize) -> Result<(TestServer, Command)> {
     let script = Script::anthropic(
         (0..tool_turns)
             .map(|_| Turn::tool_call("ls", json!({"path": "."})))
             .chain([Turn::text("done")]),
     );
     let server = TestServer::start(script).map_err(|e| anyhow!("testkit: {e}"))?;
-    let stderr_path = home.path().join("stderr.txt");
-    let start = Instant::now();
-    let child = pith(binary, home.path(), Some(&server))
+    let mut command = pith(binary, home, Some(&server));
+    command
         .args([
             "run",
             "--model",
@@ -201,7 +199,18 @@ pub fn long_run(binary: &Path, tool_turns: usize) -> Result<(f64, f64)> {
             "json",
             "list the files",
         ])
-        .stdout(Stdio::null())
+        .stdout(Stdio::null());
+    Ok((server, command))
+}
+
+/// A 500-turn `pith run` (the `ls` tool, read-only approval): (milliseconds per tool
+/// turn, peak RSS in MiB).
+pub fn long_run(binary: &Path, tool_turns: usize) -> Result<(f64, f64)> {
+    let home = sandbox()?;
+    let (server, mut command) = ls_session(binary, home.path(), tool_turns)?;
+    let stderr_path = home.path().join("stderr.txt");
+    let start = Instant::now();
+    let child = command
         .stderr(std::fs::File::create(&stderr_path)?)
         .spawn()
         .with_context(|| format!("starting {}", binary.display()))?;

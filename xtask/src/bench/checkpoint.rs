@@ -4,9 +4,7 @@
 //! within 5 ms of the tiny one, an observation within 10 ms. These are the crate's own
 //! costs; a bash turn through the binary adds the loop's.
 
-use std::fmt::Write as _;
-
-use super::criterion::{median_ms, results_of, CriterionResult};
+use super::criterion::{median_ms, section_of, CriterionResult};
 
 /// The criterion group of the bench.
 pub const GROUP: &str = "checkpoint";
@@ -48,21 +46,14 @@ pub fn target_rows(results: &[CriterionResult]) -> Vec<String> {
 
 /// The report's section (empty when the bench was not run).
 pub fn section(results: &[CriterionResult]) -> String {
-    let rows = results_of(results, &[TRACKER.0, TRACKER.1, OBSERVE.0, OBSERVE.1]);
-    if rows.is_empty() {
-        return String::new();
-    }
-    let mut out = String::new();
-    let _ = writeln!(out, "\n## Checkpoints and the change tracker\n");
-    let _ = writeln!(
-        out,
-        "`crates/checkpoint/benches/checkpoint.rs` (criterion): `tracker_*` is a bash call's question (mark, one small write, changed_since), `observe_*` one small write then an observation (the new content stored); on a tiny tree and on a generated 60,000-file tree (3,000 directories × 20 files). The bench also prints the first snapshot's time and the store's size. See `docs/rewind.md`.\n"
-    );
-    let _ = writeln!(out, "| figure | median |\n|---|---:|");
-    for r in rows {
-        let _ = writeln!(out, "| {} | {:.3} ms |", r.id, r.seconds.median * 1e3);
-    }
-    out
+    section_of(
+        results,
+        &[TRACKER.0, TRACKER.1, OBSERVE.0, OBSERVE.1],
+        "Checkpoints and the change tracker",
+        "`crates/checkpoint/benches/checkpoint.rs` (criterion): `tracker_*` is a bash call's question (mark, one small write, changed_since), `observe_*` one small write then an observation (the new content stored); on a tiny tree and on a generated 60,000-file tree (3,000 directories × 20 files). The bench also prints the first snapshot's time and the store's size. See `docs/rewind.md`.",
+        "| figure | median |\n|---|---:|",
+        |r| format!("| {} | {:.3} ms |", r.id, r.seconds.median * 1e3),
+    )
 }
 
 #[cfg(test)]

@@ -11,11 +11,30 @@ use serde::Deserialize;
 
 use super::stats::Spread;
 
-/// The results of `ids` that `results` holds, in the order of `ids`.
-pub fn results_of<'a>(results: &'a [CriterionResult], ids: &[&str]) -> Vec<&'a CriterionResult> {
-    ids.iter()
+/// A report section of the results of `ids` that `results` holds, in the order of `ids`
+/// (empty when it holds none): the `## heading`, the `intro` paragraph, then a table,
+/// `table_head` (its header and separator lines) and one line per result written by `row`.
+pub fn section_of(
+    results: &[CriterionResult],
+    ids: &[&str],
+    heading: &str,
+    intro: &str,
+    table_head: &str,
+    row: impl Fn(&CriterionResult) -> String,
+) -> String {
+    let rows: Vec<&CriterionResult> = ids
+        .iter()
         .filter_map(|id| results.iter().find(|r| r.id == *id))
-        .collect()
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\n## {heading}\n\n{intro}\n\n{table_head}\n");
+    for r in rows {
+        out.push_str(&row(r));
+        out.push('\n');
+    }
+    out
 }
 
 /// The median of the result `id` in milliseconds, if `results` holds it.

@@ -190,18 +190,21 @@ pub fn write_squash(
         };
         let _ = writeln!(
             w,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             row.family,
             row.squash.outputs,
             row.mb_per_s.map_or("–".to_owned(), |s| s.show(0)),
             before,
             saved(row.squash.tokens_after),
             saved(row.baseline.tokens_after),
-            probe(&row.squash.failing_ids, &row.baseline.failing_ids),
-            probe(&row.squash.failure_details, &row.baseline.failure_details),
-            probe(&row.squash.summaries, &row.baseline.summaries),
-            probe(&row.squash.error_lines, &row.baseline.error_lines),
-            probe(&row.squash.paths, &row.baseline.paths),
+            row.squash
+                .probes
+                .each()
+                .into_iter()
+                .zip(row.baseline.probes.each())
+                .map(|(squash, baseline)| probe(squash, baseline))
+                .collect::<Vec<_>>()
+                .join(" | "),
         );
     }
     let _ = writeln!(w, "\nSynthetic inputs (`crates/core/benches/squash.rs`):\n");

@@ -4,9 +4,7 @@
 //! default: Landlock and the session's network namespace). The target: < 5 ms more per
 //! command than without the sandbox.
 
-use std::fmt::Write as _;
-
-use super::criterion::{median_ms, results_of, CriterionResult};
+use super::criterion::{median_ms, section_of, CriterionResult};
 
 /// The criterion group of the bench.
 pub const GROUP: &str = "bash_sandbox";
@@ -38,26 +36,21 @@ pub fn target_row(results: &[CriterionResult]) -> Option<String> {
 
 /// The report's section (empty when the bench was not run).
 pub fn section(results: &[CriterionResult]) -> String {
-    let rows = results_of(results, &[UNSANDBOXED, LANDLOCK_ONLY, SANDBOXED]);
-    if rows.is_empty() {
-        return String::new();
-    }
-    let mut out = String::new();
-    let _ = writeln!(out, "\n## Bash sandbox\n");
-    let _ = writeln!(
-        out,
-        "`crates/tools/benches/sandbox.rs` (criterion): `true` through the bash tool (registry, permission check, spawn, capture), `full` approval. The sandbox's work per command: the policy's Landlock rules rebuilt, the fork and `pre_exec` (joining the session's network namespace, `landlock_restrict_self`). See `docs/sandbox.md`.\n"
-    );
-    let _ = writeln!(out, "| run | ms per command |\n|---|---:|");
-    for r in rows {
-        let label = match r.id.as_str() {
-            UNSANDBOXED => "no sandbox (`--sandbox off`)",
-            LANDLOCK_ONLY => "`workspace-write`, network allowed (Landlock only)",
-            _ => "`workspace-write`, no network (the default)",
-        };
-        let _ = writeln!(out, "| {label} | {} |", r.seconds.map(|s| s * 1e3).show(2));
-    }
-    out
+    section_of(
+        results,
+        &[UNSANDBOXED, LANDLOCK_ONLY, SANDBOXED],
+        "Bash sandbox",
+        "`crates/tools/benches/sandbox.rs` (criterion): `true` through the bash tool (registry, permission check, spawn, capture), `full` approval. The sandbox's work per command: the policy's Landlock rules rebuilt, the fork and `pre_exec` (joining the session's network namespace, `landlock_restrict_self`). See `docs/sandbox.md`.",
+        "| run | ms per command |\n|---|---:|",
+        |r| {
+            let label = match r.id.as_str() {
+                UNSANDBOXED => "no sandbox (`--sandbox off`)",
+                LANDLOCK_ONLY => "`workspace-write`, network allowed (Landlock only)",
+                _ => "`workspace-write`, no network (the default)",
+            };
+            format!("| {label} | {} |", r.seconds.map(|s| s * 1e3).show(2))
+        },
+    )
 }
 
 #[cfg(test)]

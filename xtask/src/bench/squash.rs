@@ -6,16 +6,12 @@
 //! probes); the baseline is scored with the same probes.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
-use pith_core::context::squash::{self, SquashConfig};
+use pith_core::context::squash::SquashConfig;
 use pith_core::TokenCounter;
 
 use super::stats::Spread;
-use crate::eval_core::{
-    error_lines, eval_family, evaluate, failing_ids, failure_details, paths, summary_lines,
-    FamilyReport, Probe, ToolSample,
-};
+use crate::eval_core::{eval_family, evaluate, FamilyReport, Probes, ToolSample};
 
 /// Bytes the truncation baseline keeps: squash's generic byte budget (3 000 by default),
 /// half from the head and half from the tail.
@@ -49,16 +45,8 @@ pub fn head_tail(text: &str, budget: usize) -> String {
 pub struct BaselineFamily {
     /// Tokens after truncation.
     pub tokens_after: u64,
-    /// Failing test ids kept.
-    pub failing_ids: Probe,
-    /// Failure details kept.
-    pub failure_details: Probe,
-    /// Summary lines kept.
-    pub summaries: Probe,
-    /// Error lines kept.
-    pub error_lines: Probe,
-    /// Paths kept.
-    pub paths: Probe,
+    /// What the probes found and what of it the truncation kept.
+    pub probes: Probes,
 }
 
 /// One row of the squash table.
@@ -72,14 +60,6 @@ pub struct SquashRow {
     pub mb_per_s: Option<Spread>,
     /// The truncation baseline.
     pub baseline: BaselineFamily,
-}
-
-fn add(probe: &mut Probe, items: &std::collections::BTreeSet<String>, kept_in: &str) {
-    probe.total += items.len() as u64;
-    probe.kept += items
-        .iter()
-        .filter(|i| kept_in.contains(i.as_str()))
-        .count() as u64;
 }
 
 /// Measures every family (and all together).
@@ -97,41 +77,19 @@ pub fn measure(samples: &[ToolSample], runs: usize, counter: &dyn TokenCounter) 
     for sample in &above {
         let family = eval_family(&sample.command).to_owned();
         let cut = head_tail(&sample.content, budget);
+        let (found, _) = Probes::of_output(&family, &sample.content, &cut);
         for key in [family.clone(), "all".to_owned()] {
             let b = baseline.entry(key).or_default();
             b.tokens_after += counter.count(&cut) as u64;
             // The same probes on the same families as the eval scores.
-            match family.as_str() {
-                "test runners" | "other" => {
-                    add(&mut b.failing_ids, &failing_ids(&sample.content), &cut);
-                    add(
-                        &mut b.failure_details,
-                        &failure_details(&sample.content),
-                        &cut,
-                    );
-                    add(&mut b.summaries, &summary_lines(&sample.content), &cut);
-                    if family == "test runners" {
-                        add(&mut b.error_lines, &error_lines(&sample.content), &cut);
-                    }
-                }
-                "grep/find" => add(&mut b.paths, &paths(&sample.content), &cut),
-                _ => {}
-            }
+            b.probes.merge(&found);
         }
     }
     for _ in 0..runs {
         let mut run: BTreeMap<String, f64> = BTreeMap::new();
         for sample in &above {
-            let start = Instant::now();
-            let out = squash::apply(
-                "bash",
-                Some(&sample.command),
-                sample.exit_code,
-                &sample.content,
-                &config,
-            );
+            let (out, secs) = sample.squash_timed(&config);
             std::hint::black_box(out);
-            let secs = start.elapsed().as_secs_f64();
             *run.entry(eval_family(&sample.command).to_owned())
                 .or_default() += secs;
             *run.entry("all".to_owned()).or_default() += secs;

@@ -10,11 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use anyhow::{anyhow, bail, Context, Result};
-use pith_testkit::{Script, TestServer, Turn};
-use serde_json::json;
+use anyhow::{bail, Context, Result};
 
-use super::agent::{pith, run_startup, sandbox, MODEL};
+use super::agent::{ls_session, pith, run_startup, sandbox};
 use super::stats::Spread;
 
 /// Tool turns of the session whose peak RSS is measured.
@@ -162,24 +160,8 @@ fn session(binary: &Path) -> Result<Finished> {
     let servers = std::cell::RefCell::new(Vec::new());
     let finished = run_measured(&|| {
         let home = sandbox()?;
-        let script = Script::anthropic(
-            (0..SESSION_TURNS)
-                .map(|_| Turn::tool_call("ls", json!({"path": "."})))
-                .chain([Turn::text("done")]),
-        );
-        let server = TestServer::start(script).map_err(|e| anyhow!("testkit: {e}"))?;
-        let mut command = pith(binary, home.path(), Some(&server));
-        command
-            .args([
-                "run",
-                "--model",
-                MODEL,
-                "--format",
-                "json",
-                "list the files",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        let (server, mut command) = ls_session(binary, home.path(), SESSION_TURNS)?;
+        command.stderr(Stdio::null());
         servers.borrow_mut().push((server, home));
         Ok(command)
     })?;

@@ -40,38 +40,67 @@ pub struct PlanRow {
     pub whole_plans: Tally,
 }
 
-/// The plans the scripted session sets, in order, with the round each is set before.
+/// The steps of the session's plan, in order (the third plan adds the last).
+const STEPS: [&str; 5] = [
+    "map every reader of config.toml",
+    "move parsing into config/loader.py",
+    "keep the old keys readable for one release",
+    "run the full test suite",
+    "update docs/configuration.md",
+];
+
+/// A plan step's status and note, the step being the one of [`STEPS`] at its place.
+type Progress = (&'static str, Option<&'static str>);
+
+/// The plans the scripted session sets, in order, with the round each is set before: the
+/// one plan of [`STEPS`] as it evolves, each step's status and note (the first steps of
+/// [`STEPS`] that the plan holds).
 fn plans() -> Vec<(usize, Value)> {
-    vec![
+    const ASKED: Option<&str> = Some("the user asked for this explicitly");
+    const MAPPED: Option<&str> = Some("11 readers, 3 write it back");
+    let evolution: [(usize, &[Progress]); 3] = [
         (
             0,
-            json!([
-                {"step": "map every reader of config.toml", "status": "in_progress"},
-                {"step": "move parsing into config/loader.py", "status": "pending"},
-                {"step": "keep the old keys readable for one release", "status": "pending", "note": "the user asked for this explicitly"},
-                {"step": "run the full test suite", "status": "pending"}
-            ]),
+            &[
+                ("in_progress", None),
+                ("pending", None),
+                ("pending", ASKED),
+                ("pending", None),
+            ],
         ),
         (
             20,
-            json!([
-                {"step": "map every reader of config.toml", "status": "done", "note": "11 readers, 3 write it back"},
-                {"step": "move parsing into config/loader.py", "status": "in_progress"},
-                {"step": "keep the old keys readable for one release", "status": "pending", "note": "the user asked for this explicitly"},
-                {"step": "run the full test suite", "status": "pending"}
-            ]),
+            &[
+                ("done", MAPPED),
+                ("in_progress", None),
+                ("pending", ASKED),
+                ("pending", None),
+            ],
         ),
         (
             45,
-            json!([
-                {"step": "map every reader of config.toml", "status": "done", "note": "11 readers, 3 write it back"},
-                {"step": "move parsing into config/loader.py", "status": "done"},
-                {"step": "keep the old keys readable for one release", "status": "in_progress", "note": "aliases in LEGACY_KEYS"},
-                {"step": "run the full test suite", "status": "pending"},
-                {"step": "update docs/configuration.md", "status": "pending"}
-            ]),
+            &[
+                ("done", MAPPED),
+                ("done", None),
+                ("in_progress", Some("aliases in LEGACY_KEYS")),
+                ("pending", None),
+                ("pending", None),
+            ],
         ),
-    ]
+    ];
+    evolution
+        .into_iter()
+        .map(|(round, statuses)| {
+            let steps = STEPS.iter().zip(statuses).map(|(step, (status, note))| {
+                let mut entry = json!({"step": step, "status": status});
+                if let Some(note) = note {
+                    entry["note"] = json!(note);
+                }
+                entry
+            });
+            (round, Value::Array(steps.collect()))
+        })
+        .collect()
 }
 
 /// The scripted session: a task, plans, and [`ROUNDS`] reads of distinct long files.

@@ -9,7 +9,7 @@ use pith_core::context::{
 };
 use pith_core::message::Message;
 
-use super::engine::{is_read_only, Replay, ViewKind};
+use super::engine::{is_read_only, Replay};
 use super::policy::PithPolicy;
 
 impl Replay<'_> {
@@ -71,9 +71,7 @@ impl Replay<'_> {
             match (decide(&facts, &budget, memory), micro) {
                 (Action::Micro, Some((replacement, _))) => {
                     micro_allowed = false;
-                    self.set_history(replacement);
-                    self.outcome.micro_compactions += 1;
-                    self.record_view(ViewKind::Masking, 0);
+                    self.micro_compaction(replacement);
                 }
                 (Action::Llm, _) => {
                     llm_allowed = false;

@@ -131,10 +131,25 @@ impl Replay<'_> {
             }
         }
         if freed > 0 && freed >= min_freed {
-            self.set_history(new);
-            self.outcome.micro_compactions += 1;
-            self.record_view(ViewKind::Masking, 0);
+            self.micro_compaction(new);
         }
+    }
+
+    /// Installs `masked`, a history with tool results masked, as one micro-compaction.
+    pub(super) fn micro_compaction(&mut self, masked: Vec<Message>) {
+        self.set_history(masked);
+        self.outcome.micro_compactions += 1;
+        self.record_view(ViewKind::Masking, 0);
+    }
+
+    /// Masks every tool result of the messages at `indices` by `stub`, as one
+    /// micro-compaction.
+    fn stub_messages(&mut self, indices: Vec<usize>, stub: &str) {
+        let mut new = self.history.clone();
+        for i in indices {
+            stub_message(&mut new[i], stub);
+        }
+        self.micro_compaction(new);
     }
 
     /// opencode's prune: newest first, past the last 2 user turns, outputs beyond the
@@ -169,13 +184,7 @@ impl Replay<'_> {
         if total <= OPENCODE_MINIMUM {
             return;
         }
-        let mut new = self.history.clone();
-        for i in candidates {
-            stub_message(&mut new[i], PRUNE_PLACEHOLDER);
-        }
-        self.set_history(new);
-        self.outcome.micro_compactions += 1;
-        self.record_view(ViewKind::Masking, 0);
+        self.stub_messages(candidates, PRUNE_PLACEHOLDER);
     }
 
     /// gemini-cli: mask outputs beyond the newest 50,000 tokens (the latest output
@@ -207,13 +216,7 @@ impl Replay<'_> {
             }
         }
         if prunable_tokens >= GEMINI_MIN_PRUNABLE {
-            let mut new = self.history.clone();
-            for i in prunable {
-                stub_message(&mut new[i], GEMINI_MASKED);
-            }
-            self.set_history(new);
-            self.outcome.micro_compactions += 1;
-            self.record_view(ViewKind::Masking, 0);
+            self.stub_messages(prunable, GEMINI_MASKED);
         }
         if self.estimate() >= self.params.window * GEMINI_COMPRESS_PERCENT / 100 {
             let total = self.estimate();

@@ -193,24 +193,33 @@ fn git(dir: &Path, args: &[&str]) -> Result<()> {
 fn count_files(dir: &Path, skip: &[&str]) -> Result<(usize, u64)> {
     let mut files = 0;
     let mut bytes = 0;
+    walk(dir, skip, |meta| {
+        if meta.is_file() {
+            files += 1;
+            bytes += meta.len();
+        }
+    })?;
+    Ok((files, bytes))
+}
+
+/// Calls `visit` with the metadata of every entry under `dir` that is no directory (not
+/// following symlinks, not descending into directories named in `skip`).
+fn walk(dir: &Path, skip: &[&str], mut visit: impl FnMut(&fs::Metadata)) -> Result<()> {
     let mut pending: Vec<PathBuf> = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {
         for entry in
             fs::read_dir(&current).with_context(|| format!("reading {}", current.display()))?
         {
             let entry = entry?;
-            let kind = entry.file_type()?;
-            if kind.is_dir() {
-                if !skip.iter().any(|s| entry.file_name() == *s) {
-                    pending.push(entry.path());
-                }
-            } else if kind.is_file() {
-                files += 1;
-                bytes += entry.metadata()?.len();
+            let meta = entry.metadata()?;
+            if !meta.is_dir() {
+                visit(&meta);
+            } else if !skip.iter().any(|s| entry.file_name() == *s) {
+                pending.push(entry.path());
             }
         }
     }
-    Ok((files, bytes))
+    Ok(())
 }
 
 /// What a checkpoint store holds.
@@ -230,22 +239,11 @@ pub fn store_usage(dir: &Path) -> Result<StoreUsage> {
     if !dir.exists() {
         return Ok(usage);
     }
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(current) = pending.pop() {
-        for entry in
-            fs::read_dir(&current).with_context(|| format!("reading {}", current.display()))?
-        {
-            let entry = entry?;
-            let meta = entry.metadata()?;
-            if meta.is_dir() {
-                pending.push(entry.path());
-            } else {
-                usage.files += 1;
-                usage.bytes += meta.len();
-                usage.disk_bytes += meta.blocks() * 512;
-            }
-        }
-    }
+    walk(dir, &[], |meta| {
+        usage.files += 1;
+        usage.bytes += meta.len();
+        usage.disk_bytes += meta.blocks() * 512;
+    })?;
     Ok(usage)
 }
 
