@@ -34,6 +34,7 @@ mod read_only;
 mod sandbox;
 mod squash;
 mod toolset;
+mod typed;
 mod walk;
 mod workspace;
 mod write;
