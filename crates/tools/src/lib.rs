@@ -32,6 +32,7 @@ mod process_group;
 mod read;
 mod read_only;
 mod sandbox;
+mod setters;
 mod squash;
 mod toolset;
 mod typed;
