@@ -19,6 +19,7 @@
 mod config;
 mod outcome;
 mod runner;
+mod runs;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,6 +33,8 @@ use pith_core::{
 use pith_tools::{Approval, Approver, PermissionRequest};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
+
+use crate::runs::Runs;
 
 pub use config::{HookOrigin, HookSpec, HooksConfig, HooksConfigError};
 pub use outcome::Effect;
@@ -101,32 +104,6 @@ impl std::fmt::Debug for Hooks {
     }
 }
 
-/// The runs of one event and their effects, in order.
-type Runs = Vec<(HookRun, Effect)>;
-
-fn runs_only(runs: Runs) -> Vec<HookRun> {
-    runs.into_iter().map(|(run, _)| run).collect()
-}
-
-/// The contexts of `runs`, joined.
-fn contexts(runs: &Runs) -> Option<String> {
-    let parts: Vec<&str> = runs
-        .iter()
-        .filter_map(|(_, effect)| match effect {
-            Effect::Context(context) => Some(context.as_str()),
-            _ => None,
-        })
-        .collect();
-    (!parts.is_empty()).then(|| parts.join("\n"))
-}
-
-fn first_block(runs: &Runs) -> Option<String> {
-    runs.iter().find_map(|(_, effect)| match effect {
-        Effect::Block(reason) => Some(reason.clone()),
-        _ => None,
-    })
-}
-
 impl Hooks {
     /// The hooks of `config` for `session`; their output is squashed with `squash`.
     pub fn new(config: Arc<HooksConfig>, session: SessionInfo, squash: SquashConfig) -> Self {
@@ -161,7 +138,7 @@ impl Hooks {
     ) -> Runs {
         let specs = self.config.matching(event, subject);
         if specs.is_empty() {
-            return Vec::new();
+            return Runs::default();
         }
         let mut input = json!({
             "hook_event_name": event.as_str(),
@@ -178,7 +155,7 @@ impl Hooks {
             ("PITH_SESSION_ID", self.session.session_id.clone()),
             ("PITH_HOOK_EVENT", event.as_str().to_owned()),
         ];
-        let mut runs = Vec::new();
+        let mut runs = Runs::default();
         for spec in specs {
             if cancel.is_cancelled() {
                 break;
@@ -204,7 +181,7 @@ impl Hooks {
                 "hook ran"
             );
             let blocked = matches!(effect, Effect::Block(_));
-            runs.push((run, effect));
+            runs.push(run, effect);
             if blocked {
                 break;
             }
@@ -227,10 +204,7 @@ impl Hooks {
                 cancel,
             )
             .await;
-        Hooked {
-            value: contexts(&runs),
-            runs: runs_only(runs),
-        }
+        runs.answer_with(Runs::contexts)
     }
 
     /// `UserPromptSubmit`: block `prompt`, or send it with added context.
@@ -247,16 +221,10 @@ impl Hooks {
                 cancel,
             )
             .await;
-        let value = match first_block(&runs) {
-            Some(reason) => PromptGate::Block { reason },
-            None => PromptGate::Proceed {
-                context: contexts(&runs),
-            },
-        };
-        Hooked {
-            value,
-            runs: runs_only(runs),
-        }
+        runs.gate(
+            |reason| PromptGate::Block { reason },
+            |context| PromptGate::Proceed { context },
+        )
     }
 
     /// Asks the user about a call a hook wants confirmed; `None` approver refuses.
@@ -305,7 +273,7 @@ impl LoopHooks for Hooks {
             pre_approved: false,
         };
         let mut ask = None;
-        for (_, effect) in &runs {
+        for effect in runs.effects() {
             match effect {
                 Effect::Block(reason) => {
                     value = ToolGate::Deny {
@@ -322,10 +290,7 @@ impl LoopHooks for Hooks {
         if let Some(reason) = ask {
             value = self.ask(call, &reason).await;
         }
-        Hooked {
-            value,
-            runs: runs_only(runs),
-        }
+        runs.answer(value)
     }
 
     async fn post_tool_use(
@@ -349,17 +314,12 @@ impl LoopHooks for Hooks {
             .await;
         // Exit 2 after the call ran: there is nothing left to block, and stderr is for
         // the model, like any context.
-        let parts: Vec<&str> = runs
-            .iter()
-            .filter_map(|(_, effect)| match effect {
+        runs.answer_with(|runs| {
+            runs.joined(|effect| match effect {
                 Effect::Context(text) | Effect::Block(text) => Some(text.as_str()),
                 _ => None,
             })
-            .collect();
-        Hooked {
-            value: (!parts.is_empty()).then(|| parts.join("\n")),
-            runs: runs_only(runs),
-        }
+        })
     }
 
     async fn pre_compact(
@@ -378,16 +338,10 @@ impl LoopHooks for Hooks {
                 cancel,
             )
             .await;
-        let value = match first_block(&runs) {
-            Some(reason) => CompactGate::Block { reason },
-            None => CompactGate::Proceed {
-                instructions: contexts(&runs),
-            },
-        };
-        Hooked {
-            value,
-            runs: runs_only(runs),
-        }
+        runs.gate(
+            |reason| CompactGate::Block { reason },
+            |instructions| CompactGate::Proceed { instructions },
+        )
     }
 
     async fn post_compact(
@@ -413,10 +367,7 @@ impl LoopHooks for Hooks {
             )
             .await,
         );
-        Hooked {
-            value: contexts(&runs),
-            runs: runs_only(runs),
-        }
+        runs.answer_with(Runs::contexts)
     }
 
     async fn stop(
@@ -433,10 +384,7 @@ impl LoopHooks for Hooks {
                 cancel,
             )
             .await;
-        Hooked {
-            value: first_block(&runs),
-            runs: runs_only(runs),
-        }
+        runs.answer_with(Runs::first_block)
     }
 }
 

@@ -212,21 +212,15 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let mut reader = BufReader::new(reader);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match read_line_capped(&mut reader, &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
+    let mut lines = CappedLines::new(reader);
+    while let Some(line) = lines.next().await {
         if line.len() > MAX_LINE_BYTES {
             diagnostics.note_malformed(&format!(
                 "a line of more than {MAX_LINE_BYTES} bytes (dropped)"
             ));
             continue;
         }
-        let text = trim_newline(&line);
+        let text = trim_newline(line);
         if text.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -250,6 +244,31 @@ where
 fn trim_newline(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// The lines of a reader, each kept to at most [`MAX_LINE_BYTES`] + 1 bytes (so a longer
+/// one shows as longer than the limit).
+struct CappedLines<R> {
+    reader: BufReader<R>,
+    line: Vec<u8>,
+}
+
+impl<R: AsyncRead + Unpin> CappedLines<R> {
+    fn new(reader: R) -> Self {
+        Self {
+            reader: BufReader::new(reader),
+            line: Vec::new(),
+        }
+    }
+
+    /// The next line, with its newline; `None` at the end, or when reading failed.
+    async fn next(&mut self) -> Option<&[u8]> {
+        self.line.clear();
+        match read_line_capped(&mut self.reader, &mut self.line).await {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(&self.line),
+        }
+    }
 }
 
 /// Reads one line into `line`, keeping at most [`MAX_LINE_BYTES`] + 1 bytes of it (the
@@ -496,19 +515,12 @@ fn install_crypto_provider() {
 }
 
 async fn collect_stderr(stderr: tokio::process::ChildStderr, diagnostics: Arc<Diagnostics>) {
-    let mut lines = BufReader::new(stderr);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match read_line_capped(&mut lines, &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
-                let text = String::from_utf8_lossy(trim_newline(&line)).into_owned();
-                if !text.trim().is_empty() {
-                    tracing::debug!(target: "pith_mcp::stderr", "{text}");
-                    diagnostics.push_stderr(&text);
-                }
-            }
+    let mut lines = CappedLines::new(stderr);
+    while let Some(line) = lines.next().await {
+        let text = String::from_utf8_lossy(trim_newline(line)).into_owned();
+        if !text.trim().is_empty() {
+            tracing::debug!(target: "pith_mcp::stderr", "{text}");
+            diagnostics.push_stderr(&text);
         }
     }
     diagnostics.mark_stderr_closed();

@@ -21,3 +21,14 @@ pub(crate) fn parse_args<T: DeserializeOwned>(
     }
     serde_json::from_value(arguments).map_err(|err| ToolError::InvalidArguments(err.to_string()))
 }
+
+/// The JSON Schema of a tool's arguments: an object of these `properties`, of which the
+/// `required` ones must be given, and no other.
+pub(crate) fn object_schema(properties: serde_json::Value, required: &[&str]) -> serde_json::Value {
+    let mut schema = serde_json::json!({"type": "object", "properties": properties});
+    if !required.is_empty() {
+        schema["required"] = serde_json::json!(required);
+    }
+    schema["additionalProperties"] = serde_json::Value::Bool(false);
+    schema
+}

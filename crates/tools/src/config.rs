@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::capture::{Capture, SpillDir};
 use crate::permission::{Approver, PermissionMode, PermissionPolicy};
 use crate::sandbox::{Sandbox, SandboxConfig};
+use crate::setters::setters;
 use crate::squash;
 use crate::workspace::Workspace;
 
@@ -147,67 +148,27 @@ impl ToolsConfig {
         }
     }
 
-    /// Sets what images the model accepts (`None`: none).
-    pub fn with_images(mut self, images: Option<pith_core::ImageLimits>) -> Self {
-        self.images = images;
-        self
-    }
-
-    /// Sets where text files are read and written instead of the disk.
-    pub fn with_files(mut self, files: Arc<dyn crate::files::TextFiles>) -> Self {
-        self.files = Some(files);
-        self
-    }
-
-    /// Sets where `bash` runs its commands instead of a child of pith.
-    pub fn with_terminal(
-        mut self,
-        terminal: Arc<dyn crate::bash::terminal::CommandTerminal>,
-    ) -> Self {
-        self.terminal = Some(terminal);
-        self
-    }
-
-    /// Sets the session's change tracker.
-    pub fn with_changes(mut self, changes: Arc<dyn pith_core::ChangeFeed>) -> Self {
-        self.changes = Some(changes);
-        self
-    }
-
-    /// Sets the permission mode.
-    pub fn with_mode(mut self, mode: PermissionMode) -> Self {
-        self.mode = mode;
-        self
-    }
-
-    /// Sets the approver for `ask`.
-    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
-        self.approver = Some(approver);
-        self
-    }
-
-    /// Sets the limits.
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Sets core's squash settings (the `[context]` section).
-    pub fn with_squash(mut self, squash: squash::Config) -> Self {
-        self.squash = squash;
-        self
-    }
-
-    /// Sets the name patterns of environment variables kept from `bash`.
-    pub fn with_bash_env_exclude(mut self, patterns: Vec<String>) -> Self {
-        self.bash_env_exclude = patterns;
-        self
-    }
-
-    /// Sets the `bash` sandbox (mode override, network, extra paths).
-    pub fn with_sandbox(mut self, sandbox: SandboxConfig) -> Self {
-        self.sandbox = sandbox;
-        self
+    setters! {
+        /// Sets what images the model accepts (`None`: none).
+        with_images => images: Option<pith_core::ImageLimits>;
+        /// Sets where text files are read and written instead of the disk.
+        with_files => files: Some(Arc<dyn crate::files::TextFiles>);
+        /// Sets where `bash` runs its commands instead of a child of pith.
+        with_terminal => terminal: Some(Arc<dyn crate::bash::terminal::CommandTerminal>);
+        /// Sets the session's change tracker.
+        with_changes => changes: Some(Arc<dyn pith_core::ChangeFeed>);
+        /// Sets the permission mode.
+        with_mode => mode: PermissionMode;
+        /// Sets the approver for `ask`.
+        with_approver => approver: Some(Arc<dyn Approver>);
+        /// Sets the limits.
+        with_limits => limits: Limits;
+        /// Sets core's squash settings (the `[context]` section).
+        with_squash => squash: squash::Config;
+        /// Sets the name patterns of environment variables kept from `bash`.
+        with_bash_env_exclude => bash_env_exclude: Vec<String>;
+        /// Sets the `bash` sandbox (mode override, network, extra paths).
+        with_sandbox => sandbox: SandboxConfig;
     }
 }
 

@@ -7,15 +7,17 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use pith_core::{FileAction, FileEffect, Tool, ToolContext, ToolError, ToolOutput};
+use pith_core::{FileAction, FileEffect, ToolContext, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::arguments::object_schema;
 use crate::capture::RawOutput;
 use crate::config::ToolEnv;
 use crate::diff::short_diff;
 use crate::files::Files;
 use crate::permission::Action;
+use crate::typed::TypedTool;
 use crate::workspace::describe_io;
 
 /// Largest file edit loads into memory.
@@ -33,8 +35,9 @@ impl EditTool {
     }
 }
 
+/// The arguments of `edit`.
 #[derive(Deserialize)]
-struct EditArgs {
+pub struct EditArgs {
     path: String,
     old_string: String,
     new_string: String,
@@ -120,10 +123,9 @@ fn replace(
 }
 
 #[async_trait]
-impl Tool for EditTool {
-    fn name(&self) -> &str {
-        "edit"
-    }
+impl TypedTool for EditTool {
+    const NAME: &'static str = "edit";
+    type Args = EditArgs;
 
     fn description(&self) -> &str {
         "Replace exact text in an existing file inside the workspace. `old_string` must \
@@ -132,29 +134,18 @@ impl Tool for EditTool {
     }
 
     fn parameters(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
+        object_schema(
+            json!({
                 "path": {"type": "string", "description": "File path inside the workspace."},
                 "old_string": {"type": "string", "description": "Exact text to replace."},
                 "new_string": {"type": "string", "description": "Replacement text."},
                 "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."}
-            },
-            "required": ["path", "old_string", "new_string"],
-            "additionalProperties": false
-        })
+            }),
+            &["path", "old_string", "new_string"],
+        )
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    async fn run(
-        &self,
-        arguments: serde_json::Value,
-        ctx: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let args: EditArgs = crate::arguments::parse_args(arguments)?;
+    async fn call(&self, args: EditArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         if args.old_string.is_empty() {
             return Err(ToolError::InvalidArguments(
                 "`old_string` must not be empty; use write to create a file".into(),
@@ -221,16 +212,7 @@ impl Tool for EditTool {
             lines: None,
             fingerprint: Some(pith_core::effect::fingerprint(after.as_bytes())),
         };
-        let written = files.write(&target, after).await;
-        if written.as_ref().is_err_and(crate::files::is_cancelled) {
-            return Err(ToolError::Cancelled);
-        }
-        written.map_err(|err| {
-            ToolError::Failed(format!(
-                "could not write `{shown}`: {}; the file is unchanged",
-                describe_io(&err)
-            ))
-        })?;
+        files.replace(&target, after, &shown).await?;
         let report = format!(
             "Edited {shown}: replaced {count} occurrence{}\n{}",
             if count == 1 { "" } else { "s" },

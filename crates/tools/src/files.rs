@@ -14,7 +14,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use async_trait::async_trait;
+use pith_core::ToolError;
 use tokio_util::sync::CancellationToken;
+
+use crate::workspace::describe_io;
 
 /// A source and sink of text files other than the disk (an editor's buffers).
 #[async_trait]
@@ -108,6 +111,22 @@ impl<'a> Files<'a> {
                     .map_err(io::Error::other)?
             }
         }
+    }
+
+    /// Replaces the text of `path` for `write` and `edit`: a request the call's
+    /// cancellation ended is `ToolError::Cancelled`; any other failure says that `shown`
+    /// (the path as the model sees it) is unchanged.
+    pub async fn replace(&self, path: &Path, text: String, shown: &str) -> Result<(), ToolError> {
+        let written = self.write(path, text).await;
+        if written.as_ref().is_err_and(is_cancelled) {
+            return Err(ToolError::Cancelled);
+        }
+        written.map_err(|err| {
+            ToolError::Failed(format!(
+                "could not write `{shown}`: {}; the file is unchanged",
+                describe_io(&err)
+            ))
+        })
     }
 }
 

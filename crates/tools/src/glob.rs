@@ -10,6 +10,7 @@ use pith_core::ToolError;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::arguments::object_schema;
 use crate::config::ToolEnv;
 use crate::read_only::{blocking, Answer, Call, ReadOnly, ReadOnlyTool};
 
@@ -60,15 +61,13 @@ impl ReadOnlyTool for Glob {
     type Args = GlobArgs;
 
     fn parameters(_env: &ToolEnv) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
+        object_schema(
+            json!({
                 "pattern": {"type": "string", "description": "Glob pattern, relative to `path`."},
                 "path": {"type": "string", "description": "Directory to search from (default: the workspace root)."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
+            }),
+            &["pattern"],
+        )
     }
 
     fn path(args: &GlobArgs) -> Result<&str, ToolError> {

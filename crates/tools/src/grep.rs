@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::arguments::object_schema;
 use crate::config::ToolEnv;
 use crate::read_only::{blocking, Answer, Call, ReadOnly, ReadOnlyTool};
 use crate::squash;
@@ -170,17 +171,15 @@ impl ReadOnlyTool for Grep {
     type Args = GrepArgs;
 
     fn parameters(_env: &ToolEnv) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
+        object_schema(
+            json!({
                 "pattern": {"type": "string", "description": "Regular expression to search for."},
                 "path": {"type": "string", "description": "File or directory to search (default: the workspace root)."},
                 "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs` (any depth) or `src/**/*.rs`."},
                 "case_insensitive": {"type": "boolean", "description": "Ignore case (default false)."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
+            }),
+            &["pattern"],
+        )
     }
 
     fn path(args: &GrepArgs) -> Result<&str, ToolError> {

@@ -8,6 +8,7 @@ use pith_core::ToolError;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::arguments::object_schema;
 use crate::config::ToolEnv;
 use crate::read_only::{blocking, Answer, Call, ReadOnly, ReadOnlyTool};
 use crate::workspace::describe_io;
@@ -81,13 +82,12 @@ impl ReadOnlyTool for Ls {
     type Args = LsArgs;
 
     fn parameters(_env: &ToolEnv) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
+        object_schema(
+            json!({
                 "path": {"type": "string", "description": "Directory to list (default: the workspace root)."}
-            },
-            "additionalProperties": false
-        })
+            }),
+            &[],
+        )
     }
 
     fn path(args: &LsArgs) -> Result<&str, ToolError> {

@@ -19,6 +19,7 @@ use pith_core::{FileAction, FileEffect, ToolContext, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::arguments::object_schema;
 use crate::config::{Limits, ToolEnv};
 use crate::read_only::{blocking, Answer, Call, ReadOnly, ReadOnlyTool};
 use crate::squash;
@@ -56,16 +57,14 @@ impl ReadOnlyTool for Read {
     type Args = ReadArgs;
 
     fn parameters(env: &ToolEnv) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
+        object_schema(
+            json!({
                 "path": {"type": "string", "description": "File path, relative to the workspace root or absolute."},
                 "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."},
                 "limit": {"type": "integer", "minimum": 1, "description": format!("Number of lines to return. Default {}.", env.limits.read_default_lines)}
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        })
+            }),
+            &["path"],
+        )
     }
 
     fn path(args: &ReadArgs) -> Result<&str, ToolError> {

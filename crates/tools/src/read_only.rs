@@ -13,14 +13,14 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
+use pith_core::{ToolContext, ToolError, ToolOutput};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::arguments::parse_args;
 use crate::capture::RawOutput;
 use crate::config::ToolEnv;
 use crate::permission::Action;
+use crate::typed::TypedTool;
 use crate::workspace::{PathScope, ReadTarget};
 
 /// What a read-only tool's work produced.
@@ -33,7 +33,7 @@ pub enum Answer {
 }
 
 /// One read-only tool, written as what is its own; [`ReadOnly`] makes it a
-/// `pith_core::Tool` (see the module docs for the steps of a call).
+/// [`TypedTool`] (see the module docs for the steps of a call).
 #[async_trait]
 pub trait ReadOnlyTool: Send + Sync + 'static {
     /// The tool's name, as the model calls it.
@@ -86,10 +86,11 @@ impl<T> ReadOnly<T> {
 }
 
 #[async_trait]
-impl<T: ReadOnlyTool> Tool for ReadOnly<T> {
-    fn name(&self) -> &str {
-        T::NAME
-    }
+impl<T: ReadOnlyTool> TypedTool for ReadOnly<T> {
+    const NAME: &'static str = T::NAME;
+    const READ_ONLY: bool = true;
+    const ARGUMENTS_OPTIONAL: bool = T::ARGUMENTS_OPTIONAL;
+    type Args = T::Args;
 
     fn description(&self) -> &str {
         T::DESCRIPTION
@@ -99,21 +100,7 @@ impl<T: ReadOnlyTool> Tool for ReadOnly<T> {
         T::parameters(&self.env)
     }
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    async fn run(
-        &self,
-        arguments: serde_json::Value,
-        ctx: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let arguments = if T::ARGUMENTS_OPTIONAL && arguments.is_null() {
-            serde_json::json!({})
-        } else {
-            arguments
-        };
-        let args: T::Args = parse_args(arguments)?;
+    async fn call(&self, args: T::Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let target = authorize_read(&self.env, T::NAME, T::path(&args)?, ctx).await?;
         let call = Call {
             env: &self.env,

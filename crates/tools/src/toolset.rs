@@ -6,6 +6,7 @@ use pith_core::ToolRegistry;
 
 use crate::config::{ToolEnv, ToolsConfig, ToolsConfigError};
 use crate::permission::PermissionPolicy;
+use crate::typed::Typed;
 
 /// A session's tools plus the handles a front-end keeps.
 #[derive(Debug, Clone)]
@@ -19,13 +20,13 @@ impl Toolset {
     pub fn new(config: ToolsConfig) -> Result<Self, ToolsConfigError> {
         let env = Arc::new(ToolEnv::new(config)?);
         let registry = ToolRegistry::new(vec![
-            Arc::new(crate::read::ReadTool::new(env.clone())),
-            Arc::new(crate::grep::GrepTool::new(env.clone())),
-            Arc::new(crate::glob::GlobTool::new(env.clone())),
-            Arc::new(crate::ls::LsTool::new(env.clone())),
-            Arc::new(crate::write::WriteTool::new(env.clone())),
-            Arc::new(crate::edit::EditTool::new(env.clone())),
-            Arc::new(crate::bash::BashTool::new(env.clone())),
+            Arc::new(Typed(crate::read::ReadTool::new(env.clone()))),
+            Arc::new(Typed(crate::grep::GrepTool::new(env.clone()))),
+            Arc::new(Typed(crate::glob::GlobTool::new(env.clone()))),
+            Arc::new(Typed(crate::ls::LsTool::new(env.clone()))),
+            Arc::new(Typed(crate::write::WriteTool::new(env.clone()))),
+            Arc::new(Typed(crate::edit::EditTool::new(env.clone()))),
+            Arc::new(Typed(crate::bash::BashTool::new(env.clone()))),
             Arc::new(crate::plan::PlanTool),
         ]);
         Ok(Self { env, registry })

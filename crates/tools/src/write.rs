@@ -5,16 +5,17 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use pith_core::{FileAction, FileEffect, Tool, ToolContext, ToolError, ToolOutput};
+use pith_core::{FileAction, FileEffect, ToolContext, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::arguments::object_schema;
 use crate::capture::RawOutput;
 use crate::config::ToolEnv;
 use crate::diff::short_diff;
 use crate::files::Files;
 use crate::permission::Action;
-use crate::workspace::describe_io;
+use crate::typed::TypedTool;
 
 /// Largest old file whose content is diffed against the new one.
 const DIFF_MAX_BYTES: u64 = 1024 * 1024;
@@ -31,17 +32,17 @@ impl WriteTool {
     }
 }
 
+/// The arguments of `write`.
 #[derive(Deserialize)]
-struct WriteArgs {
+pub struct WriteArgs {
     path: String,
     content: String,
 }
 
 #[async_trait]
-impl Tool for WriteTool {
-    fn name(&self) -> &str {
-        "write"
-    }
+impl TypedTool for WriteTool {
+    const NAME: &'static str = "write";
+    type Args = WriteArgs;
 
     fn description(&self) -> &str {
         "Create a file, or replace a file's whole content, inside the workspace. Missing \
@@ -50,27 +51,16 @@ impl Tool for WriteTool {
     }
 
     fn parameters(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
+        object_schema(
+            json!({
                 "path": {"type": "string", "description": "File path inside the workspace (relative to its root, or absolute)."},
                 "content": {"type": "string", "description": "The complete new content of the file."}
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        })
+            }),
+            &["path", "content"],
+        )
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    async fn run(
-        &self,
-        arguments: serde_json::Value,
-        ctx: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let args: WriteArgs = crate::arguments::parse_args(arguments)?;
+    async fn call(&self, args: WriteArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let target = self.env.workspace.resolve_write(&args.path)?;
         let shown = self.env.workspace.display(&target);
         let metadata = std::fs::metadata(&target).ok();
@@ -136,16 +126,7 @@ impl Tool for WriteTool {
             lines: None,
             fingerprint: Some(pith_core::effect::fingerprint(content.as_bytes())),
         };
-        let written = files.write(&path, content.clone()).await;
-        if written.as_ref().is_err_and(crate::files::is_cancelled) {
-            return Err(ToolError::Cancelled);
-        }
-        written.map_err(|err| {
-            ToolError::Failed(format!(
-                "could not write `{shown}`: {}; the file is unchanged",
-                describe_io(&err)
-            ))
-        })?;
+        files.replace(&path, content.clone(), &shown).await?;
         let report = match (exists, old) {
             (false, _) => format!(
                 "Created {shown} ({} lines, {new_len} bytes)",

@@ -95,7 +95,7 @@ async fn the_terminal_runs_the_wrapper_and_its_output_is_squashed_like_pith_s_ow
     let asked = terminal.asked.lock().unwrap();
     let (wrapped, limit, _) = &asked[0];
     assert_eq!(wrapped.command, "seq 5000");
-    assert_eq!(wrapped.mode, SandboxMode::WorkspaceWrite);
+    assert_eq!(wrapped.sandbox.mode, SandboxMode::WorkspaceWrite);
     assert_eq!(wrapped.cwd, std::fs::canonicalize(fx.root()).unwrap());
     assert!(wrapped.group_file.is_some());
     assert!(*limit > 0 && *limit <= 16 * 1024 * 1024);
@@ -120,5 +120,5 @@ async fn pith_ends_a_run_the_terminal_never_ends_at_the_timeout() {
     );
     assert!(result.content.contains("partial"), "{}", result.content);
     let asked = terminal.asked.lock().unwrap();
-    assert_eq!(asked[0].0.mode, SandboxMode::Off);
+    assert_eq!(asked[0].0.sandbox.mode, SandboxMode::Off);
 }

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::process::{CommandOutcome, Termination};
 use super::terminal::{captured, truncated_note, valid_cwd, CommandTerminal, TerminalOutcome};
-use super::wrapper::WrappedCommand;
+use super::wrapper::{WrappedCommand, WrappedSandbox};
 use crate::config::ToolEnv;
 use crate::process_group::ProcessGroup;
 use crate::sandbox::SandboxMode;
@@ -48,15 +48,10 @@ pub async fn run_in_terminal(
 ) -> Result<CommandOutcome, ToolError> {
     let env = call.env;
     let limits = &env.limits;
-    let sandbox = env.sandbox.config();
     let mut wrapped = WrappedCommand {
         command: call.command.to_owned(),
         cwd: env.workspace.root().to_path_buf(),
-        mode: call.mode,
-        allow_network: sandbox.allow_network,
-        extra_deny: sandbox.extra_deny.clone(),
-        extra_writable: sandbox.extra_writable.clone(),
-        home: sandbox.user_dirs.home.clone(),
+        sandbox: WrappedSandbox::new(call.mode, env.sandbox.config()),
         spill_dir: env.capture.spill_dir().path().to_path_buf(),
         env_exclude: env.bash_env_exclude.clone(),
         kill_grace_ms: u64::try_from(limits.bash_kill_grace.as_millis()).unwrap_or(u64::MAX),

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use pith_core::{Tool, ToolContext, ToolError, ToolOutput};
+use pith_core::{ToolContext, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -28,10 +28,12 @@ use self::in_terminal::TerminalCall;
 use self::output::CapturedOutput;
 use self::process::{run_command, CommandOutcome, CommandSpec, Termination};
 pub use self::wrapper::secret_env_names;
+use crate::arguments::object_schema;
 use crate::capture::{Capture, Finished, Overflow, RawOutput};
 use crate::config::ToolEnv;
 use crate::permission::Action;
 use crate::sandbox::{self, denial::Denial, Confinement, SandboxConfig, SandboxMode};
+use crate::typed::TypedTool;
 use crate::workspace::SPILL_DIR_VAR;
 
 /// `bash {command, timeout_ms?}`.
@@ -72,26 +74,25 @@ fn describe(sandbox: &SandboxConfig) -> String {
     text
 }
 
+/// The arguments of `bash`.
 #[derive(Deserialize)]
-struct BashArgs {
+pub struct BashArgs {
     command: String,
     timeout_ms: Option<u64>,
 }
 
 #[async_trait]
-impl Tool for BashTool {
-    fn name(&self) -> &str {
-        "bash"
-    }
+impl TypedTool for BashTool {
+    const NAME: &'static str = "bash";
+    type Args = BashArgs;
 
     fn description(&self) -> &str {
         &self.description
     }
 
     fn parameters(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
+        object_schema(
+            json!({
                 "command": {"type": "string", "description": "The command line to run."},
                 "timeout_ms": {
                     "type": "integer",
@@ -102,22 +103,12 @@ impl Tool for BashTool {
                         self.env.limits.bash_timeout_max.as_millis()
                     )
                 }
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        })
+            }),
+            &["command"],
+        )
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    async fn run(
-        &self,
-        arguments: serde_json::Value,
-        ctx: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let args: BashArgs = crate::arguments::parse_args(arguments)?;
+    async fn call(&self, args: BashArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         if args.command.trim().is_empty() {
             return Err(ToolError::InvalidArguments(
                 "`command` must not be empty".into(),

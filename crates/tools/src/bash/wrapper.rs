@@ -27,16 +27,9 @@ pub struct WrappedCommand {
     pub command: String,
     /// The working directory (the workspace root).
     pub cwd: PathBuf,
-    /// The sandbox mode of this run (`off` runs it unconfined).
-    pub mode: SandboxMode,
-    /// Whether sandboxed commands may use the network.
-    pub allow_network: bool,
-    /// Extra paths the sandbox denies.
-    pub extra_deny: Vec<PathBuf>,
-    /// Extra directories a `workspace-write` command may write.
-    pub extra_writable: Vec<PathBuf>,
-    /// The home directory the deny list is computed from (`None`: the environment's).
-    pub home: Option<PathBuf>,
+    /// The sandbox of this run (its fields stand at the top level of the spec).
+    #[serde(flatten)]
+    pub sandbox: WrappedSandbox,
     /// The session's spill directory (writable, and named by `$PITH_SPILL_DIR`).
     pub spill_dir: PathBuf,
     /// Patterns of environment variable names removed before the shell starts (secrets;
@@ -49,6 +42,52 @@ pub struct WrappedCommand {
     /// this wrapper).
     #[serde(default)]
     pub group_file: Option<PathBuf>,
+}
+
+/// The sandbox settings a [`WrappedCommand`] carries: what the wrapper rebuilds the
+/// session's sandbox policy from in its own process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrappedSandbox {
+    /// The sandbox mode of this run (`off` runs it unconfined).
+    pub mode: SandboxMode,
+    /// Whether sandboxed commands may use the network.
+    pub allow_network: bool,
+    /// Extra paths the sandbox denies.
+    pub extra_deny: Vec<PathBuf>,
+    /// Extra directories a `workspace-write` command may write.
+    pub extra_writable: Vec<PathBuf>,
+    /// The home directory the deny list is computed from (`None`: the environment's).
+    pub home: Option<PathBuf>,
+}
+
+impl WrappedSandbox {
+    /// The settings of `config` for a run in `mode`.
+    pub fn new(mode: SandboxMode, config: &SandboxConfig) -> Self {
+        Self {
+            mode,
+            allow_network: config.allow_network,
+            extra_deny: config.extra_deny.clone(),
+            extra_writable: config.extra_writable.clone(),
+            home: config.user_dirs.home.clone(),
+        }
+    }
+
+    /// The sandbox configuration again, in the wrapper's process (the user directories
+    /// are this process's, but for the home directory given).
+    fn config(&self) -> SandboxConfig {
+        let mut user_dirs = UserDirs::from_env();
+        if let Some(home) = &self.home {
+            user_dirs.home = Some(home.clone());
+        }
+        SandboxConfig {
+            mode: Some(self.mode),
+            allow_network: self.allow_network,
+            extra_deny: self.extra_deny.clone(),
+            extra_writable: self.extra_writable.clone(),
+            user_dirs,
+            assume_landlock_abi: None,
+        }
+    }
 }
 
 /// Why a wrapped command could not be started.
@@ -82,21 +121,6 @@ impl WrappedCommand {
     pub fn from_spec(spec: &str) -> Result<Self, WrapperError> {
         Ok(serde_json::from_str(spec)?)
     }
-
-    fn sandbox_config(&self) -> SandboxConfig {
-        let mut user_dirs = UserDirs::from_env();
-        if let Some(home) = &self.home {
-            user_dirs.home = Some(home.clone());
-        }
-        SandboxConfig {
-            mode: Some(self.mode),
-            allow_network: self.allow_network,
-            extra_deny: self.extra_deny.clone(),
-            extra_writable: self.extra_writable.clone(),
-            user_dirs,
-            assume_landlock_abi: None,
-        }
-    }
 }
 
 /// Runs `wrapped` with this process's stdout and stderr as the command's (the editor's
@@ -104,11 +128,12 @@ impl WrappedCommand {
 /// signal N ended it, or 126 when it could not start (the reason on stderr). SIGTERM,
 /// SIGINT or SIGHUP to this process end the command's whole process group.
 pub async fn run_wrapped(wrapped: &WrappedCommand) -> Result<i32, WrapperError> {
-    let sandbox = Sandbox::new(wrapped.sandbox_config());
+    let mode = wrapped.sandbox.mode;
+    let sandbox = Sandbox::new(wrapped.sandbox.config());
     let confinement = sandbox
-        .prepare(wrapped.mode, &wrapped.cwd, &wrapped.spill_dir)
+        .prepare(mode, &wrapped.cwd, &wrapped.spill_dir)
         .map_err(|err| WrapperError::Sandbox {
-            mode: wrapped.mode,
+            mode,
             detail: err.to_string(),
         })?;
     let args = ["-c", wrapped.command.as_str()];
@@ -214,11 +239,13 @@ mod tests {
             command: command.into(),
             spill_dir: cwd.join(".spill"),
             cwd,
-            mode: SandboxMode::Off,
-            allow_network: true,
-            extra_deny: Vec::new(),
-            extra_writable: vec![PathBuf::from("/cache")],
-            home: Some(PathBuf::from("/home/u")),
+            sandbox: WrappedSandbox {
+                mode: SandboxMode::Off,
+                allow_network: true,
+                extra_deny: Vec::new(),
+                extra_writable: vec![PathBuf::from("/cache")],
+                home: Some(PathBuf::from("/home/u")),
+            },
             env_exclude: vec!["KEY".into()],
             kill_grace_ms: 100,
             group_file: None,

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use super::mode::SandboxMode;
 use super::user_dirs::UserDirs;
+use crate::setters::setters;
 
 /// The sandbox settings of a session (the `--sandbox` / `--allow-network` flags and the
 /// `sandbox` config key, once the front-ends parse them).
@@ -45,33 +46,16 @@ impl Default for SandboxConfig {
 }
 
 impl SandboxConfig {
-    /// Sets the mode explicitly (`None`: follow the permission mode).
-    pub fn with_mode(mut self, mode: Option<SandboxMode>) -> Self {
-        self.mode = mode;
-        self
-    }
-
-    /// Allows or forbids the network.
-    pub fn with_network(mut self, allow: bool) -> Self {
-        self.allow_network = allow;
-        self
-    }
-
-    /// Adds paths to the deny list.
-    pub fn with_extra_deny(mut self, paths: Vec<PathBuf>) -> Self {
-        self.extra_deny = paths;
-        self
-    }
-
-    /// Adds writable directories (`workspace-write` only).
-    pub fn with_extra_writable(mut self, paths: Vec<PathBuf>) -> Self {
-        self.extra_writable = paths;
-        self
-    }
-
-    /// Computes the deny list from these directories instead of the environment's.
-    pub fn with_user_dirs(mut self, dirs: UserDirs) -> Self {
-        self.user_dirs = dirs;
-        self
+    setters! {
+        /// Sets the mode explicitly (`None`: follow the permission mode).
+        with_mode => mode: Option<SandboxMode>;
+        /// Allows or forbids the network.
+        with_network => allow_network: bool;
+        /// Adds paths to the deny list.
+        with_extra_deny => extra_deny: Vec<PathBuf>;
+        /// Adds writable directories (`workspace-write` only).
+        with_extra_writable => extra_writable: Vec<PathBuf>;
+        /// Computes the deny list from these directories instead of the environment's.
+        with_user_dirs => user_dirs: UserDirs;
     }
 }

@@ -224,23 +224,16 @@ impl Confinement {
     }
 }
 
+// The platform's sandbox, under the names the code above uses.
 #[cfg(target_os = "linux")]
-type PlatformConfinement = self::landlock::LinuxConfinement;
-
-#[cfg(target_os = "linux")]
-type PlatformSession = self::landlock::LinuxSession;
-
-#[cfg(target_os = "linux")]
-fn platform_support(assumed_abi: Option<u32>) -> Result<(), String> {
-    self::landlock::support(assumed_abi)
-}
-
+use self::landlock::{
+    support as platform_support, LinuxConfinement as PlatformConfinement,
+    LinuxSession as PlatformSession,
+};
 #[cfg(target_os = "macos")]
-type PlatformConfinement = self::macos::SeatbeltConfinement;
+use self::macos::{SeatbeltConfinement as PlatformConfinement, SeatbeltSession as PlatformSession};
 
-#[cfg(target_os = "macos")]
-type PlatformSession = self::macos::SeatbeltSession;
-
+/// macOS's Seatbelt has no ABI versions to assume.
 #[cfg(target_os = "macos")]
 fn platform_support(_assumed_abi: Option<u32>) -> Result<(), String> {
     self::macos::support()
