@@ -7,8 +7,9 @@
 //! permission handle) turns a [`ToolsConfig`] into the `pith_core::ToolRegistry` the tool
 //! loop executes calls through. Every tool call goes: parse arguments → resolve paths
 //! ([`workspace`]) → ask the policy ([`permission`]) → do the work → squash and spill
-//! ([`capture`], except `read`); the read-only tools share that scaffold
-//! ([`read_only`]). User documentation: `docs/tools.md`.
+//! ([`capture`], except `read`). Every tool's arguments are parsed by one scaffold
+//! ([`typed`]); the read-only tools share another above it ([`read_only`]). User
+//! documentation: `docs/tools.md`.
 
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
