@@ -13,9 +13,8 @@
 use async_trait::async_trait;
 
 use crate::wire::adapter::{ChunkStream, Decoded, ModelRequest, ProviderAdapter};
-use crate::wire::client::{base_without, Auth, SseClient};
+use crate::wire::client::{base_without, sse_constructors, Auth, SseClient};
 use crate::wire::error::ProviderError;
-use crate::wire::http::HttpOptions;
 
 mod decode;
 pub mod encode;
@@ -29,38 +28,22 @@ pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 /// The API version pith speaks (thought signatures, `parametersJsonSchema`).
 pub const API_VERSION: &str = "v1beta";
 
-/// The Gemini adapter.
-#[derive(Clone)]
+/// The Gemini adapter (its client's `Debug` never shows the key).
+#[derive(Debug, Clone)]
 pub struct Gemini {
     client: SseClient,
     base: String,
 }
 
-impl std::fmt::Debug for Gemini {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gemini")
-            .field("base", &self.base)
-            .finish_non_exhaustive()
-    }
-}
-
 impl Gemini {
-    /// An adapter for `base_url` (e.g. `https://generativelanguage.googleapis.com`; a
-    /// trailing `/v1beta` is accepted too) with the default HTTP options.
-    pub fn new(base_url: &str, api_key: Option<&str>) -> Result<Self, ProviderError> {
-        Self::with_options(base_url, api_key, HttpOptions::default())
-    }
-
-    /// An adapter with explicit HTTP options (limits, redirects).
-    pub fn with_options(
-        base_url: &str,
-        api_key: Option<&str>,
-        options: HttpOptions,
-    ) -> Result<Self, ProviderError> {
-        Ok(Self {
-            client: SseClient::new(options, Auth::Header("x-goog-api-key", api_key))?,
+    sse_constructors! {
+        /// An adapter for `base_url` (e.g. `https://generativelanguage.googleapis.com`; a
+        /// trailing `/v1beta` is accepted too) with the default HTTP options.
+        auth: |api_key| Auth::Header("x-goog-api-key", api_key),
+        adapter: |client, base_url| Self {
+            client,
             base: base_without(base_url, &format!("/{API_VERSION}")).to_owned(),
-        })
+        },
     }
 
     /// The streaming URL for `model`: `models/ID` for a bare id, the name as given for a

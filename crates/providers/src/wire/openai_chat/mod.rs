@@ -11,9 +11,8 @@
 use async_trait::async_trait;
 
 use crate::wire::adapter::{ChunkStream, Decoded, ModelRequest, ProviderAdapter};
-use crate::wire::client::{base_without, parse_event, Auth, SseClient};
+use crate::wire::client::{base_without, parse_event, sse_constructors, Auth, SseClient};
 use crate::wire::error::ProviderError;
-use crate::wire::http::HttpOptions;
 use crate::wire::sse::SseEvent;
 
 mod decode;
@@ -41,6 +40,7 @@ pub struct ChatOptions {
     pub penalties: Penalties,
 }
 
+/// Not derived: the configured headers may carry credentials.
 impl std::fmt::Debug for OpenAiChat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenAiChat").finish_non_exhaustive()
@@ -48,22 +48,14 @@ impl std::fmt::Debug for OpenAiChat {
 }
 
 impl OpenAiChat {
-    /// An adapter for the server at `base_url` (which ends in `/v1` for OpenAI).
-    pub fn new(base_url: &str, api_key: Option<&str>) -> Result<Self, ProviderError> {
-        Self::with_options(base_url, api_key, HttpOptions::default())
-    }
-
-    /// An adapter with explicit HTTP options (limits, redirects).
-    pub fn with_options(
-        base_url: &str,
-        api_key: Option<&str>,
-        options: HttpOptions,
-    ) -> Result<Self, ProviderError> {
-        Ok(Self {
-            client: SseClient::new(options, Auth::Bearer(api_key))?,
+    sse_constructors! {
+        /// An adapter for the server at `base_url` (which ends in `/v1` for OpenAI).
+        auth: |api_key| Auth::Bearer(api_key),
+        adapter: |client, base_url| Self {
+            client,
             url: format!("{}/chat/completions", base_without(base_url, "")),
             options: ChatOptions::default(),
-        })
+        },
     }
 
     /// The same adapter with server-specific options.
