@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use pith_core::{Message, Role};
+use pith_core::{Image, Message, Part, Role, ToolResult};
 
 use crate::wire::adapter::ModelRequest;
 
@@ -80,6 +80,53 @@ pub(crate) fn alternate<'a, B>(
         turns,
         anchor,
     }
+}
+
+/// One user message's parts in the order Anthropic and Bedrock send them: the tool
+/// results first, then the texts and images.
+pub(crate) struct UserParts<'a> {
+    /// Each tool result with the images right after it (that tool's output, which goes
+    /// inside the result).
+    pub results: Vec<(&'a ToolResult, Vec<&'a Image>)>,
+    /// The texts and the other images, in order.
+    pub rest: Vec<Loose<'a>>,
+}
+
+/// A text or image of a user message outside its tool results.
+pub(crate) enum Loose<'a> {
+    /// A text the protocol keeps.
+    Text(&'a str),
+    /// An image that follows no tool result.
+    Image(&'a Image),
+}
+
+/// Splits `message`'s parts into [`UserParts`]; a text `keep_text` refuses is left out
+/// (and, like any other part, does not end a tool result's images).
+pub(crate) fn user_parts(message: &Message, keep_text: fn(&str) -> bool) -> UserParts<'_> {
+    let mut parts = UserParts {
+        results: Vec::new(),
+        rest: Vec::new(),
+    };
+    // Whether the previous part was a tool result or one of its images.
+    let mut after_result = false;
+    for part in &message.parts {
+        match part {
+            Part::Text { text } if keep_text(text) => {
+                parts.rest.push(Loose::Text(text));
+                after_result = false;
+            }
+            Part::ToolResult(result) => {
+                parts.results.push((result, Vec::new()));
+                after_result = true;
+            }
+            Part::Image(image) => match parts.results.last_mut().filter(|_| after_result) {
+                Some((_, images)) => images.push(image),
+                None => parts.rest.push(Loose::Image(image)),
+            },
+            _ => {}
+        }
+    }
+    parts
 }
 
 #[cfg(test)]

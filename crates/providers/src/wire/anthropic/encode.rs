@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use crate::wire::adapter::ModelRequest;
 use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
-use crate::wire::turns::{alternate, Alternating, Side, CONVERSATION_CONTINUES};
+use crate::wire::turns::{alternate, user_parts, Alternating, Loose, Side, CONVERSATION_CONTINUES};
 
 /// Output cap used when the request does not name one (the API requires `max_tokens`).
 pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
@@ -274,52 +274,41 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
 }
 
 fn user_blocks(message: &Message) -> Vec<Block<'_>> {
-    let mut results: Vec<Block<'_>> = Vec::new();
-    let mut texts = Vec::new();
-    // Whether the previous part was a tool result: an image right after one is that
-    // tool's output and goes inside it.
-    let mut after_result = false;
-    for part in &message.parts {
-        match part {
-            Part::Text { text } if !text.is_empty() => {
-                texts.push(Block::Text {
-                    text,
-                    cache_control: None,
-                });
-                after_result = false;
-            }
-            Part::ToolResult(result) => {
-                results.push(Block::ToolResult {
-                    tool_use_id: &result.call_id,
-                    content: ResultContent::Text(if result.content.is_empty() {
-                        "(no output)"
-                    } else {
-                        &result.content
-                    }),
-                    is_error: result.is_error,
-                    cache_control: None,
-                });
-                after_result = true;
-            }
-            Part::Image(image) if after_result => {
-                if let Some(Block::ToolResult { content, .. }) = results.last_mut() {
-                    if let ResultContent::Text(text) = *content {
-                        *content = ResultContent::Blocks(vec![Block::Text {
-                            text,
-                            cache_control: None,
-                        }]);
-                    }
-                    if let ResultContent::Blocks(blocks) = content {
-                        blocks.push(image_block(image));
-                    }
-                }
-            }
-            Part::Image(image) => texts.push(image_block(image)),
-            _ => {}
+    let parts = user_parts(message, |text| !text.is_empty());
+    let results = parts.results.into_iter().map(|(result, images)| {
+        let text = if result.content.is_empty() {
+            "(no output)"
+        } else {
+            &result.content
+        };
+        let content = if images.is_empty() {
+            ResultContent::Text(text)
+        } else {
+            let text = Block::Text {
+                text,
+                cache_control: None,
+            };
+            ResultContent::Blocks(
+                std::iter::once(text)
+                    .chain(images.into_iter().map(image_block))
+                    .collect(),
+            )
+        };
+        Block::ToolResult {
+            tool_use_id: &result.call_id,
+            content,
+            is_error: result.is_error,
+            cache_control: None,
         }
-    }
-    results.extend(texts);
-    results
+    });
+    let rest = parts.rest.into_iter().map(|part| match part {
+        Loose::Text(text) => Block::Text {
+            text,
+            cache_control: None,
+        },
+        Loose::Image(image) => image_block(image),
+    });
+    results.chain(rest).collect()
 }
 
 fn assistant_blocks(message: &Message, thinking: bool) -> Vec<Block<'_>> {

@@ -34,7 +34,7 @@ use serde_json::Value;
 
 use crate::wire::adapter::ModelRequest;
 use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
-use crate::wire::turns::{alternate, Alternating, Side, CONVERSATION_CONTINUES};
+use crate::wire::turns::{alternate, user_parts, Alternating, Loose, Side, CONVERSATION_CONTINUES};
 
 /// The `origin` of reasoning blocks this protocol produced (only they are sent back).
 pub const ORIGIN: &str = "bedrock";
@@ -331,41 +331,29 @@ fn wire_tools(request: &ModelRequest, caching: bool) -> Vec<WireTool<'_>> {
 }
 
 fn user_blocks(message: &Message) -> Vec<Block<'_>> {
-    let mut results: Vec<Block<'_>> = Vec::new();
-    let mut texts = Vec::new();
-    // Whether the previous part was a tool result: an image right after one is that
-    // tool's output and goes inside it.
-    let mut after_result = false;
-    for part in &message.parts {
-        match part {
-            Part::Text { text } if !text.trim().is_empty() => {
-                texts.push(Block::Text(text));
-                after_result = false;
-            }
-            Part::ToolResult(result) => {
-                let text = if result.content.trim().is_empty() {
-                    "(no output)"
-                } else {
-                    &result.content
-                };
-                results.push(Block::ToolResult(ToolResult {
-                    tool_use_id: &result.call_id,
-                    content: vec![ResultBlock::Text(text)],
-                    status: if result.is_error { "error" } else { "success" },
-                }));
-                after_result = true;
-            }
-            Part::Image(image) if after_result => {
-                if let Some(Block::ToolResult(result)) = results.last_mut() {
-                    result.content.push(ResultBlock::Image(image_block(image)));
-                }
-            }
-            Part::Image(image) => texts.push(Block::Image(image_block(image))),
-            _ => {}
-        }
-    }
-    results.extend(texts);
-    results
+    let parts = user_parts(message, |text| !text.trim().is_empty());
+    let results = parts.results.into_iter().map(|(result, images)| {
+        let text = if result.content.trim().is_empty() {
+            "(no output)"
+        } else {
+            &result.content
+        };
+        let images = images
+            .into_iter()
+            .map(|image| ResultBlock::Image(image_block(image)));
+        Block::ToolResult(ToolResult {
+            tool_use_id: &result.call_id,
+            content: std::iter::once(ResultBlock::Text(text))
+                .chain(images)
+                .collect(),
+            status: if result.is_error { "error" } else { "success" },
+        })
+    });
+    let rest = parts.rest.into_iter().map(|part| match part {
+        Loose::Text(text) => Block::Text(text),
+        Loose::Image(image) => Block::Image(image_block(image)),
+    });
+    results.chain(rest).collect()
 }
 
 fn assistant_blocks(message: &Message, thinking: bool) -> Vec<Block<'_>> {

@@ -28,11 +28,19 @@ pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 /// The API version pith speaks (thought signatures, `parametersJsonSchema`).
 pub const API_VERSION: &str = "v1beta";
 
-/// The Gemini adapter (its client's `Debug` never shows the key).
-#[derive(Debug, Clone)]
+/// The Gemini adapter.
+#[derive(Clone)]
 pub struct Gemini {
     client: SseClient,
     base: String,
+}
+
+impl std::fmt::Debug for Gemini {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gemini")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Gemini {
