@@ -113,6 +113,16 @@ impl<'de> Deserialize<'de> for ReasoningEffort {
     }
 }
 
+/// The output cap of a request with Anthropic thinking (Anthropic's API, Claude on
+/// Bedrock): `max_tokens` must stay above the thinking `budget`, so a cap at or below it
+/// becomes the budget plus `answer` tokens of room for the answer.
+pub(crate) fn cap_above_budget(max_tokens: u32, budget: Option<u32>, answer: u32) -> u32 {
+    match budget {
+        Some(budget) if max_tokens <= budget => budget.saturating_add(answer),
+        _ => max_tokens,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,17 @@ pub(crate) enum Side {
     Assistant,
 }
 
+impl Side {
+    /// The role Anthropic and Bedrock's Converse name the side by (Gemini calls the
+    /// model `model`).
+    pub(crate) fn role(self) -> &'static str {
+        match self {
+            Side::User => "user",
+            Side::Assistant => "assistant",
+        }
+    }
+}
+
 /// A request's history in alternating turns.
 pub(crate) struct Alternating<'a, B> {
     /// The system prompt, then each system message of the history, blank-line separated.

@@ -28,6 +28,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::wire::adapter::ModelRequest;
+use crate::wire::reasoning::cap_above_budget;
 use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
 use crate::wire::turns::{alternate, user_parts, Alternating, Loose, Side, CONVERSATION_CONTINUES};
 
@@ -200,10 +201,7 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
     let mut messages: Vec<WireMessage<'_>> = turns
         .into_iter()
         .map(|(side, content)| WireMessage {
-            role: match side {
-                Side::User => "user",
-                Side::Assistant => "assistant",
-            },
+            role: side.role(),
             content,
         })
         .collect();
@@ -225,13 +223,11 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         block.mark_cache_breakpoint();
     }
     let count = request.tools.len();
-    let mut max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
-    if let Some(budget) = thinking {
-        // The budget must stay below max_tokens, with room left for the answer.
-        if max_tokens <= budget {
-            max_tokens = budget.saturating_add(DEFAULT_MAX_TOKENS);
-        }
-    }
+    let max_tokens = cap_above_budget(
+        request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        thinking,
+        DEFAULT_MAX_TOKENS,
+    );
     Body {
         model: &request.model,
         max_tokens,

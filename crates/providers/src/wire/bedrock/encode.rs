@@ -33,6 +33,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::wire::adapter::ModelRequest;
+use crate::wire::reasoning::cap_above_budget;
 use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
 use crate::wire::turns::{alternate, user_parts, Alternating, Loose, Side, CONVERSATION_CONTINUES};
 
@@ -236,12 +237,11 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         }
     }
     let tools = wire_tools(request, caching);
-    let mut max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
-    if let Some(budget) = thinking {
-        if max_tokens <= budget {
-            max_tokens = budget.saturating_add(DEFAULT_MAX_TOKENS);
-        }
-    }
+    let max_tokens = cap_above_budget(
+        request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        thinking,
+        DEFAULT_MAX_TOKENS,
+    );
     Body {
         messages,
         system,
@@ -276,10 +276,7 @@ fn wire_messages<'a>(
     let mut messages: Vec<WireMessage<'a>> = turns
         .into_iter()
         .map(|(side, content)| WireMessage {
-            role: match side {
-                Side::User => "user",
-                Side::Assistant => "assistant",
-            },
+            role: side.role(),
             content,
         })
         .collect();
