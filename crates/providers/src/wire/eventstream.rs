@@ -8,12 +8,11 @@
 //! CRC32 checks) to `aws-smithy-eventstream`, the AWS SDK's own decoder. Work is linear in
 //! the bytes received: each complete frame is split off the front of the buffer once.
 
-use std::collections::VecDeque;
-
 use aws_smithy_types::event_stream::{HeaderValue, Message};
 use bytes::{Buf, Bytes, BytesMut};
-use futures::{Stream, StreamExt};
+use futures::Stream;
 
+use crate::wire::bodies::{decoded, Incremental};
 use crate::wire::error::ProviderError;
 use crate::wire::limits::human_bytes;
 
@@ -107,52 +106,26 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
     E: std::fmt::Display,
 {
-    let state = (
-        bytes,
-        FrameDecoder::new(limit),
-        VecDeque::<Message>::new(),
-        false,
-    );
-    futures::stream::unfold(
-        state,
-        |(mut bytes, mut decoder, mut ready, mut ended)| async move {
-            loop {
-                if let Some(message) = ready.pop_front() {
-                    return Some((Ok(message), (bytes, decoder, ready, ended)));
-                }
-                if ended {
-                    return None;
-                }
-                let failure = match bytes.next().await {
-                    Some(Ok(chunk)) => match decoder.push(&chunk) {
-                        Ok(messages) => {
-                            ready.extend(messages);
-                            continue;
-                        }
-                        Err(error) => error,
-                    },
-                    Some(Err(error)) => {
-                        ProviderError::Stream(format!("the response stream broke: {error}"))
-                    }
-                    None => match decoder.finish() {
-                        Ok(()) => {
-                            ended = true;
-                            continue;
-                        }
-                        Err(error) => error,
-                    },
-                };
-                ended = true;
-                return Some((Err(failure), (bytes, decoder, ready, ended)));
-            }
-        },
-    )
+    decoded(bytes, FrameDecoder::new(limit))
+}
+
+impl Incremental for FrameDecoder {
+    type Item = Message;
+
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Message>, ProviderError> {
+        FrameDecoder::push(self, bytes)
+    }
+
+    fn finish(&mut self) -> Result<Vec<Message>, ProviderError> {
+        FrameDecoder::finish(self).map(|()| Vec::new())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use aws_smithy_types::event_stream::Header;
+    use futures::StreamExt;
 
     fn frame(event_type: &str, payload: &str) -> Vec<u8> {
         let message = Message::new(Bytes::from(payload.to_owned()))

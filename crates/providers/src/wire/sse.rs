@@ -11,11 +11,10 @@
 //! are comments; a blank line dispatches the event (an event without data is dropped).
 //! `id:` and `retry:` are read and ignored (pith never reconnects a POST).
 
-use std::collections::VecDeque;
-
 use bytes::Bytes;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 
+use crate::wire::bodies::{decoded, Incremental};
 use crate::wire::error::ProviderError;
 use crate::wire::limits::human_bytes;
 
@@ -159,44 +158,19 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
     E: std::fmt::Display,
 {
-    let state = (
-        bytes,
-        SseDecoder::new(limit),
-        VecDeque::<SseEvent>::new(),
-        false,
-    );
-    futures::stream::unfold(
-        state,
-        |(mut bytes, mut decoder, mut ready, mut ended)| async move {
-            loop {
-                if let Some(event) = ready.pop_front() {
-                    return Some((Ok(event), (bytes, decoder, ready, ended)));
-                }
-                if ended {
-                    return None;
-                }
-                match bytes.next().await {
-                    Some(Ok(chunk)) => match decoder.push(&chunk) {
-                        Ok(events) => ready.extend(events),
-                        Err(error) => {
-                            ended = true;
-                            return Some((Err(error), (bytes, decoder, ready, ended)));
-                        }
-                    },
-                    Some(Err(error)) => {
-                        ended = true;
-                        let error =
-                            ProviderError::Stream(format!("the response stream broke: {error}"));
-                        return Some((Err(error), (bytes, decoder, ready, ended)));
-                    }
-                    None => {
-                        ended = true;
-                        ready.extend(decoder.finish());
-                    }
-                }
-            }
-        },
-    )
+    decoded(bytes, SseDecoder::new(limit))
+}
+
+impl Incremental for SseDecoder {
+    type Item = SseEvent;
+
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, ProviderError> {
+        SseDecoder::push(self, bytes)
+    }
+
+    fn finish(&mut self) -> Result<Vec<SseEvent>, ProviderError> {
+        Ok(SseDecoder::finish(self).into_iter().collect())
+    }
 }
 
 #[cfg(test)]
