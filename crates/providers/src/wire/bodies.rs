@@ -10,7 +10,7 @@ use futures::{Stream, StreamExt};
 use crate::wire::error::ProviderError;
 
 /// A decoder fed a response body piece by piece.
-pub(crate) trait Incremental: Send + 'static {
+pub trait Incremental: Send + 'static {
     /// What it decodes (an event, a message).
     type Item: Send + 'static;
 
@@ -23,7 +23,7 @@ pub(crate) trait Incremental: Send + 'static {
 
 /// The items `decoder` decodes from `bytes`. A transport error is a retryable
 /// [`ProviderError::Stream`]; a decoder's error is passed on; either ends the stream.
-pub(crate) fn decoded<S, E, D>(
+pub fn decoded<S, E, D>(
     bytes: S,
     decoder: D,
 ) -> impl Stream<Item = Result<D::Item, ProviderError>> + Send

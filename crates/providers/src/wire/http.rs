@@ -29,9 +29,11 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderName, LOCATION};
 
+use crate::wire::bodies::decoded;
 use crate::wire::error::{parse_retry_after, ProviderError};
+use crate::wire::eventstream::FrameDecoder;
 use crate::wire::limits::{human_bytes, WireLimits};
-use crate::wire::sse::SseEvent;
+use crate::wire::sse::{SseDecoder, SseEvent};
 use aws_smithy_types::event_stream::Message;
 
 /// Connect timeout of every provider connection.
@@ -365,9 +367,9 @@ impl Transport {
             .post_streaming(url, "text/event-stream", headers, body)
             .await
             .map_err(SendError::into_provider_error)?;
-        Ok(Box::pin(crate::wire::sse::events(
+        Ok(Box::pin(decoded(
             response.bytes_stream(),
-            self.options.limits.max_event_bytes,
+            SseDecoder::new(self.options.limits.max_event_bytes),
         )))
     }
 
@@ -391,9 +393,9 @@ impl Transport {
                 SendError::Status(failure) => classify(failure),
                 other => other.into_provider_error(),
             })?;
-        Ok(Box::pin(crate::wire::eventstream::messages(
+        Ok(Box::pin(decoded(
             response.bytes_stream(),
-            self.options.limits.max_event_bytes,
+            FrameDecoder::new(self.options.limits.max_event_bytes),
         )))
     }
 

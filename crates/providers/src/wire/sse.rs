@@ -11,10 +11,7 @@
 //! are comments; a blank line dispatches the event (an event without data is dropped).
 //! `id:` and `retry:` are read and ignored (pith never reconnects a POST).
 
-use bytes::Bytes;
-use futures::Stream;
-
-use crate::wire::bodies::{decoded, Incremental};
+use crate::wire::bodies::Incremental;
 use crate::wire::error::ProviderError;
 use crate::wire::limits::human_bytes;
 
@@ -54,41 +51,6 @@ impl SseDecoder {
             has_data: false,
             event_bytes: 0,
         }
-    }
-
-    /// Takes the next bytes; returns the events they complete.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, ProviderError> {
-        let mut events = Vec::new();
-        let mut start = 0;
-        for (index, &byte) in bytes.iter().enumerate() {
-            if byte != b'\n' && byte != b'\r' {
-                self.after_cr = false;
-                continue;
-            }
-            let crlf_tail = byte == b'\n' && self.after_cr;
-            self.after_cr = byte == b'\r';
-            self.line.extend_from_slice(&bytes[start..index]);
-            start = index + 1;
-            if crlf_tail && self.line.is_empty() {
-                // The `\n` of a `\r\n` whose `\r` already ended the line.
-                continue;
-            }
-            self.check(0)?;
-            if let Some(event) = self.end_line() {
-                events.push(event);
-            }
-        }
-        self.line.extend_from_slice(&bytes[start..]);
-        self.check(0)?;
-        Ok(events)
-    }
-
-    /// The event left when the stream ends (a last event without its blank line).
-    pub fn finish(&mut self) -> Option<SseEvent> {
-        if !self.line.is_empty() {
-            let _ = self.end_line();
-        }
-        self.dispatch()
     }
 
     fn check(&self, extra: usize) -> Result<(), ProviderError> {
@@ -147,29 +109,42 @@ impl SseDecoder {
     }
 }
 
-/// The events of a byte stream, decoded with a bound of `limit` bytes per event. A
-/// transport error is a retryable [`ProviderError::Stream`]; a bound passed ends the
-/// stream with [`ProviderError::LimitExceeded`].
-pub fn events<S, E>(
-    bytes: S,
-    limit: usize,
-) -> impl Stream<Item = Result<SseEvent, ProviderError>> + Send
-where
-    S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
-    E: std::fmt::Display,
-{
-    decoded(bytes, SseDecoder::new(limit))
-}
-
 impl Incremental for SseDecoder {
     type Item = SseEvent;
 
+    /// Takes the next bytes; returns the events they complete.
     fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, ProviderError> {
-        SseDecoder::push(self, bytes)
+        let mut events = Vec::new();
+        let mut start = 0;
+        for (index, &byte) in bytes.iter().enumerate() {
+            if byte != b'\n' && byte != b'\r' {
+                self.after_cr = false;
+                continue;
+            }
+            let crlf_tail = byte == b'\n' && self.after_cr;
+            self.after_cr = byte == b'\r';
+            self.line.extend_from_slice(&bytes[start..index]);
+            start = index + 1;
+            if crlf_tail && self.line.is_empty() {
+                // The `\n` of a `\r\n` whose `\r` already ended the line.
+                continue;
+            }
+            self.check(0)?;
+            if let Some(event) = self.end_line() {
+                events.push(event);
+            }
+        }
+        self.line.extend_from_slice(&bytes[start..]);
+        self.check(0)?;
+        Ok(events)
     }
 
+    /// The event left when the stream ends (a last event without its blank line).
     fn finish(&mut self) -> Result<Vec<SseEvent>, ProviderError> {
-        Ok(SseDecoder::finish(self).into_iter().collect())
+        if !self.line.is_empty() {
+            let _ = self.end_line();
+        }
+        Ok(self.dispatch().into_iter().collect())
     }
 }
 
@@ -183,7 +158,7 @@ mod tests {
         for chunk in chunks {
             events.extend(decoder.push(chunk.as_bytes())?);
         }
-        events.extend(decoder.finish());
+        events.extend(decoder.finish()?);
         Ok(events)
     }
 
