@@ -269,13 +269,8 @@ impl Transport {
         url: &str,
         timeout: Duration,
     ) -> Result<serde_json::Value, ProviderError> {
-        let request = self
-            .client
-            .get(url)
-            .timeout(timeout)
-            .build()
-            .map_err(|e| ProviderError::InvalidRequest(format!("{url}: {e}")))?;
-        self.json_of(url, request).await
+        self.json_of(url, self.client.get(url).timeout(timeout))
+            .await
     }
 
     /// `POST url` with a JSON `body` and its JSON answer (at most `max_body_bytes`).
@@ -285,21 +280,19 @@ impl Transport {
         body: &serde_json::Value,
         timeout: Duration,
     ) -> Result<serde_json::Value, ProviderError> {
-        let request = self
-            .client
-            .post(url)
-            .timeout(timeout)
-            .json(body)
-            .build()
-            .map_err(|e| ProviderError::InvalidRequest(format!("{url}: {e}")))?;
-        self.json_of(url, request).await
+        self.json_of(url, self.client.post(url).timeout(timeout).json(body))
+            .await
     }
 
+    /// Builds and sends `request`; its JSON answer, read to at most `max_body_bytes`.
     async fn json_of(
         &self,
         url: &str,
-        request: reqwest::Request,
+        request: reqwest::RequestBuilder,
     ) -> Result<serde_json::Value, ProviderError> {
+        let request = request
+            .build()
+            .map_err(|e| ProviderError::InvalidRequest(format!("{url}: {e}")))?;
         let response = self
             .send(request)
             .await
