@@ -88,11 +88,8 @@ impl ProviderAdapter for Gemini {
         let url = self.stream_url(&request.model)?;
         let mut parser = Parser::default();
         let decode = move |event: Option<crate::wire::sse::SseEvent>| match event {
-            Some(event) => parser.event(&event.data).map(|chunks| Decoded {
-                chunks,
-                done: false,
-            }),
-            None => parser.finish().map(|chunks| Decoded { chunks, done: true }),
+            Some(event) => parser.event(&event.data).map(Decoded::more),
+            None => parser.finish().map(Decoded::last),
         };
         self.client
             .stream(&url, &[], encode_body(request), decode)

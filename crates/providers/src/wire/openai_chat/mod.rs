@@ -87,22 +87,15 @@ impl ProviderAdapter for OpenAiChat {
         let decode = move |event: Option<SseEvent>| {
             match event {
                 // `[DONE]` ends the answer; keep-alive events carry nothing.
-                Some(event) if event.data.trim() == "[DONE]" => Ok(Decoded {
-                    chunks: assembler.finish(),
-                    done: true,
-                }),
+                Some(event) if event.data.trim() == "[DONE]" => {
+                    Ok(Decoded::last(assembler.finish()))
+                }
                 Some(event) if event.event == "keepalive" || event.data.trim().is_empty() => {
-                    Ok(Decoded {
-                        chunks: Vec::new(),
-                        done: false,
-                    })
+                    Ok(Decoded::more(Vec::new()))
                 }
                 Some(event) => {
                     let chunk: Chunk = parse_event(&event.data)?;
-                    absorb(chunk, &mut assembler).map(|chunks| Decoded {
-                        chunks,
-                        done: false,
-                    })
+                    absorb(chunk, &mut assembler).map(Decoded::more)
                 }
                 // A stream that ends without `[DONE]` is complete only if something said so.
                 None if assembler.finish_reason.is_none()
@@ -113,10 +106,7 @@ impl ProviderAdapter for OpenAiChat {
                         "the stream ended without a finish reason".to_owned(),
                     ))
                 }
-                None => Ok(Decoded {
-                    chunks: assembler.finish(),
-                    done: true,
-                }),
+                None => Ok(Decoded::last(assembler.finish())),
             }
         };
         self.client.stream(&self.url, &headers, body, decode).await

@@ -57,10 +57,7 @@ impl ProviderAdapter for OpenAiResponses {
         let mut parser = Parser::default();
         let decode = move |event: Option<SseEvent>| match event {
             Some(event) if event.data.trim() == "[DONE]" || event.data.trim().is_empty() => {
-                Ok(Decoded {
-                    chunks: Vec::new(),
-                    done: false,
-                })
+                Ok(Decoded::more(Vec::new()))
             }
             Some(event) => {
                 let value: Value = parse_event(&event.data)?;
