@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use pith_core::{Image, Message, Part, Role, ToolResult};
+use pith_core::{Image, Message, Part, Role, ToolCall, ToolResult};
 
 use crate::wire::adapter::ModelRequest;
 
@@ -44,11 +44,13 @@ pub(crate) struct Alternating<'a, B> {
     pub anchor: Option<(usize, usize)>,
 }
 
-/// Folds `request`'s history into alternating turns: `blocks` converts one message of a
-/// side, `placeholder` is the one block of the user turn put first when needed.
+/// Folds `request`'s history into alternating turns: `user` converts one message of the
+/// user's side, `assistant` one of the model's, `placeholder` is the one block of the
+/// user turn put first when needed.
 pub(crate) fn alternate<'a, B>(
     request: &'a ModelRequest,
-    mut blocks: impl FnMut(Side, &'a Message) -> Vec<B>,
+    mut user: impl FnMut(&'a Message) -> Vec<B>,
+    mut assistant: impl FnMut(&'a Message) -> Vec<B>,
     placeholder: impl FnOnce() -> B,
 ) -> Alternating<'a, B> {
     let mut system = Cow::Borrowed(request.system.as_str());
@@ -73,7 +75,10 @@ pub(crate) fn alternate<'a, B>(
             Role::User | Role::Tool => Side::User,
             Role::Assistant => Side::Assistant,
         };
-        let converted = blocks(side, message);
+        let converted = match side {
+            Side::User => user(message),
+            Side::Assistant => assistant(message),
+        };
         if converted.is_empty() {
             continue;
         }
@@ -140,6 +145,52 @@ pub(crate) fn user_parts(message: &Message, keep_text: fn(&str) -> bool) -> User
     parts
 }
 
+/// A part of an assistant message as Anthropic and Bedrock send it back.
+pub(crate) enum Said<'a> {
+    /// A reasoning block with its signature.
+    Thinking {
+        /// The reasoning text.
+        text: &'a str,
+        /// The provider's signature over it.
+        signature: &'a str,
+    },
+    /// A redacted reasoning block: its encrypted data as received.
+    Redacted(&'a str),
+    /// A text the protocol keeps.
+    Text(&'a str),
+    /// A tool call.
+    Call(&'a ToolCall),
+}
+
+/// The parts of assistant `message` to send back, in order: its reasoning blocks from
+/// `reasoning_origin` (none when `None`: thinking is off), each with its signature, else
+/// its encrypted data, else left out; the texts `keep_text` keeps; the tool calls.
+pub(crate) fn assistant_parts<'a>(
+    message: &'a Message,
+    reasoning_origin: Option<&str>,
+    keep_text: fn(&str) -> bool,
+) -> Vec<Said<'a>> {
+    message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Reasoning(reasoning) if Some(reasoning.origin.as_str()) == reasoning_origin => {
+                match (&reasoning.signature, &reasoning.encrypted) {
+                    (Some(signature), _) => Some(Said::Thinking {
+                        text: &reasoning.text,
+                        signature,
+                    }),
+                    (None, Some(data)) => Some(Said::Redacted(data)),
+                    (None, None) => None,
+                }
+            }
+            Part::Text { text } if keep_text(text) => Some(Said::Text(text)),
+            Part::ToolCall(call) => Some(Said::Call(call)),
+            _ => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,16 +219,18 @@ mod tests {
             Message::user("two"),
             Message::assistant("reply"),
         ]);
+        let text_of = |side: Side, m: &Message| {
+            let text = m.text_content();
+            if text.is_empty() {
+                Vec::new()
+            } else {
+                vec![(side, text)]
+            }
+        };
         let folded = alternate(
             &request,
-            |side, m| {
-                let text = m.text_content();
-                if text.is_empty() {
-                    Vec::new()
-                } else {
-                    vec![(side, text)]
-                }
-            },
+            |m| text_of(Side::User, m),
+            |m| text_of(Side::Assistant, m),
             || (Side::User, CONVERSATION_CONTINUES.to_owned()),
         );
         assert_eq!(folded.system, "base\n\nextra rule");
@@ -203,7 +256,8 @@ mod tests {
         asked.cache.anchor = Some(2);
         let folded = alternate(
             &asked,
-            |side, m| vec![(side, m.text_content())],
+            |m| vec![(Side::User, m.text_content())],
+            |m| vec![(Side::Assistant, m.text_content())],
             || (Side::User, CONVERSATION_CONTINUES.to_owned()),
         );
         // Messages 0 and 1 merged into turn 0: its second block ends the prefix.
@@ -213,7 +267,8 @@ mod tests {
         asked.cache.anchor = Some(1);
         let folded = alternate(
             &asked,
-            |side, m| vec![(side, m.text_content())],
+            |m| vec![(Side::User, m.text_content())],
+            |m| vec![(Side::Assistant, m.text_content())],
             || (Side::User, CONVERSATION_CONTINUES.to_owned()),
         );
         assert_eq!(

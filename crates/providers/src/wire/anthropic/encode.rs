@@ -23,14 +23,16 @@
 use crate::wire::arguments::ObjectArguments;
 use std::borrow::Cow;
 
-use pith_core::{Message, Part};
+use pith_core::Message;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::wire::adapter::ModelRequest;
 use crate::wire::reasoning::cap_above_budget;
 use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
-use crate::wire::turns::{alternate, user_parts, Alternating, Loose, Side, CONVERSATION_CONTINUES};
+use crate::wire::turns::{
+    alternate, assistant_parts, user_parts, Alternating, Loose, Said, CONVERSATION_CONTINUES,
+};
 
 /// Output cap used when the request does not name one (the API requires `max_tokens`).
 pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
@@ -189,10 +191,8 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         anchor,
     } = alternate(
         request,
-        |side, message| match side {
-            Side::User => user_blocks(message),
-            Side::Assistant => assistant_blocks(message, thinking.is_some()),
-        },
+        user_blocks,
+        |message| assistant_blocks(message, thinking.is_some()),
         || Block::Text {
             text: CONVERSATION_CONTINUES,
             cache_control: None,
@@ -308,33 +308,29 @@ fn user_blocks(message: &Message) -> Vec<Block<'_>> {
 }
 
 fn assistant_blocks(message: &Message, thinking: bool) -> Vec<Block<'_>> {
-    let mut blocks = Vec::new();
-    for part in &message.parts {
-        match part {
-            Part::Reasoning(reasoning) if thinking && reasoning.origin == "anthropic" => {
-                match (&reasoning.signature, &reasoning.encrypted) {
-                    (Some(signature), _) => blocks.push(Block::Thinking {
-                        thinking: &reasoning.text,
-                        signature,
-                    }),
-                    (None, Some(data)) => blocks.push(Block::RedactedThinking { data }),
-                    (None, None) => {}
-                }
-            }
-            Part::Text { text } if !text.is_empty() => blocks.push(Block::Text {
+    let parts = assistant_parts(message, thinking.then_some("anthropic"), |text| {
+        !text.is_empty()
+    });
+    parts
+        .into_iter()
+        .map(|part| match part {
+            Said::Thinking { text, signature } => Block::Thinking {
+                thinking: text,
+                signature,
+            },
+            Said::Redacted(data) => Block::RedactedThinking { data },
+            Said::Text(text) => Block::Text {
                 text,
                 cache_control: None,
-            }),
-            Part::ToolCall(call) => blocks.push(Block::ToolUse {
+            },
+            Said::Call(call) => Block::ToolUse {
                 id: &call.id,
                 name: &call.name,
                 input: ObjectArguments::of(&call.arguments),
                 cache_control: None,
-            }),
-            _ => {}
-        }
-    }
-    blocks
+            },
+        })
+        .collect()
 }
 
 /// The request body as JSON bytes, serialised straight from the request's messages

@@ -28,14 +28,16 @@
 use crate::wire::arguments::ObjectArguments;
 use std::borrow::Cow;
 
-use pith_core::{Message, Part};
+use pith_core::Message;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::wire::adapter::ModelRequest;
 use crate::wire::reasoning::cap_above_budget;
 use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
-use crate::wire::turns::{alternate, user_parts, Alternating, Loose, Side, CONVERSATION_CONTINUES};
+use crate::wire::turns::{
+    alternate, assistant_parts, user_parts, Alternating, Loose, Said, Side, CONVERSATION_CONTINUES,
+};
 
 /// The `origin` of reasoning blocks this protocol produced (only they are sent back).
 pub const ORIGIN: &str = "bedrock";
@@ -221,10 +223,8 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         anchor,
     } = alternate(
         request,
-        |side, message| match side {
-            Side::User => user_blocks(message),
-            Side::Assistant => assistant_blocks(message, thinking.is_some()),
-        },
+        user_blocks,
+        |message| assistant_blocks(message, thinking.is_some()),
         || Block::Text(CONVERSATION_CONTINUES),
     );
     let message_points = caching && !request.cache.no_message_breakpoints;
@@ -354,33 +354,26 @@ fn user_blocks(message: &Message) -> Vec<Block<'_>> {
 }
 
 fn assistant_blocks(message: &Message, thinking: bool) -> Vec<Block<'_>> {
-    let mut blocks = Vec::new();
-    for part in &message.parts {
-        match part {
-            Part::Reasoning(reasoning) if thinking && reasoning.origin == ORIGIN => {
-                match (&reasoning.signature, &reasoning.encrypted) {
-                    (Some(signature), _) => {
-                        blocks.push(Block::ReasoningContent(ReasoningContent::ReasoningText {
-                            text: &reasoning.text,
-                            signature,
-                        }))
-                    }
-                    (None, Some(data)) => blocks.push(Block::ReasoningContent(
-                        ReasoningContent::RedactedContent(data),
-                    )),
-                    (None, None) => {}
-                }
+    let parts = assistant_parts(message, thinking.then_some(ORIGIN), |text| {
+        !text.trim().is_empty()
+    });
+    parts
+        .into_iter()
+        .map(|part| match part {
+            Said::Thinking { text, signature } => {
+                Block::ReasoningContent(ReasoningContent::ReasoningText { text, signature })
             }
-            Part::Text { text } if !text.trim().is_empty() => blocks.push(Block::Text(text)),
-            Part::ToolCall(call) => blocks.push(Block::ToolUse(ToolUse {
+            Said::Redacted(data) => {
+                Block::ReasoningContent(ReasoningContent::RedactedContent(data))
+            }
+            Said::Text(text) => Block::Text(text),
+            Said::Call(call) => Block::ToolUse(ToolUse {
                 tool_use_id: &call.id,
                 name: &call.name,
                 input: ObjectArguments::of(&call.arguments),
-            })),
-            _ => {}
-        }
-    }
-    blocks
+            }),
+        })
+        .collect()
 }
 
 /// The request body as JSON bytes, serialised straight from the request's messages.
