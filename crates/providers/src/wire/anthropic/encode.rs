@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::wire::adapter::ModelRequest;
-use crate::wire::reasoning::cap_above_budget;
+use crate::wire::reasoning::{cap_above_budget, thinking_budget};
 use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
 use crate::wire::turns::{
     alternate, assistant_parts, user_parts, Alternating, Loose, Said, CONVERSATION_CONTINUES,
@@ -180,11 +180,7 @@ impl Block<'_> {
 /// the last message — four, Anthropic's limit.
 pub fn body(request: &ModelRequest) -> Body<'_> {
     let forced = request.output.as_ref().filter(|o| o.force);
-    // The API refuses thinking with a forced tool.
-    let thinking = request
-        .reasoning
-        .map(|r| r.anthropic_budget())
-        .filter(|budget| *budget > 0 && forced.is_none());
+    let thinking = thinking_budget(request.reasoning, forced.is_some());
     let Alternating {
         system: system_text,
         turns,

@@ -33,7 +33,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::wire::adapter::ModelRequest;
-use crate::wire::reasoning::cap_above_budget;
+use crate::wire::reasoning::{cap_above_budget, thinking_budget};
 use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
 use crate::wire::turns::{
     alternate, assistant_parts, user_parts, Alternating, Loose, Said, Side, CONVERSATION_CONTINUES,
@@ -210,12 +210,8 @@ fn image_block(image: &pith_core::Image) -> ImageBlock<'_> {
 /// The typed body of `request`.
 pub fn body(request: &ModelRequest) -> Body<'_> {
     let forced = request.output.as_ref().filter(|o| o.force);
-    // Claude refuses thinking with a forced tool.
-    let thinking = request
-        .reasoning
-        .filter(|_| is_anthropic(&request.model) && forced.is_none())
-        .map(|r| r.anthropic_budget())
-        .filter(|budget| *budget > 0);
+    let thinking = thinking_budget(request.reasoning, forced.is_some())
+        .filter(|_| is_anthropic(&request.model));
     let caching = supports_cache_points(&request.model);
     let Alternating {
         system: system_text,
