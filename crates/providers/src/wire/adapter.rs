@@ -89,6 +89,21 @@ pub(crate) struct Decoded {
     pub done: bool,
 }
 
+impl Decoded {
+    /// Chunks of a response that goes on.
+    pub fn more(chunks: Vec<StreamChunk>) -> Self {
+        Self {
+            chunks,
+            done: false,
+        }
+    }
+
+    /// The last chunks of a complete response.
+    pub fn last(chunks: Vec<StreamChunk>) -> Self {
+        Self { chunks, done: true }
+    }
+}
+
 /// The tool calls of one response as far as bounds are concerned: how many, and how many
 /// argument bytes each.
 #[derive(Debug)]
@@ -353,14 +368,8 @@ pub(crate) mod tests {
         use futures::StreamExt;
         let upstream = futures::stream::iter(events.into_iter().map(Ok));
         let stream = decode_stream(upstream, limits, |event| match event {
-            Some(chunks) => Ok(Decoded {
-                chunks,
-                done: false,
-            }),
-            None => Ok(Decoded {
-                chunks: vec![StreamChunk::Done { stop_reason: None }],
-                done: true,
-            }),
+            Some(chunks) => Ok(Decoded::more(chunks)),
+            None => Ok(Decoded::last(vec![StreamChunk::Done { stop_reason: None }])),
         });
         futures::executor::block_on(stream.collect())
     }

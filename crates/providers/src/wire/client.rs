@@ -94,6 +94,36 @@ impl SseClient {
     }
 }
 
+/// The two public constructors every SSE adapter has, written once: `new` (the default
+/// HTTP options) and `with_options`, which builds the [`SseClient`] that sends the key as
+/// `auth` says and hands it, with the base URL, to `adapter` (the struct literal).
+macro_rules! sse_constructors {
+    (
+        $(#[$new_doc:meta])*
+        auth: |$key:ident| $auth:expr,
+        adapter: |$client:ident, $base_url:ident| $adapter:expr $(,)?
+    ) => {
+        $(#[$new_doc])*
+        pub fn new(
+            base_url: &str,
+            api_key: Option<&str>,
+        ) -> Result<Self, $crate::wire::error::ProviderError> {
+            Self::with_options(base_url, api_key, $crate::wire::http::HttpOptions::default())
+        }
+
+        /// An adapter with explicit HTTP options (limits, redirects).
+        pub fn with_options(
+            $base_url: &str,
+            $key: Option<&str>,
+            options: $crate::wire::http::HttpOptions,
+        ) -> Result<Self, $crate::wire::error::ProviderError> {
+            let $client = $crate::wire::client::SseClient::new(options, $auth)?;
+            Ok($adapter)
+        }
+    };
+}
+pub(crate) use sse_constructors;
+
 /// `base_url` without trailing slashes, nor a trailing `suffix` (the version path a
 /// user may include, `/v1`, `/v1beta`).
 pub(crate) fn base_without<'a>(base_url: &'a str, suffix: &str) -> &'a str {

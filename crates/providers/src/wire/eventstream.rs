@@ -8,12 +8,10 @@
 //! CRC32 checks) to `aws-smithy-eventstream`, the AWS SDK's own decoder. Work is linear in
 //! the bytes received: each complete frame is split off the front of the buffer once.
 
-use std::collections::VecDeque;
-
 use aws_smithy_types::event_stream::{HeaderValue, Message};
-use bytes::{Buf, Bytes, BytesMut};
-use futures::{Stream, StreamExt};
+use bytes::{Buf, BytesMut};
 
+use crate::wire::bodies::Incremental;
 use crate::wire::error::ProviderError;
 use crate::wire::limits::human_bytes;
 
@@ -35,11 +33,15 @@ impl FrameDecoder {
             buffer: BytesMut::new(),
         }
     }
+}
+
+impl Incremental for FrameDecoder {
+    type Item = Message;
 
     /// Takes the next bytes; returns the messages they complete. A malformed frame (a
     /// length that cannot be, a bad CRC, a broken header) is a [`ProviderError::Stream`];
     /// a message past the bound is a [`ProviderError::LimitExceeded`].
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<Message>, ProviderError> {
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Message>, ProviderError> {
         self.buffer.extend_from_slice(bytes);
         let mut messages = Vec::new();
         while self.buffer.len() >= 4 {
@@ -71,9 +73,9 @@ impl FrameDecoder {
     }
 
     /// Checks the end of the stream: bytes of an incomplete frame left over are an error.
-    pub fn finish(&self) -> Result<(), ProviderError> {
+    fn finish(&mut self) -> Result<Vec<Message>, ProviderError> {
         if self.buffer.is_empty() {
-            Ok(())
+            Ok(Vec::new())
         } else {
             Err(ProviderError::Stream(format!(
                 "the stream ended inside an event-stream frame ({} bytes of it received)",
@@ -95,64 +97,13 @@ pub fn header_str<'a>(message: &'a Message, name: &str) -> Option<&'a str> {
         })
 }
 
-/// The messages of a byte stream, each bounded by `limit` bytes. A transport error is a
-/// retryable [`ProviderError::Stream`]; a bound passed ends the stream with
-/// [`ProviderError::LimitExceeded`]; a stream ending mid-frame ends with a
-/// [`ProviderError::Stream`].
-pub fn messages<S, E>(
-    bytes: S,
-    limit: usize,
-) -> impl Stream<Item = Result<Message, ProviderError>> + Send
-where
-    S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
-    E: std::fmt::Display,
-{
-    let state = (
-        bytes,
-        FrameDecoder::new(limit),
-        VecDeque::<Message>::new(),
-        false,
-    );
-    futures::stream::unfold(
-        state,
-        |(mut bytes, mut decoder, mut ready, mut ended)| async move {
-            loop {
-                if let Some(message) = ready.pop_front() {
-                    return Some((Ok(message), (bytes, decoder, ready, ended)));
-                }
-                if ended {
-                    return None;
-                }
-                let failure = match bytes.next().await {
-                    Some(Ok(chunk)) => match decoder.push(&chunk) {
-                        Ok(messages) => {
-                            ready.extend(messages);
-                            continue;
-                        }
-                        Err(error) => error,
-                    },
-                    Some(Err(error)) => {
-                        ProviderError::Stream(format!("the response stream broke: {error}"))
-                    }
-                    None => match decoder.finish() {
-                        Ok(()) => {
-                            ended = true;
-                            continue;
-                        }
-                        Err(error) => error,
-                    },
-                };
-                ended = true;
-                return Some((Err(failure), (bytes, decoder, ready, ended)));
-            }
-        },
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::bodies::decoded;
     use aws_smithy_types::event_stream::Header;
+    use bytes::Bytes;
+    use futures::StreamExt;
 
     fn frame(event_type: &str, payload: &str) -> Vec<u8> {
         let message = Message::new(Bytes::from(payload.to_owned()))
@@ -237,7 +188,7 @@ mod tests {
             Ok(Bytes::from(frame("messageStart", "{}"))),
             Err("connection reset".to_owned()),
         ];
-        let got: Vec<_> = messages(futures::stream::iter(chunks), 1024)
+        let got: Vec<_> = decoded(futures::stream::iter(chunks), FrameDecoder::new(1024))
             .collect()
             .await;
         assert_eq!(got.len(), 2);

@@ -29,9 +29,11 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderName, LOCATION};
 
+use crate::wire::bodies::decoded;
 use crate::wire::error::{parse_retry_after, ProviderError};
+use crate::wire::eventstream::FrameDecoder;
 use crate::wire::limits::{human_bytes, WireLimits};
-use crate::wire::sse::SseEvent;
+use crate::wire::sse::{SseDecoder, SseEvent};
 use aws_smithy_types::event_stream::Message;
 
 /// Connect timeout of every provider connection.
@@ -267,13 +269,8 @@ impl Transport {
         url: &str,
         timeout: Duration,
     ) -> Result<serde_json::Value, ProviderError> {
-        let request = self
-            .client
-            .get(url)
-            .timeout(timeout)
-            .build()
-            .map_err(|e| ProviderError::InvalidRequest(format!("{url}: {e}")))?;
-        self.json_of(url, request).await
+        self.json_of(url, self.client.get(url).timeout(timeout))
+            .await
     }
 
     /// `POST url` with a JSON `body` and its JSON answer (at most `max_body_bytes`).
@@ -283,21 +280,19 @@ impl Transport {
         body: &serde_json::Value,
         timeout: Duration,
     ) -> Result<serde_json::Value, ProviderError> {
-        let request = self
-            .client
-            .post(url)
-            .timeout(timeout)
-            .json(body)
-            .build()
-            .map_err(|e| ProviderError::InvalidRequest(format!("{url}: {e}")))?;
-        self.json_of(url, request).await
+        self.json_of(url, self.client.post(url).timeout(timeout).json(body))
+            .await
     }
 
+    /// Builds and sends `request`; its JSON answer, read to at most `max_body_bytes`.
     async fn json_of(
         &self,
         url: &str,
-        request: reqwest::Request,
+        request: reqwest::RequestBuilder,
     ) -> Result<serde_json::Value, ProviderError> {
+        let request = request
+            .build()
+            .map_err(|e| ProviderError::InvalidRequest(format!("{url}: {e}")))?;
         let response = self
             .send(request)
             .await
@@ -365,9 +360,9 @@ impl Transport {
             .post_streaming(url, "text/event-stream", headers, body)
             .await
             .map_err(SendError::into_provider_error)?;
-        Ok(Box::pin(crate::wire::sse::events(
+        Ok(Box::pin(decoded(
             response.bytes_stream(),
-            self.options.limits.max_event_bytes,
+            SseDecoder::new(self.options.limits.max_event_bytes),
         )))
     }
 
@@ -391,9 +386,9 @@ impl Transport {
                 SendError::Status(failure) => classify(failure),
                 other => other.into_provider_error(),
             })?;
-        Ok(Box::pin(crate::wire::eventstream::messages(
+        Ok(Box::pin(decoded(
             response.bytes_stream(),
-            self.options.limits.max_event_bytes,
+            FrameDecoder::new(self.options.limits.max_event_bytes),
         )))
     }
 

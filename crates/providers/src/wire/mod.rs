@@ -10,6 +10,7 @@
 //! - [`limits`]: how much pith accepts from a server (events, arguments, calls, bodies).
 //! - [`sse`]: server-sent events decoded in one pass, each event bounded.
 //! - [`eventstream`]: AWS's binary event-stream framing, each message bounded.
+//! - [`bodies`]: the one driver of those two decoders over a response body.
 //! - [`reasoning`]: the reasoning setting and how each protocol reads it.
 //! - `turns`: the history in alternating turns, as Anthropic, Gemini and Bedrock take it.
 //! - one module per protocol, each with the same shape: the adapter struct with `new` and
@@ -19,6 +20,7 @@ pub mod adapter;
 pub mod anthropic;
 pub(crate) mod arguments;
 pub mod bedrock;
+pub mod bodies;
 pub mod chunk;
 pub(crate) mod client;
 pub mod error;

@@ -113,6 +113,26 @@ impl<'de> Deserialize<'de> for ReasoningEffort {
     }
 }
 
+/// The Anthropic thinking budget (Anthropic's API, Claude on Bedrock) of a request with
+/// `reasoning`: `None` when that is off or absent, or when the request `forced` the
+/// structured-output tool (the API refuses thinking with a forced tool).
+pub(crate) fn thinking_budget(reasoning: Option<ReasoningEffort>, forced: bool) -> Option<u32> {
+    reasoning
+        .filter(|_| !forced)
+        .map(ReasoningEffort::anthropic_budget)
+        .filter(|budget| *budget > 0)
+}
+
+/// The output cap of a request with Anthropic thinking (Anthropic's API, Claude on
+/// Bedrock): `max_tokens` must stay above the thinking `budget`, so a cap at or below it
+/// becomes the budget plus `answer` tokens of room for the answer.
+pub(crate) fn cap_above_budget(max_tokens: u32, budget: Option<u32>, answer: u32) -> u32 {
+    match budget {
+        Some(budget) if max_tokens <= budget => budget.saturating_add(answer),
+        _ => max_tokens,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,11 +11,7 @@
 //! are comments; a blank line dispatches the event (an event without data is dropped).
 //! `id:` and `retry:` are read and ignored (pith never reconnects a POST).
 
-use std::collections::VecDeque;
-
-use bytes::Bytes;
-use futures::{Stream, StreamExt};
-
+use crate::wire::bodies::Incremental;
 use crate::wire::error::ProviderError;
 use crate::wire::limits::human_bytes;
 
@@ -55,41 +51,6 @@ impl SseDecoder {
             has_data: false,
             event_bytes: 0,
         }
-    }
-
-    /// Takes the next bytes; returns the events they complete.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, ProviderError> {
-        let mut events = Vec::new();
-        let mut start = 0;
-        for (index, &byte) in bytes.iter().enumerate() {
-            if byte != b'\n' && byte != b'\r' {
-                self.after_cr = false;
-                continue;
-            }
-            let crlf_tail = byte == b'\n' && self.after_cr;
-            self.after_cr = byte == b'\r';
-            self.line.extend_from_slice(&bytes[start..index]);
-            start = index + 1;
-            if crlf_tail && self.line.is_empty() {
-                // The `\n` of a `\r\n` whose `\r` already ended the line.
-                continue;
-            }
-            self.check(0)?;
-            if let Some(event) = self.end_line() {
-                events.push(event);
-            }
-        }
-        self.line.extend_from_slice(&bytes[start..]);
-        self.check(0)?;
-        Ok(events)
-    }
-
-    /// The event left when the stream ends (a last event without its blank line).
-    pub fn finish(&mut self) -> Option<SseEvent> {
-        if !self.line.is_empty() {
-            let _ = self.end_line();
-        }
-        self.dispatch()
     }
 
     fn check(&self, extra: usize) -> Result<(), ProviderError> {
@@ -148,55 +109,43 @@ impl SseDecoder {
     }
 }
 
-/// The events of a byte stream, decoded with a bound of `limit` bytes per event. A
-/// transport error is a retryable [`ProviderError::Stream`]; a bound passed ends the
-/// stream with [`ProviderError::LimitExceeded`].
-pub fn events<S, E>(
-    bytes: S,
-    limit: usize,
-) -> impl Stream<Item = Result<SseEvent, ProviderError>> + Send
-where
-    S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
-    E: std::fmt::Display,
-{
-    let state = (
-        bytes,
-        SseDecoder::new(limit),
-        VecDeque::<SseEvent>::new(),
-        false,
-    );
-    futures::stream::unfold(
-        state,
-        |(mut bytes, mut decoder, mut ready, mut ended)| async move {
-            loop {
-                if let Some(event) = ready.pop_front() {
-                    return Some((Ok(event), (bytes, decoder, ready, ended)));
-                }
-                if ended {
-                    return None;
-                }
-                match bytes.next().await {
-                    Some(Ok(chunk)) => match decoder.push(&chunk) {
-                        Ok(events) => ready.extend(events),
-                        Err(error) => {
-                            ended = true;
-                            return Some((Err(error), (bytes, decoder, ready, ended)));
-                        }
-                    },
-                    Some(Err(error)) => {
-                        ended = true;
-                        let error =
-                            ProviderError::Stream(format!("the response stream broke: {error}"));
-                        return Some((Err(error), (bytes, decoder, ready, ended)));
-                    }
-                    None => {
-                        ended = true;
-                        ready.extend(decoder.finish());
-                    }
-                }
+impl Incremental for SseDecoder {
+    type Item = SseEvent;
+
+    /// Takes the next bytes; returns the events they complete.
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, ProviderError> {
+        let mut events = Vec::new();
+        let mut start = 0;
+        for (index, &byte) in bytes.iter().enumerate() {
+            if byte != b'\n' && byte != b'\r' {
+                self.after_cr = false;
+                continue;
             }
-        },
-    )
+            let crlf_tail = byte == b'\n' && self.after_cr;
+            self.after_cr = byte == b'\r';
+            self.line.extend_from_slice(&bytes[start..index]);
+            start = index + 1;
+            if crlf_tail && self.line.is_empty() {
+                // The `\n` of a `\r\n` whose `\r` already ended the line.
+                continue;
+            }
+            self.check(0)?;
+            if let Some(event) = self.end_line() {
+                events.push(event);
+            }
+        }
+        self.line.extend_from_slice(&bytes[start..]);
+        self.check(0)?;
+        Ok(events)
+    }
+
+    /// The event left when the stream ends (a last event without its blank line).
+    fn finish(&mut self) -> Result<Vec<SseEvent>, ProviderError> {
+        if !self.line.is_empty() {
+            let _ = self.end_line();
+        }
+        Ok(self.dispatch().into_iter().collect())
+    }
 }
 
 #[cfg(test)]
@@ -209,7 +158,7 @@ mod tests {
         for chunk in chunks {
             events.extend(decoder.push(chunk.as_bytes())?);
         }
-        events.extend(decoder.finish());
+        events.extend(decoder.finish()?);
         Ok(events)
     }
 

@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use pith_core::{Message, Role};
+use pith_core::{Image, Message, Part, Role, ToolCall, ToolResult};
 
 use crate::wire::adapter::ModelRequest;
 
@@ -22,6 +22,17 @@ pub(crate) enum Side {
     Assistant,
 }
 
+impl Side {
+    /// The role Anthropic and Bedrock's Converse name the side by (Gemini calls the
+    /// model `model`).
+    pub(crate) fn role(self) -> &'static str {
+        match self {
+            Side::User => "user",
+            Side::Assistant => "assistant",
+        }
+    }
+}
+
 /// A request's history in alternating turns.
 pub(crate) struct Alternating<'a, B> {
     /// The system prompt, then each system message of the history, blank-line separated.
@@ -33,11 +44,13 @@ pub(crate) struct Alternating<'a, B> {
     pub anchor: Option<(usize, usize)>,
 }
 
-/// Folds `request`'s history into alternating turns: `blocks` converts one message of a
-/// side, `placeholder` is the one block of the user turn put first when needed.
+/// Folds `request`'s history into alternating turns: `user` converts one message of the
+/// user's side, `assistant` one of the model's, `placeholder` is the one block of the
+/// user turn put first when needed.
 pub(crate) fn alternate<'a, B>(
     request: &'a ModelRequest,
-    mut blocks: impl FnMut(Side, &'a Message) -> Vec<B>,
+    mut user: impl FnMut(&'a Message) -> Vec<B>,
+    mut assistant: impl FnMut(&'a Message) -> Vec<B>,
     placeholder: impl FnOnce() -> B,
 ) -> Alternating<'a, B> {
     let mut system = Cow::Borrowed(request.system.as_str());
@@ -62,7 +75,10 @@ pub(crate) fn alternate<'a, B>(
             Role::User | Role::Tool => Side::User,
             Role::Assistant => Side::Assistant,
         };
-        let converted = blocks(side, message);
+        let converted = match side {
+            Side::User => user(message),
+            Side::Assistant => assistant(message),
+        };
         if converted.is_empty() {
             continue;
         }
@@ -80,6 +96,99 @@ pub(crate) fn alternate<'a, B>(
         turns,
         anchor,
     }
+}
+
+/// One user message's parts in the order Anthropic and Bedrock send them: the tool
+/// results first, then the texts and images.
+pub(crate) struct UserParts<'a> {
+    /// Each tool result with the images right after it (that tool's output, which goes
+    /// inside the result).
+    pub results: Vec<(&'a ToolResult, Vec<&'a Image>)>,
+    /// The texts and the other images, in order.
+    pub rest: Vec<Loose<'a>>,
+}
+
+/// A text or image of a user message outside its tool results.
+pub(crate) enum Loose<'a> {
+    /// A text the protocol keeps.
+    Text(&'a str),
+    /// An image that follows no tool result.
+    Image(&'a Image),
+}
+
+/// Splits `message`'s parts into [`UserParts`]; a text `keep_text` refuses is left out
+/// (and, like any other part, does not end a tool result's images).
+pub(crate) fn user_parts(message: &Message, keep_text: fn(&str) -> bool) -> UserParts<'_> {
+    let mut parts = UserParts {
+        results: Vec::new(),
+        rest: Vec::new(),
+    };
+    // Whether the previous part was a tool result or one of its images.
+    let mut after_result = false;
+    for part in &message.parts {
+        match part {
+            Part::Text { text } if keep_text(text) => {
+                parts.rest.push(Loose::Text(text));
+                after_result = false;
+            }
+            Part::ToolResult(result) => {
+                parts.results.push((result, Vec::new()));
+                after_result = true;
+            }
+            Part::Image(image) => match parts.results.last_mut().filter(|_| after_result) {
+                Some((_, images)) => images.push(image),
+                None => parts.rest.push(Loose::Image(image)),
+            },
+            _ => {}
+        }
+    }
+    parts
+}
+
+/// A part of an assistant message as Anthropic and Bedrock send it back.
+pub(crate) enum Said<'a> {
+    /// A reasoning block with its signature.
+    Thinking {
+        /// The reasoning text.
+        text: &'a str,
+        /// The provider's signature over it.
+        signature: &'a str,
+    },
+    /// A redacted reasoning block: its encrypted data as received.
+    Redacted(&'a str),
+    /// A text the protocol keeps.
+    Text(&'a str),
+    /// A tool call.
+    Call(&'a ToolCall),
+}
+
+/// The parts of assistant `message` to send back, in order: its reasoning blocks from
+/// `reasoning_origin` (none when `None`: thinking is off), each with its signature, else
+/// its encrypted data, else left out; the texts `keep_text` keeps; the tool calls.
+pub(crate) fn assistant_parts<'a>(
+    message: &'a Message,
+    reasoning_origin: Option<&str>,
+    keep_text: fn(&str) -> bool,
+) -> Vec<Said<'a>> {
+    message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Reasoning(reasoning) if Some(reasoning.origin.as_str()) == reasoning_origin => {
+                match (&reasoning.signature, &reasoning.encrypted) {
+                    (Some(signature), _) => Some(Said::Thinking {
+                        text: &reasoning.text,
+                        signature,
+                    }),
+                    (None, Some(data)) => Some(Said::Redacted(data)),
+                    (None, None) => None,
+                }
+            }
+            Part::Text { text } if keep_text(text) => Some(Said::Text(text)),
+            Part::ToolCall(call) => Some(Said::Call(call)),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -110,16 +219,18 @@ mod tests {
             Message::user("two"),
             Message::assistant("reply"),
         ]);
+        let text_of = |side: Side, m: &Message| {
+            let text = m.text_content();
+            if text.is_empty() {
+                Vec::new()
+            } else {
+                vec![(side, text)]
+            }
+        };
         let folded = alternate(
             &request,
-            |side, m| {
-                let text = m.text_content();
-                if text.is_empty() {
-                    Vec::new()
-                } else {
-                    vec![(side, text)]
-                }
-            },
+            |m| text_of(Side::User, m),
+            |m| text_of(Side::Assistant, m),
             || (Side::User, CONVERSATION_CONTINUES.to_owned()),
         );
         assert_eq!(folded.system, "base\n\nextra rule");
@@ -145,7 +256,8 @@ mod tests {
         asked.cache.anchor = Some(2);
         let folded = alternate(
             &asked,
-            |side, m| vec![(side, m.text_content())],
+            |m| vec![(Side::User, m.text_content())],
+            |m| vec![(Side::Assistant, m.text_content())],
             || (Side::User, CONVERSATION_CONTINUES.to_owned()),
         );
         // Messages 0 and 1 merged into turn 0: its second block ends the prefix.
@@ -155,7 +267,8 @@ mod tests {
         asked.cache.anchor = Some(1);
         let folded = alternate(
             &asked,
-            |side, m| vec![(side, m.text_content())],
+            |m| vec![(Side::User, m.text_content())],
+            |m| vec![(Side::Assistant, m.text_content())],
             || (Side::User, CONVERSATION_CONTINUES.to_owned()),
         );
         assert_eq!(

@@ -35,29 +35,26 @@ pub(super) enum Event {
     Unknown,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub(super) struct StartMessage {
-    #[serde(default)]
     pub(super) usage: Option<UsageBody>,
 }
 
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(default)]
 pub(super) struct UsageBody {
-    #[serde(default)]
     pub(super) input_tokens: Option<u64>,
-    #[serde(default)]
     pub(super) output_tokens: Option<u64>,
-    #[serde(default)]
     pub(super) cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
     pub(super) cache_creation_input_tokens: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub(super) struct ErrorBody {
-    #[serde(default, rename = "type")]
+    #[serde(rename = "type")]
     pub(super) kind: Option<String>,
-    #[serde(default)]
     pub(super) message: String,
 }
 

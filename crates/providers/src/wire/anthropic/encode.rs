@@ -23,13 +23,16 @@
 use crate::wire::arguments::ObjectArguments;
 use std::borrow::Cow;
 
-use pith_core::{Message, Part};
+use pith_core::Message;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::wire::adapter::ModelRequest;
+use crate::wire::reasoning::{cap_above_budget, thinking_budget};
 use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
-use crate::wire::turns::{alternate, Alternating, Side, CONVERSATION_CONTINUES};
+use crate::wire::turns::{
+    alternate, assistant_parts, user_parts, Alternating, Loose, Said, CONVERSATION_CONTINUES,
+};
 
 /// Output cap used when the request does not name one (the API requires `max_tokens`).
 pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
@@ -177,21 +180,15 @@ impl Block<'_> {
 /// the last message — four, Anthropic's limit.
 pub fn body(request: &ModelRequest) -> Body<'_> {
     let forced = request.output.as_ref().filter(|o| o.force);
-    // The API refuses thinking with a forced tool.
-    let thinking = request
-        .reasoning
-        .map(|r| r.anthropic_budget())
-        .filter(|budget| *budget > 0 && forced.is_none());
+    let thinking = thinking_budget(request.reasoning, forced.is_some());
     let Alternating {
         system: system_text,
         turns,
         anchor,
     } = alternate(
         request,
-        |side, message| match side {
-            Side::User => user_blocks(message),
-            Side::Assistant => assistant_blocks(message, thinking.is_some()),
-        },
+        user_blocks,
+        |message| assistant_blocks(message, thinking.is_some()),
         || Block::Text {
             text: CONVERSATION_CONTINUES,
             cache_control: None,
@@ -200,10 +197,7 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
     let mut messages: Vec<WireMessage<'_>> = turns
         .into_iter()
         .map(|(side, content)| WireMessage {
-            role: match side {
-                Side::User => "user",
-                Side::Assistant => "assistant",
-            },
+            role: side.role(),
             content,
         })
         .collect();
@@ -225,13 +219,11 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         block.mark_cache_breakpoint();
     }
     let count = request.tools.len();
-    let mut max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
-    if let Some(budget) = thinking {
-        // The budget must stay below max_tokens, with room left for the answer.
-        if max_tokens <= budget {
-            max_tokens = budget.saturating_add(DEFAULT_MAX_TOKENS);
-        }
-    }
+    let max_tokens = cap_above_budget(
+        request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        thinking,
+        DEFAULT_MAX_TOKENS,
+    );
     Body {
         model: &request.model,
         max_tokens,
@@ -274,82 +266,67 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
 }
 
 fn user_blocks(message: &Message) -> Vec<Block<'_>> {
-    let mut results: Vec<Block<'_>> = Vec::new();
-    let mut texts = Vec::new();
-    // Whether the previous part was a tool result: an image right after one is that
-    // tool's output and goes inside it.
-    let mut after_result = false;
-    for part in &message.parts {
-        match part {
-            Part::Text { text } if !text.is_empty() => {
-                texts.push(Block::Text {
-                    text,
-                    cache_control: None,
-                });
-                after_result = false;
-            }
-            Part::ToolResult(result) => {
-                results.push(Block::ToolResult {
-                    tool_use_id: &result.call_id,
-                    content: ResultContent::Text(if result.content.is_empty() {
-                        "(no output)"
-                    } else {
-                        &result.content
-                    }),
-                    is_error: result.is_error,
-                    cache_control: None,
-                });
-                after_result = true;
-            }
-            Part::Image(image) if after_result => {
-                if let Some(Block::ToolResult { content, .. }) = results.last_mut() {
-                    if let ResultContent::Text(text) = *content {
-                        *content = ResultContent::Blocks(vec![Block::Text {
-                            text,
-                            cache_control: None,
-                        }]);
-                    }
-                    if let ResultContent::Blocks(blocks) = content {
-                        blocks.push(image_block(image));
-                    }
-                }
-            }
-            Part::Image(image) => texts.push(image_block(image)),
-            _ => {}
+    let parts = user_parts(message, |text| !text.is_empty());
+    let results = parts.results.into_iter().map(|(result, images)| {
+        let text = if result.content.is_empty() {
+            "(no output)"
+        } else {
+            &result.content
+        };
+        let content = if images.is_empty() {
+            ResultContent::Text(text)
+        } else {
+            let text = Block::Text {
+                text,
+                cache_control: None,
+            };
+            ResultContent::Blocks(
+                std::iter::once(text)
+                    .chain(images.into_iter().map(image_block))
+                    .collect(),
+            )
+        };
+        Block::ToolResult {
+            tool_use_id: &result.call_id,
+            content,
+            is_error: result.is_error,
+            cache_control: None,
         }
-    }
-    results.extend(texts);
-    results
+    });
+    let rest = parts.rest.into_iter().map(|part| match part {
+        Loose::Text(text) => Block::Text {
+            text,
+            cache_control: None,
+        },
+        Loose::Image(image) => image_block(image),
+    });
+    results.chain(rest).collect()
 }
 
 fn assistant_blocks(message: &Message, thinking: bool) -> Vec<Block<'_>> {
-    let mut blocks = Vec::new();
-    for part in &message.parts {
-        match part {
-            Part::Reasoning(reasoning) if thinking && reasoning.origin == "anthropic" => {
-                match (&reasoning.signature, &reasoning.encrypted) {
-                    (Some(signature), _) => blocks.push(Block::Thinking {
-                        thinking: &reasoning.text,
-                        signature,
-                    }),
-                    (None, Some(data)) => blocks.push(Block::RedactedThinking { data }),
-                    (None, None) => {}
-                }
-            }
-            Part::Text { text } if !text.is_empty() => blocks.push(Block::Text {
+    let parts = assistant_parts(message, thinking.then_some("anthropic"), |text| {
+        !text.is_empty()
+    });
+    parts
+        .into_iter()
+        .map(|part| match part {
+            Said::Thinking { text, signature } => Block::Thinking {
+                thinking: text,
+                signature,
+            },
+            Said::Redacted(data) => Block::RedactedThinking { data },
+            Said::Text(text) => Block::Text {
                 text,
                 cache_control: None,
-            }),
-            Part::ToolCall(call) => blocks.push(Block::ToolUse {
+            },
+            Said::Call(call) => Block::ToolUse {
                 id: &call.id,
                 name: &call.name,
                 input: ObjectArguments::of(&call.arguments),
                 cache_control: None,
-            }),
-            _ => {}
-        }
-    }
-    blocks
+            },
+        })
+        .collect()
 }
 
 /// The request body as JSON bytes, serialised straight from the request's messages

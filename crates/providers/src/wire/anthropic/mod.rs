@@ -10,9 +10,8 @@
 use async_trait::async_trait;
 
 use crate::wire::adapter::{ChunkStream, Decoded, ModelRequest, ProviderAdapter};
-use crate::wire::client::{base_without, Auth, SseClient};
+use crate::wire::client::{base_without, sse_constructors, Auth, SseClient};
 use crate::wire::error::ProviderError;
-use crate::wire::http::HttpOptions;
 
 mod decode;
 pub mod encode;
@@ -31,22 +30,14 @@ pub struct Anthropic {
 }
 
 impl Anthropic {
-    /// An adapter for `base_url` (e.g. `https://api.anthropic.com`; a trailing `/v1` is
-    /// accepted too) with the default HTTP options.
-    pub fn new(base_url: &str, api_key: Option<&str>) -> Result<Self, ProviderError> {
-        Self::with_options(base_url, api_key, HttpOptions::default())
-    }
-
-    /// An adapter with explicit HTTP options (limits, redirects).
-    pub fn with_options(
-        base_url: &str,
-        api_key: Option<&str>,
-        options: HttpOptions,
-    ) -> Result<Self, ProviderError> {
-        Ok(Self {
-            client: SseClient::new(options, Auth::Header("x-api-key", api_key))?,
+    sse_constructors! {
+        /// An adapter for `base_url` (e.g. `https://api.anthropic.com`; a trailing `/v1` is
+        /// accepted too) with the default HTTP options.
+        auth: |api_key| Auth::Header("x-api-key", api_key),
+        adapter: |client, base_url| Self {
+            client,
             url: format!("{}/v1/messages", base_without(base_url, "/v1")),
-        })
+        },
     }
 }
 

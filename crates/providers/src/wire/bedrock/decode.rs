@@ -18,30 +18,21 @@ use crate::wire::error::ProviderError;
 use crate::wire::eventstream::header_str;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 struct EventBody {
-    #[serde(default)]
     content_block_index: Option<usize>,
-    #[serde(default)]
     start: Value,
-    #[serde(default)]
     delta: Value,
-    #[serde(default)]
     stop_reason: Option<String>,
-    #[serde(default)]
     usage: Option<UsageBody>,
 }
 
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 struct UsageBody {
-    #[serde(default)]
     input_tokens: u64,
-    #[serde(default)]
     output_tokens: u64,
-    #[serde(default)]
     cache_read_input_tokens: u64,
-    #[serde(default)]
     cache_write_input_tokens: u64,
 }
 

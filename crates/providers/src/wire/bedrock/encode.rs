@@ -28,13 +28,16 @@
 use crate::wire::arguments::ObjectArguments;
 use std::borrow::Cow;
 
-use pith_core::{Message, Part};
+use pith_core::Message;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::wire::adapter::ModelRequest;
+use crate::wire::reasoning::{cap_above_budget, thinking_budget};
 use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
-use crate::wire::turns::{alternate, Alternating, Side, CONVERSATION_CONTINUES};
+use crate::wire::turns::{
+    alternate, assistant_parts, user_parts, Alternating, Loose, Said, Side, CONVERSATION_CONTINUES,
+};
 
 /// The `origin` of reasoning blocks this protocol produced (only they are sent back).
 pub const ORIGIN: &str = "bedrock";
@@ -207,12 +210,8 @@ fn image_block(image: &pith_core::Image) -> ImageBlock<'_> {
 /// The typed body of `request`.
 pub fn body(request: &ModelRequest) -> Body<'_> {
     let forced = request.output.as_ref().filter(|o| o.force);
-    // Claude refuses thinking with a forced tool.
-    let thinking = request
-        .reasoning
-        .filter(|_| is_anthropic(&request.model) && forced.is_none())
-        .map(|r| r.anthropic_budget())
-        .filter(|budget| *budget > 0);
+    let thinking = thinking_budget(request.reasoning, forced.is_some())
+        .filter(|_| is_anthropic(&request.model));
     let caching = supports_cache_points(&request.model);
     let Alternating {
         system: system_text,
@@ -220,10 +219,8 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         anchor,
     } = alternate(
         request,
-        |side, message| match side {
-            Side::User => user_blocks(message),
-            Side::Assistant => assistant_blocks(message, thinking.is_some()),
-        },
+        user_blocks,
+        |message| assistant_blocks(message, thinking.is_some()),
         || Block::Text(CONVERSATION_CONTINUES),
     );
     let message_points = caching && !request.cache.no_message_breakpoints;
@@ -236,12 +233,11 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         }
     }
     let tools = wire_tools(request, caching);
-    let mut max_tokens = request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
-    if let Some(budget) = thinking {
-        if max_tokens <= budget {
-            max_tokens = budget.saturating_add(DEFAULT_MAX_TOKENS);
-        }
-    }
+    let max_tokens = cap_above_budget(
+        request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        thinking,
+        DEFAULT_MAX_TOKENS,
+    );
     Body {
         messages,
         system,
@@ -276,10 +272,7 @@ fn wire_messages<'a>(
     let mut messages: Vec<WireMessage<'a>> = turns
         .into_iter()
         .map(|(side, content)| WireMessage {
-            role: match side {
-                Side::User => "user",
-                Side::Assistant => "assistant",
-            },
+            role: side.role(),
             content,
         })
         .collect();
@@ -331,71 +324,52 @@ fn wire_tools(request: &ModelRequest, caching: bool) -> Vec<WireTool<'_>> {
 }
 
 fn user_blocks(message: &Message) -> Vec<Block<'_>> {
-    let mut results: Vec<Block<'_>> = Vec::new();
-    let mut texts = Vec::new();
-    // Whether the previous part was a tool result: an image right after one is that
-    // tool's output and goes inside it.
-    let mut after_result = false;
-    for part in &message.parts {
-        match part {
-            Part::Text { text } if !text.trim().is_empty() => {
-                texts.push(Block::Text(text));
-                after_result = false;
-            }
-            Part::ToolResult(result) => {
-                let text = if result.content.trim().is_empty() {
-                    "(no output)"
-                } else {
-                    &result.content
-                };
-                results.push(Block::ToolResult(ToolResult {
-                    tool_use_id: &result.call_id,
-                    content: vec![ResultBlock::Text(text)],
-                    status: if result.is_error { "error" } else { "success" },
-                }));
-                after_result = true;
-            }
-            Part::Image(image) if after_result => {
-                if let Some(Block::ToolResult(result)) = results.last_mut() {
-                    result.content.push(ResultBlock::Image(image_block(image)));
-                }
-            }
-            Part::Image(image) => texts.push(Block::Image(image_block(image))),
-            _ => {}
-        }
-    }
-    results.extend(texts);
-    results
+    let parts = user_parts(message, |text| !text.trim().is_empty());
+    let results = parts.results.into_iter().map(|(result, images)| {
+        let text = if result.content.trim().is_empty() {
+            "(no output)"
+        } else {
+            &result.content
+        };
+        let images = images
+            .into_iter()
+            .map(|image| ResultBlock::Image(image_block(image)));
+        Block::ToolResult(ToolResult {
+            tool_use_id: &result.call_id,
+            content: std::iter::once(ResultBlock::Text(text))
+                .chain(images)
+                .collect(),
+            status: if result.is_error { "error" } else { "success" },
+        })
+    });
+    let rest = parts.rest.into_iter().map(|part| match part {
+        Loose::Text(text) => Block::Text(text),
+        Loose::Image(image) => Block::Image(image_block(image)),
+    });
+    results.chain(rest).collect()
 }
 
 fn assistant_blocks(message: &Message, thinking: bool) -> Vec<Block<'_>> {
-    let mut blocks = Vec::new();
-    for part in &message.parts {
-        match part {
-            Part::Reasoning(reasoning) if thinking && reasoning.origin == ORIGIN => {
-                match (&reasoning.signature, &reasoning.encrypted) {
-                    (Some(signature), _) => {
-                        blocks.push(Block::ReasoningContent(ReasoningContent::ReasoningText {
-                            text: &reasoning.text,
-                            signature,
-                        }))
-                    }
-                    (None, Some(data)) => blocks.push(Block::ReasoningContent(
-                        ReasoningContent::RedactedContent(data),
-                    )),
-                    (None, None) => {}
-                }
+    let parts = assistant_parts(message, thinking.then_some(ORIGIN), |text| {
+        !text.trim().is_empty()
+    });
+    parts
+        .into_iter()
+        .map(|part| match part {
+            Said::Thinking { text, signature } => {
+                Block::ReasoningContent(ReasoningContent::ReasoningText { text, signature })
             }
-            Part::Text { text } if !text.trim().is_empty() => blocks.push(Block::Text(text)),
-            Part::ToolCall(call) => blocks.push(Block::ToolUse(ToolUse {
+            Said::Redacted(data) => {
+                Block::ReasoningContent(ReasoningContent::RedactedContent(data))
+            }
+            Said::Text(text) => Block::Text(text),
+            Said::Call(call) => Block::ToolUse(ToolUse {
                 tool_use_id: &call.id,
                 name: &call.name,
                 input: ObjectArguments::of(&call.arguments),
-            })),
-            _ => {}
-        }
-    }
-    blocks
+            }),
+        })
+        .collect()
 }
 
 /// The request body as JSON bytes, serialised straight from the request's messages.

@@ -160,7 +160,7 @@ impl ProviderAdapter for Bedrock {
                     chunks,
                     done: parser.done,
                 }),
-                None => parser.end().map(|chunks| Decoded { chunks, done: true }),
+                None => parser.end().map(Decoded::last),
             },
         );
         Ok(match request.output.as_ref().filter(|o| o.force) {

@@ -27,87 +27,67 @@ use crate::wire::client::parse_event;
 use crate::wire::error::ProviderError;
 
 /// One event of the stream.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 pub(super) struct Chunk {
-    #[serde(default)]
     candidates: Vec<Candidate>,
-    #[serde(default)]
     usage_metadata: Option<UsageMetadata>,
-    #[serde(default)]
     prompt_feedback: Option<PromptFeedback>,
-    #[serde(default)]
     error: Option<GoogleError>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 struct Candidate {
-    #[serde(default)]
     content: Option<CandidateContent>,
-    #[serde(default)]
     finish_reason: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 struct CandidateContent {
-    #[serde(default)]
     parts: Vec<WirePart>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 struct WirePart {
-    #[serde(default)]
     text: Option<String>,
-    #[serde(default)]
     thought: bool,
-    #[serde(default)]
     thought_signature: Option<String>,
-    #[serde(default)]
     function_call: Option<FunctionCall>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 struct FunctionCall {
-    #[serde(default)]
     id: Option<String>,
-    #[serde(default)]
     name: String,
-    #[serde(default)]
     args: Option<Value>,
 }
 
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 struct UsageMetadata {
-    #[serde(default)]
     prompt_token_count: u64,
-    #[serde(default)]
     cached_content_token_count: u64,
-    #[serde(default)]
     candidates_token_count: u64,
-    #[serde(default)]
     thoughts_token_count: u64,
-    #[serde(default)]
     tool_use_prompt_token_count: u64,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 struct PromptFeedback {
-    #[serde(default)]
     block_reason: Option<String>,
 }
 
 /// Google's error object: `{"code": 429, "message": "…", "status": "RESOURCE_EXHAUSTED"}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub(super) struct GoogleError {
-    #[serde(default)]
     code: Option<u16>,
-    #[serde(default)]
     message: String,
-    #[serde(default)]
     status: Option<String>,
 }
 

@@ -235,10 +235,8 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         ..
     } = alternate(
         request,
-        |side, message| match side {
-            Side::User => user_parts(message, &names),
-            Side::Assistant => model_parts(message),
-        },
+        |message| user_parts(message, &names),
+        model_parts,
         || plain(PartData::Text(CONVERSATION_CONTINUES)),
     );
     let contents: Vec<Content<'_>> = turns

@@ -13,9 +13,8 @@
 use async_trait::async_trait;
 
 use crate::wire::adapter::{ChunkStream, Decoded, ModelRequest, ProviderAdapter};
-use crate::wire::client::{base_without, Auth, SseClient};
+use crate::wire::client::{base_without, sse_constructors, Auth, SseClient};
 use crate::wire::error::ProviderError;
-use crate::wire::http::HttpOptions;
 
 mod decode;
 pub mod encode;
@@ -45,22 +44,14 @@ impl std::fmt::Debug for Gemini {
 }
 
 impl Gemini {
-    /// An adapter for `base_url` (e.g. `https://generativelanguage.googleapis.com`; a
-    /// trailing `/v1beta` is accepted too) with the default HTTP options.
-    pub fn new(base_url: &str, api_key: Option<&str>) -> Result<Self, ProviderError> {
-        Self::with_options(base_url, api_key, HttpOptions::default())
-    }
-
-    /// An adapter with explicit HTTP options (limits, redirects).
-    pub fn with_options(
-        base_url: &str,
-        api_key: Option<&str>,
-        options: HttpOptions,
-    ) -> Result<Self, ProviderError> {
-        Ok(Self {
-            client: SseClient::new(options, Auth::Header("x-goog-api-key", api_key))?,
+    sse_constructors! {
+        /// An adapter for `base_url` (e.g. `https://generativelanguage.googleapis.com`; a
+        /// trailing `/v1beta` is accepted too) with the default HTTP options.
+        auth: |api_key| Auth::Header("x-goog-api-key", api_key),
+        adapter: |client, base_url| Self {
+            client,
             base: base_without(base_url, &format!("/{API_VERSION}")).to_owned(),
-        })
+        },
     }
 
     /// The streaming URL for `model`: `models/ID` for a bare id, the name as given for a
@@ -97,11 +88,8 @@ impl ProviderAdapter for Gemini {
         let url = self.stream_url(&request.model)?;
         let mut parser = Parser::default();
         let decode = move |event: Option<crate::wire::sse::SseEvent>| match event {
-            Some(event) => parser.event(&event.data).map(|chunks| Decoded {
-                chunks,
-                done: false,
-            }),
-            None => parser.finish().map(|chunks| Decoded { chunks, done: true }),
+            Some(event) => parser.event(&event.data).map(Decoded::more),
+            None => parser.finish().map(Decoded::last),
         };
         self.client
             .stream(&url, &[], encode_body(request), decode)

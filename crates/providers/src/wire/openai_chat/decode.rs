@@ -7,91 +7,75 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 #[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(default)]
 pub(super) struct Chunk {
-    #[serde(default)]
     pub(super) choices: Vec<Choice>,
-    #[serde(default)]
     pub(super) usage: Option<ChunkUsage>,
-    #[serde(default)]
     pub(super) error: Option<ErrorObject>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(default)]
 pub(super) struct Choice {
-    #[serde(default)]
     pub(super) delta: Option<Delta>,
-    #[serde(default)]
     pub(super) message: Option<Delta>,
-    #[serde(default)]
     pub(super) finish_reason: Option<String>,
-    #[serde(default)]
     pub(super) usage: Option<ChunkUsage>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(default)]
 pub(super) struct Delta {
-    #[serde(default)]
     pub(super) content: Option<String>,
-    #[serde(default)]
     pub(super) reasoning_content: Option<String>,
-    #[serde(default)]
     pub(super) reasoning: Option<String>,
-    #[serde(default)]
     pub(super) tool_calls: Option<Vec<ToolCallDelta>>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(default)]
 pub(super) struct ToolCallDelta {
-    #[serde(default)]
     pub(super) index: Option<usize>,
-    #[serde(default)]
     pub(super) id: Option<String>,
-    #[serde(default)]
     pub(super) function: Option<FunctionDelta>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(default)]
 pub(super) struct FunctionDelta {
-    #[serde(default)]
     pub(super) name: Option<String>,
-    #[serde(default)]
     pub(super) arguments: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Copy, Deserialize, Serialize)]
+#[serde(default)]
 pub(super) struct ChunkUsage {
-    #[serde(default)]
     pub(super) prompt_tokens: u64,
-    #[serde(default)]
     pub(super) completion_tokens: u64,
-    #[serde(default)]
     pub(super) prompt_tokens_details: Option<PromptDetails>,
-    #[serde(default)]
     pub(super) completion_tokens_details: Option<CompletionDetails>,
     /// OpenRouter's usage accounting: what the request cost, in US dollars.
-    #[serde(default)]
     pub(super) cost: Option<f64>,
 }
 
 #[derive(Debug, Default, Clone, Copy, Deserialize, Serialize)]
+#[serde(default)]
 pub(super) struct CompletionDetails {
-    #[serde(default)]
     pub(super) reasoning_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Clone, Copy, Deserialize, Serialize)]
+#[serde(default)]
 pub(super) struct PromptDetails {
-    #[serde(default)]
     pub(super) cached_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(default)]
 pub(super) struct ErrorObject {
-    #[serde(default)]
     pub(super) message: String,
-    #[serde(default, rename = "type")]
+    #[serde(rename = "type")]
     pub(super) kind: Option<String>,
-    #[serde(default)]
     pub(super) code: Option<Value>,
 }
 

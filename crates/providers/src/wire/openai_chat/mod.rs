@@ -11,9 +11,8 @@
 use async_trait::async_trait;
 
 use crate::wire::adapter::{ChunkStream, Decoded, ModelRequest, ProviderAdapter};
-use crate::wire::client::{base_without, parse_event, Auth, SseClient};
+use crate::wire::client::{base_without, parse_event, sse_constructors, Auth, SseClient};
 use crate::wire::error::ProviderError;
-use crate::wire::http::HttpOptions;
 use crate::wire::sse::SseEvent;
 
 mod decode;
@@ -41,6 +40,7 @@ pub struct ChatOptions {
     pub penalties: Penalties,
 }
 
+/// Not derived: the configured headers may carry credentials.
 impl std::fmt::Debug for OpenAiChat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenAiChat").finish_non_exhaustive()
@@ -48,22 +48,14 @@ impl std::fmt::Debug for OpenAiChat {
 }
 
 impl OpenAiChat {
-    /// An adapter for the server at `base_url` (which ends in `/v1` for OpenAI).
-    pub fn new(base_url: &str, api_key: Option<&str>) -> Result<Self, ProviderError> {
-        Self::with_options(base_url, api_key, HttpOptions::default())
-    }
-
-    /// An adapter with explicit HTTP options (limits, redirects).
-    pub fn with_options(
-        base_url: &str,
-        api_key: Option<&str>,
-        options: HttpOptions,
-    ) -> Result<Self, ProviderError> {
-        Ok(Self {
-            client: SseClient::new(options, Auth::Bearer(api_key))?,
+    sse_constructors! {
+        /// An adapter for the server at `base_url` (which ends in `/v1` for OpenAI).
+        auth: |api_key| Auth::Bearer(api_key),
+        adapter: |client, base_url| Self {
+            client,
             url: format!("{}/chat/completions", base_without(base_url, "")),
             options: ChatOptions::default(),
-        })
+        },
     }
 
     /// The same adapter with server-specific options.
@@ -95,22 +87,15 @@ impl ProviderAdapter for OpenAiChat {
         let decode = move |event: Option<SseEvent>| {
             match event {
                 // `[DONE]` ends the answer; keep-alive events carry nothing.
-                Some(event) if event.data.trim() == "[DONE]" => Ok(Decoded {
-                    chunks: assembler.finish(),
-                    done: true,
-                }),
+                Some(event) if event.data.trim() == "[DONE]" => {
+                    Ok(Decoded::last(assembler.finish()))
+                }
                 Some(event) if event.event == "keepalive" || event.data.trim().is_empty() => {
-                    Ok(Decoded {
-                        chunks: Vec::new(),
-                        done: false,
-                    })
+                    Ok(Decoded::more(Vec::new()))
                 }
                 Some(event) => {
                     let chunk: Chunk = parse_event(&event.data)?;
-                    absorb(chunk, &mut assembler).map(|chunks| Decoded {
-                        chunks,
-                        done: false,
-                    })
+                    absorb(chunk, &mut assembler).map(Decoded::more)
                 }
                 // A stream that ends without `[DONE]` is complete only if something said so.
                 None if assembler.finish_reason.is_none()
@@ -121,10 +106,7 @@ impl ProviderAdapter for OpenAiChat {
                         "the stream ended without a finish reason".to_owned(),
                     ))
                 }
-                None => Ok(Decoded {
-                    chunks: assembler.finish(),
-                    done: true,
-                }),
+                None => Ok(Decoded::last(assembler.finish())),
             }
         };
         self.client.stream(&self.url, &headers, body, decode).await

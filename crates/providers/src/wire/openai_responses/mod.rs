@@ -9,9 +9,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::wire::adapter::{ChunkStream, Decoded, ModelRequest, ProviderAdapter};
-use crate::wire::client::{base_without, parse_event, Auth, SseClient};
+use crate::wire::client::{base_without, parse_event, sse_constructors, Auth, SseClient};
 use crate::wire::error::ProviderError;
-use crate::wire::http::HttpOptions;
 use crate::wire::sse::SseEvent;
 
 mod decode;
@@ -20,36 +19,23 @@ pub mod encode;
 use self::decode::*;
 pub use self::encode::*;
 
-/// The Responses adapter.
+/// The Responses adapter (its client's `Debug` never shows the key).
+#[derive(Debug)]
 pub struct OpenAiResponses {
     client: SseClient,
     url: String,
     reasoning_model: bool,
 }
 
-impl std::fmt::Debug for OpenAiResponses {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiResponses").finish_non_exhaustive()
-    }
-}
-
 impl OpenAiResponses {
-    /// An adapter for the server at `base_url` (e.g. `https://api.openai.com/v1`).
-    pub fn new(base_url: &str, api_key: Option<&str>) -> Result<Self, ProviderError> {
-        Self::with_options(base_url, api_key, HttpOptions::default())
-    }
-
-    /// An adapter with explicit HTTP options (limits, redirects).
-    pub fn with_options(
-        base_url: &str,
-        api_key: Option<&str>,
-        options: HttpOptions,
-    ) -> Result<Self, ProviderError> {
-        Ok(Self {
-            client: SseClient::new(options, Auth::Bearer(api_key))?,
+    sse_constructors! {
+        /// An adapter for the server at `base_url` (e.g. `https://api.openai.com/v1`).
+        auth: |api_key| Auth::Bearer(api_key),
+        adapter: |client, base_url| Self {
+            client,
             url: format!("{}/responses", base_without(base_url, "")),
             reasoning_model: false,
-        })
+        },
     }
 
     /// The same adapter for a reasoning model: every request asks for the reasoning
@@ -71,10 +57,7 @@ impl ProviderAdapter for OpenAiResponses {
         let mut parser = Parser::default();
         let decode = move |event: Option<SseEvent>| match event {
             Some(event) if event.data.trim() == "[DONE]" || event.data.trim().is_empty() => {
-                Ok(Decoded {
-                    chunks: Vec::new(),
-                    done: false,
-                })
+                Ok(Decoded::more(Vec::new()))
             }
             Some(event) => {
                 let value: Value = parse_event(&event.data)?;
