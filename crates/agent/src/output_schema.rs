@@ -41,14 +41,7 @@ pub struct OutputSchema {
     strict: bool,
 }
 
-impl std::fmt::Debug for OutputSchema {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OutputSchema")
-            .field("schema", &self.schema)
-            .field("strict", &self.strict)
-            .finish()
-    }
-}
+pith_core::debug_fields!(OutputSchema { schema, strict });
 
 /// Why an answer does not match: each error with where it is in the answer.
 #[derive(Debug, Clone, PartialEq, Eq)]

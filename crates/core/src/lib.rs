@@ -19,6 +19,8 @@
 
 pub mod context;
 mod cost;
+#[macro_use]
+mod debug_fields;
 mod format;
 #[macro_use]
 mod named;

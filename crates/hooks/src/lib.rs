@@ -95,14 +95,7 @@ pub struct Hooks {
     squash: SquashConfig,
 }
 
-impl std::fmt::Debug for Hooks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hooks")
-            .field("config", &self.config)
-            .field("session", &self.session)
-            .finish_non_exhaustive()
-    }
-}
+pith_core::debug_fields!(Hooks { config, session });
 
 impl Hooks {
     /// The hooks of `config` for `session`; their output is squashed with `squash`.

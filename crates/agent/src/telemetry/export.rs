@@ -67,14 +67,10 @@ pub struct Telemetry {
     shut_down: AtomicBool,
 }
 
-impl std::fmt::Debug for Telemetry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Telemetry")
-            .field("include_content", &self.include_content)
-            .field("flush_timeout", &self.flush_timeout)
-            .finish()
-    }
-}
+pith_core::debug_fields!(Telemetry {
+    include_content,
+    flush_timeout
+});
 
 impl Telemetry {
     /// Starts exporting as `settings` say, for the session `session_id`. `secrets` are

@@ -37,14 +37,7 @@ pub struct SummaryModel {
     pub spend: Option<Arc<SpendGuard>>,
 }
 
-impl std::fmt::Debug for SummaryModel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SummaryModel")
-            .field("spec", &self.spec)
-            .field("input_budget", &self.input_budget)
-            .finish()
-    }
-}
+pith_core::debug_fields!(SummaryModel { spec, input_budget });
 
 impl SummaryModel {
     /// Whether a summary request of `counted` tokens (pith's count) fits its input

@@ -32,7 +32,6 @@ pub mod policy;
 mod user_dirs;
 
 use std::ffi::OsString;
-use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -192,15 +191,7 @@ pub struct Confinement {
     platform: PlatformConfinement,
 }
 
-impl fmt::Debug for Confinement {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Confinement")
-            .field("mode", &self.mode)
-            .field("network", &self.network)
-            .field("env", &self.env)
-            .finish()
-    }
-}
+pith_core::debug_fields!(Confinement { mode, network, env });
 
 impl Confinement {
     /// The mode it enforces.

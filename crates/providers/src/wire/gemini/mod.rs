@@ -35,13 +35,7 @@ pub struct Gemini {
     base: String,
 }
 
-impl std::fmt::Debug for Gemini {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gemini")
-            .field("base", &self.base)
-            .finish_non_exhaustive()
-    }
-}
+pith_core::debug_fields!(Gemini { base });
 
 impl Gemini {
     sse_constructors! {
