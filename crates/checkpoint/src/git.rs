@@ -42,13 +42,9 @@ pub(crate) struct GitObjects {
     repo: gix::ThreadSafeRepository,
 }
 
-impl std::fmt::Debug for GitObjects {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GitObjects")
-            .field("git_dir", &self.repo.git_dir())
-            .finish()
-    }
-}
+pith_core::debug_fields!(GitObjects |this| {
+    git_dir: this.repo.git_dir(),
+});
 
 impl GitIndex {
     /// git's index for the workspace `root`, or None when `root` is not in a git work

@@ -57,13 +57,9 @@ pub struct McpHub {
     notices: Mutex<Vec<String>>,
 }
 
-impl std::fmt::Debug for McpHub {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpHub")
-            .field("servers", &self.servers.len())
-            .finish_non_exhaustive()
-    }
-}
+pith_core::debug_fields!(McpHub |this| {
+    servers: this.servers.len(),
+});
 
 impl McpHub {
     /// Starts `configs` (enabled ones) in the background on the current Tokio runtime.

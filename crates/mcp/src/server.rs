@@ -104,13 +104,9 @@ pub struct McpServer {
     warnings: std::sync::Mutex<Vec<String>>,
 }
 
-impl std::fmt::Debug for McpServer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpServer")
-            .field("name", &self.config.name)
-            .finish_non_exhaustive()
-    }
-}
+pith_core::debug_fields!(McpServer |this| {
+    name: this.config.name,
+});
 
 impl McpServer {
     /// A server that connects through `connector`; nothing starts yet.

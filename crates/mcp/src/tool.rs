@@ -39,13 +39,9 @@ pub struct McpTool {
     env: Arc<ToolEnv>,
 }
 
-impl std::fmt::Debug for McpTool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpTool")
-            .field("name", &self.spec.name)
-            .finish()
-    }
-}
+pith_core::debug_fields!(McpTool |this| {
+    name: this.spec.name,
+});
 
 impl McpTool {
     /// `spec` of `server`, captured and authorized through `env`.

@@ -113,20 +113,16 @@ pub struct ToolsConfig {
 /// The default [`ToolsConfig::bash_env_exclude`] patterns.
 pub const DEFAULT_BASH_ENV_EXCLUDE: [&str; 3] = ["KEY", "SECRET", "TOKEN"];
 
-impl std::fmt::Debug for ToolsConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolsConfig")
-            .field("workspace_root", &self.workspace_root)
-            .field("spill_dir", &self.spill_dir)
-            .field("mode", &self.mode)
-            .field("has_approver", &self.approver.is_some())
-            .field("files", &self.files)
-            .field("terminal", &self.terminal)
-            .field("limits", &self.limits)
-            .field("sandbox", &self.sandbox)
-            .finish()
-    }
-}
+pith_core::debug_fields!(ToolsConfig |this| {
+    workspace_root: this.workspace_root,
+    spill_dir: this.spill_dir,
+    mode: this.mode,
+    has_approver: this.approver.is_some(),
+    files: this.files,
+    terminal: this.terminal,
+    limits: this.limits,
+    sandbox: this.sandbox,
+});
 
 impl ToolsConfig {
     /// Defaults (mode `ask`, no approver, default limits and squash settings) for a

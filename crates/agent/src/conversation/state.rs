@@ -307,12 +307,8 @@ pub(super) fn retire(session: Session, unused: bool) {
     }
 }
 
-impl std::fmt::Debug for Conversation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Conversation")
-            .field("session", &self.session.id())
-            .field("model", &self.settings.model.spec())
-            .field("cwd", &self.factory.workspace.cwd())
-            .finish()
-    }
-}
+pith_core::debug_fields!(Conversation |this| {
+    session: this.session.id(),
+    model: this.settings.model.spec(),
+    cwd: this.factory.workspace.cwd(),
+});

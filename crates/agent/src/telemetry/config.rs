@@ -51,17 +51,13 @@ pub struct TelemetrySettings {
     pub service_name: String,
 }
 
-impl std::fmt::Debug for TelemetrySettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TelemetrySettings")
-            .field("traces_endpoint", &self.traces_endpoint)
-            .field("metrics_endpoint", &self.metrics_endpoint)
-            .field("headers", &self.headers.keys().collect::<Vec<_>>())
-            .field("include_content", &self.include_content)
-            .field("flush_timeout", &self.flush_timeout)
-            .finish()
-    }
-}
+pith_core::debug_fields!(TelemetrySettings |this| {
+    traces_endpoint: this.traces_endpoint,
+    metrics_endpoint: this.metrics_endpoint,
+    headers: this.headers.keys().collect::<Vec<_>>(),
+    include_content: this.include_content,
+    flush_timeout: this.flush_timeout,
+});
 
 /// The resolved settings (`None`: off) and what the user should be told.
 #[derive(Debug, Clone, PartialEq, Default)]

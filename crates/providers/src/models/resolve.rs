@@ -98,19 +98,15 @@ pub struct AwsOptions {
     pub profile: Option<String>,
 }
 
-impl std::fmt::Debug for ResolvedModel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResolvedModel")
-            .field("provider", &self.provider)
-            .field("model", &self.model)
-            .field("kind", &self.kind)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("context_window", &self.context_window)
-            .field("window_source", &self.window_source)
-            .finish()
-    }
-}
+pith_core::debug_fields!(ResolvedModel |this| {
+    provider: this.provider,
+    model: this.model,
+    kind: this.kind,
+    base_url: this.base_url,
+    api_key: this.api_key.as_ref().map(|_| "<redacted>"),
+    context_window: this.context_window,
+    window_source: this.window_source,
+});
 
 impl ResolvedModel {
     /// `provider/model`.

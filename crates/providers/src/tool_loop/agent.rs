@@ -54,16 +54,12 @@ pub struct AgentLoop {
     pub(super) compaction_model_spent: pith_core::Usage,
 }
 
-impl std::fmt::Debug for AgentLoop {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AgentLoop")
-            .field("protocol", &self.adapter.protocol_name())
-            .field("model", &self.model)
-            .field("budget", &self.context.budget)
-            .field("history_len", &self.context.history.len())
-            .finish()
-    }
-}
+pith_core::debug_fields!(AgentLoop |this| {
+    protocol: this.adapter.protocol_name(),
+    model: this.model,
+    budget: this.context.budget,
+    history_len: this.context.history.len(),
+});
 
 /// What an [`AgentLoop`] is built from (its history starts empty; hooks, the repeat gate,
 /// the spend guard, a history and a ledger are set afterwards).

@@ -55,14 +55,10 @@ pub struct SpendGuard {
     last: Mutex<Option<LastSent>>,
 }
 
-impl std::fmt::Debug for SpendGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SpendGuard")
-            .field("ceilings", &self.meter.ceilings())
-            .field("pricing", &self.pricing)
-            .finish()
-    }
-}
+pith_core::debug_fields!(SpendGuard |this| {
+    ceilings: this.meter.ceilings(),
+    pricing: this.pricing,
+});
 
 /// What the provider's cache may hold of the last request that reported usage.
 #[derive(Debug, Clone, Copy)]

@@ -48,14 +48,10 @@ pub(crate) struct SseClient {
     auth: Option<(&'static str, String)>,
 }
 
-impl std::fmt::Debug for SseClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The key never reaches a debug print.
-        f.debug_struct("SseClient")
-            .field("auth_header", &self.auth.as_ref().map(|(name, _)| name))
-            .finish_non_exhaustive()
-    }
-}
+// The key never reaches a debug print: only the name of its header.
+pith_core::debug_fields!(SseClient |this| {
+    auth_header: this.auth.as_ref().map(|(name, _)| name),
+});
 
 impl SseClient {
     /// A client with `options` that authenticates with `auth`.

@@ -2,7 +2,6 @@
 //! approver (the table is in the parent module's docs).
 
 use std::collections::HashSet;
-use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pith_core::{ToolContext, ToolError};
@@ -22,14 +21,10 @@ pub struct PermissionPolicy {
     asking: tokio::sync::Mutex<()>,
 }
 
-impl fmt::Debug for PermissionPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PermissionPolicy")
-            .field("mode", &self.mode())
-            .field("has_approver", &self.approver.is_some())
-            .finish()
-    }
-}
+pith_core::debug_fields!(PermissionPolicy |this| {
+    mode: this.mode(),
+    has_approver: this.approver.is_some(),
+});
 
 enum Verdict {
     Allow,

@@ -85,15 +85,11 @@ pub struct RequestEstimator {
     bound_limit: Option<usize>,
 }
 
-impl std::fmt::Debug for RequestEstimator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RequestEstimator")
-            .field("cached_messages", &self.cached.len())
-            .field("anchor", &self.anchor)
-            .field("calibration", &self.calibration.factor())
-            .finish()
-    }
-}
+crate::debug_fields!(RequestEstimator |this| {
+    cached_messages: this.cached.len(),
+    anchor: this.anchor,
+    calibration: this.calibration.factor(),
+});
 
 impl RequestEstimator {
     /// A fresh estimator with an empty cache.

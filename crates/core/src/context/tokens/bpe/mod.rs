@@ -182,14 +182,10 @@ impl BpeCounter {
     }
 }
 
-impl std::fmt::Debug for BpeCounter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BpeCounter")
-            .field("encoding", &self.encoding)
-            .field("ready", &self.is_ready())
-            .finish()
-    }
-}
+crate::debug_fields!(BpeCounter |this| {
+    encoding: this.encoding,
+    ready: this.is_ready(),
+});
 
 /// Inputs at least this large are counted on two threads (split at a safe boundary).
 pub const PARALLEL_COUNT_MIN_BYTES: usize = 1 << 20;
