@@ -1,6 +1,8 @@
-//! Trust in a project's own files that make pith run programs: `.mcp.json` and the hooks
-//! of `.pith/config.toml`. A checked-out repository must not start processes just because pith was opened
-//! in it, so such a [`ProjectFiles`] set is used only once the user trusted it.
+//! Trust in a project's own files that make pith run programs or change what it offers:
+//! `.mcp.json`, the hooks of `.pith/config.toml` and the agents of `.pith/agents`. A
+//! checked-out repository must not start processes just because pith was opened in it,
+//! so such a [`ProjectFiles`] set is used only once the user trusted it; the REPL asks
+//! with a [`TrustQuestion`].
 //!
 //! Trust is recorded per project directory, kind of file set and SHA-256 of the files'
 //! contents in `trust.json` under pith's data directory (`$PITH_HOME`), so a changed file
@@ -20,8 +22,8 @@ use crate::error::ConversationError;
 pub struct ProjectFiles {
     /// The project directory (canonical).
     pub project: PathBuf,
-    /// What the files are for (`mcp`, later `hooks`): trust in one kind is not trust in
-    /// another.
+    /// What the files are for (`mcp`, `hooks`, `agents`): trust in one kind is not trust
+    /// in another.
     pub kind: String,
     /// The files, relative to the project, in a fixed order.
     pub files: Vec<PathBuf>,
