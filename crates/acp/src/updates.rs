@@ -410,13 +410,7 @@ impl EventMapper {
                 ..
             } => self.compaction_started(*tokens_before, *background, out),
             AutoCompaction::Applied {
-                summary,
-                tokens_before,
-                tokens_after,
-                ledger_tokens,
-                duration_ms,
-                waited_ms,
-                ..
+                summary, figures, ..
             } => {
                 let id = self
                     .compaction
@@ -433,17 +427,17 @@ impl EventMapper {
                     let update = CompactionUpdate::new(id, CompactionStatus::Completed).meta(
                         pith_meta(json!({
                             "trigger": "auto",
-                            "tokensBefore": tokens_before,
-                            "tokensAfter": tokens_after,
-                            "ledgerTokens": ledger_tokens,
-                            "durationMs": duration_ms,
-                            "waitedMs": waited_ms,
+                            "tokensBefore": figures.tokens_before,
+                            "tokensAfter": figures.tokens_after,
+                            "ledgerTokens": figures.ledger_tokens,
+                            "durationMs": figures.duration_ms,
+                            "waitedMs": figures.waited_ms,
                         })),
                     );
                     self.push(out, SessionUpdate::CompactionUpdate(update));
                 } else {
-                    let ledger = if *ledger_tokens > 0 {
-                        format!(", ledger {ledger_tokens} tokens")
+                    let ledger = if figures.ledger_tokens > 0 {
+                        format!(", ledger {} tokens", figures.ledger_tokens)
                     } else {
                         String::new()
                     };
@@ -451,14 +445,15 @@ impl EventMapper {
                         out,
                         NoticeSeverity::Info,
                         format!(
-                            "Context compacted automatically ({tokens_before} → {tokens_after} tokens{ledger})"
+                            "Context compacted automatically ({} → {} tokens{ledger})",
+                            figures.tokens_before, figures.tokens_after
                         ),
                     );
                 }
                 if self.is_top() {
                     self.push(
                         out,
-                        SessionUpdate::UsageUpdate(self.usage_update(*tokens_after)),
+                        SessionUpdate::UsageUpdate(self.usage_update(figures.tokens_after)),
                     );
                 }
             }

@@ -18,7 +18,7 @@ use pith_acp::{
 };
 use pith_agent::Prices;
 use pith_agent::{LoopError, TurnError, TurnOutcome};
-use pith_core::events::{MicroCompaction, MicroReason};
+use pith_core::events::{CompactionFigures, MicroCompaction, MicroReason};
 use pith_core::{
     AutoCompaction, ChildRun, EventSink, HookEvent, HookOutcome, HookRun, LoopEvent, Message,
     Pricing, RequestPurpose, RequestReport, SubagentEvent, ToolCall, ToolResult, Usage,
@@ -276,11 +276,13 @@ fn an_automatic_compaction_is_in_progress_then_completed_with_its_figures() {
         replacement: Vec::new(),
         summary: "## Goal\nShip it.".into(),
         usage: None,
-        tokens_before: 180_000,
-        tokens_after: 9_000,
-        ledger_tokens: 300,
-        duration_ms: 1_200,
-        waited_ms: 1_200,
+        figures: CompactionFigures {
+            tokens_before: 180_000,
+            tokens_after: 9_000,
+            ledger_tokens: 300,
+            duration_ms: 1_200,
+            waited_ms: 1_200,
+        },
     })));
     let kinds: Vec<&Value> = applied.iter().map(|u| &u["sessionUpdate"]).collect();
     assert_eq!(

@@ -80,16 +80,12 @@ pub fn auto_compaction_line(lifecycle: &pith_core::AutoCompaction) -> Value {
             ..
         } => json!({"type": "compaction_started", "trigger": "auto",
                     "tokens_before": tokens_before, "background": background}),
-        AutoCompaction::Applied {
-            tokens_before,
-            tokens_after,
-            ledger_tokens,
-            duration_ms,
-            waited_ms,
-            ..
-        } => json!({"type": "compaction", "trigger": "auto", "tokens_before": tokens_before,
-                    "tokens_after": tokens_after, "ledger_tokens": ledger_tokens,
-                    "duration_ms": duration_ms, "waited_ms": waited_ms}),
+        AutoCompaction::Applied { figures, .. } => json!({
+            "type": "compaction", "trigger": "auto",
+            "tokens_before": figures.tokens_before, "tokens_after": figures.tokens_after,
+            "ledger_tokens": figures.ledger_tokens, "duration_ms": figures.duration_ms,
+            "waited_ms": figures.waited_ms,
+        }),
         AutoCompaction::Cancelled => json!({"type": "compaction_cancelled"}),
         AutoCompaction::Failed { reason } => json!({"type": "compaction_failed", "reason": reason}),
         AutoCompaction::Unused {

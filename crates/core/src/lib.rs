@@ -47,7 +47,9 @@ pub use protocol::checkpoint::{
 };
 pub use protocol::effect::{FileAction, FileEffect};
 pub use protocol::events::SubagentEvent;
-pub use protocol::events::{AutoCompaction, LoopEvent, RequestPurpose, RequestReport};
+pub use protocol::events::{
+    AutoCompaction, CompactionFigures, LoopEvent, RequestPurpose, RequestReport,
+};
 pub use protocol::hooks::{HookEvent, HookOutcome, HookRun, LoopHooks, NoHooks};
 pub use protocol::image_limits::ImageLimits;
 pub use protocol::message::{Image, Message, Part, Reasoning, Role, ToolCall, ToolResult};

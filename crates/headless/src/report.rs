@@ -95,7 +95,7 @@ mod tests {
     use pith_agent::{CompactionCost, CompactionReport, RunReport};
     use pith_core::context::{GovernorNotice, PauseReason};
     use pith_core::events::{MicroCompaction, MicroReason};
-    use pith_core::AutoCompaction;
+    use pith_core::{AutoCompaction, CompactionFigures};
     use pith_core::{ChildRun, RequestPurpose, RequestReport, Usage};
     use pith_core::{
         HookEvent, HookOutcome, HookRun, Message, SubagentEvent, ToolCall, ToolResult,
@@ -191,11 +191,13 @@ mod tests {
                 replacement: Vec::new(),
                 summary: "S".into(),
                 usage: None,
-                tokens_before: 171_000,
-                tokens_after: 900,
-                ledger_tokens: 400,
-                duration_ms: 1500,
-                waited_ms: 40,
+                figures: CompactionFigures {
+                    tokens_before: 171_000,
+                    tokens_after: 900,
+                    ledger_tokens: 400,
+                    duration_ms: 1500,
+                    waited_ms: 40,
+                },
             }),
             LoopEvent::MicroCompaction(MicroCompaction {
                 reason: MicroReason::Prune,

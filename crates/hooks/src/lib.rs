@@ -26,10 +26,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use pith_core::context::squash::SquashConfig;
-use pith_core::hooks::{CompactGate, CompactionFacts, Hooked, ToolGate};
-use pith_core::{
-    CompactionTrigger, HookEvent, HookOutcome, HookRun, LoopHooks, ToolCall, ToolResult,
-};
+use pith_core::hooks::{CompactGate, CompactionAsk, CompactionFacts, Hooked, ToolGate};
+use pith_core::{HookEvent, HookOutcome, HookRun, LoopHooks, ToolCall, ToolResult};
 use pith_tools::{Approval, Approver, PermissionRequest};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -317,17 +315,16 @@ impl LoopHooks for Hooks {
 
     async fn pre_compact(
         &self,
-        trigger: CompactionTrigger,
-        tokens_before: u64,
-        focus: Option<&str>,
+        ask: CompactionAsk<'_>,
         cancel: &CancellationToken,
     ) -> Hooked<CompactGate> {
+        let trigger = ask.trigger.as_str();
         let runs = self
             .run_event(
                 HookEvent::PreCompact,
-                Some(trigger.as_str()),
-                json!({"trigger": trigger.as_str(), "tokens_before": tokens_before,
-                       "custom_instructions": focus}),
+                Some(trigger),
+                json!({"trigger": trigger, "tokens_before": ask.tokens_before,
+                       "custom_instructions": ask.focus}),
                 cancel,
             )
             .await;

@@ -239,10 +239,13 @@ async fn crossing_the_threshold_compacts_once_and_the_turn_continues_from_the_re
     let applied = events.iter().find_map(|e| match e {
         LoopEvent::AutoCompaction(AutoCompaction::Applied {
             replacement,
-            tokens_before,
-            tokens_after,
+            figures,
             ..
-        }) => Some((replacement.clone(), *tokens_before, *tokens_after)),
+        }) => Some((
+            replacement.clone(),
+            figures.tokens_before,
+            figures.tokens_after,
+        )),
         _ => None,
     });
     let (replacement, before, after_tokens) = applied.unwrap();

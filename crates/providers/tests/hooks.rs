@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use common::*;
-use pith_core::hooks::{CompactGate, CompactionFacts, Hooked, ToolGate};
+use pith_core::hooks::{CompactGate, CompactionAsk, CompactionFacts, Hooked, ToolGate};
 use pith_core::{
     CompactionTrigger, HookEvent, HookOutcome, HookRun, LoopEvent, LoopHooks, RequestPurpose,
     ToolCall, ToolResult,
@@ -93,15 +93,13 @@ impl LoopHooks for Scripted {
 
     async fn pre_compact(
         &self,
-        trigger: CompactionTrigger,
-        tokens_before: u64,
-        _focus: Option<&str>,
+        ask: CompactionAsk<'_>,
         _: &CancellationToken,
     ) -> Hooked<CompactGate> {
         self.compactions_seen
             .lock()
             .unwrap()
-            .push((trigger, tokens_before));
+            .push((ask.trigger, ask.tokens_before));
         match &self.block_compaction {
             Some(reason) => Hooked {
                 value: CompactGate::Block {
@@ -352,9 +350,9 @@ async fn pre_compact_instructions_and_post_compact_context_shape_the_compaction(
         "the PostCompact context is part of the replacement: {replacement}"
     );
     assert!(run.events.iter().any(|e| matches!(e,
-        LoopEvent::AutoCompaction(pith_core::AutoCompaction::Applied { replacement, duration_ms, .. })
+        LoopEvent::AutoCompaction(pith_core::AutoCompaction::Applied { replacement, figures, .. })
             if replacement.last().is_some_and(|m| m.text_content().contains("House rule"))
-                && *duration_ms < 60_000)));
+                && figures.duration_ms < 60_000)));
     assert_eq!(
         reported_requests(&run.events),
         [

@@ -89,8 +89,8 @@ fn applied_ledger_tokens(events: &[LoopEvent]) -> Vec<u64> {
     events
         .iter()
         .filter_map(|e| match e {
-            LoopEvent::AutoCompaction(AutoCompaction::Applied { ledger_tokens, .. }) => {
-                Some(*ledger_tokens)
+            LoopEvent::AutoCompaction(AutoCompaction::Applied { figures, .. }) => {
+                Some(figures.ledger_tokens)
             }
             _ => None,
         })

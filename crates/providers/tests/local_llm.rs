@@ -163,11 +163,8 @@ async fn a_full_history_is_compacted_by_the_real_model() {
     let events = drain(&mut rx);
     let applied = events.iter().find_map(|e| match e {
         LoopEvent::AutoCompaction(AutoCompaction::Applied {
-            summary,
-            tokens_before,
-            tokens_after,
-            ..
-        }) => Some((summary.clone(), *tokens_before, *tokens_after)),
+            summary, figures, ..
+        }) => Some((summary.clone(), figures.tokens_before, figures.tokens_after)),
         _ => None,
     });
     let (summary, before, after) =

@@ -230,8 +230,8 @@ fn compactions(events: &[LoopEvent]) -> Vec<(&'static str, u64)> {
     events
         .iter()
         .filter_map(|event| match event {
-            LoopEvent::AutoCompaction(AutoCompaction::Applied { tokens_before, .. }) => {
-                Some(("llm", *tokens_before))
+            LoopEvent::AutoCompaction(AutoCompaction::Applied { figures, .. }) => {
+                Some(("llm", figures.tokens_before))
             }
             LoopEvent::MicroCompaction(micro) => Some(("micro", micro.tokens_before)),
             LoopEvent::AutoCompaction(AutoCompaction::Failed { .. }) => Some(("failed", 0)),

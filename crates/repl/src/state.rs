@@ -192,15 +192,11 @@ impl BusyState {
                 self.compactor = None;
                 Some(Notice::PreparedSummaryUnused(reason.clone()))
             }
-            AutoCompaction::Applied {
-                tokens_before,
-                tokens_after,
-                ..
-            } => {
+            AutoCompaction::Applied { figures, .. } => {
                 self.compactor = None;
                 Some(Notice::CompactedAutomatically {
-                    tokens_before: *tokens_before,
-                    tokens_after: *tokens_after,
+                    tokens_before: figures.tokens_before,
+                    tokens_after: figures.tokens_after,
                 })
             }
             AutoCompaction::Cancelled => {
@@ -303,6 +299,7 @@ mod tests {
     use super::*;
     use crate::keys::action_for;
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use pith_core::CompactionFigures;
 
     fn press(state: &mut BusyState, code: KeyCode, modifiers: KeyModifiers) -> Reaction {
         let action = action_for(&KeyEvent::new(code, modifiers), state.situation());
@@ -410,11 +407,11 @@ mod tests {
             replacement: Vec::new(),
             summary: "private".into(),
             usage: None,
-            tokens_before: 900,
-            tokens_after: 100,
-            ledger_tokens: 0,
-            duration_ms: 0,
-            waited_ms: 0,
+            figures: CompactionFigures {
+                tokens_before: 900,
+                tokens_after: 100,
+                ..CompactionFigures::default()
+            },
         });
         let notice = notice.expect("Applied must be announced");
         assert_eq!(

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use pith_core::hooks::{CompactGate, CompactionFacts, Hooked, ToolGate};
-use pith_core::{CompactionTrigger, LoopHooks, ToolCall, ToolResult};
+use pith_core::hooks::{CompactGate, CompactionAsk, CompactionFacts, Hooked, ToolGate};
+use pith_core::{LoopHooks, ToolCall, ToolResult};
 use tokio_util::sync::CancellationToken;
 
 use super::Checkpoints;
@@ -49,14 +49,10 @@ impl LoopHooks for CheckpointHooks {
 
     async fn pre_compact(
         &self,
-        trigger: CompactionTrigger,
-        tokens_before: u64,
-        focus: Option<&str>,
+        ask: CompactionAsk<'_>,
         cancel: &CancellationToken,
     ) -> Hooked<CompactGate> {
-        self.inner
-            .pre_compact(trigger, tokens_before, focus, cancel)
-            .await
+        self.inner.pre_compact(ask, cancel).await
     }
 
     async fn post_compact(

@@ -21,7 +21,7 @@ use crate::conversation::outcome::{TurnError, TurnOutcome};
 use crate::conversation::state::Conversation;
 use crate::output_schema::OutputSchema;
 use crate::recording::{Recording, TurnRecorder};
-use crate::telemetry::{TracedModel, TurnFacts, TurnTrace};
+use crate::telemetry::{Telemetry, TracedModel, TurnFacts, TurnTrace};
 
 impl Conversation {
     /// Runs one user turn: records the message, runs the loop with `sink` receiving its
@@ -53,14 +53,7 @@ impl Conversation {
             return self.run_message_untraced(user, sink, cancel).await;
         };
         let prompt = user.text_content();
-        let mut trace = TurnTrace::start(
-            &telemetry,
-            sink,
-            "turn",
-            self.traced_model(),
-            self.session.id(),
-            Some(&prompt),
-        );
+        let mut trace = self.trace(&telemetry, sink, "turn", Some(&prompt));
         let outcome = self.run_message_untraced(user, &mut trace, cancel).await;
         let answer = match &outcome.structured_output {
             Some(value) => value.to_string(),
@@ -85,13 +78,21 @@ impl Conversation {
         outcome
     }
 
-    /// The model as telemetry names it.
-    fn traced_model(&self) -> TracedModel {
-        TracedModel {
+    /// The root span `name` (`turn`, `compaction manual`) of this session's model, in
+    /// front of `sink`.
+    fn trace<'s>(
+        &self,
+        telemetry: &Arc<Telemetry>,
+        sink: &'s mut dyn EventSink,
+        name: &'static str,
+        prompt: Option<&str>,
+    ) -> TurnTrace<'s> {
+        let model = TracedModel {
             spec: self.settings.model.spec(),
             id: self.settings.model.model.clone(),
             pricing: self.settings.model.pricing,
-        }
+        };
+        TurnTrace::start(telemetry, sink, name, model, self.session.id(), prompt)
     }
 
     async fn run_message_untraced(
@@ -107,7 +108,10 @@ impl Conversation {
         );
         let schema = self.output_schema.clone();
         self.agent.options_mut().output = schema.as_ref().map(|s| s.request(false));
-        let mut outcome = self.run_message_until(user, sink, cancel, &deadline).await;
+        let mut outcome = match self.prompt_for_turn(user, sink, &deadline).await {
+            Ok(user) => self.run_recorded(user, sink, cancel, &deadline).await,
+            Err(error) => TurnOutcome::failed(error),
+        };
         if let Some(schema) = schema {
             if outcome.error.is_none() && outcome.record_error.is_none() {
                 self.check_output(&schema, &mut outcome, sink, cancel, &deadline)
@@ -182,26 +186,23 @@ impl Conversation {
             .unwrap_or_default()
     }
 
-    async fn run_message_until(
+    /// The user's message as the turn sends it: with the context of the prompt hooks
+    /// ([`Self::before_prompt`], not in a child) and the output schema's instructions.
+    async fn prompt_for_turn(
         &mut self,
         user: Message,
         sink: &mut dyn EventSink,
-        user_cancel: &CancellationToken,
         deadline: &TurnDeadline,
-    ) -> TurnOutcome {
-        let cancel = deadline.token();
+    ) -> Result<Message, TurnError> {
         let mut user = if self.factory.delegation.child.is_some() {
             user
         } else {
-            match self.before_prompt(user, sink, cancel).await {
-                Ok(user) => user,
-                Err(error) => return TurnOutcome::failed(error),
-            }
+            self.before_prompt(user, sink, deadline.token()).await?
         };
         if let Some(schema) = &self.output_schema {
             append_text(&mut user, &schema.instructions());
         }
-        self.run_recorded(user, sink, user_cancel, deadline).await
+        Ok(user)
     }
 
     /// Records `user`, runs the loop's turn for it and records the end of the turn.
@@ -461,14 +462,7 @@ impl Conversation {
         let Some(telemetry) = self.telemetry.clone() else {
             return self.compact_untraced(focus, sink, cancel).await;
         };
-        let mut trace = TurnTrace::start(
-            &telemetry,
-            sink,
-            "compaction manual",
-            self.traced_model(),
-            self.session.id(),
-            focus,
-        );
+        let mut trace = self.trace(&telemetry, sink, "compaction manual", focus);
         let result = self.compact_untraced(focus, &mut trace, cancel).await;
         trace.finish_manual_compaction(&result);
         result

@@ -349,21 +349,17 @@ impl<'a> TurnTrace<'a> {
                 );
                 self.scope(key).compaction = Some(cx);
             }
-            AutoCompaction::Applied {
-                tokens_before,
-                tokens_after,
-                ledger_tokens,
-                duration_ms,
-                waited_ms,
-                ..
-            } => {
-                let cx = self.compaction_span(key, *tokens_before, *duration_ms);
+            AutoCompaction::Applied { figures, .. } => {
+                let cx = self.compaction_span(key, figures.tokens_before, figures.duration_ms);
                 let span = cx.span();
                 span.set_attributes([
-                    KeyValue::new("pith.compaction.tokens_after", to_i64(*tokens_after)),
-                    KeyValue::new("pith.compaction.ledger_tokens", to_i64(*ledger_tokens)),
-                    KeyValue::new("pith.compaction.duration_ms", to_i64(*duration_ms)),
-                    KeyValue::new("pith.compaction.waited_ms", to_i64(*waited_ms)),
+                    KeyValue::new("pith.compaction.tokens_after", to_i64(figures.tokens_after)),
+                    KeyValue::new(
+                        "pith.compaction.ledger_tokens",
+                        to_i64(figures.ledger_tokens),
+                    ),
+                    KeyValue::new("pith.compaction.duration_ms", to_i64(figures.duration_ms)),
+                    KeyValue::new("pith.compaction.waited_ms", to_i64(figures.waited_ms)),
                     KeyValue::new("pith.compaction.outcome", "applied"),
                 ]);
                 span.end();

@@ -18,6 +18,25 @@ use crate::protocol::usage::Usage;
 // crates have always named it from here.
 pub use crate::protocol::rewrite::{MicroCompaction, MicroReason};
 
+/// The sizes and times of an applied automatic compaction, reported together by the
+/// front-ends (stream-json, ACP, traces, the REPL's notice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CompactionFigures {
+    /// Estimated input tokens before the compaction.
+    pub tokens_before: u64,
+    /// Estimated input tokens of the replacement.
+    pub tokens_after: u64,
+    /// Tokens of the session ledger in the replacement (0 without one).
+    pub ledger_tokens: u64,
+    /// Wall time from [`AutoCompaction::Started`] until the replacement was persisted and
+    /// installed, milliseconds.
+    pub duration_ms: u64,
+    /// How long the turn waited for it, milliseconds: `duration_ms` for a compaction in
+    /// place, less for a summary prepared in the background (only what was left of it
+    /// when the threshold was reached).
+    pub waited_ms: u64,
+}
+
 /// The lifecycle of one automatic compaction inside a turn.
 #[derive(Debug, Clone)]
 pub enum AutoCompaction {
@@ -44,19 +63,8 @@ pub enum AutoCompaction {
         summary: String,
         /// Usage of the summary request, when the provider reported it.
         usage: Option<Usage>,
-        /// Estimated input tokens before the compaction.
-        tokens_before: u64,
-        /// Estimated input tokens of the replacement.
-        tokens_after: u64,
-        /// Tokens of the session ledger in the replacement (0 without one).
-        ledger_tokens: u64,
-        /// Wall time from [`AutoCompaction::Started`] until the replacement was persisted
-        /// and installed, milliseconds.
-        duration_ms: u64,
-        /// How long the turn waited for it, milliseconds: `duration_ms` for a compaction
-        /// in place, less for a summary prepared in the background (only what was left of
-        /// it when the threshold was reached).
-        waited_ms: u64,
+        /// Its sizes and times, as every front-end reports them.
+        figures: CompactionFigures,
     },
     /// The child token was cancelled; history is unchanged.
     Cancelled,

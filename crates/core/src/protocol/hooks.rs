@@ -197,6 +197,17 @@ impl<T> Hooked<T> {
     }
 }
 
+/// A summary compaction about to start, as [`LoopHooks::pre_compact`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionAsk<'a> {
+    /// Automatic or manual.
+    pub trigger: CompactionTrigger,
+    /// Estimated input tokens of the history to summarize.
+    pub tokens_before: u64,
+    /// The user's `/compact` text, if any.
+    pub focus: Option<&'a str>,
+}
+
 /// A summary compaction about to be installed, as [`LoopHooks::post_compact`] sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompactionFacts<'a> {
@@ -237,16 +248,13 @@ pub trait LoopHooks: Send + Sync {
         Hooked::none(None)
     }
 
-    /// Before a summary compaction of `tokens_before` tokens; `focus` is the user's
-    /// `/compact` text.
+    /// Before the summary compaction `ask` describes.
     async fn pre_compact(
         &self,
-        trigger: CompactionTrigger,
-        tokens_before: u64,
-        focus: Option<&str>,
+        ask: CompactionAsk<'_>,
         cancel: &CancellationToken,
     ) -> Hooked<CompactGate> {
-        let _ = (trigger, tokens_before, focus, cancel);
+        let _ = (ask, cancel);
         Hooked::none(CompactGate::Proceed { instructions: None })
     }
 
@@ -330,7 +338,14 @@ mod tests {
         );
         assert!(matches!(
             hooks
-                .pre_compact(CompactionTrigger::Auto, 10, None, &cancel)
+                .pre_compact(
+                    CompactionAsk {
+                        trigger: CompactionTrigger::Auto,
+                        tokens_before: 10,
+                        focus: None
+                    },
+                    &cancel
+                )
                 .await
                 .value,
             CompactGate::Proceed { instructions: None }

@@ -91,149 +91,44 @@ const fn claude(
 pub const CACHE_WRITE_FACTOR: f64 = 1.25;
 
 /// OpenAI models (Responses and Chat Completions).
+#[rustfmt::skip] // one row per model: id, window, output cap, prices (input, cached, output)
 pub const OPENAI_MODELS: &[ModelInfo] = &[
-    model(
-        "gpt-5.1",
-        400_000,
-        128_000,
-        [1.25, 0.125, 10.0],
-        VISION_REASONING,
-    ),
-    model(
-        "gpt-5",
-        400_000,
-        128_000,
-        [1.25, 0.125, 10.0],
-        VISION_REASONING,
-    ),
-    model(
-        "gpt-5-mini",
-        400_000,
-        128_000,
-        [0.25, 0.025, 2.0],
-        VISION_REASONING,
-    ),
-    model(
-        "gpt-5-nano",
-        400_000,
-        128_000,
-        [0.05, 0.005, 0.4],
-        VISION_REASONING,
-    ),
-    model(
-        "gpt-5-codex",
-        400_000,
-        128_000,
-        [1.25, 0.125, 10.0],
-        VISION_REASONING,
-    ),
-    model("gpt-4.1", 1_047_576, 32_768, [2.0, 0.5, 8.0], VISION),
-    model("gpt-4.1-mini", 1_047_576, 32_768, [0.4, 0.1, 1.6], VISION),
-    model("gpt-4.1-nano", 1_047_576, 32_768, [0.1, 0.025, 0.4], VISION),
-    model("gpt-4o", 128_000, 16_384, [2.5, 1.25, 10.0], VISION),
-    model("gpt-4o-mini", 128_000, 16_384, [0.15, 0.075, 0.6], VISION),
-    model("o3", 200_000, 100_000, [2.0, 0.5, 8.0], VISION_REASONING),
-    model(
-        "o3-mini",
-        200_000,
-        100_000,
-        [1.1, 0.55, 4.4],
-        TEXT_REASONING,
-    ),
-    model(
-        "o4-mini",
-        200_000,
-        100_000,
-        [1.1, 0.275, 4.4],
-        VISION_REASONING,
-    ),
+    model("gpt-5.1",        400_000, 128_000, [1.25, 0.125, 10.0], VISION_REASONING),
+    model("gpt-5",          400_000, 128_000, [1.25, 0.125, 10.0], VISION_REASONING),
+    model("gpt-5-mini",     400_000, 128_000, [0.25, 0.025, 2.0],  VISION_REASONING),
+    model("gpt-5-nano",     400_000, 128_000, [0.05, 0.005, 0.4],  VISION_REASONING),
+    model("gpt-5-codex",    400_000, 128_000, [1.25, 0.125, 10.0], VISION_REASONING),
+    model("gpt-4.1",      1_047_576,  32_768, [2.0, 0.5, 8.0],     VISION),
+    model("gpt-4.1-mini", 1_047_576,  32_768, [0.4, 0.1, 1.6],     VISION),
+    model("gpt-4.1-nano", 1_047_576,  32_768, [0.1, 0.025, 0.4],   VISION),
+    model("gpt-4o",         128_000,  16_384, [2.5, 1.25, 10.0],   VISION),
+    model("gpt-4o-mini",    128_000,  16_384, [0.15, 0.075, 0.6],  VISION),
+    model("o3",             200_000, 100_000, [2.0, 0.5, 8.0],     VISION_REASONING),
+    model("o3-mini",        200_000, 100_000, [1.1, 0.55, 4.4],    TEXT_REASONING),
+    model("o4-mini",        200_000, 100_000, [1.1, 0.275, 4.4],   VISION_REASONING),
 ];
 
 /// Anthropic models (Messages API). Cached input is the cache-read price.
+#[rustfmt::skip] // one row per model: id, window, output cap, prices (input, cached, output)
 pub const ANTHROPIC_MODELS: &[ModelInfo] = &[
-    claude(
-        "claude-opus-4-5",
-        200_000,
-        64_000,
-        [5.0, 0.5, 25.0],
-        VISION_REASONING,
-    ),
-    claude(
-        "claude-opus-4-1",
-        200_000,
-        32_000,
-        [15.0, 1.5, 75.0],
-        VISION_REASONING,
-    ),
-    claude(
-        "claude-sonnet-4-5",
-        200_000,
-        64_000,
-        [3.0, 0.3, 15.0],
-        VISION_REASONING,
-    ),
-    claude(
-        "claude-sonnet-4-0",
-        200_000,
-        64_000,
-        [3.0, 0.3, 15.0],
-        VISION_REASONING,
-    ),
-    claude(
-        "claude-haiku-4-5",
-        200_000,
-        64_000,
-        [1.0, 0.1, 5.0],
-        VISION_REASONING,
-    ),
-    claude(
-        "claude-3-5-haiku-latest",
-        200_000,
-        8_192,
-        [0.8, 0.08, 4.0],
-        VISION,
-    ),
+    claude("claude-opus-4-5",         200_000, 64_000, [5.0, 0.5, 25.0],  VISION_REASONING),
+    claude("claude-opus-4-1",         200_000, 32_000, [15.0, 1.5, 75.0], VISION_REASONING),
+    claude("claude-sonnet-4-5",       200_000, 64_000, [3.0, 0.3, 15.0],  VISION_REASONING),
+    claude("claude-sonnet-4-0",       200_000, 64_000, [3.0, 0.3, 15.0],  VISION_REASONING),
+    claude("claude-haiku-4-5",        200_000, 64_000, [1.0, 0.1, 5.0],   VISION_REASONING),
+    claude("claude-3-5-haiku-latest", 200_000,  8_192, [0.8, 0.08, 4.0],  VISION),
 ];
 
 /// Google Gemini models (native Gemini API). Windows of 1,048,576 tokens, prices of
 /// prompts up to 200,000 tokens (longer prompts cost more on the Pro models); cached
 /// input is the implicit-cache price.
+#[rustfmt::skip] // one row per model: id, window, output cap, prices (input, cached, output)
 pub const GEMINI_MODELS: &[ModelInfo] = &[
-    model(
-        "gemini-3-pro-preview",
-        1_048_576,
-        65_536,
-        [2.0, 0.2, 12.0],
-        VISION_REASONING,
-    ),
-    model(
-        "gemini-3-flash-preview",
-        1_048_576,
-        65_536,
-        [0.5, 0.05, 3.0],
-        VISION_REASONING,
-    ),
-    model(
-        "gemini-2.5-pro",
-        1_048_576,
-        65_536,
-        [1.25, 0.125, 10.0],
-        VISION_REASONING,
-    ),
-    model(
-        "gemini-2.5-flash",
-        1_048_576,
-        65_536,
-        [0.3, 0.03, 2.5],
-        VISION_REASONING,
-    ),
-    model(
-        "gemini-2.5-flash-lite",
-        1_048_576,
-        65_536,
-        [0.1, 0.01, 0.4],
-        VISION_REASONING,
-    ),
+    model("gemini-3-pro-preview",   1_048_576, 65_536, [2.0, 0.2, 12.0],    VISION_REASONING),
+    model("gemini-3-flash-preview", 1_048_576, 65_536, [0.5, 0.05, 3.0],    VISION_REASONING),
+    model("gemini-2.5-pro",         1_048_576, 65_536, [1.25, 0.125, 10.0], VISION_REASONING),
+    model("gemini-2.5-flash",       1_048_576, 65_536, [0.3, 0.03, 2.5],    VISION_REASONING),
+    model("gemini-2.5-flash-lite",  1_048_576, 65_536, [0.1, 0.01, 0.4],    VISION_REASONING),
 ];
 
 const TEXT: Abilities = Abilities {
@@ -246,91 +141,20 @@ const TEXT: Abilities = Abilities {
 /// have their input price as the cached price. Prices are the on-demand ones of
 /// us-east-1; cross-region inference profiles (`us.`, `eu.`, `global.` …) resolve to the
 /// same entry ([`lookup_bedrock`]).
+#[rustfmt::skip] // one row per model: id, window, output cap, prices (input, cached, output)
 pub const BEDROCK_MODELS: &[ModelInfo] = &[
-    claude(
-        "anthropic.claude-opus-4-5-20251101-v1:0",
-        200_000,
-        64_000,
-        [5.0, 0.5, 25.0],
-        VISION_REASONING,
-    ),
-    claude(
-        "anthropic.claude-opus-4-1-20250805-v1:0",
-        200_000,
-        32_000,
-        [15.0, 1.5, 75.0],
-        VISION_REASONING,
-    ),
-    claude(
-        "anthropic.claude-sonnet-4-5-20250929-v1:0",
-        200_000,
-        64_000,
-        [3.0, 0.3, 15.0],
-        VISION_REASONING,
-    ),
-    claude(
-        "anthropic.claude-sonnet-4-20250514-v1:0",
-        200_000,
-        64_000,
-        [3.0, 0.3, 15.0],
-        VISION_REASONING,
-    ),
-    claude(
-        "anthropic.claude-haiku-4-5-20251001-v1:0",
-        200_000,
-        64_000,
-        [1.0, 0.1, 5.0],
-        VISION_REASONING,
-    ),
-    model(
-        "amazon.nova-pro-v1:0",
-        300_000,
-        10_000,
-        [0.8, 0.2, 3.2],
-        VISION,
-    ),
-    model(
-        "amazon.nova-lite-v1:0",
-        300_000,
-        10_000,
-        [0.06, 0.015, 0.24],
-        VISION,
-    ),
-    model(
-        "amazon.nova-micro-v1:0",
-        128_000,
-        10_000,
-        [0.035, 0.00875, 0.14],
-        TEXT,
-    ),
-    model(
-        "meta.llama3-3-70b-instruct-v1:0",
-        128_000,
-        8_192,
-        [0.72, 0.72, 0.72],
-        TEXT,
-    ),
-    model(
-        "meta.llama4-maverick-17b-instruct-v1:0",
-        1_000_000,
-        8_192,
-        [0.24, 0.24, 0.97],
-        VISION,
-    ),
-    model(
-        "mistral.mistral-large-2407-v1:0",
-        128_000,
-        8_192,
-        [2.0, 2.0, 6.0],
-        TEXT,
-    ),
-    model(
-        "mistral.pixtral-large-2502-v1:0",
-        128_000,
-        8_192,
-        [2.0, 2.0, 6.0],
-        VISION,
-    ),
+    claude("anthropic.claude-opus-4-5-20251101-v1:0",     200_000, 64_000, [5.0, 0.5, 25.0],       VISION_REASONING),
+    claude("anthropic.claude-opus-4-1-20250805-v1:0",     200_000, 32_000, [15.0, 1.5, 75.0],      VISION_REASONING),
+    claude("anthropic.claude-sonnet-4-5-20250929-v1:0",   200_000, 64_000, [3.0, 0.3, 15.0],       VISION_REASONING),
+    claude("anthropic.claude-sonnet-4-20250514-v1:0",     200_000, 64_000, [3.0, 0.3, 15.0],       VISION_REASONING),
+    claude("anthropic.claude-haiku-4-5-20251001-v1:0",    200_000, 64_000, [1.0, 0.1, 5.0],        VISION_REASONING),
+    model("amazon.nova-pro-v1:0",                        300_000, 10_000, [0.8, 0.2, 3.2],        VISION),
+    model("amazon.nova-lite-v1:0",                       300_000, 10_000, [0.06, 0.015, 0.24],    VISION),
+    model("amazon.nova-micro-v1:0",                      128_000, 10_000, [0.035, 0.00875, 0.14], TEXT),
+    model("meta.llama3-3-70b-instruct-v1:0",             128_000,  8_192, [0.72, 0.72, 0.72],     TEXT),
+    model("meta.llama4-maverick-17b-instruct-v1:0",    1_000_000,  8_192, [0.24, 0.24, 0.97],     VISION),
+    model("mistral.mistral-large-2407-v1:0",             128_000,  8_192, [2.0, 2.0, 6.0],        TEXT),
+    model("mistral.pixtral-large-2502-v1:0",             128_000,  8_192, [2.0, 2.0, 6.0],        VISION),
 ];
 
 /// The geographic prefixes of Bedrock's cross-region inference profiles.

@@ -35,7 +35,7 @@ use std::time::Instant;
 use pith_core::context::PauseReason;
 use pith_core::events::compaction_token;
 use pith_core::hooks::CompactGate;
-use pith_core::{AutoCompaction, Compaction, LoopEvent, Message, TurnSink};
+use pith_core::{AutoCompaction, Compaction, CompactionFigures, LoopEvent, Message, TurnSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_loop::agent::AgentLoop;
@@ -47,9 +47,10 @@ use crate::tool_loop::options::{LoopError, ManualCompaction, TurnSummary};
 use crate::tool_loop::request::Visibility;
 
 impl AgentLoop {
-    /// The automatic compaction of `start.plan`, run privately inside a turn and awaited
-    /// (see `prepared` for one prepared ahead). `Err` only when the turn itself was
-    /// cancelled; every other outcome lets the turn go on.
+    /// The automatic compaction of `start.plan`, run privately inside a turn and awaited:
+    /// with the summary prepared ahead when one still applies (`prepared`), else in place.
+    /// `Err` only when the turn itself was cancelled; every other outcome lets the turn go
+    /// on.
     pub(super) async fn auto_compact(
         &mut self,
         start: AutoCompactStart<'_>,
@@ -57,6 +58,9 @@ impl AgentLoop {
         cancel: &CancellationToken,
         turn: &mut TurnSummary,
     ) -> Result<(), LoopError> {
+        if let Some(done) = self.prepared_summary(&start, sink, cancel).await {
+            return self.finish_auto(done, start, sink, cancel, turn).await;
+        }
         let gate = self
             .pre_compact_gate(AUTOMATIC, start.tokens_before, None, sink, cancel)
             .await;
@@ -223,11 +227,13 @@ impl AgentLoop {
             replacement: compaction.replacement,
             summary: compaction.summary,
             usage: compaction.usage,
-            tokens_before,
-            tokens_after,
-            ledger_tokens: compaction.carried.ledger_tokens,
-            duration_ms: millis(started),
-            waited_ms: millis(waiting),
+            figures: CompactionFigures {
+                tokens_before,
+                tokens_after,
+                ledger_tokens: compaction.carried.ledger_tokens,
+                duration_ms: millis(started),
+                waited_ms: millis(waiting),
+            },
         }));
         self.tell(paused.into_iter().collect(), sink);
     }

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use pith_core::context::floor::summary_allowance;
 use pith_core::context::ledger::RenderedLedger;
-use pith_core::hooks::{context_block, CompactGate, CompactionFacts};
+use pith_core::hooks::{context_block, CompactGate, CompactionAsk, CompactionFacts};
 use pith_core::prompts::FALLBACK_SUMMARY_WITH_LEDGER;
 use pith_core::summary::{
     auto_prompt_with, fallback_summary, head_tokens, manual_prompt_with, replacement_text,
@@ -162,7 +162,14 @@ impl AgentLoop {
     ) -> CompactGate {
         let hooks = Arc::clone(&self.hooks);
         let gate = hooks
-            .pre_compact(rules.trigger, tokens, focus, cancel)
+            .pre_compact(
+                CompactionAsk {
+                    trigger: rules.trigger,
+                    tokens_before: tokens,
+                    focus,
+                },
+                cancel,
+            )
             .await;
         emit_hooks(gate.runs, sink);
         match gate.value {

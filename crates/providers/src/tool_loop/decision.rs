@@ -144,8 +144,7 @@ impl AgentLoop {
                                 progress: facts.progress(),
                                 last_user_text,
                             };
-                            self.compact_automatically(start, sink, cancel, summary)
-                                .await?;
+                            self.auto_compact(start, sink, cancel, summary).await?;
                         }
                         Err(floor) => {
                             let notice = self.context.compaction_paused(

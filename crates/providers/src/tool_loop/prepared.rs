@@ -29,7 +29,6 @@ use crate::tool_loop::agent::AgentLoop;
 use crate::tool_loop::compaction::SummaryDone;
 use crate::tool_loop::compaction_pipeline::{SummaryAnswer, SummaryRequest, AUTOMATIC};
 use crate::tool_loop::decision::AutoCompactStart;
-use crate::tool_loop::options::{LoopError, TurnSummary};
 use crate::tool_loop::prepared_task::PreparedSummary;
 use crate::tool_loop::request::Visibility;
 use crate::tool_loop::summary_outcome::SummaryOutcome;
@@ -118,22 +117,20 @@ impl AgentLoop {
         }));
     }
 
-    /// The automatic compaction of `start`: with the prepared summary when there is one
-    /// that still applies, else in place (`auto_compact`).
-    pub(super) async fn compact_automatically(
+    /// The prepared summary for the automatic compaction of `start`, awaited, when there
+    /// is one that still applies (the compaction has then started); `None` when it is to
+    /// run in place (a prepared one that no longer applies is ended unused first).
+    pub(super) async fn prepared_summary(
         &mut self,
-        start: AutoCompactStart<'_>,
+        start: &AutoCompactStart<'_>,
         sink: &mut dyn TurnSink,
         cancel: &CancellationToken,
-        turn: &mut TurnSummary,
-    ) -> Result<(), LoopError> {
+    ) -> Option<SummaryDone> {
         self.prepare_declined = false;
-        let Some(mut prepared) = self.prepared.take() else {
-            return self.auto_compact(start, sink, cancel, turn).await;
-        };
-        if let Some(reason) = self.stale_reason(&prepared, &start) {
+        let mut prepared = self.prepared.take()?;
+        if let Some(reason) = self.stale_reason(&prepared, start) {
             self.discard(prepared, &reason, sink).await;
-            return self.auto_compact(start, sink, cancel, turn).await;
+            return None;
         }
         let waiting = Instant::now();
         let (outcome, reports) = prepared.join(cancel).await;
@@ -147,12 +144,12 @@ impl AgentLoop {
                     usage: *usage,
                     model: prepared.model.clone(),
                 }));
-                return self.auto_compact(start, sink, cancel, turn).await;
+                return None;
             }
         }
         self.context.compaction_started(start.progress);
         let tail = self.context.history[prepared.mark..].to_vec();
-        let done = SummaryDone {
+        Some(SummaryDone {
             answer: SummaryAnswer {
                 outcome,
                 reports,
@@ -163,8 +160,7 @@ impl AgentLoop {
             waiting,
             tail,
             model: prepared.model.clone(),
-        };
-        self.finish_auto(done, start, sink, cancel, turn).await
+        })
     }
 
     /// Why `prepared` cannot be used for `start`, if it cannot: the history was rewritten

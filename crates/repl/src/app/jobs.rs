@@ -106,11 +106,11 @@ fn on_turn_event(event: LoopEvent, busy: &mut BusyState, screen: &mut Screen, st
         }
         LoopEvent::Usage(usage) => status.used = usage.input_tokens + usage.output_tokens,
         LoopEvent::AutoCompaction(lifecycle) => {
-            if let AutoCompaction::Applied { tokens_after, .. } = &lifecycle {
+            if let AutoCompaction::Applied { figures, .. } = &lifecycle {
                 // The text before the boundary is complete; the status follows the
                 // replacement.
                 screen.end_text();
-                status.used = *tokens_after;
+                status.used = figures.tokens_after;
             }
             if let Some(notice) = busy.on_auto_compaction(&lifecycle) {
                 screen.message(Tone::Info, &notice.text());
@@ -226,7 +226,7 @@ pub(crate) fn hook_line(run: &pith_core::HookRun) -> Option<(Tone, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pith_core::Message;
+    use pith_core::{CompactionFigures, Message};
     use std::io::{self, Write};
     use std::sync::{Arc, Mutex};
 
@@ -272,11 +272,11 @@ mod tests {
                 )],
                 summary: "SECRET".into(),
                 usage: None,
-                tokens_before: 15_000,
-                tokens_after: 900,
-                ledger_tokens: 0,
-                duration_ms: 0,
-                waited_ms: 0,
+                figures: CompactionFigures {
+                    tokens_before: 15_000,
+                    tokens_after: 900,
+                    ..CompactionFigures::default()
+                },
             }),
             LoopEvent::TextDelta("After".into()),
         ];
