@@ -8,7 +8,6 @@
 
 use std::io;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
     CreateTerminalRequest, KillTerminalRequest, ReleaseTerminalRequest, SessionId,
@@ -18,8 +17,7 @@ use agent_client_protocol::v1::schema::{
 };
 use async_trait::async_trait;
 use pith_tools::Termination;
-use pith_tools::WrappedCommand;
-use pith_tools::{CommandTerminal, TerminalOutcome};
+use pith_tools::{CommandTerminal, TerminalOutcome, TerminalRequest};
 use tokio_util::sync::CancellationToken;
 
 use crate::editor::{editor_error, Editor};
@@ -126,17 +124,15 @@ fn signal_number(name: &str) -> i32 {
 impl CommandTerminal for ClientTerminal {
     async fn run(
         &self,
-        wrapped: &WrappedCommand,
-        output_limit: u64,
-        timeout: Duration,
+        request: TerminalRequest<'_>,
         cancel: &CancellationToken,
     ) -> io::Result<TerminalOutcome> {
         let session = self.editor.session()?;
         let create =
             CreateTerminalRequest::new(session.clone(), self.program.display().to_string())
-                .args(wrapped.args())
-                .cwd(wrapped.cwd.clone())
-                .output_byte_limit(output_limit);
+                .args(request.wrapped.args())
+                .cwd(request.wrapped.cwd.clone())
+                .output_byte_limit(request.output_limit);
         let created = tokio::select! {
             created = self.editor.ask(create) => {
                 created.map_err(|error| editor_error("terminal/create", &error))?
@@ -160,7 +156,7 @@ impl CommandTerminal for ClientTerminal {
                     Some(Termination::Signaled(0))
                 }
             },
-            () = tokio::time::sleep(timeout) => Some(Termination::TimedOut),
+            () = tokio::time::sleep(request.timeout) => Some(Termination::TimedOut),
             () = cancel.cancelled() => Some(Termination::Cancelled),
         };
         self.finish(&session, &terminal, ended).await

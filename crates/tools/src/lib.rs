@@ -43,7 +43,7 @@ mod write;
 
 pub use bash::output::{capture_reader, OutputBuffer};
 pub use bash::process::{run_command, CommandSpec, Termination};
-pub use bash::terminal::{CommandTerminal, TerminalOutcome};
+pub use bash::terminal::{CommandTerminal, TerminalOutcome, TerminalRequest};
 pub use bash::wrapper::{run_wrapped, WrappedCommand, WrappedSandbox};
 pub use bash::{model_text, secret_env_names};
 pub use capture::{Capture, Finished, RawOutput, SpillDir};

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use common::Fixture;
 use pith_tools::Termination;
 use pith_tools::WrappedCommand;
-use pith_tools::{CommandTerminal, TerminalOutcome};
+use pith_tools::{CommandTerminal, TerminalOutcome, TerminalRequest};
 use pith_tools::{Limits, PermissionMode, SandboxConfig, SandboxMode};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -32,15 +32,14 @@ struct ScriptedTerminal {
 impl CommandTerminal for ScriptedTerminal {
     async fn run(
         &self,
-        wrapped: &WrappedCommand,
-        output_limit: u64,
-        timeout: Duration,
+        request: TerminalRequest<'_>,
         cancel: &CancellationToken,
     ) -> io::Result<TerminalOutcome> {
-        self.asked
-            .lock()
-            .unwrap()
-            .push((wrapped.clone(), output_limit, timeout));
+        self.asked.lock().unwrap().push((
+            request.wrapped.clone(),
+            request.output_limit,
+            request.timeout,
+        ));
         if self.hang {
             cancel.cancelled().await;
             return Ok(TerminalOutcome {

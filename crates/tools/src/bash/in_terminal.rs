@@ -10,7 +10,9 @@ use pith_core::ToolError;
 use tokio_util::sync::CancellationToken;
 
 use super::process::{CommandOutcome, Termination};
-use super::terminal::{captured, truncated_note, valid_cwd, CommandTerminal, TerminalOutcome};
+use super::terminal::{
+    captured, truncated_note, valid_cwd, CommandTerminal, TerminalOutcome, TerminalRequest,
+};
 use super::wrapper::{WrappedCommand, WrappedSandbox};
 use crate::config::ToolEnv;
 use crate::process_group::ProcessGroup;
@@ -66,7 +68,12 @@ pub async fn run_in_terminal(
     // backstop for a wrapper that never reported its group.
     let stop = CancellationToken::new();
     let backstop = call.timeout + limits.bash_kill_grace + TERMINAL_BACKSTOP;
-    let run = terminal.run(&wrapped, output_limit, backstop, &stop);
+    let request = TerminalRequest {
+        wrapped: &wrapped,
+        output_limit,
+        timeout: backstop,
+    };
+    let run = terminal.run(request, &stop);
     tokio::pin!(run);
     let ended_by_pith = tokio::select! {
         outcome = &mut run => {

@@ -26,18 +26,26 @@ pub struct TerminalOutcome {
     pub truncated: bool,
 }
 
+/// What a front-end's terminal is asked to run, and its limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminalRequest<'a> {
+    /// `pith` is run with `wrapped.args()`, in `wrapped.cwd`.
+    pub wrapped: &'a WrappedCommand,
+    /// Most bytes of output the terminal keeps.
+    pub output_limit: u64,
+    /// The terminal ends the command after this long (`TimedOut`).
+    pub timeout: Duration,
+}
+
 /// A front-end that runs commands in terminals of its own.
 #[async_trait]
 pub trait CommandTerminal: Send + Sync + std::fmt::Debug {
-    /// Runs `pith` with `wrapped.args()` in a new terminal of the front-end, keeping at most
-    /// `output_limit` bytes of output; ends it after `timeout` (`TimedOut`) or when
-    /// `cancel` fires (`Cancelled`). The front-end finds the running `bash` call the
-    /// terminal belongs to itself (it knows the ids it gave the calls).
+    /// Runs `request` in a new terminal of the front-end; ends it after its timeout
+    /// (`TimedOut`) or when `cancel` fires (`Cancelled`). The front-end finds the running
+    /// `bash` call the terminal belongs to itself (it knows the ids it gave the calls).
     async fn run(
         &self,
-        wrapped: &WrappedCommand,
-        output_limit: u64,
-        timeout: Duration,
+        request: TerminalRequest<'_>,
         cancel: &CancellationToken,
     ) -> io::Result<TerminalOutcome>;
 }
