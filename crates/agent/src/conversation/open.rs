@@ -22,7 +22,7 @@ use crate::overrides::{Overrides, SessionChoice};
 use crate::recording::CompactionTotals;
 use crate::settings::Settings;
 use crate::subagents::{
-    ChildEvents, ChildOutcome, ChildRunner, ChildSpec, ChildStart, SubagentLimits,
+    ChildOutcome, ChildRunner, ChildSpec, ChildStart, ChildTask, SubagentLimits,
 };
 use crate::telemetry::Telemetry;
 use crate::workspace::Workspace;
@@ -407,16 +407,19 @@ struct ChildConversations;
 impl ChildRunner for ChildConversations {
     async fn run(
         &self,
-        start: ChildStart,
-        prompt: &str,
-        events: ChildEvents,
+        task: ChildTask,
         cancel: CancellationToken,
     ) -> Result<ChildOutcome, String> {
+        let ChildTask {
+            start,
+            prompt,
+            events,
+        } = task;
         let agent = start.spec.agent.name.clone();
         let opened = Conversation::open_child(start).map_err(|error| error.to_string())?;
         let mut child = opened.value;
         let mut sink = events.started(child.session_id(), opened.notices);
-        let outcome = child.run_turn(prompt, &mut sink, &cancel).await;
+        let outcome = child.run_turn(&prompt, &mut sink, &cancel).await;
         let finished = ChildOutcome::of_turn(
             child.session_id(),
             &agent,

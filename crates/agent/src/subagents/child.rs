@@ -107,21 +107,26 @@ pub struct ChildStart {
     pub spec: ChildSpec,
 }
 
+/// One child to run: how it is opened, the prompt of its one turn, and where its events
+/// go.
+pub struct ChildTask {
+    /// What the child conversation is opened with.
+    pub start: ChildStart,
+    /// The prompt of its turn.
+    pub prompt: String,
+    /// Where its events go (announced once its session is open).
+    pub events: ChildEvents,
+}
+
 /// Opens and runs child conversations (implemented by the conversation module; see the
 /// module docs).
 #[async_trait]
 pub trait ChildRunner: Send + Sync {
-    /// Opens a child as `start` says, runs one turn of `prompt` in it with its events
-    /// going to `events` (announced once its session is open), and closes it. `Err` when
-    /// the child cannot be opened, saying why; a child that failed or was cancelled after
-    /// it started is an outcome with an error (its session exists).
-    async fn run(
-        &self,
-        start: ChildStart,
-        prompt: &str,
-        events: ChildEvents,
-        cancel: CancellationToken,
-    ) -> Result<ChildOutcome, String>;
+    /// Opens the child of `task`, runs its turn and closes it. `Err` when the child cannot
+    /// be opened, saying why; a child that failed or was cancelled after it started is an
+    /// outcome with an error (its session exists).
+    async fn run(&self, task: ChildTask, cancel: CancellationToken)
+        -> Result<ChildOutcome, String>;
 }
 
 /// What the parent needs to start its children; see the module docs.
@@ -243,12 +248,14 @@ impl ChildLauncher {
             frontend,
             spec,
         };
-        self.runner
-            .run(start, prompt, events, cancel)
-            .await
-            .map_err(|error| {
-                ToolError::Failed(format!("cannot start the `{}` agent: {error}", agent.name))
-            })
+        let task = ChildTask {
+            start,
+            prompt: prompt.to_owned(),
+            events,
+        };
+        self.runner.run(task, cancel).await.map_err(|error| {
+            ToolError::Failed(format!("cannot start the `{}` agent: {error}", agent.name))
+        })
     }
 }
 

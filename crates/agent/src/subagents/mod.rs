@@ -16,6 +16,6 @@ pub mod task;
 
 pub use catalog::Agents;
 pub use child::{
-    ChildEvents, ChildLauncher, ChildOutcome, ChildRunner, ChildSpec, ChildStart, SubagentLimits,
+    ChildLauncher, ChildOutcome, ChildRunner, ChildSpec, ChildStart, ChildTask, SubagentLimits,
 };
 pub use task::TaskTool;
