@@ -29,6 +29,7 @@ pub mod gemini;
 pub mod http;
 pub mod limits;
 pub mod openai_chat;
+pub(crate) mod openai_controls;
 pub mod openai_responses;
 pub mod reasoning;
 pub mod sse;

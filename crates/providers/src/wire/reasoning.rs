@@ -123,12 +123,14 @@ pub(crate) fn thinking_budget(reasoning: Option<ReasoningEffort>, forced: bool) 
         .filter(|budget| *budget > 0)
 }
 
-/// The output cap of a request with Anthropic thinking (Anthropic's API, Claude on
-/// Bedrock): `max_tokens` must stay above the thinking `budget`, so a cap at or below it
-/// becomes the budget plus `answer` tokens of room for the answer.
-pub(crate) fn cap_above_budget(max_tokens: u32, budget: Option<u32>, answer: u32) -> u32 {
+/// The output cap of a request of the Anthropic family (Anthropic's API, Claude on
+/// Bedrock): the `requested` cap, else `default`; with thinking, `max_tokens` must stay
+/// above the thinking `budget`, so a cap at or below it becomes the budget plus `default`
+/// tokens of room for the answer.
+pub(crate) fn cap_above_budget(requested: Option<u32>, budget: Option<u32>, default: u32) -> u32 {
+    let max_tokens = requested.unwrap_or(default);
     match budget {
-        Some(budget) if max_tokens <= budget => budget.saturating_add(answer),
+        Some(budget) if max_tokens <= budget => budget.saturating_add(default),
         _ => max_tokens,
     }
 }

@@ -31,7 +31,7 @@ use crate::wire::adapter::ModelRequest;
 use crate::wire::reasoning::{cap_above_budget, thinking_budget};
 use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
 use crate::wire::turns::{
-    alternate, assistant_parts, user_parts, Alternating, Loose, Said, CONVERSATION_CONTINUES,
+    alternate, assistant_parts, user_parts, Loose, Said, CONVERSATION_CONTINUES,
 };
 
 /// Output cap used when the request does not name one (the API requires `max_tokens`).
@@ -181,11 +181,7 @@ impl Block<'_> {
 pub fn body(request: &ModelRequest) -> Body<'_> {
     let forced = request.output.as_ref().filter(|o| o.force);
     let thinking = thinking_budget(request.reasoning, forced.is_some());
-    let Alternating {
-        system: system_text,
-        turns,
-        anchor,
-    } = alternate(
+    let alternating = alternate(
         request,
         user_blocks,
         |message| assistant_blocks(message, thinking.is_some()),
@@ -194,7 +190,8 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
             cache_control: None,
         },
     );
-    let mut messages: Vec<WireMessage<'_>> = turns
+    let mut messages: Vec<WireMessage<'_>> = alternating
+        .turns
         .into_iter()
         .map(|(side, content)| WireMessage {
             role: side.role(),
@@ -202,7 +199,9 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         })
         .collect();
     // The end of the stable prefix stays a cache hit when what follows is rewritten.
-    let anchor = anchor.filter(|_| !request.cache.no_message_breakpoints);
+    let anchor = alternating
+        .anchor
+        .filter(|_| !request.cache.no_message_breakpoints);
     if let Some((turn, block)) = anchor {
         if let Some(block) = messages
             .get_mut(turn)
@@ -219,19 +218,15 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
         block.mark_cache_breakpoint();
     }
     let count = request.tools.len();
-    let max_tokens = cap_above_budget(
-        request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        thinking,
-        DEFAULT_MAX_TOKENS,
-    );
+    let max_tokens = cap_above_budget(request.max_output_tokens, thinking, DEFAULT_MAX_TOKENS);
     Body {
         model: &request.model,
         max_tokens,
         messages,
         stream: true,
-        system: (!system_text.is_empty()).then_some([SystemBlock {
+        system: (!alternating.system.is_empty()).then_some([SystemBlock {
             kind: "text",
-            text: system_text,
+            text: alternating.system,
             cache_control: EPHEMERAL,
         }]),
         tools: request

@@ -36,7 +36,7 @@ use crate::wire::adapter::ModelRequest;
 use crate::wire::reasoning::{cap_above_budget, thinking_budget};
 use crate::wire::structured::{STRUCTURED_OUTPUT_NAME, STRUCTURED_OUTPUT_TOOL_DESCRIPTION};
 use crate::wire::turns::{
-    alternate, assistant_parts, user_parts, Alternating, Loose, Said, Side, CONVERSATION_CONTINUES,
+    alternate, assistant_parts, user_parts, Loose, Said, Side, CONVERSATION_CONTINUES,
 };
 
 /// The `origin` of reasoning blocks this protocol produced (only they are sent back).
@@ -213,31 +213,23 @@ pub fn body(request: &ModelRequest) -> Body<'_> {
     let thinking = thinking_budget(request.reasoning, forced.is_some())
         .filter(|_| is_anthropic(&request.model));
     let caching = supports_cache_points(&request.model);
-    let Alternating {
-        system: system_text,
-        turns,
-        anchor,
-    } = alternate(
+    let alternating = alternate(
         request,
         user_blocks,
         |message| assistant_blocks(message, thinking.is_some()),
         || Block::Text(CONVERSATION_CONTINUES),
     );
     let message_points = caching && !request.cache.no_message_breakpoints;
-    let messages = wire_messages(turns, anchor, message_points);
+    let messages = wire_messages(alternating.turns, alternating.anchor, message_points);
     let mut system = Vec::new();
-    if !system_text.trim().is_empty() {
-        system.push(SystemBlock::Text(system_text));
+    if !alternating.system.trim().is_empty() {
+        system.push(SystemBlock::Text(alternating.system));
         if caching {
             system.push(SystemBlock::CachePoint(CACHE_POINT));
         }
     }
     let tools = wire_tools(request, caching);
-    let max_tokens = cap_above_budget(
-        request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        thinking,
-        DEFAULT_MAX_TOKENS,
-    );
+    let max_tokens = cap_above_budget(request.max_output_tokens, thinking, DEFAULT_MAX_TOKENS);
     Body {
         messages,
         system,

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::wire::adapter::{arguments_text, text_of, ModelRequest};
+use crate::wire::openai_controls::OpenAiControls;
 
 /// The request body.
 #[derive(Debug, Serialize)]
@@ -46,12 +47,9 @@ pub struct Body<'a> {
     /// `--output-schema`: `{"type": "json_schema", "json_schema": {…}}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<Value>,
-    /// `"none"` for the forced structured answer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<&'static str>,
-    /// The session's key, so OpenAI routes its requests to the same prompt cache.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prompt_cache_key: Option<&'a str>,
+    /// `tool_choice` and `prompt_cache_key`.
+    #[serde(flatten)]
+    controls: OpenAiControls<'a>,
 }
 
 /// Which request field carries the output cap.
@@ -204,12 +202,7 @@ pub(super) fn body(request: &ModelRequest, max_tokens_field: MaxTokensField) -> 
             .as_ref()
             .filter(|o| o.object_root())
             .map(|o| serde_json::json!({"type": "json_schema", "json_schema": o.openai_schema()})),
-        tool_choice: request
-            .output
-            .as_ref()
-            .filter(|o| o.force && !request.tools.is_empty())
-            .map(|_| "none"),
-        prompt_cache_key: request.cache.key.as_deref(),
+        controls: OpenAiControls::of(request),
     }
 }
 

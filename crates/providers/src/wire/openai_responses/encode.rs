@@ -26,6 +26,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::wire::adapter::{arguments_text, text_of, ModelRequest};
+use crate::wire::openai_controls::OpenAiControls;
 
 /// The request body.
 #[derive(Debug, Serialize)]
@@ -49,12 +50,9 @@ pub struct Body<'a> {
     /// `--output-schema`: `{"format": {"type": "json_schema", …}}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<Value>,
-    /// `"none"` for the forced structured answer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<&'static str>,
-    /// The session's key, so OpenAI routes its requests to the same prompt cache.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prompt_cache_key: Option<&'a str>,
+    /// `tool_choice` and `prompt_cache_key`.
+    #[serde(flatten)]
+    controls: OpenAiControls<'a>,
 }
 
 /// `reasoning: {"effort": …, "summary": "auto"}`.
@@ -280,12 +278,7 @@ pub(super) fn body(request: &ModelRequest, reasoning_model: bool) -> Body<'_> {
                 format["type"] = Value::from("json_schema");
                 serde_json::json!({ "format": format })
             }),
-        tool_choice: request
-            .output
-            .as_ref()
-            .filter(|o| o.force && !request.tools.is_empty())
-            .map(|_| "none"),
-        prompt_cache_key: request.cache.key.as_deref(),
+        controls: OpenAiControls::of(request),
     }
 }
 
