@@ -134,13 +134,18 @@ pub fn pith(binary: &Path, home: &Path, server: Option<&TestServer>) -> Command 
     command
 }
 
-/// A temporary home for one `pith` command: `work/` (with one file), `config/`, `pith-home/`.
+/// A temporary home for one `pith` command: `work/` (one file, and `src/` with one file),
+/// `config/`, `pith-home/`.
 pub fn sandbox() -> Result<tempfile::TempDir> {
     let dir = tempfile::tempdir().context("creating a temp dir")?;
-    for sub in ["work", "config", "pith-home"] {
+    for sub in ["work/src", "config", "pith-home"] {
         std::fs::create_dir_all(dir.path().join(sub))?;
     }
     std::fs::write(dir.path().join("work/notes.txt"), "remember the milk\n")?;
+    std::fs::write(
+        dir.path().join("work/src/lib.rs"),
+        "pub fn answer() -> u32 { 42 }\n",
+    )?;
     Ok(dir)
 }
 
@@ -182,10 +187,15 @@ fn vm_hwm_kib(status: &str) -> Option<u64> {
 
 /// A `pith run` of `tool_turns` `ls` tool turns and a final answer ("list the files", JSON
 /// output, stdout discarded) against a fresh testkit server: the server and the command.
+/// The calls alternate between `work/` and `work/src/`: the same call twice in a row
+/// would be a doom loop, which `pith run` stops at the sixth (`[doom_loop] stop_after`).
 pub fn ls_session(binary: &Path, home: &Path, tool_turns: usize) -> Result<(TestServer, Command)> {
     let script = Script::anthropic(
         (0..tool_turns)
-            .map(|_| Turn::tool_call("ls", json!({"path": "."})))
+            .map(|turn| {
+                let path = if turn % 2 == 0 { "." } else { "src" };
+                Turn::tool_call("ls", json!({ "path": path }))
+            })
             .chain([Turn::text("done")]),
     );
     let server = TestServer::start(script).map_err(|e| anyhow!("testkit: {e}"))?;

@@ -153,7 +153,7 @@ fn run_pith(binary: &Path, home: &Path, args: &[&str]) -> Result<Finished> {
     })
 }
 
-/// A 40-turn `pith run` (the `ls` tool on a two-file directory, far below half of the
+/// A 40-turn `pith run` (the `ls` tool on a small directory, far below half of the
 /// model's 200k window), measured; each of the two runs gets its own server and home.
 fn session(binary: &Path) -> Result<Finished> {
     let mut kept = Vec::new();
