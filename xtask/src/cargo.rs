@@ -29,3 +29,23 @@ pub fn cargo_with_env(args: &[&str], envs: &[(&str, String)]) -> Result<()> {
     }
     Ok(())
 }
+
+/// The `pith` binary of this build: `cargo test --workspace` has built it next to this
+/// test's own executable; `cargo build` makes sure of it when only xtask's tests run.
+#[cfg(test)]
+pub fn built_pith() -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--package", "pith", "--bin", "pith"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "cargo build -p pith failed");
+    let exe = std::env::current_exe().expect("the test's own path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    let pith = dir.join("pith");
+    assert!(pith.is_file(), "no pith binary at {}", pith.display());
+    pith
+}

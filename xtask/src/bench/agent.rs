@@ -320,6 +320,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_bench_s_ls_session_runs_to_its_end_through_pith_run() {
+        // More calls than `[doom_loop] stop_after` (6): the guard must not stop the bench.
+        let home = sandbox().unwrap();
+        let turns = 10;
+        let (server, mut command) =
+            ls_session(&crate::cargo::built_pith(), home.path(), turns).unwrap();
+        let output = command.stderr(Stdio::piped()).output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(server.request_count(), turns + 1);
+    }
+
+    #[test]
     fn the_high_water_mark_is_read_from_proc_status() {
         let status = "Name:\tpith\nVmPeak:\t  200000 kB\nVmHWM:\t   81234 kB\nVmRSS:\t 80000 kB\n";
         assert_eq!(vm_hwm_kib(status), Some(81_234));

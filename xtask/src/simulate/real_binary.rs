@@ -34,25 +34,6 @@ const WINDOW: u64 = 200_000;
 /// How far the two figures may differ.
 const TOLERANCE: f64 = 0.05;
 
-/// The `pith` binary of this build: `cargo test --workspace` has built it next to this
-/// test's own executable; `cargo build` makes sure of it when only xtask's tests run.
-fn pith_binary() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--package", "pith", "--bin", "pith"])
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "cargo build -p pith failed");
-    let exe = std::env::current_exe().expect("the test's own path");
-    let dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>/deps");
-    let pith = dir.join("pith");
-    assert!(pith.is_file(), "no pith binary at {}", pith.display());
-    pith
-}
-
 fn session() -> CorpusSession {
     let dir =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../crates/core/tests/data/corpus-sample");
@@ -153,7 +134,7 @@ fn pith_run_bills_within_five_percent_of_the_simulator_on_a_corpus_session() {
         .map(Message::text_content)
         .expect("a user message");
     let window = WINDOW.to_string();
-    let output = Command::new(pith_binary())
+    let output = Command::new(crate::cargo::built_pith())
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", root.path())
