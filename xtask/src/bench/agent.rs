@@ -16,7 +16,7 @@ use pith_core::{
 };
 use pith_providers::wire::anthropic::Anthropic;
 use pith_providers::{AgentLoop, LoopOptions};
-use pith_testkit::{Script, TestServer, Turn};
+use pith_testkit::{Script, TestServer, Turn, UsageMode};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -27,6 +27,11 @@ use super::stats::Spread;
 /// first HTTP client of the process (reqwest is built before the rustls provider is
 /// installed), which the integrator was told about.
 pub const MODEL: &str = "anthropic/claude-sonnet-4-5";
+
+/// How the bench's testkit servers report usage: not at all. An honest server counts every
+/// request's tokens with pith's tokenizer, which grows with the history and runs on this
+/// machine: the 500-turn figures timed mostly the server's counting, not pith.
+const UNTIMED_SERVER: UsageMode = UsageMode::None;
 
 /// A trivial read-only tool: returns its `text` argument.
 struct Echo;
@@ -56,13 +61,15 @@ impl Tool for Echo {
 }
 
 /// Seconds for one user turn of `tool_turns` tool turns (plus the final answer) through
-/// the real loop, Anthropic adapter, against a fresh testkit server.
+/// the real loop, Anthropic adapter, against a fresh testkit server that reports no usage
+/// ([`UNTIMED_SERVER`]).
 async fn one_loop_run(tool_turns: usize) -> Result<f64> {
     let script = Script::anthropic(
         (0..tool_turns)
             .map(|i| Turn::tool_call("echo", json!({"text": format!("result {i}")})))
             .chain([Turn::text("done")]),
-    );
+    )
+    .with_usage_mode(UNTIMED_SERVER);
     let server = TestServer::start(script).map_err(|e| anyhow!("testkit: {e}"))?;
     let adapter = Arc::new(
         Anthropic::new(&server.base_url(), Some("sk-ant-bench"))
@@ -197,7 +204,8 @@ pub fn ls_session(binary: &Path, home: &Path, tool_turns: usize) -> Result<(Test
                 Turn::tool_call("ls", json!({ "path": path }))
             })
             .chain([Turn::text("done")]),
-    );
+    )
+    .with_usage_mode(UNTIMED_SERVER);
     let server = TestServer::start(script).map_err(|e| anyhow!("testkit: {e}"))?;
     let mut command = pith(binary, home, Some(&server));
     command
