@@ -422,7 +422,7 @@ pub fn render(h: &Header, m: &Measurements, previous: &str) -> String {
     for (turns, spread) in &m.loop_ms {
         let _ = writeln!(
             w,
-            "| loop overhead per tool turn (`AgentLoop`, Anthropic adapter, testkit at zero latency, trivial tool), {turns}-turn session | {} ms ({:.0} turns/s) |",
+            "| loop overhead per tool turn (`AgentLoop`, Anthropic adapter, testkit at zero latency reporting no usage, trivial tool), {turns}-turn session | {} ms ({:.0} turns/s) |",
             spread.show(3),
             1e3 / spread.median
         );
