@@ -30,6 +30,14 @@ fn a_resumed_session_compacts_with_the_ledger_of_its_whole_life() {
     let workspace = sandbox.workspace();
     std::fs::write(workspace.join("notes.txt"), "the deadline is friday\n").unwrap();
     std::fs::write(workspace.join("plan.md"), "1. draft\n2. review\n").unwrap();
+    // Re-attached files are off by default (docs/context-pipeline.md); this session asks
+    // for them, so that what they carry is checked too.
+    std::fs::create_dir_all(workspace.join(".pith")).unwrap();
+    std::fs::write(
+        workspace.join(".pith/config.toml"),
+        "[context]\nrestore_files = 3\n",
+    )
+    .unwrap();
     let server = TestServer::start(Script::anthropic([
         // Job 1: reads notes.txt, no compaction.
         Turn::text("Reading.").with_tool_call("read", json!({"path": "notes.txt"})),
@@ -153,6 +161,42 @@ fn a_resumed_session_compacts_with_the_ledger_of_its_whole_life() {
         "replay shows the ledger itself: {text}"
     );
     assert!(text.contains("[re-attached: plan.md"), "{text}");
+}
+
+#[test]
+fn by_default_a_compaction_names_the_files_read_without_re_attaching_them() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.workspace().join("notes.txt"), "the secret word\n").unwrap();
+    let server = TestServer::start(Script::anthropic([
+        Turn::text("Reading.")
+            .with_tool_call("read", json!({"path": "notes.txt"}))
+            .with_usage(180_000, 40),
+        Turn::text(SUMMARY),
+        Turn::text("Done."),
+    ]))
+    .unwrap();
+    sandbox.believe_scripted_usage();
+    let output = sandbox.run(&server, &["--model", MODEL, "--format", "json", "go"]);
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let replacement = first_message_text(&server, 2);
+    assert!(replacement.contains("<session_ledger>"), "{replacement}");
+    assert!(
+        replacement.lines().any(|l| l.starts_with("- notes.txt")),
+        "the ledger names the file: {replacement}"
+    );
+    assert!(!replacement.contains("<restored_file"), "{replacement}");
+    assert!(!replacement.contains("the secret word"), "{replacement}");
+    let transcript = records(&sandbox.only_transcript());
+    let applied = transcript
+        .iter()
+        .find(|r| r["kind"] == "compaction_applied")
+        .expect("compaction_applied");
+    assert!(
+        applied
+            .get("restored_files")
+            .is_none_or(|files| files.as_array().is_some_and(Vec::is_empty)),
+        "{applied}"
+    );
 }
 
 #[test]

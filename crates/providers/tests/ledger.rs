@@ -1,6 +1,6 @@
 //! The session ledger through the real adapters against the testkit server: what an
 //! automatic and a manual compaction carry besides the model's summary (the user's
-//! messages verbatim, the files, the re-attached file contents), that it survives a
+//! messages verbatim, the files, the re-attached file contents when asked for), that it survives a
 //! second compaction, and that it stays within its budget.
 #![allow(clippy::unwrap_used, missing_docs)] // test code: a failed unwrap is a failed test, helpers need no docs
 
@@ -24,6 +24,7 @@ for_each_protocol!(
     an_automatic_compaction_carries_the_ledger_and_the_files_worked_on,
     the_first_instruction_survives_two_compactions_verbatim,
     a_manual_compaction_carries_the_ledger_too,
+    by_default_a_compaction_names_the_files_without_re_attaching_them,
     a_file_changed_on_disk_since_it_was_read_is_flagged,
     the_plan_survives_two_automatic_compactions_verbatim,
 );
@@ -72,11 +73,34 @@ impl FileProbe for MemoryDisk {
     }
 }
 
-/// A harness with the default ledger options (on) and a small window, so the ledger's
-/// budget binds.
+/// A harness with the default ledger options (on, no file re-attached) and a small
+/// window, so the ledger's budget binds.
 fn ledger_harness(protocol: Protocol, turns: Vec<Turn>, disk: Arc<MemoryDisk>) -> Harness {
+    harness_with_ledger(
+        protocol,
+        turns,
+        disk,
+        pith_providers::LedgerOptions::default(),
+    )
+}
+
+/// [`ledger_harness`] with re-attached files turned on as `restore_files = 3` does.
+fn restoring_harness(protocol: Protocol, turns: Vec<Turn>, disk: Arc<MemoryDisk>) -> Harness {
+    let ledger = pith_providers::LedgerOptions {
+        restore_files: 3,
+        ..pith_providers::LedgerOptions::default()
+    };
+    harness_with_ledger(protocol, turns, disk, ledger)
+}
+
+fn harness_with_ledger(
+    protocol: Protocol,
+    turns: Vec<Turn>,
+    disk: Arc<MemoryDisk>,
+    ledger: pith_providers::LedgerOptions,
+) -> Harness {
     let options = LoopOptions {
-        ledger: pith_providers::LedgerOptions::default(),
+        ledger,
         ..fast_options()
     };
     let mut h = harness_with(protocol, turns, WINDOW, options);
@@ -102,7 +126,7 @@ async fn an_automatic_compaction_carries_the_ledger_and_the_files_worked_on(prot
         ("src/lib.rs", "pub fn parse() {}\n"),
         ("tests/parser.rs", "#[test]\nfn parses() {}\n"),
     ]);
-    let mut h = ledger_harness(
+    let mut h = restoring_harness(
         protocol,
         vec![
             Turn::text("Let me look.").with_tool_call("read", json!({"path": "src/lib.rs"})),
@@ -203,9 +227,44 @@ async fn the_first_instruction_survives_two_compactions_verbatim(protocol: Proto
     assert_eq!(last.matches("<session_ledger>").count(), 1, "{last}");
 }
 
-async fn a_manual_compaction_carries_the_ledger_too(protocol: Protocol) {
+async fn by_default_a_compaction_names_the_files_without_re_attaching_them(protocol: Protocol) {
     let disk = MemoryDisk::with(&[("notes.md", "remember\n")]);
     let mut h = ledger_harness(
+        protocol,
+        vec![
+            Turn::text("Reading.").with_tool_call("read", json!({"path": "notes.md"})),
+            Turn::text("Read it."),
+            Turn::text(SUMMARY),
+        ],
+        disk,
+    );
+    h.turn("read notes.md").await.outcome.expect("first turn");
+    let (tx, _rx) = unbounded_channel();
+    let result = h
+        .agent
+        .compact(None, &mut InMemory::new(tx), &CancellationToken::new())
+        .await
+        .expect("the manual compaction succeeds");
+    assert!(
+        result.restored_files.is_empty(),
+        "{:?}",
+        result.restored_files
+    );
+    let text = h.agent.history()[0].text_content();
+    assert!(!text.contains("<restored_file"), "{text}");
+    assert!(
+        !text.contains("remember"),
+        "the content stays on disk: {text}"
+    );
+    assert!(
+        text.contains("- notes.md: read"),
+        "the ledger names it: {text}"
+    );
+}
+
+async fn a_manual_compaction_carries_the_ledger_too(protocol: Protocol) {
+    let disk = MemoryDisk::with(&[("notes.md", "remember\n")]);
+    let mut h = restoring_harness(
         protocol,
         vec![
             Turn::text("Reading.").with_tool_call("read", json!({"path": "notes.md"})),

@@ -135,9 +135,11 @@ fn a_compaction_next_to_the_ledger_outputs_the_shorter_stand_in_summary() {
     let with = replay(&s, &Policy::parse("pith").unwrap(), &p);
     let without = replay(&s, &Policy::parse("pith:carry=keen").unwrap(), &p);
     assert!(with.llm_compactions >= 1 && without.llm_compactions >= 1);
+    // Every summary request pith made outputs the shorter stand-in, including one
+    // prepared ahead and never applied.
     assert_eq!(
         with.ledger.summary_output_tokens,
-        with.llm_compactions * p.ledger_summary_tokens
+        (with.llm_compactions + with.unused) * p.ledger_summary_tokens
     );
     assert_eq!(
         without.ledger.summary_output_tokens,

@@ -97,6 +97,13 @@ pub struct ContextConfig {
 /// set": chosen with `cargo xtask simulate` on the tuning half of the corpus).
 pub const DEFAULT_WORKING_SET_TOKENS: u64 = 32_000;
 
+/// Default of [`ContextConfig::restore_files`]: none. `cargo xtask simulate` (with the
+/// re-reads charged) found that re-attaching files costs 9–12% more at every window and
+/// price model, with the same fidelity: most re-attached files are never used again
+/// before the next compaction, and the ledger names every file to read again
+/// (docs/context-pipeline.md, "Re-attached files").
+pub const DEFAULT_RESTORE_FILES: usize = 0;
+
 /// Default of [`ContextConfig::prepare_summary_percent`] (docs/context-pipeline.md,
 /// "Summaries prepared ahead": chosen with `cargo xtask simulate` on the tuning half of
 /// the corpus, the mark with the least extra cost for most of the wait saved).
@@ -127,7 +134,7 @@ impl Default for ContextConfig {
             mcp_defer_percent: DEFAULT_MCP_DEFER_PERCENT,
             ledger_percent: 10,
             ledger_user_messages_max_tokens: 8_000,
-            restore_files: 3,
+            restore_files: DEFAULT_RESTORE_FILES,
             restore_files_percent: 15,
             pins_percent: super::pins::DEFAULT_PINS_PERCENT,
             max_auto_compactions_per_turn:
@@ -239,7 +246,7 @@ mod tests {
         assert_eq!(config.mcp_defer_percent, 5);
         assert_eq!(config.ledger_percent, 10);
         assert_eq!(config.ledger_user_messages_max_tokens, 8_000);
-        assert_eq!(config.restore_files, 3);
+        assert_eq!(config.restore_files, 0);
         assert_eq!(config.restore_files_percent, 15);
         assert_eq!(config.max_auto_compactions_per_turn, 2);
         assert_eq!(config.user_message_percent, 25);
@@ -262,7 +269,9 @@ mod tests {
             (19_000, 8_000)
         );
         let restore = config.restore_budget(27_904);
-        assert_eq!((restore.files, restore.tokens), (3, 4_185));
+        assert_eq!((restore.files, restore.tokens), (0, 4_185));
+        let opted_in: ContextConfig = serde_json::from_str(r#"{"restore_files": 3}"#).unwrap();
+        assert_eq!(opted_in.restore_budget(27_904).files, 3);
     }
 
     #[test]
