@@ -420,10 +420,12 @@ impl Ledger {
         self.users_forgotten
     }
 
-    /// Every file, most recently touched first.
+    /// Every file, most recently touched first; files one call touched together in path
+    /// order, so that the rendered ledger and the files re-attached never depend on the
+    /// map's order.
     pub fn files(&self) -> Vec<&FileEntry> {
         let mut files: Vec<&FileEntry> = self.files.values().collect();
-        files.sort_by_key(|file| std::cmp::Reverse(file.order));
+        files.sort_by(|a, b| b.order.cmp(&a.order).then_with(|| a.path.cmp(&b.path)));
         files
     }
 

@@ -57,6 +57,32 @@ impl FileProbe for FakeDisk {
 }
 
 #[test]
+fn files_one_command_touched_together_come_in_path_order_newest_call_first() {
+    let names = ["h", "a", "f", "c", "g", "b", "e", "d"];
+    let together: Vec<String> = names.iter().map(|n| format!("src/{n}.py")).collect();
+    let mut ledger = Ledger::new(None);
+    run(&mut ledger, "a", "cat src/old.py", "x", 0);
+    run(
+        &mut ledger,
+        "b",
+        &format!("cat {}", together.join(" ")),
+        "x",
+        0,
+    );
+    let order: Vec<&str> = ledger.files().iter().map(|f| f.path.as_str()).collect();
+    let mut expected: Vec<String> = together.clone();
+    expected.sort();
+    expected.push("src/old.py".to_owned());
+    assert_eq!(order, expected);
+    let recent: Vec<&str> = ledger
+        .recent_files(3)
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(recent, ["src/a.py", "src/b.py", "src/c.py"]);
+}
+
+#[test]
 fn user_messages_are_kept_verbatim_newest_first_and_repeats_once() {
     let mut ledger = Ledger::new(None);
     ledger.observe_user("never touch the public API");
