@@ -56,13 +56,13 @@ fn on_a_full_disk_the_turn_finishes_without_its_compaction_and_replay_shows_what
     let root = sandbox.root.path();
     let pith = env!("CARGO_BIN_EXE_pith");
     // Job 1 writes the session on the disk; it is copied onto a tmpfs with room for the
-    // transcript and half of it again: appending fits, the batch's full copy does not.
+    // transcript and a quarter of it again: appending fits, the batch's full copy does not.
     let script = format!(
         r#"set -e
 disk={root}/pith-home; full={root}/full; mkdir -p "$full"
 "{pith}" run --model {MODEL} --format json "read big.txt" > {root}/job1.json
 used=$(du -sb "$disk" | cut -f1)
-mount -t tmpfs -o size=$((used + used / 2 + 16384)) tmpfs "$full"
+mount -t tmpfs -o size=$((used + used / 4 + 16384)) tmpfs "$full"
 cp -a "$disk/." "$full/"
 id=$(sed -n 's/.*"session_id":"\([^"]*\)".*/\1/p' {root}/job1.json)
 set +e

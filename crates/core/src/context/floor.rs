@@ -133,7 +133,11 @@ impl ReplacementPlan {
                 ledger_percent,
                 ..no_files
             };
-            if !plans.contains(&plan) {
+            // Without files, a plan that differs only in their share is the same plan.
+            let same = |p: &ReplacementPlan| {
+                p.ledger_percent == plan.ledger_percent && p.restore_files == 0
+            };
+            if !plans.iter().any(same) {
                 plans.push(plan);
             }
         }
@@ -193,6 +197,20 @@ mod tests {
             .map(|p| (p.ledger_percent, p.restore_files))
             .collect();
         assert_eq!(shape, [(10, 3), (10, 0), (5, 0), (3, 0)]);
+        // The default (no files, their share still set) is not tried twice.
+        let default = ReplacementPlan {
+            ledger_percent: 10,
+            restore_files: 0,
+            restore_files_percent: 15,
+        };
+        assert_eq!(
+            default
+                .fallbacks()
+                .iter()
+                .map(|p| p.ledger_percent)
+                .collect::<Vec<_>>(),
+            [10, 5, 3]
+        );
         let off = ReplacementPlan {
             ledger_percent: 0,
             restore_files: 0,
