@@ -163,10 +163,19 @@ fn a_resumed_session_compacts_with_the_ledger_of_its_whole_life() {
     assert!(text.contains("[re-attached: plan.md"), "{text}");
 }
 
-#[test]
-fn by_default_a_compaction_names_the_files_read_without_re_attaching_them() {
+/// One `pith run` job that reads notes.txt (holding `notes`) over the threshold and
+/// compacts, with `config` as the workspace's `.pith/config.toml` when given; it must end
+/// with exit code 0.
+fn compact_after_reading_notes(
+    notes: &str,
+    config: Option<&str>,
+) -> (Sandbox, TestServer, std::process::Output) {
     let sandbox = Sandbox::new();
-    std::fs::write(sandbox.workspace().join("notes.txt"), "the secret word\n").unwrap();
+    std::fs::write(sandbox.workspace().join("notes.txt"), notes).unwrap();
+    if let Some(config) = config {
+        std::fs::create_dir_all(sandbox.workspace().join(".pith")).unwrap();
+        std::fs::write(sandbox.workspace().join(".pith/config.toml"), config).unwrap();
+    }
     let server = TestServer::start(Script::anthropic([
         Turn::text("Reading.")
             .with_tool_call("read", json!({"path": "notes.txt"}))
@@ -178,6 +187,12 @@ fn by_default_a_compaction_names_the_files_read_without_re_attaching_them() {
     sandbox.believe_scripted_usage();
     let output = sandbox.run(&server, &["--model", MODEL, "--format", "json", "go"]);
     assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    (sandbox, server, output)
+}
+
+#[test]
+fn by_default_a_compaction_names_the_files_read_without_re_attaching_them() {
+    let (sandbox, server, _) = compact_after_reading_notes("the secret word\n", None);
     let replacement = first_message_text(&server, 2);
     assert!(replacement.contains("<session_ledger>"), "{replacement}");
     assert!(
@@ -201,25 +216,8 @@ fn by_default_a_compaction_names_the_files_read_without_re_attaching_them() {
 
 #[test]
 fn ledger_percent_zero_turns_the_ledger_off() {
-    let sandbox = Sandbox::new();
-    std::fs::write(sandbox.workspace().join("notes.txt"), "x\n").unwrap();
-    std::fs::create_dir_all(sandbox.workspace().join(".pith")).unwrap();
-    std::fs::write(
-        sandbox.workspace().join(".pith/config.toml"),
-        "[context]\nledger_percent = 0\n",
-    )
-    .unwrap();
-    let server = TestServer::start(Script::anthropic([
-        Turn::text("Reading.")
-            .with_tool_call("read", json!({"path": "notes.txt"}))
-            .with_usage(180_000, 40),
-        Turn::text(SUMMARY),
-        Turn::text("Done."),
-    ]))
-    .unwrap();
-    sandbox.believe_scripted_usage();
-    let output = sandbox.run(&server, &["--model", MODEL, "--format", "json", "go"]);
-    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let (_sandbox, server, output) =
+        compact_after_reading_notes("x\n", Some("[context]\nledger_percent = 0\n"));
     let replacement = first_message_text(&server, 2);
     assert_eq!(
         replacement,

@@ -227,9 +227,15 @@ async fn the_first_instruction_survives_two_compactions_verbatim(protocol: Proto
     assert_eq!(last.matches("<session_ledger>").count(), 1, "{last}");
 }
 
-async fn by_default_a_compaction_names_the_files_without_re_attaching_them(protocol: Protocol) {
+/// A turn that reads notes.md (holding "remember") with `prompt`, then a manual
+/// compaction; `harness` builds the loop (its ledger options are what differs).
+async fn read_notes_then_compact(
+    protocol: Protocol,
+    harness: fn(Protocol, Vec<Turn>, Arc<MemoryDisk>) -> Harness,
+    prompt: &str,
+) -> (Harness, pith_providers::ManualCompaction) {
     let disk = MemoryDisk::with(&[("notes.md", "remember\n")]);
-    let mut h = ledger_harness(
+    let mut h = harness(
         protocol,
         vec![
             Turn::text("Reading.").with_tool_call("read", json!({"path": "notes.md"})),
@@ -238,13 +244,18 @@ async fn by_default_a_compaction_names_the_files_without_re_attaching_them(proto
         ],
         disk,
     );
-    h.turn("read notes.md").await.outcome.expect("first turn");
+    h.turn(prompt).await.outcome.expect("first turn");
     let (tx, _rx) = unbounded_channel();
     let result = h
         .agent
         .compact(None, &mut InMemory::new(tx), &CancellationToken::new())
         .await
         .expect("the manual compaction succeeds");
+    (h, result)
+}
+
+async fn by_default_a_compaction_names_the_files_without_re_attaching_them(protocol: Protocol) {
+    let (h, result) = read_notes_then_compact(protocol, ledger_harness, "read notes.md").await;
     assert!(
         result.restored_files.is_empty(),
         "{:?}",
@@ -263,26 +274,12 @@ async fn by_default_a_compaction_names_the_files_without_re_attaching_them(proto
 }
 
 async fn a_manual_compaction_carries_the_ledger_too(protocol: Protocol) {
-    let disk = MemoryDisk::with(&[("notes.md", "remember\n")]);
-    let mut h = restoring_harness(
+    let (h, result) = read_notes_then_compact(
         protocol,
-        vec![
-            Turn::text("Reading.").with_tool_call("read", json!({"path": "notes.md"})),
-            Turn::text("Read it."),
-            Turn::text(SUMMARY),
-        ],
-        disk,
-    );
-    h.turn("read notes.md and keep the API stable")
-        .await
-        .outcome
-        .expect("first turn");
-    let (tx, _rx) = unbounded_channel();
-    let result = h
-        .agent
-        .compact(None, &mut InMemory::new(tx), &CancellationToken::new())
-        .await
-        .expect("the manual compaction succeeds");
+        restoring_harness,
+        "read notes.md and keep the API stable",
+    )
+    .await;
     assert!(result.ledger_tokens > 0);
     assert_eq!(result.restored_files, vec!["notes.md".to_owned()]);
     let history = h.agent.history();
