@@ -135,6 +135,13 @@ pub struct SessionOutcome {
     pub reread_tokens: u64,
     /// Re-reads.
     pub rereads: u64,
+    /// Files LLM compactions re-attached (pith with `restore` > 0), and their tokens.
+    pub restored_files: u64,
+    /// Tokens of those files.
+    pub restored_tokens: u64,
+    /// Of them, files a later command relied on before the next compaction: the re-reads
+    /// re-attaching saved.
+    pub restored_used: u64,
     /// The model's view right after each rewrite (only when asked for).
     pub views: Vec<CompactionView>,
     /// Summaries prepared in the background (pith, `prepare` > 0).
@@ -224,6 +231,8 @@ pub(super) struct Replay<'a> {
     pub(super) tail_breakpoints: usize,
     /// Files a compaction re-attached whole, until the next compaction.
     pub(super) restored_paths: Vec<String>,
+    /// Of them, those a later command relied on.
+    pub(super) restored_used: Vec<String>,
     /// The summary being prepared in the background (pith, `prepare` > 0).
     pub(super) prepared: Option<SimPrepared>,
     /// Summaries go to a model at this fraction of the prices, without the cache
@@ -270,6 +279,7 @@ impl<'a> Replay<'a> {
                 1
             },
             restored_paths: Vec::new(),
+            restored_used: Vec::new(),
             prepared: None,
             summary_price: policy.summary_price(),
         }
@@ -519,6 +529,12 @@ impl<'a> Replay<'a> {
             },
         );
         self.restored_paths = restored.iter().map(|f| f.path.clone()).collect();
+        self.restored_used.clear();
+        self.outcome.restored_files += restored.len() as u64;
+        self.outcome.restored_tokens += restored
+            .iter()
+            .map(|f| counter.count(&f.content) as u64)
+            .sum::<u64>();
         let ledger_tokens = ledger.as_ref().map_or(0, |r| r.tokens as u64);
         let message = Message::user(replacement_text(ReplacementParts {
             summary: &self.params.ledger_summary,

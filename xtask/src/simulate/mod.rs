@@ -122,6 +122,12 @@ pub struct PolicyRow {
     pub masking_events: u64,
     /// Tokens read again because the policy had hidden them.
     pub reread_tokens: u64,
+    /// Files LLM compactions re-attached (pith with `restore` > 0).
+    pub restored_files: u64,
+    /// Their tokens.
+    pub restored_tokens: u64,
+    /// Of them, files a later command relied on before the next compaction.
+    pub restored_used: u64,
     /// Agent requests over the input budget after the policy acted.
     pub over_budget_requests: u64,
     /// Fidelity a–e over every view the policy made.
@@ -161,6 +167,9 @@ impl PolicyRow {
         self.llm_compactions += outcome.llm_compactions;
         self.masking_events += outcome.micro_compactions;
         self.reread_tokens += outcome.reread_tokens;
+        self.restored_files += outcome.restored_files;
+        self.restored_tokens += outcome.restored_tokens;
+        self.restored_used += outcome.restored_used;
         self.over_budget_requests += outcome.overflowing_requests;
         self.prepared += outcome.prepared;
         self.unused += outcome.unused;

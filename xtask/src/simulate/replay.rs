@@ -129,11 +129,13 @@ pub fn replay_with(
                 steps.new_history = true;
             }
             Role::Assistant => {
-                rereads.before_request(&mut replay, session, message);
+                // The policy acts first: the re-reads are what the model, given the view
+                // the policy made for this request, must read again before it can go on.
                 match policy {
                     Policy::Pith(p) => replay.pith_step(p, &mut memory),
                     other => replay.peer_step(other, &mut steps),
                 }
+                rereads.before_request(&mut replay, session, message);
                 let answer = count_message(params.counter.as_ref(), message) as u64;
                 replay.agent_request(answer);
                 replay.observe_assistant(message);

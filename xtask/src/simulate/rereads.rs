@@ -75,7 +75,14 @@ impl Rereads {
             let Some((id, content)) = self.covering.get(&file).cloned() else {
                 continue;
             };
-            if visible(&replay.history, &id, &content) || replay.restored_paths.contains(&file) {
+            if visible(&replay.history, &id, &content) {
+                continue;
+            }
+            if replay.restored_paths.contains(&file) {
+                if !replay.restored_used.contains(&file) {
+                    replay.outcome.restored_used += 1;
+                    replay.restored_used.push(file);
+                }
                 continue;
             }
             self.made += 1;

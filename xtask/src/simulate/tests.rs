@@ -208,6 +208,43 @@ fn masking_hides_all_but_the_last_observations_and_pays_to_read_a_hidden_file_ag
 }
 
 #[test]
+fn re_attached_files_are_counted_with_the_re_reads_they_saved() {
+    let p = params(16_384);
+    let restoring = Policy::parse("pith:restore=3,prepare=0").unwrap();
+    // The default re-attaches nothing; with files, every compaction does.
+    let plain = replay(&session(60, 30), &Policy::parse("pith").unwrap(), &p);
+    assert!(plain.llm_compactions >= 1, "{plain:?}");
+    assert_eq!((plain.restored_files, plain.restored_tokens), (0, 0));
+    let with = replay(&session(60, 30), &restoring, &p);
+    assert!(with.restored_files >= with.llm_compactions, "{with:?}");
+    assert!(with.restored_tokens > 0 && with.restored_used <= with.restored_files);
+    // An edit of the file read last: where a compaction fell between the read and the
+    // edit, the file was re-attached and no re-read is charged, while without files the
+    // same session pays one.
+    let saved = (20..60).find_map(|turns| {
+        let s = session_then(
+            turns,
+            30,
+            Some(&format!("sed -i 's/v/w/' src/module_{}.py", turns - 1)),
+        );
+        let with = replay(&s, &restoring, &p);
+        (with.restored_used == 1).then(|| {
+            (
+                with,
+                replay(&s, &Policy::parse("pith:prepare=0").unwrap(), &p),
+            )
+        })
+    });
+    let (with, without) = saved.expect("some session compacts between the read and the edit");
+    assert_eq!(with.rereads, 0, "{with:?}");
+    assert_eq!(
+        (without.rereads, without.restored_used),
+        (1, 0),
+        "{without:?}"
+    );
+}
+
+#[test]
 fn the_peers_compact_at_their_own_thresholds() {
     let s = session(90, 30);
     // 32k: Claude Code at max(32768 - 8192 - 13000, 16384) = 16384 tokens, Codex at 90%
@@ -328,6 +365,9 @@ fn on_the_vendored_sample_pith_keeps_every_probe_and_never_overflows() {
         "llm_compactions",
         "masking_events",
         "reread_tokens",
+        "restored_files",
+        "restored_tokens",
+        "restored_used",
         "over_budget_requests",
         "fidelity",
     ] {
