@@ -13,10 +13,10 @@
 //!
 //! Designs: `keen` (summary + last user message), `codex` (user messages within 20k
 //! tokens + summary), `pith` (summary + session ledger + last user message, and the
-//! re-attached files when `restore_files` is set). The stand-in summary carries none of the facts, so the table shows what each
-//! design guarantees whatever the model writes. The reference answers come from
-//! [`facts`], written independently of the ledger's parser. Both halves of the corpus
-//! ([`crate::split`]) are reported.
+//! re-attached files when `restore_files` is set). The stand-in summary carries none of
+//! the facts, so the table shows what each design guarantees whatever the model writes.
+//! The reference answers come from [`facts`], written independently of the ledger's
+//! parser. Both halves of the corpus ([`crate::split`]) are reported.
 
 pub mod facts;
 pub mod plan;

@@ -135,7 +135,7 @@ pub struct SessionOutcome {
     pub reread_tokens: u64,
     /// Re-reads.
     pub rereads: u64,
-    /// Files LLM compactions re-attached (pith with `restore` > 0), and their tokens.
+    /// Files LLM compactions re-attached (pith with `restore` > 0).
     pub restored_files: u64,
     /// Tokens of those files.
     pub restored_tokens: u64,
