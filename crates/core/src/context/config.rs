@@ -98,7 +98,7 @@ pub struct ContextConfig {
 pub const DEFAULT_WORKING_SET_TOKENS: u64 = 32_000;
 
 /// Default of [`ContextConfig::restore_files`]: none. `cargo xtask simulate` (with the
-/// re-reads charged) found that re-attaching files costs 9–12% more at every window and
+/// re-reads charged) found that not re-attaching files saves 9–12% at every window and
 /// price model, with the same fidelity: most re-attached files are never used again
 /// before the next compaction, and the ledger names every file to read again
 /// (docs/context-pipeline.md, "Re-attached files").
