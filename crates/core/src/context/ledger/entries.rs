@@ -95,6 +95,10 @@ pub struct SpillEntry {
     pub path: String,
     /// What produced it: the tool, and the command for shells.
     pub origin: String,
+    /// For a shell command's output, the command with its whitespace normalised (as
+    /// [`CommandEntry::key`]): a later spill with the same key is a newer run of the same
+    /// command, whose output supersedes this one in the rendered ledger.
+    pub rerun_key: Option<String>,
     /// Observation order.
     pub order: u64,
 }

@@ -89,7 +89,7 @@ impl Ledger {
         // A message too large for the window was stored beside the transcript: its file
         // is a spill like a tool output's.
         if let Some(path) = spill_path(text) {
-            self.add_spill(path, "a user message".to_owned(), order);
+            self.add_spill(path, "a user message".to_owned(), None, order);
         }
         if let Some(entry) = self.users.iter_mut().find(|u| u.text == text) {
             entry.count += 1;
@@ -234,12 +234,13 @@ impl Ledger {
                 Some(command) => format!("{tool} `{}`", first_line(command)),
                 None => tool.clone(),
             };
-            self.add_spill(path, origin, order);
+            let rerun_key = command.as_deref().map(command_key);
+            self.add_spill(path, origin, rerun_key, order);
         }
     }
 
     /// Records a spill file (the newest [`MAX_SPILLS`] are kept).
-    fn add_spill(&mut self, path: String, origin: String, order: u64) {
+    fn add_spill(&mut self, path: String, origin: String, rerun_key: Option<String>, order: u64) {
         self.spills.retain(|s| s.path != path);
         if self.spills.len() >= MAX_SPILLS {
             self.spills.remove(0);
@@ -247,6 +248,7 @@ impl Ledger {
         self.spills.push(SpillEntry {
             path,
             origin,
+            rerun_key,
             order,
         });
     }
@@ -361,7 +363,7 @@ impl Ledger {
         order: u64,
     ) {
         let failed = result.is_error || exit_code.is_some_and(|code| code != 0);
-        let key = command.split_whitespace().collect::<Vec<_>>().join(" ");
+        let key = command_key(command);
         let entry = CommandEntry {
             command: command_display(command),
             key: key.clone(),
@@ -473,6 +475,12 @@ impl Ledger {
             .take(limit)
             .collect()
     }
+}
+
+/// A command with its whitespace normalised: two runs with the same key are the same
+/// command.
+fn command_key(command: &str) -> String {
+    command.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn merge_range(ranges: &mut Vec<(u64, u64)>, (first, last): (u64, u64)) {

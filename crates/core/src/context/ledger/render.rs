@@ -280,7 +280,7 @@ fn assemble(
                 UserMessagesForm::Listed => listed(&section.entries, &allotted),
             }
         } else {
-            newest_whole(&section.entries, left)
+            newest_whole(&section.entries, left, counter)
         };
         let omitted = section.entries.len() - shown + section.omitted_before;
         match (&section.listed_heading, form) {
@@ -305,8 +305,14 @@ fn assemble(
 }
 
 /// The newest entries that fit whole within `budget` tokens; returns the text and how
-/// many entries it shows.
-fn newest_whole(entries: &[(String, usize)], budget: usize) -> (String, usize) {
+/// many entries it shows. When not even the newest one fits whole (a test run with many
+/// failing tests), its first lines that fit are shown with a count of the lines left
+/// out, rather than nothing of the section.
+fn newest_whole(
+    entries: &[(String, usize)],
+    budget: usize,
+    counter: &dyn TokenCounter,
+) -> (String, usize) {
     let mut left = budget;
     let mut out = String::new();
     let mut shown = 0;
@@ -319,7 +325,41 @@ fn newest_whole(entries: &[(String, usize)], budget: usize) -> (String, usize) {
         left -= tokens + 1;
         shown += 1;
     }
+    if shown == 0 {
+        if let Some((text, _)) = entries.first() {
+            if let Some(head) = first_lines(text, budget, counter) {
+                return (head, 1);
+            }
+        }
+    }
     (out, shown)
+}
+
+/// Tokens kept for the `[N more lines omitted]` line of an entry cut by lines.
+const MORE_LINES_TOKENS: usize = 10;
+
+/// The first lines of `text` that fit `budget` tokens with a closing `[N more lines
+/// omitted]`; `None` when not even its first line fits.
+fn first_lines(text: &str, budget: usize, counter: &dyn TokenCounter) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut left = budget.checked_sub(MORE_LINES_TOKENS)?;
+    let mut out = String::new();
+    let mut kept = 0;
+    for line in &lines {
+        let tokens = counter.count(line) + 1;
+        if tokens > left {
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+        left -= tokens;
+        kept += 1;
+    }
+    if kept == 0 {
+        return None;
+    }
+    out.push_str(&format!("  [{} more lines omitted]\n", lines.len() - kept));
+    Some(out)
 }
 
 /// How many tokens each entry gets within `budget`, sharing it fairly: every entry shown

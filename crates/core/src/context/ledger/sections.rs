@@ -3,6 +3,8 @@
 //! is given before the budget is shared out. [`super::render`] shares the budget and
 //! assembles the block.
 
+use std::collections::HashSet;
+
 use crate::context::tokens::TokenCounter;
 use crate::protocol::effect::FileAction;
 
@@ -109,12 +111,14 @@ pub(super) fn sections(
     counter: &dyn TokenCounter,
     probe: Option<&dyn FileProbe>,
 ) -> Vec<Section> {
+    let (chosen, older_failing) = chosen_commands(ledger);
+    let shown: HashSet<&str> = chosen.iter().filter_map(|c| c.spill.as_deref()).collect();
     vec![
         user_section(ledger, user_messages_tokens, exclude_latest_user, counter),
         files_section(ledger, total_tokens, counter, probe),
-        commands_section(ledger, counter),
+        commands_section(ledger, &chosen, older_failing, counter),
         tests_section(ledger, counter),
-        spills_section(ledger, counter),
+        spills_section(ledger, &shown, counter),
     ]
 }
 
@@ -238,7 +242,10 @@ fn files_section(
     )
 }
 
-fn commands_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
+/// The commands the Commands section lists, newest first: the [`RECENT_COMMANDS`]
+/// newest, the latest failure, and older failures until the same command passes (at most
+/// [`OLDER_FAILING_COMMANDS`]); with how many older failures are among them.
+fn chosen_commands(ledger: &Ledger) -> (Vec<&CommandEntry>, usize) {
     let commands: Vec<&CommandEntry> = ledger.commands().collect();
     // The latest failure always stays: it is what the session last ran into, even when
     // a later run of the same command passed.
@@ -264,8 +271,18 @@ fn commands_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
             older_failing += 1;
         }
     }
+    (chosen, older_failing)
+}
+
+fn commands_section(
+    ledger: &Ledger,
+    chosen: &[&CommandEntry],
+    older_failing: usize,
+    counter: &dyn TokenCounter,
+) -> Section {
+    let commands: Vec<&CommandEntry> = ledger.commands().collect();
     let texts = chosen
-        .into_iter()
+        .iter()
         .map(|c| {
             let status = match (c.exit_code, c.failed) {
                 (Some(code), _) => format!("exit {code}"),
@@ -338,16 +355,32 @@ fn tests_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
     )
 }
 
-fn spills_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
-    let texts = ledger
-        .spills()
-        .iter()
-        .rev()
-        .map(|s| format!("- {} ← {}", s.path, s.origin))
-        .collect();
-    Section::plain(
-        "## Full outputs (seen squashed; read them for details)",
-        entries(texts, counter),
-        "older spill files",
-    )
+/// The spill files, newest first, without the ones the Commands section already names
+/// next to their command (`shown`), and with only the newest output of a command run
+/// more than once: an earlier run's output is superseded by the later one's. Those left
+/// out as superseded are counted in the closing line, so the model knows there are more
+/// files than the list shows; every file stays on disk.
+fn spills_section(ledger: &Ledger, shown: &HashSet<&str>, counter: &dyn TokenCounter) -> Section {
+    let mut reruns: HashSet<&str> = HashSet::new();
+    let mut superseded = 0;
+    let mut texts = Vec::new();
+    for spill in ledger.spills().iter().rev() {
+        let newer_run = spill
+            .rerun_key
+            .as_deref()
+            .is_some_and(|key| !reruns.insert(key));
+        if newer_run {
+            superseded += 1;
+        } else if !shown.contains(spill.path.as_str()) {
+            texts.push(format!("- {} ← {}", spill.path, spill.origin));
+        }
+    }
+    Section {
+        omitted_before: superseded,
+        ..Section::plain(
+            "## Full outputs (seen squashed; read them for details)",
+            entries(texts, counter),
+            "older spill files",
+        )
+    }
 }

@@ -161,13 +161,105 @@ fn shell_commands_give_files_commands_and_spills() {
         "{out}"
     );
     assert!(
-        out.contains("- $PITH_SPILL_DIR/3.txt ← bash `python repro.py`"),
-        "{out}"
+        !out.contains("- $PITH_SPILL_DIR/3.txt ←"),
+        "a spill named next to its command is not listed twice: {out}"
     );
     assert!(
         out.contains("`cat <<'EOF' > repro.py … (+2 lines)` → exit 0"),
         "{out}"
     );
+}
+
+#[test]
+fn full_outputs_list_each_commands_newest_spill_once_and_count_the_rest() {
+    let mut ledger = Ledger::new(None);
+    let spilled = |n: u32| format!("FAILED test_{n}\n[full output: $PITH_SPILL_DIR/{n}.txt]");
+    // Three runs of one test command, one of them with other spacing, then a user message
+    // and two `read` outputs that spilled.
+    run(&mut ledger, "1", "pytest  tests/", &spilled(1), 1);
+    run(&mut ledger, "2", "pytest tests/", &spilled(2), 1);
+    run(&mut ledger, "3", "python repro.py", &spilled(3), 0);
+    run(&mut ledger, "4", "pytest tests/", &spilled(4), 1);
+    ledger.observe_user("long log\n[full output: $PITH_SPILL_DIR/5.txt]");
+    ledger.observe_user("another log\n[full output: $PITH_SPILL_DIR/6.txt]");
+    for (id, n) in [("7", 7), ("8", 8)] {
+        ledger.observe_message(
+            &Message::assistant_with_calls(
+                "",
+                vec![ToolCall {
+                    id: id.into(),
+                    name: "read".into(),
+                    arguments: json!({ "path": format!("big_{n}.log") }),
+                }],
+            ),
+            None,
+        );
+        ledger.observe_message(
+            &Message::tool_result(
+                id,
+                format!("x\n[full output: $PITH_SPILL_DIR/{n}.txt]"),
+                false,
+            ),
+            None,
+        );
+    }
+    // Ten newer commands push the test runs out of the Commands section's recent ten.
+    for i in 0..10 {
+        run(
+            &mut ledger,
+            &format!("c{i}"),
+            &format!("ls dir_{i}"),
+            "ok",
+            0,
+        );
+    }
+    let out = text(&ledger);
+    let full = out
+        .split("## Full outputs")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no Full outputs section: {out}"));
+    // The passing command pushed out of the Commands section, both user messages and
+    // both reads.
+    for n in [3, 5, 6, 7, 8] {
+        assert!(
+            full.contains(&format!("$PITH_SPILL_DIR/{n}.txt ←")),
+            "{n}: {full}"
+        );
+    }
+    // The earlier runs of `pytest tests/` are superseded, and counted.
+    assert!(
+        !full.contains("/1.txt") && !full.contains("/2.txt"),
+        "{full}"
+    );
+    assert!(full.contains("[2 older spill files omitted]"), "{full}");
+    // The latest failure stays in the Commands section with its file, and is not
+    // listed a second time.
+    assert!(out.contains("full output: $PITH_SPILL_DIR/4.txt"), "{out}");
+    assert!(!full.contains("/4.txt"), "{full}");
+}
+
+#[test]
+fn a_test_run_too_large_for_its_share_keeps_its_first_failing_tests() {
+    let mut ledger = Ledger::new(None);
+    let failures: String = (0..60)
+        .map(|i| format!("FAILED tests/test_api.py::test_case_{i} - AssertionError: value {i} differs from the expected one\n"))
+        .collect();
+    run(&mut ledger, "1", "pytest tests/", &failures, 1);
+    let budget = LedgerBudget {
+        total_tokens: 600,
+        user_messages_tokens: 600,
+    };
+    let out = render(&ledger, budget, false, &counter(), None).unwrap();
+    assert!(out.tokens <= 600, "{}", out.tokens);
+    let tests = out
+        .text
+        .split("## Failing tests")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{}", out.text));
+    // Not the whole run, but its first failing tests and a count of the rest.
+    assert!(tests.contains("test_case_0"), "{}", out.text);
+    assert!(!tests.contains("test_case_59"), "{}", out.text);
+    assert!(tests.contains("more lines omitted]"), "{}", out.text);
 }
 
 #[test]
