@@ -399,7 +399,8 @@ mod tests {
         );
         assert!(keen.probes[1].percent() < b.percent(), "{keen:?}");
         let budget = pith_core::ContextBudget::for_window(16_384).input_budget;
-        assert!(pith.ledger_tokens_max <= budget / 10, "{pith:?}");
+        let percent = u64::from(pith_core::context::ContextConfig::default().ledger_percent);
+        assert!(pith.ledger_tokens_max <= budget * percent / 100, "{pith:?}");
         let dumped: Vec<_> = std::fs::read_dir(dump.path()).unwrap().collect();
         assert_eq!(dumped.len() as u64, pith.compactions);
         let first = std::fs::read_dir(dump.path())

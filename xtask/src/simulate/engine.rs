@@ -214,6 +214,8 @@ pub(super) struct Replay<'a> {
     pub(super) last_user_text: String,
     pub(super) carry: Carry,
     pub(super) restore_files: usize,
+    /// The session ledger's share of the input budget.
+    pub(super) ledger_percent: u8,
     pub(super) session_ledger: SessionLedger,
     pub(super) disk: SessionDisk,
     pub(super) user_texts: Vec<String>,
@@ -264,6 +266,7 @@ impl<'a> Replay<'a> {
             last_user_text: String::new(),
             carry: policy.carry(),
             restore_files: policy.restore_files(),
+            ledger_percent: policy.ledger_percent(),
             session_ledger: SessionLedger::default(),
             disk: SessionDisk::default(),
             user_texts: Vec::new(),
@@ -496,7 +499,10 @@ impl<'a> Replay<'a> {
 
     /// The session ledger as a pith compaction carries it now.
     fn pith_ledger(&self) -> Option<RenderedLedger> {
-        let config = ContextConfig::default();
+        let config = ContextConfig {
+            ledger_percent: self.ledger_percent,
+            ..ContextConfig::default()
+        };
         render(
             &self.session_ledger,
             config.ledger_budget(self.budget.working_budget()),

@@ -28,7 +28,7 @@
 //!   (micro-compaction), LLM compaction with the session ledger, the cold-cache rule,
 //!   breakpoints at the system prompt, the stable prefix and the last message.
 //!   Variants override the defaults: `pith:ws=32000,mprotect=25,mbatch=25,cold=0,…`
-//!   (`micro`, `protect`, `minimum`, `turns`, `carry`, `restore` as before). What an LLM
+//!   (`micro`, `protect`, `minimum`, `turns`, `carry`, `restore`, `ledger` as before). What an LLM
 //!   compaction's replacement carries is `carry=pith` (summary, session ledger,
 //!   re-attached files, last user message), `carry=keen` or `carry=codex`.
 
@@ -49,6 +49,9 @@ pub struct PithPolicy {
     pub carry: Carry,
     /// Files re-attached by a `pith` replacement.
     pub restore_files: usize,
+    /// `[context] ledger_percent`: the session ledger's share of the input budget
+    /// (`ledger=P`; `carry=pith` needs it above 0).
+    pub ledger_percent: u8,
     /// `[context] working_set_tokens` (0: off).
     pub working_set: u64,
     /// The cold-cache rule: after a pause longer than the TTL, due work is done early.
@@ -143,6 +146,7 @@ impl Policy {
                 Carry::Keen
             },
             restore_files: config.restore_files,
+            ledger_percent: config.ledger_percent,
             working_set: config.working_set_tokens,
             cold_rule: true,
             prepare_percent: config.prepare_summary_percent_for("anthropic"),
@@ -156,6 +160,15 @@ impl Policy {
         match Self::pith_default() {
             Self::Pith(p) => Self::Pith(PithPolicy { carry, ..p }),
             other => other,
+        }
+    }
+
+    /// The session ledger's share of the input budget under this policy (`pith`'s
+    /// default for the others, which carry no ledger).
+    pub fn ledger_percent(&self) -> u8 {
+        match self {
+            Self::Pith(p) => p.ledger_percent,
+            _ => ContextConfig::default().ledger_percent,
         }
     }
 
@@ -232,6 +245,7 @@ impl Policy {
                         "turns" => p.prune.min_user_turns = number(key, value)? as usize,
                         "carry" => p.carry = Carry::parse(value)?,
                         "restore" => p.restore_files = number(key, value)? as usize,
+                        "ledger" => p.ledger_percent = number(key, value)?.clamp(1, 100) as u8,
                         "ws" => p.working_set = number(key, value)?,
                         "mprotect" => p.prune.protect_percent = number(key, value)?.min(100) as u8,
                         "mbatch" => p.prune.minimum_percent = number(key, value)?.min(100) as u8,
@@ -239,7 +253,7 @@ impl Policy {
                         "prepare" => p.prepare_percent = number(key, value)?.min(100) as u8,
                         "summary" => p.summary_price = Some(price_ratio(spec, value)?),
                         other => bail!(
-                            "unknown pith parameter `{other}` (micro, protect, minimum, turns, carry, restore, ws, mprotect, mbatch, cold, prepare, summary)"
+                            "unknown pith parameter `{other}` (micro, protect, minimum, turns, carry, restore, ledger, ws, mprotect, mbatch, cold, prepare, summary)"
                         ),
                     }
                 }
@@ -286,14 +300,19 @@ mod tests {
         for name in DEFAULT_POLICIES {
             Policy::parse(name).unwrap();
         }
-        let Policy::Pith(p) =
-            Policy::parse("pith:micro=60,turns=1,carry=codex,restore=1,ws=32000,cold=0,mbatch=10")
-                .unwrap()
-        else {
+        let Policy::Pith(p) = Policy::parse(
+            "pith:micro=60,turns=1,carry=codex,restore=1,ws=32000,cold=0,mbatch=10,ledger=8",
+        )
+        .unwrap() else {
             panic!("pith expected")
         };
         assert_eq!((p.micro_percent, p.prune.min_user_turns), (60, 1));
         assert_eq!((p.carry, p.restore_files), (Carry::Codex, 1));
+        assert_eq!(p.ledger_percent, 8);
+        assert_eq!(
+            Policy::pith_default().ledger_percent(),
+            ContextConfig::default().ledger_percent
+        );
         assert_eq!(
             (p.working_set, p.cold_rule, p.prune.minimum_percent),
             (32_000, false, 10)

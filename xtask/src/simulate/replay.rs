@@ -34,7 +34,6 @@ use super::engine::Replay;
 use super::policy::{Carry, Policy};
 use super::rereads::Rereads;
 use crate::corpus::CorpusSession;
-use crate::eval_core::EXAMPLE_SPILL_PATH;
 
 pub use super::engine::{CompactionView, SessionOutcome, SimParams, ViewKind};
 
@@ -47,6 +46,12 @@ fn pith_tool_name(command: &str) -> &'static str {
         CommandFamily::Ls => "ls",
         _ => "bash",
     }
+}
+
+/// The `n`th spill file of a session as pith's tools name it: each squashed output has a
+/// file of its own, so the ledger lists every one as the real session's would.
+fn spill_path(n: usize) -> String {
+    format!("$PITH_SPILL_DIR/{n}.txt")
 }
 
 /// The budget a policy's requests are held to: pith's with its working set, the plain
@@ -82,6 +87,7 @@ pub fn replay_with(
     // The loop's governor with its defaults (the ceiling included).
     let mut memory = Governor::default();
     let mut steps = super::steps::StepState::default();
+    let mut spills = 0;
     for (index, message) in session.messages.iter().enumerate() {
         replay.message_index = index;
         match message.role {
@@ -115,8 +121,9 @@ pub fn replay_with(
                                 &squash_config,
                             );
                             if squashed.dropped_anything {
+                                spills += 1;
                                 result.content =
-                                    squash::with_spill_marker(&squashed.text, EXAMPLE_SPILL_PATH);
+                                    squash::with_spill_marker(&squashed.text, &spill_path(spills));
                             }
                         }
                     }

@@ -2,6 +2,7 @@
 //! pith-core (`crates/core/tests/data/corpus-sample`), so `cargo test` covers it without
 //! /work/shared.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -9,9 +10,10 @@ use pith_core::{BpeCounter, ContextBudget, Encoding};
 
 use super::policy::{Policy, DEFAULT_POLICIES};
 use super::prices::PriceModel;
-use super::replay::{replay, SessionOutcome, SimParams};
+use super::replay::{replay, replay_with, SessionOutcome, SimParams};
 use super::{simulate, SimOptions};
 use crate::corpus::{parse_session, read_sessions, CorpusSession};
+use crate::fidelity::view_text;
 
 fn params(window: u64) -> SimParams {
     SimParams::new(
@@ -241,6 +243,64 @@ fn re_attached_files_are_counted_with_the_re_reads_they_saved() {
         (without.rereads, without.restored_used),
         (1, 0),
         "{without:?}"
+    );
+}
+
+#[test]
+fn every_squashed_output_gets_a_spill_file_of_its_own_as_the_ledger_lists_them() {
+    // Each turn runs a script whose long log squash cuts, so each has a spill file.
+    let mut jsonl = String::from(
+        "{\"role\":\"system\",\"content\":\"You are a coding agent.\"}\n\
+         {\"role\":\"user\",\"content\":\"Fix the parser bug.\"}\n",
+    );
+    for t in 0..120 {
+        let id = format!("call_{t}");
+        let assistant = serde_json::json!({
+            "role": "assistant", "content": format!("THOUGHT: run step {t}"),
+            "tool_calls": [{"id": id, "name": "bash",
+                "arguments": {"command": format!("python step_{t}.py")}}],
+        });
+        let body: String = (0..200)
+            .map(|i| format!("step {t} record {i}: value={}\n", i * 7 + t))
+            .collect();
+        let tool = serde_json::json!({
+            "role": "tool", "tool_call_id": id, "exit_code": 0, "content": body,
+        });
+        jsonl.push_str(&format!("{assistant}\n{tool}\n"));
+    }
+    jsonl.push_str("{\"role\":\"assistant\",\"content\":\"Done.\"}\n");
+    let s = parse_session(&jsonl);
+    let out = replay_with(&s, &Policy::parse("pith").unwrap(), &params(16_384), true);
+    let view = out
+        .views
+        .last()
+        .unwrap_or_else(|| panic!("the session compacts: {out:?}"));
+    let text = view_text(&view.messages);
+    let listed: BTreeSet<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("- $PITH_SPILL_DIR/"))
+        .filter_map(|rest| rest.split(' ').next())
+        .collect();
+    // One line per spill file in the ledger's Full outputs section, as a real session's.
+    assert!(listed.len() >= 5, "{listed:?}\n{text}");
+}
+
+#[test]
+fn the_ledger_share_bounds_what_every_compaction_carries() {
+    let s = session(60, 30);
+    let p = params(16_384);
+    let largest = |policy: &str| {
+        let out = replay_with(&s, &Policy::parse(policy).unwrap(), &p, true);
+        assert!(out.llm_compactions >= 1, "{policy}: {out:?}");
+        out.views.iter().map(|v| v.ledger_tokens).max().unwrap_or(0)
+    };
+    let budget = ContextBudget::for_window(16_384).input_budget;
+    let small = largest("pith:ledger=2");
+    let large = largest("pith:ledger=20");
+    assert!(small > 0 && small <= budget * 2 / 100, "{small}");
+    assert!(
+        large > small && large <= budget * 20 / 100,
+        "{large} vs {small}"
     );
 }
 
