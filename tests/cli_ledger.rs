@@ -215,6 +215,57 @@ fn by_default_a_compaction_names_the_files_read_without_re_attaching_them() {
 }
 
 #[test]
+fn the_ledger_lists_a_commands_newest_spill_file_once_and_counts_the_earlier_runs() {
+    // The same long command twice, then ten small ones, so that both long runs leave the
+    // Commands section's ten newest: the Full outputs section keeps the newer run's file.
+    let sandbox = Sandbox::new();
+    let mut first = Turn::text("Counting.");
+    for _ in 0..2 {
+        first = first.with_tool_call("bash", json!({"command": "seq 1 6000"}));
+    }
+    let mut second = Turn::text("Listing.");
+    for i in 0..10 {
+        second = second.with_tool_call("bash", json!({"command": format!("echo step {i}")}));
+    }
+    let server = TestServer::start(Script::anthropic([
+        first,
+        second.with_usage(180_000, 40),
+        Turn::text(SUMMARY),
+        Turn::text("Done."),
+    ]))
+    .unwrap();
+    sandbox.believe_scripted_usage();
+    let output = sandbox.run(
+        &server,
+        &[
+            "--model",
+            MODEL,
+            "--approval",
+            "full",
+            "--format",
+            "json",
+            "go",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let replacement = first_message_text(&server, 3);
+    let full = replacement
+        .split("## Full outputs")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no Full outputs section: {replacement}"));
+    let listed: Vec<&str> = full
+        .lines()
+        .filter(|l| l.starts_with("- $PITH_SPILL_DIR/"))
+        .collect();
+    assert_eq!(listed.len(), 1, "{full}");
+    assert!(
+        listed[0].starts_with("- $PITH_SPILL_DIR/2.txt") && listed[0].ends_with("`seq 1 6000`"),
+        "the newer run's file: {full}"
+    );
+    assert!(full.contains("[1 older spill files omitted]"), "{full}");
+}
+
+#[test]
 fn ledger_percent_zero_turns_the_ledger_off() {
     let (_sandbox, server, output) =
         compact_after_reading_notes("x\n", Some("[context]\nledger_percent = 0\n"));
