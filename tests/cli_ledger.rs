@@ -176,18 +176,36 @@ fn compact_after_reading_notes(
         std::fs::create_dir_all(sandbox.workspace().join(".pith")).unwrap();
         std::fs::write(sandbox.workspace().join(".pith/config.toml"), config).unwrap();
     }
-    let server = TestServer::start(Script::anthropic([
-        Turn::text("Reading.")
-            .with_tool_call("read", json!({"path": "notes.txt"}))
-            .with_usage(180_000, 40),
-        Turn::text(SUMMARY),
-        Turn::text("Done."),
-    ]))
-    .unwrap();
-    sandbox.believe_scripted_usage();
-    let output = sandbox.run(&server, &["--model", MODEL, "--format", "json", "go"]);
-    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let (server, output) = compacting_job(
+        &sandbox,
+        vec![
+            Turn::text("Reading.")
+                .with_tool_call("read", json!({"path": "notes.txt"}))
+                .with_usage(180_000, 40),
+            Turn::text(SUMMARY),
+            Turn::text("Done."),
+        ],
+        &[],
+    );
     (sandbox, server, output)
+}
+
+/// One `pith run --format json go` job in `sandbox` (with `args` before the prompt)
+/// against a server scripted with `turns`, whose usage pith believes, so that a turn
+/// reporting usage over the threshold compacts; it must end with exit code 0.
+fn compacting_job(
+    sandbox: &Sandbox,
+    turns: Vec<Turn>,
+    args: &[&str],
+) -> (TestServer, std::process::Output) {
+    let server = TestServer::start(Script::anthropic(turns)).unwrap();
+    sandbox.believe_scripted_usage();
+    let mut all = vec!["--model", MODEL, "--format", "json"];
+    all.extend_from_slice(args);
+    all.push("go");
+    let output = sandbox.run(&server, &all);
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    (server, output)
 }
 
 #[test]
@@ -227,27 +245,16 @@ fn the_ledger_lists_a_commands_newest_spill_file_once_and_counts_the_earlier_run
     for i in 0..10 {
         second = second.with_tool_call("bash", json!({"command": format!("echo step {i}")}));
     }
-    let server = TestServer::start(Script::anthropic([
-        first,
-        second.with_usage(180_000, 40),
-        Turn::text(SUMMARY),
-        Turn::text("Done."),
-    ]))
-    .unwrap();
-    sandbox.believe_scripted_usage();
-    let output = sandbox.run(
-        &server,
-        &[
-            "--model",
-            MODEL,
-            "--approval",
-            "full",
-            "--format",
-            "json",
-            "go",
+    let (server, _) = compacting_job(
+        &sandbox,
+        vec![
+            first,
+            second.with_usage(180_000, 40),
+            Turn::text(SUMMARY),
+            Turn::text("Done."),
         ],
+        &["--approval", "full"],
     );
-    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
     let replacement = first_message_text(&server, 3);
     let full = replacement
         .split("## Full outputs")
