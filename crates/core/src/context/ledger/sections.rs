@@ -358,21 +358,25 @@ fn tests_section(ledger: &Ledger, counter: &dyn TokenCounter) -> Section {
 /// The spill files, newest first, without the ones the Commands section already names
 /// next to their command (`shown`), and with only the newest output of a command run
 /// more than once: an earlier run's output is superseded by the later one's. Those left
-/// out as superseded are counted in the closing line, so the model knows there are more
-/// files than the list shows; every file stays on disk.
+/// out as superseded (and not named by the Commands section) are counted in the closing
+/// line, so the model knows there are more files than the list shows; every file stays
+/// on disk.
 fn spills_section(ledger: &Ledger, shown: &HashSet<&str>, counter: &dyn TokenCounter) -> Section {
     let mut reruns: HashSet<&str> = HashSet::new();
     let mut superseded = 0;
     let mut texts = Vec::new();
     for spill in ledger.spills().iter().rev() {
-        let newer_run = spill
+        let newest_run = spill
             .rerun_key
             .as_deref()
-            .is_some_and(|key| !reruns.insert(key));
-        if newer_run {
-            superseded += 1;
-        } else if !shown.contains(spill.path.as_str()) {
+            .is_none_or(|key| reruns.insert(key));
+        if shown.contains(spill.path.as_str()) {
+            continue;
+        }
+        if newest_run {
             texts.push(format!("- {} ← {}", spill.path, spill.origin));
+        } else {
+            superseded += 1;
         }
     }
     Section {

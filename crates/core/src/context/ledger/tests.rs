@@ -174,10 +174,10 @@ fn shell_commands_give_files_commands_and_spills() {
 fn full_outputs_list_each_commands_newest_spill_once_and_count_the_rest() {
     let mut ledger = Ledger::new(None);
     let spilled = |n: u32| format!("FAILED test_{n}\n[full output: $PITH_SPILL_DIR/{n}.txt]");
-    // Three runs of one test command, one of them with other spacing, then a user message
-    // and two `read` outputs that spilled.
-    run(&mut ledger, "1", "pytest  tests/", &spilled(1), 1);
-    run(&mut ledger, "2", "pytest tests/", &spilled(2), 1);
+    // Three runs of one test command, one of them with other spacing (the first two pass,
+    // the last fails), then a user message and two `read` outputs that spilled.
+    run(&mut ledger, "1", "pytest  tests/", &spilled(1), 0);
+    run(&mut ledger, "2", "pytest tests/", &spilled(2), 0);
     run(&mut ledger, "3", "python repro.py", &spilled(3), 0);
     run(&mut ledger, "4", "pytest tests/", &spilled(4), 1);
     ledger.observe_user("long log\n[full output: $PITH_SPILL_DIR/5.txt]");
@@ -236,6 +236,15 @@ fn full_outputs_list_each_commands_newest_spill_once_and_count_the_rest() {
     // listed a second time.
     assert!(out.contains("full output: $PITH_SPILL_DIR/4.txt"), "{out}");
     assert!(!full.contains("/4.txt"), "{full}");
+    // An older failing run the Commands section still names is not counted as omitted.
+    let mut named = Ledger::new(None);
+    run(&mut named, "1", "pytest tests/", &spilled(1), 1);
+    run(&mut named, "2", "pytest tests/", &spilled(2), 1);
+    named.observe_user("a long log\n[full output: $PITH_SPILL_DIR/9.txt]");
+    let out = text(&named);
+    assert!(out.contains("- $PITH_SPILL_DIR/9.txt ← a user message"), "{out}");
+    assert!(out.contains("full output: $PITH_SPILL_DIR/1.txt"), "{out}");
+    assert!(!out.contains("spill files omitted"), "{out}");
 }
 
 #[test]
