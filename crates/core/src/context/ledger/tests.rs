@@ -242,7 +242,10 @@ fn full_outputs_list_each_commands_newest_spill_once_and_count_the_rest() {
     run(&mut named, "2", "pytest tests/", &spilled(2), 1);
     named.observe_user("a long log\n[full output: $PITH_SPILL_DIR/9.txt]");
     let out = text(&named);
-    assert!(out.contains("- $PITH_SPILL_DIR/9.txt ← a user message"), "{out}");
+    assert!(
+        out.contains("- $PITH_SPILL_DIR/9.txt ← a user message"),
+        "{out}"
+    );
     assert!(out.contains("full output: $PITH_SPILL_DIR/1.txt"), "{out}");
     assert!(!out.contains("spill files omitted"), "{out}");
 }
