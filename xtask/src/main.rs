@@ -166,8 +166,9 @@ struct SimulateArgs {
     /// Context window in tokens (repeat for several).
     #[arg(long = "window", required = true)]
     windows: Vec<u64>,
-    /// Policy: keen, claude-code, codex, opencode, gemini-cli, masking[:keep=M], zesdex,
-    /// pith or pith:ws=T,mprotect=P,mbatch=P,cold=0|1,micro=P,protect=T,minimum=T,turns=N,prepare=P,summary=R
+    /// Policy: keen, claude-code[:files=N,budget=T] (the files it re-attaches after a
+    /// compaction: 5, within 50,000 tokens and a quarter of the window), codex, opencode,
+    /// gemini-cli, masking[:keep=M], zesdex, pith or pith:ws=T,mprotect=P,mbatch=P,cold=0|1,micro=P,protect=T,minimum=T,turns=N,prepare=P,summary=R
     /// (summary=R: summaries on another model at R times the prices, without the cache)
     /// (repeat; default: every peer, then pith).
     #[arg(long = "policy")]

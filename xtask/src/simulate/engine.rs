@@ -14,7 +14,7 @@ use pith_core::message::{Message, Part};
 use pith_core::prompts::LEDGER_SUMMARY_WORDS;
 use pith_core::summary::{
     auto_prompt, auto_prompt_with, build_auto_replacement, replacement_text, strip_system,
-    ReplacementParts,
+    ReplacementParts, RestoredFile,
 };
 use pith_core::tokens::{count_message, estimate_request};
 use pith_core::{ContextBudget, RequestEstimator, TokenCounter};
@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::disk::SessionDisk;
 use super::ledger::{Block, Ledger, LedgerTotals};
-use super::policy::{Carry, Policy};
+use super::policy::{Carry, ClaudeRestore, Policy};
 use super::prices::PriceModel;
 use crate::corpus::CorpusSession;
 
@@ -135,7 +135,7 @@ pub struct SessionOutcome {
     pub reread_tokens: u64,
     /// Re-reads.
     pub rereads: u64,
-    /// Files LLM compactions re-attached (pith with `restore` > 0).
+    /// Files LLM compactions re-attached (`claude-code`; pith with `restore` > 0).
     pub restored_files: u64,
     /// Tokens of those files.
     pub restored_tokens: u64,
@@ -240,6 +240,8 @@ pub(super) struct Replay<'a> {
     /// Summaries go to a model at this fraction of the prices, without the cache
     /// (`pith:summary=R`).
     pub(super) summary_price: Option<f64>,
+    /// The files `claude-code` re-attaches.
+    pub(super) claude_restore: ClaudeRestore,
 }
 
 impl<'a> Replay<'a> {
@@ -285,6 +287,7 @@ impl<'a> Replay<'a> {
             restored_used: Vec::new(),
             prepared: None,
             summary_price: policy.summary_price(),
+            claude_restore: policy.claude_restore(),
         }
     }
 
@@ -480,6 +483,10 @@ impl<'a> Replay<'a> {
                 self.summary_request(self.history.len());
                 self.codex_replacement()
             }
+            Carry::ClaudeCode => {
+                self.summary_request(self.history.len());
+                self.claude_code_replacement()
+            }
             Carry::Pith => {
                 let ledger = self.pith_ledger();
                 let prompt = self.pith_prompt_block(ledger.as_ref());
@@ -534,13 +541,7 @@ impl<'a> Replay<'a> {
                 ..config.restore_budget(self.budget.working_budget())
             },
         );
-        self.restored_paths = restored.iter().map(|f| f.path.clone()).collect();
-        self.restored_used.clear();
-        self.outcome.restored_files += restored.len() as u64;
-        self.outcome.restored_tokens += restored
-            .iter()
-            .map(|f| counter.count(&f.content) as u64)
-            .sum::<u64>();
+        self.note_restored(&restored);
         let ledger_tokens = ledger.as_ref().map_or(0, |r| r.tokens as u64);
         let message = Message::user(replacement_text(ReplacementParts {
             summary: &self.params.ledger_summary,
@@ -550,6 +551,19 @@ impl<'a> Replay<'a> {
             last_user_message: Some(&self.last_user_text),
         }));
         (vec![message], ledger_tokens)
+    }
+
+    /// Remembers `restored`, the files a compaction re-attached, until the next one, and
+    /// counts them.
+    pub(super) fn note_restored(&mut self, restored: &[RestoredFile]) {
+        let counter = self.params.counter.as_ref();
+        self.restored_paths = restored.iter().map(|f| f.path.clone()).collect();
+        self.restored_used.clear();
+        self.outcome.restored_files += restored.len() as u64;
+        self.outcome.restored_tokens += restored
+            .iter()
+            .map(|f| counter.count(&f.content) as u64)
+            .sum::<u64>();
     }
 
     /// Sends pith's summary request in the background (`tool_loop::prepared`): billed
@@ -642,7 +656,7 @@ impl<'a> Replay<'a> {
 
     /// What the session ledger observes of an assistant message.
     pub(super) fn observe_assistant(&mut self, message: &Message) {
-        if self.carry == Carry::Pith {
+        if self.carry.tracks_files() {
             self.session_ledger
                 .observe_message(message, Some(&self.disk));
         }
@@ -656,7 +670,7 @@ impl<'a> Replay<'a> {
         squashed: &Message,
         raw: &Message,
     ) {
-        if self.carry != Carry::Pith {
+        if !self.carry.tracks_files() {
             return;
         }
         for part in &raw.parts {

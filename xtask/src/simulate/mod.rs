@@ -12,6 +12,7 @@
 //! - [`clock`] — latency, tool time and the user's pauses; [`day`] — `--day N`;
 //! - [`rereads`] — what forgetting costs.
 
+mod claude_code;
 pub mod clock;
 pub mod day;
 pub mod disk;
@@ -122,7 +123,7 @@ pub struct PolicyRow {
     pub masking_events: u64,
     /// Tokens read again because the policy had hidden them.
     pub reread_tokens: u64,
-    /// Files LLM compactions re-attached (pith with `restore` > 0).
+    /// Files LLM compactions re-attached (`claude-code`; pith with `restore` > 0).
     pub restored_files: u64,
     /// Their tokens.
     pub restored_tokens: u64,

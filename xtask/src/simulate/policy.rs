@@ -9,8 +9,9 @@
 //! - `claude-code`: auto-compact at window − min(max output, 20k) − 13k
 //!   (`autoCompact.ts`); when the last request is over an hour old (its time-based
 //!   microcompact, `gapThresholdMinutes: 60`), every tool result but the newest 5 is
-//!   cleared. The replacement is the summary and the last user message (the files it
-//!   re-attaches are not modelled).
+//!   cleared. The replacement is the summary, the files it re-attaches (up to 5 of the
+//!   newest read or written, 5,000 tokens each, 50,000 in all and at most a quarter of
+//!   the window: [`super::claude_code`]) and the last user message.
 //! - `codex`: compaction at 90% of the window (`auto_compact_token_limit`); the
 //!   replacement keeps the newest user messages within 20,000 tokens, then the summary.
 //! - `opencode`: once per user turn, tool outputs older than the newest 40,000 tokens of
@@ -34,6 +35,10 @@
 
 use anyhow::{bail, Context, Result};
 use pith_core::context::{ContextConfig, PruneConfig};
+
+/// Claude Code's `POST_COMPACT_MAX_FILES_TO_RESTORE`: files re-attached after a
+/// compaction ([`super::claude_code`]).
+pub const CLAUDE_RESTORE_FILES: usize = 5;
 
 /// JetBrains' M: observations kept by `masking`.
 pub const MASKING_KEEP: usize = 10;
@@ -65,6 +70,26 @@ pub struct PithPolicy {
     pub summary_price: Option<f64>,
 }
 
+/// The files Claude Code re-attaches after a compaction (`claude-code:files=N,budget=T`;
+/// [`super::claude_code`] has its rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaudeRestore {
+    /// Files at most (`POST_COMPACT_MAX_FILES_TO_RESTORE`, 5; 0: none).
+    pub files: usize,
+    /// Tokens of all of them at most; `None`: `POST_COMPACT_TOKEN_BUDGET`, at most a
+    /// quarter of the window.
+    pub budget: Option<usize>,
+}
+
+impl Default for ClaudeRestore {
+    fn default() -> Self {
+        Self {
+            files: CLAUDE_RESTORE_FILES,
+            budget: None,
+        }
+    }
+}
+
 /// One policy to simulate.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Policy {
@@ -72,8 +97,8 @@ pub enum Policy {
     Keen,
     /// zesdex: dedup every turn + shaping at 85/95%.
     Zesdex,
-    /// Claude Code's auto-compact and time-based microcompact.
-    ClaudeCode,
+    /// Claude Code's auto-compact, time-based microcompact and re-attached files.
+    ClaudeCode(ClaudeRestore),
     /// Codex CLI's compaction at 90% of the window.
     Codex,
     /// opencode's prune and summary.
@@ -98,6 +123,9 @@ pub enum Carry {
     Codex,
     /// Summary + session ledger + re-attached files + last user message (pith).
     Pith,
+    /// Summary + the files Claude Code re-attaches + last user message
+    /// ([`super::claude_code`]).
+    ClaudeCode,
 }
 
 impl Carry {
@@ -110,10 +138,17 @@ impl Carry {
             Carry::Keen => "keen",
             Carry::Codex => "codex",
             Carry::Pith => "pith",
+            Carry::ClaudeCode => "claude-code",
         }
     }
 
-    /// Parses a name of [`Carry::as_str`].
+    /// True when the replay keeps a session ledger and a disk for this design: pith's
+    /// ledger, and the files Claude Code re-attaches (its `readFileState`, newest first).
+    pub fn tracks_files(self) -> bool {
+        matches!(self, Carry::Pith | Carry::ClaudeCode)
+    }
+
+    /// Parses a name of [`Carry::as_str`] among [`Carry::ALL`].
     pub fn parse(name: &str) -> Result<Self> {
         Self::ALL
             .into_iter()
@@ -185,6 +220,7 @@ impl Policy {
         match self {
             Self::Pith(p) => p.carry,
             Self::Codex => Carry::Codex,
+            Self::ClaudeCode(_) => Carry::ClaudeCode,
             _ => Carry::Keen,
         }
     }
@@ -210,7 +246,6 @@ impl Policy {
         let simple = match name {
             "keen" => Some(Self::Keen),
             "zesdex" => Some(Self::Zesdex),
-            "claude-code" => Some(Self::ClaudeCode),
             "codex" => Some(Self::Codex),
             "opencode" => Some(Self::OpenCode),
             "gemini-cli" => Some(Self::GeminiCli),
@@ -223,6 +258,17 @@ impl Policy {
             return Ok(policy);
         }
         match name {
+            "claude-code" => {
+                let mut restore = ClaudeRestore::default();
+                for (key, value) in pairs()? {
+                    match key {
+                        "files" => restore.files = number(key, value)? as usize,
+                        "budget" => restore.budget = Some(number(key, value)? as usize),
+                        other => bail!("unknown claude-code parameter `{other}` (files, budget)"),
+                    }
+                }
+                Ok(Self::ClaudeCode(restore))
+            }
             "masking" => {
                 let mut keep = MASKING_KEEP;
                 for (key, value) in pairs()? {
@@ -272,6 +318,17 @@ impl Policy {
         match self {
             Self::Pith(p) => p.summary_price,
             _ => None,
+        }
+    }
+
+    /// The files this policy re-attaches the way Claude Code does (none for the others).
+    pub fn claude_restore(&self) -> ClaudeRestore {
+        match self {
+            Self::ClaudeCode(restore) => *restore,
+            _ => ClaudeRestore {
+                files: 0,
+                budget: Some(0),
+            },
         }
     }
 
@@ -327,6 +384,27 @@ mod tests {
             Policy::parse("masking").unwrap(),
             Policy::Masking { keep: MASKING_KEEP }
         );
+        assert_eq!(
+            Policy::parse("claude-code").unwrap().claude_restore(),
+            ClaudeRestore {
+                files: 5,
+                budget: None
+            }
+        );
+        assert_eq!(
+            Policy::parse("claude-code:files=2,budget=9000")
+                .unwrap()
+                .claude_restore(),
+            ClaudeRestore {
+                files: 2,
+                budget: Some(9_000)
+            }
+        );
+        assert_eq!(Policy::Keen.claude_restore().files, 0);
+        assert_eq!(
+            Policy::parse("claude-code").unwrap().carry(),
+            Carry::ClaudeCode
+        );
     }
 
     #[test]
@@ -348,6 +426,12 @@ mod tests {
         assert!(err.contains("not a number"), "{err}");
         assert!(Policy::parse("keen:micro=3").is_err());
         assert!(Policy::parse("pith:carry=all").is_err());
+        assert!(Policy::parse("pith:carry=claude-code").is_err());
+        let err = Policy::parse("claude-code:keep=3").unwrap_err().to_string();
+        assert!(
+            err.contains("unknown claude-code parameter `keep`"),
+            "{err}"
+        );
         let err = Policy::parse("tiered").unwrap_err().to_string();
         assert!(err.contains("now called `pith`"), "{err}");
     }

@@ -31,7 +31,7 @@ use pith_core::ContextBudget;
 
 use super::clock::{tool_seconds, Pauses};
 use super::engine::Replay;
-use super::policy::{Carry, Policy};
+use super::policy::Policy;
 use super::rereads::Rereads;
 use crate::corpus::CorpusSession;
 
@@ -97,7 +97,7 @@ pub fn replay_with(
                 }
                 replay.last_user_text = message.text_content();
                 replay.user_texts.push(replay.last_user_text.clone());
-                if replay.carry == Carry::Pith {
+                if replay.carry.tracks_files() {
                     replay.session_ledger.observe_user(&replay.last_user_text);
                 }
                 replay.user_turn_starts(policy, &mut steps);

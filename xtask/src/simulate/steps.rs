@@ -68,7 +68,7 @@ impl Replay<'_> {
                 self.compact_at(threshold, state);
             }
             Policy::Zesdex => self.zesdex_step(&mut state.shaped),
-            Policy::ClaudeCode => {
+            Policy::ClaudeCode(_) => {
                 if self
                     .last_request_at
                     .is_some_and(|last| self.now - last >= CLAUDE_IDLE_GAP_S)

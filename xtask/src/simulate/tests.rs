@@ -247,6 +247,53 @@ fn re_attached_files_are_counted_with_the_re_reads_they_saved() {
 }
 
 #[test]
+fn claude_code_re_attaches_its_newest_files_within_its_budget_and_saves_their_re_reads() {
+    let p = params(16_384);
+    let claude = Policy::parse("claude-code").unwrap();
+    let out = replay(&session(60, 30), &claude, &p);
+    assert!(out.llm_compactions >= 1, "{out:?}");
+    // Five files after every compaction (each read file is ~450 tokens), and never more
+    // than a quarter of the window.
+    assert_eq!(out.restored_files, 5 * out.llm_compactions, "{out:?}");
+    assert!(
+        out.restored_tokens <= 4_096 * out.llm_compactions,
+        "{out:?}"
+    );
+    // The view after a compaction holds the newest files read, not the oldest.
+    let viewed = replay_with(&session(60, 30), &claude, &p, true);
+    let first = viewed.views.first().expect("a compaction view");
+    let text = view_text(&first.messages);
+    let newest = first.after_message / 2 - 1;
+    assert!(text.contains(&format!("src/module_{newest}.py")), "{text}");
+    assert!(!text.contains("src/module_0.py"), "{text}");
+    // An edit of the file read last, with a compaction between the read and the edit: the
+    // file was re-attached, so no re-read; without files, a session where a compaction
+    // falls there pays one.
+    let edit_after = |turns: usize| {
+        session_then(
+            turns,
+            30,
+            Some(&format!("sed -i 's/v/w/' src/module_{}.py", turns - 1)),
+        )
+    };
+    let with = (20..60)
+        .map(|turns| replay(&edit_after(turns), &claude, &p))
+        .find(|out| out.restored_used == 1)
+        .expect("a compaction between the read and the edit");
+    assert_eq!(with.rereads, 0, "{with:?}");
+    let none = Policy::parse("claude-code:files=0").unwrap();
+    let without = (20..60)
+        .map(|turns| replay(&edit_after(turns), &none, &p))
+        .find(|out| out.rereads > 0)
+        .expect("without files, a compaction between the read and the edit costs a re-read");
+    assert_eq!(
+        (without.rereads, without.restored_files),
+        (1, 0),
+        "{without:?}"
+    );
+}
+
+#[test]
 fn every_squashed_output_gets_a_spill_file_of_its_own_as_the_ledger_lists_them() {
     // Each turn runs a script whose long log squash cuts, so each has a spill file.
     let mut jsonl = String::from(
@@ -310,7 +357,7 @@ fn the_peers_compact_at_their_own_thresholds() {
     // 32k: Claude Code at max(32768 - 8192 - 13000, 16384) = 16384 tokens, Codex at 90%
     // of the window, opencode at 32768 - 8192.
     let p = params(32_768);
-    let claude = replay(&s, &Policy::ClaudeCode, &p);
+    let claude = replay(&s, &Policy::parse("claude-code").unwrap(), &p);
     let codex = replay(&s, &Policy::Codex, &p);
     let opencode = replay(&s, &Policy::OpenCode, &p);
     assert!(
