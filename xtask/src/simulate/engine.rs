@@ -30,8 +30,6 @@ use crate::corpus::CorpusSession;
 const SYSTEM_ID: u64 = 0;
 /// Block identity of the compaction prompt appended to a summary request.
 const PROMPT_ID: u64 = 1;
-/// Tokens of user messages the `codex` replacement keeps (Codex CLI's figure).
-const CODEX_USER_MESSAGES_TOKENS: usize = 20_000;
 
 /// What stays fixed across policies and sessions.
 pub struct SimParams {
@@ -242,6 +240,8 @@ pub(super) struct Replay<'a> {
     pub(super) summary_price: Option<f64>,
     /// The files `claude-code` re-attaches.
     pub(super) claude_restore: ClaudeRestore,
+    /// `pith:tail=P`: compactions without an LLM call.
+    pub(super) ledger_only_tail: Option<u8>,
 }
 
 impl<'a> Replay<'a> {
@@ -288,6 +288,7 @@ impl<'a> Replay<'a> {
             prepared: None,
             summary_price: policy.summary_price(),
             claude_restore: policy.claude_restore(),
+            ledger_only_tail: policy.ledger_only_tail(),
         }
     }
 
@@ -487,6 +488,9 @@ impl<'a> Replay<'a> {
                 self.summary_request(self.history.len());
                 self.claude_code_replacement()
             }
+            Carry::Pith if self.ledger_only_tail.is_some() => {
+                return self.ledger_only_compaction();
+            }
             Carry::Pith => {
                 let ledger = self.pith_ledger();
                 let prompt = self.pith_prompt_block(ledger.as_ref());
@@ -495,7 +499,8 @@ impl<'a> Replay<'a> {
                     prompt,
                     self.params.ledger_summary_tokens,
                 );
-                let (replacement, tokens) = self.pith_replacement(ledger);
+                let params = self.params;
+                let (replacement, tokens) = self.pith_replacement(ledger, &params.ledger_summary);
                 ledger_tokens = tokens;
                 replacement
             }
@@ -505,7 +510,7 @@ impl<'a> Replay<'a> {
     }
 
     /// The session ledger as a pith compaction carries it now.
-    fn pith_ledger(&self) -> Option<RenderedLedger> {
+    pub(super) fn pith_ledger(&self) -> Option<RenderedLedger> {
         let config = ContextConfig {
             ledger_percent: self.ledger_percent,
             ..ContextConfig::default()
@@ -529,7 +534,11 @@ impl<'a> Replay<'a> {
 
     /// pith's replacement message carrying `ledger` (the summary, the ledger, the files it
     /// re-attaches, the latest user message) and the ledger's tokens in it.
-    fn pith_replacement(&mut self, ledger: Option<RenderedLedger>) -> (Vec<Message>, u64) {
+    pub(super) fn pith_replacement(
+        &mut self,
+        ledger: Option<RenderedLedger>,
+        summary: &str,
+    ) -> (Vec<Message>, u64) {
         let counter = Arc::clone(&self.params.counter);
         let config = ContextConfig::default();
         let restored = restore_files(
@@ -544,7 +553,7 @@ impl<'a> Replay<'a> {
         self.note_restored(&restored);
         let ledger_tokens = ledger.as_ref().map_or(0, |r| r.tokens as u64);
         let message = Message::user(replacement_text(ReplacementParts {
-            summary: &self.params.ledger_summary,
+            summary,
             ledger: ledger.as_ref().map(|r| r.text.as_str()),
             pins: "",
             restored_files: &restored,
@@ -597,7 +606,9 @@ impl<'a> Replay<'a> {
         self.restored_paths.clear();
         let tail = self.history[prepared.mark.min(self.history.len())..].to_vec();
         let ledger = self.pith_ledger();
-        let (mut replacement, ledger_tokens) = self.pith_replacement(ledger);
+        let params = self.params;
+        let (mut replacement, ledger_tokens) =
+            self.pith_replacement(ledger, &params.ledger_summary);
         replacement.extend(tail);
         let counted = self
             .estimator
@@ -625,33 +636,6 @@ impl<'a> Replay<'a> {
     pub(super) fn prepared_unused(&mut self, prepared: SimPrepared) {
         self.outcome.unused += 1;
         self.outcome.unused_dollars += prepared.dollars;
-    }
-
-    /// Codex CLI's replacement: the user messages, newest first within
-    /// [`CODEX_USER_MESSAGES_TOKENS`] (a message that does not fit whole is cut), in
-    /// their order, then the summary.
-    fn codex_replacement(&self) -> Vec<Message> {
-        let counter = self.params.counter.as_ref();
-        let mut left = CODEX_USER_MESSAGES_TOKENS;
-        let mut kept = Vec::new();
-        for text in self.user_texts.iter().rev() {
-            if left == 0 {
-                break;
-            }
-            let tokens = counter.count(text);
-            if tokens <= left {
-                kept.push(text.clone());
-                left -= tokens;
-            } else {
-                let cut: String = text.chars().take(left * 4).collect();
-                kept.push(format!("{cut}\n[truncated]"));
-                left = 0;
-            }
-        }
-        kept.reverse();
-        let mut messages: Vec<Message> = kept.into_iter().map(Message::user).collect();
-        messages.push(Message::user(self.params.summary.clone()));
-        messages
     }
 
     /// What the session ledger observes of an assistant message.

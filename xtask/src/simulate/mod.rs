@@ -14,10 +14,12 @@
 
 mod claude_code;
 pub mod clock;
+mod codex;
 pub mod day;
 pub mod disk;
 mod engine;
 pub mod ledger;
+mod ledger_only;
 mod pith_step;
 pub mod policy;
 pub mod prices;

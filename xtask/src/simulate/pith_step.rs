@@ -83,6 +83,7 @@ impl Replay<'_> {
                 _ => {
                     if self.prepared.is_none()
                         && policy.carry == super::policy::Carry::Pith
+                        && policy.ledger_only_tail.is_none()
                         && prepare_permitted(&facts, &self.budget, memory, policy.prepare_percent)
                     {
                         self.prepare_summary();

@@ -68,6 +68,10 @@ pub struct PithPolicy {
     /// fraction of the main model's (`summary=R`), without its prompt cache; `None`: the
     /// main model, with its cache.
     pub summary_price: Option<f64>,
+    /// Compaction without an LLM call (`tail=P`): no summary request; the replacement is
+    /// the session ledger, the last user message and the newest messages within P% of the
+    /// working budget, verbatim. `None`: pith's LLM summary.
+    pub ledger_only_tail: Option<u8>,
 }
 
 /// The files Claude Code re-attaches after a compaction (`claude-code:files=N,budget=T`;
@@ -186,6 +190,7 @@ impl Policy {
             cold_rule: true,
             prepare_percent: config.prepare_summary_percent_for("anthropic"),
             summary_price: None,
+            ledger_only_tail: None,
         })
     }
 
@@ -298,8 +303,9 @@ impl Policy {
                         "cold" => p.cold_rule = number(key, value)? != 0,
                         "prepare" => p.prepare_percent = number(key, value)?.min(100) as u8,
                         "summary" => p.summary_price = Some(price_ratio(spec, value)?),
+                        "tail" => p.ledger_only_tail = Some(number(key, value)?.min(100) as u8),
                         other => bail!(
-                            "unknown pith parameter `{other}` (micro, protect, minimum, turns, carry, restore, ledger, ws, mprotect, mbatch, cold, prepare, summary)"
+                            "unknown pith parameter `{other}` (micro, protect, minimum, turns, carry, restore, ledger, ws, mprotect, mbatch, cold, prepare, summary, tail)"
                         ),
                     }
                 }
@@ -317,6 +323,14 @@ impl Policy {
     pub fn summary_price(&self) -> Option<f64> {
         match self {
             Self::Pith(p) => p.summary_price,
+            _ => None,
+        }
+    }
+
+    /// `pith:tail=P`: compactions without an LLM call, keeping P% of the working budget.
+    pub fn ledger_only_tail(&self) -> Option<u8> {
+        match self {
+            Self::Pith(p) => p.ledger_only_tail,
             _ => None,
         }
     }

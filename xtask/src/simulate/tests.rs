@@ -294,6 +294,37 @@ fn claude_code_re_attaches_its_newest_files_within_its_budget_and_saves_their_re
 }
 
 #[test]
+fn an_llm_free_compaction_sends_no_summary_request_and_keeps_its_tail_verbatim() {
+    let p = params(16_384);
+    let with_summary = replay(&session(60, 30), &Policy::parse("pith").unwrap(), &p);
+    assert!(
+        with_summary.ledger.summary_output_tokens > 0,
+        "{with_summary:?}"
+    );
+    for tail in [0, 20] {
+        let policy = Policy::parse(&format!("pith:tail={tail}")).unwrap();
+        let out = replay_with(&session(60, 30), &policy, &p, true);
+        assert!(out.llm_compactions >= 1, "{out:?}");
+        assert_eq!(out.ledger.summary_output_tokens, 0, "{out:?}");
+        assert!(out.ledger.cost_dollars < with_summary.ledger.cost_dollars);
+        for view in &out.views {
+            // The ledger replaces the summary; a kept tail never starts with a result
+            // whose call was cut off.
+            let text = view_text(&view.messages);
+            assert!(text.contains("No summary was written"), "{text:.300}");
+            assert!(text.contains("<session_ledger>"), "{text:.300}");
+            assert_ne!(
+                view.messages[1..].first().map(|m| m.role),
+                Some(pith_core::message::Role::Tool)
+            );
+            let newest = view.after_message / 2 - 1;
+            let newest_kept = text.contains(&format!("def function_{newest}_29("));
+            assert_eq!(newest_kept, tail > 0, "tail={tail}: {text:.300}");
+        }
+    }
+}
+
+#[test]
 fn every_squashed_output_gets_a_spill_file_of_its_own_as_the_ledger_lists_them() {
     // Each turn runs a script whose long log squash cuts, so each has a spill file.
     let mut jsonl = String::from(
