@@ -168,8 +168,9 @@ struct SimulateArgs {
     windows: Vec<u64>,
     /// Policy: keen, claude-code[:files=N,budget=T] (the files it re-attaches after a
     /// compaction: 5, within 50,000 tokens and a quarter of the window), codex, opencode,
-    /// gemini-cli, masking[:keep=M], zesdex, pith or pith:ws=T,mprotect=P,mbatch=P,cold=0|1,micro=P,protect=T,minimum=T,turns=N,prepare=P,summary=R
-    /// (summary=R: summaries on another model at R times the prices, without the cache)
+    /// gemini-cli, masking[:keep=M], zesdex, pith or pith:ws=T,mprotect=P,mbatch=P,cold=0|1,micro=P,protect=T,minimum=T,turns=N,prepare=P,summary=R,tail=P
+    /// (summary=R: summaries on another model at R times the prices, without the cache;
+    /// tail=P, an experiment: compaction without an LLM call, keeping the newest P% verbatim)
     /// (repeat; default: every peer, then pith).
     #[arg(long = "policy")]
     policies: Vec<String>,
