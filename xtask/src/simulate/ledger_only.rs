@@ -4,8 +4,6 @@
 //! not a tool result, so every result keeps its call). It measures what the summary
 //! request costs and what the summary alone carried into the probes.
 
-use pith_core::message::Role;
-
 use super::engine::{Replay, ViewKind};
 
 /// The summary's place in an LLM-free replacement.
@@ -13,31 +11,12 @@ const NO_SUMMARY_NOTE: &str = "No summary was written for this compaction: the s
 ledger below holds the session's facts, and the newest messages follow verbatim.";
 
 impl Replay<'_> {
-    /// Where the kept tail starts: the newest messages within `tail_tokens`, moved on
-    /// past tool results whose call would be cut off.
-    fn tail_mark(&mut self, tail_tokens: usize) -> usize {
-        let mut mark = self.history.len();
-        let mut used = 0;
-        while mark > 0 {
-            let tokens = self.tokens_at(mark - 1);
-            if used + tokens > tail_tokens {
-                break;
-            }
-            used += tokens;
-            mark -= 1;
-        }
-        while mark < self.history.len() && self.history[mark].role == Role::Tool {
-            mark += 1;
-        }
-        mark
-    }
-
     /// The compaction `pith:tail=P` makes: ledger, last user message, newest messages.
     pub(super) fn ledger_only_compaction(&mut self) {
         let percent = u64::from(self.ledger_only_tail.unwrap_or(0));
         let tail_tokens =
             usize::try_from(self.budget.working_budget() * percent / 100).unwrap_or(usize::MAX);
-        let mark = self.tail_mark(tail_tokens);
+        let mark = self.tail_start(tail_tokens);
         let tail = self.history[mark..].to_vec();
         self.restored_paths.clear();
         let ledger = self.pith_ledger();

@@ -244,23 +244,29 @@ impl Replay<'_> {
         }
     }
 
+    /// Where the history's newest messages within `tokens` start, moved on past tool
+    /// results whose call would be cut off (so every kept result keeps its call).
+    pub(super) fn tail_start(&mut self, tokens: usize) -> usize {
+        let mut start = self.history.len();
+        let mut kept = 0;
+        while start > 0 {
+            let message_tokens = self.tokens_at(start - 1);
+            if kept + message_tokens > tokens {
+                break;
+            }
+            kept += message_tokens;
+            start -= 1;
+        }
+        while start < self.history.len() && self.history[start].role == Role::Tool {
+            start += 1;
+        }
+        start
+    }
+
     /// Summarises the history but its newest `retain` tokens (cut before a non-tool
     /// message); returns whether it did.
     fn shape(&mut self, retain: u64) -> bool {
-        let retain = retain as usize;
-        let mut cut = self.history.len();
-        let mut kept = 0;
-        while cut > 0 {
-            let tokens = self.tokens_at(cut - 1);
-            if kept + tokens > retain {
-                break;
-            }
-            kept += tokens;
-            cut -= 1;
-        }
-        while cut < self.history.len() && self.history[cut].role == Role::Tool {
-            cut += 1;
-        }
+        let cut = self.tail_start(retain as usize);
         if cut == 0 {
             return false;
         }
