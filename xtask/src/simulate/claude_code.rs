@@ -14,10 +14,9 @@
 //! (`cat FILE`) can be shown again ([`super::disk::SessionDisk`]); a file read only in
 //! part is not re-attached, which makes the peer a little cheaper than it is.
 
-use pith_core::context::ledger::FileProbe;
+use pith_core::context::ledger::show_within;
 use pith_core::message::Message;
 use pith_core::summary::{replacement_text, ReplacementParts, RestoredFile};
-use pith_core::TokenCounter;
 
 use super::engine::Replay;
 
@@ -35,30 +34,6 @@ pub(super) fn claude_restore_budget(window: u64) -> usize {
     CLAUDE_RESTORE_BUDGET.min(usize::try_from(share).unwrap_or(usize::MAX))
 }
 
-/// `path` as the probe shows it from its first line, cut to at most `max_tokens`; `None`
-/// when it cannot be shown.
-fn shown_within(
-    probe: &dyn FileProbe,
-    counter: &dyn TokenCounter,
-    path: &str,
-    max_tokens: usize,
-) -> Option<(String, usize)> {
-    let mut max_bytes = max_tokens.saturating_mul(4);
-    for _ in 0..4 {
-        let content = probe.show(path, 1, max_bytes)?;
-        let tokens = counter.count(&content);
-        if tokens <= max_tokens {
-            return Some((content, tokens));
-        }
-        // Fewer bytes in proportion, with a margin.
-        max_bytes = max_bytes * max_tokens / tokens.max(1) * 9 / 10;
-        if max_bytes < 256 {
-            return None;
-        }
-    }
-    None
-}
-
 impl Replay<'_> {
     /// The files Claude Code re-attaches after a compaction now, most recent first (among
     /// three times as many candidates: some cannot be shown).
@@ -74,10 +49,11 @@ impl Replay<'_> {
             if restored.len() >= files {
                 break;
             }
-            let Some((content, tokens)) = shown_within(
+            let Some((content, tokens)) = show_within(
                 &self.disk,
                 counter,
                 &file.path,
+                1,
                 CLAUDE_RESTORE_TOKENS_PER_FILE,
             ) else {
                 continue;
@@ -113,7 +89,7 @@ impl Replay<'_> {
 mod tests {
     use super::*;
     use crate::simulate::disk::SessionDisk;
-    use pith_core::{BpeCounter, Encoding};
+    use pith_core::{BpeCounter, Encoding, TokenCounter};
 
     #[test]
     fn a_file_is_cut_to_its_share_and_a_file_never_printed_whole_is_not_shown() {
@@ -124,10 +100,11 @@ mod tests {
         disk.observe("cat src/big.py", Some(0), &big);
         disk.observe("sed -n 1,5p src/part.py", Some(0), "partial");
         let counter = BpeCounter::new(Encoding::O200kBase);
-        let (content, tokens) = shown_within(
+        let (content, tokens) = show_within(
             &disk,
             &counter,
             "src/big.py",
+            1,
             CLAUDE_RESTORE_TOKENS_PER_FILE,
         )
         .expect("a file printed whole can be shown");
@@ -140,7 +117,7 @@ mod tests {
             content.starts_with("     1\tdef function_0(value)"),
             "{content:.80}"
         );
-        assert!(shown_within(&disk, &counter, "src/part.py", 5_000).is_none());
+        assert!(show_within(&disk, &counter, "src/part.py", 1, 5_000).is_none());
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub use entries::{CommandEntry, FileEntry, FileProbe, Observed, SpillEntry, Test
 pub use fold::Ledger;
 pub use reading::{error_line, exit_code, shell_command, spill_path};
 pub use render::{render, LedgerBudget, RenderedLedger};
-pub use restore::{restore_files, RestoreBudget};
+pub use restore::{restore_files, show_within, RestoreBudget};
 
 #[cfg(test)]
 mod tests;

@@ -32,6 +32,31 @@ impl RestoreBudget {
     }
 }
 
+/// `path` as `probe` shows it from line `offset`, cut to at most `max_tokens` (asking for
+/// fewer bytes in proportion, with a margin, until it fits); with its tokens. `None` when
+/// it cannot be shown, or not in a useful size.
+pub fn show_within(
+    probe: &dyn FileProbe,
+    counter: &dyn TokenCounter,
+    path: &str,
+    offset: u64,
+    max_tokens: usize,
+) -> Option<(String, usize)> {
+    let mut max_bytes = max_tokens.saturating_mul(4).min(RESTORE_MAX_BYTES);
+    for _ in 0..4 {
+        let content = probe.show(path, offset, max_bytes)?;
+        let tokens = counter.count(&content);
+        if tokens <= max_tokens {
+            return Some((content, tokens));
+        }
+        max_bytes = max_bytes * max_tokens / tokens.max(1) * 9 / 10;
+        if max_bytes < 256 {
+            return None;
+        }
+    }
+    None
+}
+
 /// The files to re-attach: the ledger's most recent ones (changed or read) that `probe`
 /// can show now, newest first, each shown from its first line (a file read only in part:
 /// from the first range read) and cut to what is left of the budget.
@@ -53,23 +78,7 @@ pub fn restore_files(
         } else {
             file.ranges.first().map_or(1, |range| range.0)
         };
-        let mut max_bytes = left.saturating_mul(4).min(RESTORE_MAX_BYTES);
-        let mut shown = None;
-        for _ in 0..4 {
-            let Some(content) = probe.show(&file.path, offset, max_bytes) else {
-                break;
-            };
-            let tokens = counter.count(&content);
-            if tokens <= left {
-                shown = Some((content, tokens));
-                break;
-            }
-            // Fewer bytes in proportion, with a margin.
-            max_bytes = max_bytes * left / tokens.max(1) * 9 / 10;
-            if max_bytes < 256 {
-                break;
-            }
-        }
+        let shown = show_within(probe, counter, &file.path, offset, left);
         if let Some((content, tokens)) = shown {
             left -= tokens;
             restored.push(RestoredFile {
