@@ -149,6 +149,9 @@ pub struct SessionOutcome {
     pub unused: u64,
     /// What the unused ones cost (part of the ledger's `cost_dollars`).
     pub unused_dollars: f64,
+    /// What every summary request cost, its input and its summary (part of the ledger's
+    /// `cost_dollars`; the unused prepared ones included).
+    pub summary_dollars: f64,
     /// Seconds the agent waited for its LLM compactions (the whole summary in place,
     /// what was left of it when prepared ahead).
     pub compaction_wait_s: f64,
@@ -387,20 +390,46 @@ impl<'a> Replay<'a> {
         bill.input_tokens
     }
 
+    /// True when the provider's cache has expired since the last request (its TTL).
+    pub(super) fn cache_cold(&self) -> bool {
+        let ttl = self.params.prices.ttl_s();
+        self.last_request_at
+            .is_some_and(|last| self.now - last > ttl)
+    }
+
     /// Sends a summary request (the first `upto` messages and `prompt`) and bills its
     /// answer of `summary_tokens`: to the policy's summary model when it has one (its
     /// prices, none of the cache), else like any request. Returns its input tokens.
-    fn send_summary(&mut self, upto: usize, prompt: Block, summary_tokens: u64) -> u64 {
-        let Some(ratio) = self.summary_price else {
-            let input = self.send(upto, Some(prompt));
-            self.ledger.summary_output(input, summary_tokens);
-            return input;
+    pub(super) fn send_summary(&mut self, upto: usize, prompt: Block, summary_tokens: u64) -> u64 {
+        let before = self.ledger.totals().cost_dollars;
+        let input = match self.summary_price {
+            None => {
+                let mut blocks = self.blocks(upto);
+                if self.carry == Carry::Pith && self.cache_cold() {
+                    // pith's summary request on a cold cache: its history is about to
+                    // be replaced, so none of it is written (at the write premium) for
+                    // a later request that will not send it (`no_message_breakpoints`).
+                    for block in blocks.iter_mut().skip(1) {
+                        block.breakpoint = false;
+                    }
+                }
+                blocks.push(prompt);
+                let bill = self.ledger.send(self.now, &blocks);
+                self.last_request_at = Some(self.now);
+                self.ledger
+                    .summary_output(bill.input_tokens, summary_tokens);
+                bill.input_tokens
+            }
+            Some(ratio) => {
+                let mut blocks = self.blocks(upto);
+                blocks.push(prompt);
+                let input = self.ledger.send_elsewhere(&blocks, ratio);
+                self.ledger.summary_output_at(input, summary_tokens, ratio);
+                self.last_request_at = Some(self.now);
+                input
+            }
         };
-        let mut blocks = self.blocks(upto);
-        blocks.push(prompt);
-        let input = self.ledger.send_elsewhere(&blocks, ratio);
-        self.ledger.summary_output_at(input, summary_tokens, ratio);
-        self.last_request_at = Some(self.now);
+        self.outcome.summary_dollars += self.ledger.totals().cost_dollars - before;
         input
     }
 
@@ -526,7 +555,7 @@ impl<'a> Replay<'a> {
 
     /// pith's summary request's own block (the automatic prompt with `ledger`'s request
     /// text): its id and tokens.
-    fn pith_prompt_block(&mut self, ledger: Option<&RenderedLedger>) -> (u64, usize) {
+    pub(super) fn pith_prompt_block(&mut self, ledger: Option<&RenderedLedger>) -> (u64, usize) {
         let prompt = auto_prompt_with(ledger.map(|r| r.summary_request_text.as_str()));
         let prompt_tokens = count_message(self.params.counter.as_ref(), &Message::user(prompt));
         (self.fresh_id(), prompt_tokens)
@@ -573,69 +602,6 @@ impl<'a> Replay<'a> {
             .iter()
             .map(|f| counter.count(&f.content) as u64)
             .sum::<u64>();
-    }
-
-    /// Sends pith's summary request in the background (`tool_loop::prepared`): billed
-    /// now, the clock not moved; its answer is ready after its latency.
-    pub(super) fn prepare_summary(&mut self) {
-        let before = self.ledger.totals().cost_dollars;
-        let ledger = self.pith_ledger();
-        let (id, tokens) = self.pith_prompt_block(ledger.as_ref());
-        let upto = self.history.len();
-        let summary_tokens = self.params.ledger_summary_tokens;
-        let prompt = Block {
-            id,
-            tokens,
-            breakpoint: false,
-        };
-        self.send_summary(upto, prompt, summary_tokens);
-        self.prepared = Some(SimPrepared {
-            mark: upto,
-            ready_at: self.now + self.params.prices.latency_s(summary_tokens),
-            dollars: self.ledger.totals().cost_dollars - before,
-        });
-        self.outcome.prepared += 1;
-    }
-
-    /// The replacement a prepared summary makes now (the messages after its mark kept
-    /// verbatim after it), its ledger's tokens, and pith's count of the request it makes.
-    pub(super) fn prepared_replacement(
-        &mut self,
-        prepared: SimPrepared,
-    ) -> (Vec<Message>, u64, u64) {
-        self.restored_paths.clear();
-        let tail = self.history[prepared.mark.min(self.history.len())..].to_vec();
-        let ledger = self.pith_ledger();
-        let params = self.params;
-        let (mut replacement, ledger_tokens) =
-            self.pith_replacement(ledger, &params.ledger_summary);
-        replacement.extend(tail);
-        let counted = self
-            .estimator
-            .count_request(&self.system, &replacement, &[]) as u64;
-        (replacement, ledger_tokens, counted)
-    }
-
-    /// Installs a prepared summary's `replacement` at the threshold, after waiting for
-    /// what is left of it.
-    pub(super) fn apply_prepared(
-        &mut self,
-        prepared: SimPrepared,
-        replacement: Vec<Message>,
-        ledger_tokens: u64,
-    ) {
-        let wait = (prepared.ready_at - self.now).max(0.0);
-        self.now += wait;
-        self.outcome.compaction_wait_s += wait;
-        self.outcome.llm_compactions += 1;
-        self.set_history(replacement);
-        self.record_view(ViewKind::Llm, ledger_tokens);
-    }
-
-    /// A prepared summary that will never be applied.
-    pub(super) fn prepared_unused(&mut self, prepared: SimPrepared) {
-        self.outcome.unused += 1;
-        self.outcome.unused_dollars += prepared.dollars;
     }
 
     /// What the session ledger observes of an assistant message.

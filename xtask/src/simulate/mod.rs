@@ -22,6 +22,7 @@ pub mod ledger;
 mod ledger_only;
 mod pith_step;
 pub mod policy;
+mod prepared;
 pub mod prices;
 pub mod replay;
 mod rereads;
@@ -143,6 +144,8 @@ pub struct PolicyRow {
     pub unused: u64,
     /// What the unused ones cost (part of `cost_dollars`).
     pub unused_dollars: f64,
+    /// What the summary requests cost, input and summaries (part of `cost_dollars`).
+    pub summary_dollars: f64,
     /// Seconds the agent waited for its LLM compactions.
     pub compaction_wait_s: f64,
     #[serde(skip)]
@@ -177,6 +180,7 @@ impl PolicyRow {
         self.prepared += outcome.prepared;
         self.unused += outcome.unused;
         self.unused_dollars += outcome.unused_dollars;
+        self.summary_dollars += outcome.summary_dollars;
         self.compaction_wait_s += outcome.compaction_wait_s;
         for view in &outcome.views {
             let facts = facts_at(session, view.after_message);

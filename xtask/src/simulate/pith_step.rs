@@ -43,11 +43,7 @@ impl Replay<'_> {
     /// on the simulated history: the cold rule, decide, act, decide again until there is
     /// nothing to do.
     pub(super) fn pith_step(&mut self, policy: &PithPolicy, memory: &mut Governor) {
-        let ttl = self.params.prices.ttl_s();
-        let cold = policy.cold_rule
-            && self
-                .last_request_at
-                .is_some_and(|last| self.now - last > ttl);
+        let cold = policy.cold_rule && self.cache_cold();
         let prune = policy.prune.within(&self.budget, cold);
         let (mut micro_allowed, mut llm_allowed) = (true, true);
         loop {

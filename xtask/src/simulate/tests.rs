@@ -597,4 +597,56 @@ fn summaries_on_another_model_pay_full_input_at_its_price_and_keep_the_same_comp
     );
     assert!(same_price.ledger.cached_tokens < main.ledger.cached_tokens);
     assert!(tenth.ledger.cost_dollars < main.ledger.cost_dollars);
+    // What the summary requests cost is counted apart, and is the whole difference
+    // between two summary models: the agent's requests are the same under both.
+    let agent = |o: &SessionOutcome| o.ledger.cost_dollars - o.summary_dollars;
+    assert!(
+        (agent(&same_price) - agent(&tenth)).abs() < 1e-9,
+        "{} vs {}",
+        agent(&same_price),
+        agent(&tenth)
+    );
+    assert!(tenth.summary_dollars < same_price.summary_dollars / 5.0);
+    assert!(main.summary_dollars > 0.0 && main.summary_dollars < main.ledger.cost_dollars);
+}
+
+/// The tokens a compaction wrote to the cache on a history of `tool_turns` outputs, the
+/// compaction sent `after_s` seconds after the last request.
+fn written_by_compaction(policy: &str, tool_turns: usize, after_s: f64) -> (u64, usize) {
+    let p = params(200_000);
+    let policy = Policy::parse(policy).unwrap();
+    // Above Anthropic's 1,024-token minimum, so that the system prompt is cached.
+    let system = "You are a coding agent. Read before you edit. ".repeat(200);
+    let mut replay =
+        super::engine::Replay::new(&p, &system, ContextBudget::for_window(200_000), &policy);
+    let s = session(tool_turns, 40);
+    for message in &s.messages[1..] {
+        replay.push(message.clone());
+    }
+    replay.agent_request(10);
+    replay.now += after_s;
+    let before = replay.ledger.totals().written_tokens;
+    replay.llm_compaction();
+    (
+        replay.ledger.totals().written_tokens - before,
+        replay.system_tokens,
+    )
+}
+
+#[test]
+fn on_a_cold_cache_pith_s_summary_request_writes_nothing_of_the_history_it_replaces() {
+    let ttl = PriceModel::anthropic().ttl_s();
+    // Cold: only the system prompt is written again (the next request reads it); the
+    // history is sent as plain input, not written at 1.25× to be thrown away.
+    let (cold, system) = written_by_compaction("pith", 12, ttl + 1.0);
+    assert!(system > 1_024);
+    assert_eq!(cold, system as u64);
+    // A peer's summary request (the same history, breakpoints kept) writes all of it.
+    // (12 outputs of 40 lines: about 7,000 tokens.)
+    let (peer_cold, _) = written_by_compaction("keen", 12, ttl + 1.0);
+    assert!(peer_cold > system as u64 + 6_000, "{peer_cold}");
+    // Warm, pith's summary request reads the cached prefix and writes nothing new: the
+    // history was sent, as it is, by the request before.
+    let (warm, _) = written_by_compaction("pith", 12, 1.0);
+    assert_eq!(warm, 0);
 }

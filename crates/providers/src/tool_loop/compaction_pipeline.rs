@@ -6,7 +6,8 @@
 //! 1. **Gate** ([`AgentLoop::pre_compact_gate`]): the `PreCompact` hooks, whose
 //!    instructions join the summary request.
 //! 2. **Ask** ([`AgentLoop::summary_request`]): the history, then the compaction prompt,
-//!    fitted when it would not fit.
+//!    fitted when it would not fit; on a cold prompt cache, without breakpoints in the
+//!    messages (nothing would read what they write).
 //! 3. **Settle** ([`AgentLoop::settle_summary`]): the requests accounted for, and the
 //!    summary read from how they ended (pith's own when the model kept calling tools).
 //! 4. **Verify and apply** ([`AgentLoop::apply_summary`]): the summary held to its
@@ -208,8 +209,16 @@ impl AgentLoop {
         let (estimate, counted) =
             self.context
                 .estimate_other(&self.system_prompt, &messages, tools);
+        let mut request = self.request(Arc::new(messages), tools.to_vec());
+        // On a cold cache (the user was away longer than its TTL) nothing of this history
+        // is cached, and no later request sends it again: the compaction replaces it. A
+        // breakpoint in it would only have it written at the write premium (1.25× on
+        // Anthropic), so none is placed; the system prompt and the tools keep theirs.
+        request.cache.no_message_breakpoints = self
+            .context
+            .cache_cold(self.options.prompt_cache.ttl, Instant::now());
         SummaryRequest {
-            request: self.request(Arc::new(messages), tools.to_vec()),
+            request,
             counted,
             estimate,
             allowance: summary_allowance(self.context.budget.working_budget(), ledger.is_some()),
