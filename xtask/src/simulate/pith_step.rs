@@ -49,7 +49,7 @@ impl Replay<'_> {
         loop {
             let estimate = self.estimate();
             let budget = if cold {
-                self.budget.cooled()
+                self.budget.cooled_to(policy.cold_percent)
             } else {
                 self.budget
             };

@@ -28,7 +28,7 @@
 //!   calls them: squash at capture, the working set, masking with stubs in batches
 //!   (micro-compaction), LLM compaction with the session ledger, the cold-cache rule,
 //!   breakpoints at the system prompt, the stable prefix and the last message.
-//!   Variants override the defaults: `pith:ws=32000,mprotect=25,mbatch=25,cold=0,…`
+//!   Variants override the defaults: `pith:ws=32000,mprotect=25,mbatch=25,cold=0,coldpct=40,…`
 //!   (`micro`, `protect`, `minimum`, `turns`, `carry`, `restore`, `ledger` as before). What an LLM
 //!   compaction's replacement carries is `carry=pith` (summary, session ledger,
 //!   re-attached files, last user message), `carry=keen` or `carry=codex`.
@@ -61,6 +61,9 @@ pub struct PithPolicy {
     pub working_set: u64,
     /// The cold-cache rule: after a pause longer than the TTL, due work is done early.
     pub cold_rule: bool,
+    /// The thresholds after such a pause, percent of theirs (`coldpct=P`; pith's
+    /// `COLD_THRESHOLD_PERCENT`).
+    pub cold_percent: u64,
     /// `[context] prepare_summary_percent`: the summary is prepared in the background
     /// from this percentage of the threshold (0: in place only).
     pub prepare_percent: u8,
@@ -188,6 +191,7 @@ impl Policy {
             ledger_percent: config.ledger_percent,
             working_set: config.working_set_tokens,
             cold_rule: true,
+            cold_percent: pith_core::context::budget::COLD_THRESHOLD_PERCENT,
             prepare_percent: config.prepare_summary_percent_for("anthropic"),
             summary_price: None,
             ledger_only_tail: None,
@@ -301,11 +305,12 @@ impl Policy {
                         "mprotect" => p.prune.protect_percent = number(key, value)?.min(100) as u8,
                         "mbatch" => p.prune.minimum_percent = number(key, value)?.min(100) as u8,
                         "cold" => p.cold_rule = number(key, value)? != 0,
+                        "coldpct" => p.cold_percent = number(key, value)?.min(100),
                         "prepare" => p.prepare_percent = number(key, value)?.min(100) as u8,
                         "summary" => p.summary_price = Some(price_ratio(spec, value)?),
                         "tail" => p.ledger_only_tail = Some(number(key, value)?.min(100) as u8),
                         other => bail!(
-                            "unknown pith parameter `{other}` (micro, protect, minimum, turns, carry, restore, ledger, ws, mprotect, mbatch, cold, prepare, summary, tail)"
+                            "unknown pith parameter `{other}` (micro, protect, minimum, turns, carry, restore, ledger, ws, mprotect, mbatch, cold, coldpct, prepare, summary, tail)"
                         ),
                     }
                 }
@@ -372,7 +377,7 @@ mod tests {
             Policy::parse(name).unwrap();
         }
         let Policy::Pith(p) = Policy::parse(
-            "pith:micro=60,turns=1,carry=codex,restore=1,ws=32000,cold=0,mbatch=10,ledger=8",
+            "pith:micro=60,turns=1,carry=codex,restore=1,ws=32000,cold=0,coldpct=40,mbatch=10,ledger=8",
         )
         .unwrap() else {
             panic!("pith expected")
@@ -387,6 +392,14 @@ mod tests {
         assert_eq!(
             (p.working_set, p.cold_rule, p.prune.minimum_percent),
             (32_000, false, 10)
+        );
+        assert_eq!(p.cold_percent, 40);
+        let Policy::Pith(default) = Policy::pith_default() else {
+            panic!("pith expected")
+        };
+        assert_eq!(
+            default.cold_percent,
+            pith_core::context::budget::COLD_THRESHOLD_PERCENT
         );
         assert_eq!(Policy::pith_default().carry(), Carry::Pith);
         assert_eq!(Policy::Codex.carry(), Carry::Codex);

@@ -103,9 +103,16 @@ impl ContextBudget {
     /// so compaction that would soon be due is done now — the thresholds fall to
     /// [`COLD_THRESHOLD_PERCENT`]% of theirs. The input budget is unchanged.
     pub fn cooled(self) -> Self {
+        self.cooled_to(COLD_THRESHOLD_PERCENT)
+    }
+
+    /// [`ContextBudget::cooled`] with the thresholds at `percent`% of theirs (the
+    /// simulator's `pith:coldpct=P`, how the default was chosen).
+    pub fn cooled_to(self, percent: u64) -> Self {
+        let percent = percent.min(100);
         Self {
-            auto_threshold: self.auto_threshold * COLD_THRESHOLD_PERCENT / 100,
-            micro_threshold: self.micro_threshold * COLD_THRESHOLD_PERCENT / 100,
+            auto_threshold: self.auto_threshold * percent / 100,
+            micro_threshold: self.micro_threshold * percent / 100,
             ..self
         }
     }
@@ -188,6 +195,22 @@ mod tests {
         assert!(!small.has_working_set());
         let micro = ContextBudget::with_micro_percent(200_000, 60).with_working_set(50_000);
         assert_eq!(micro.micro_threshold, 30_000);
+    }
+
+    #[test]
+    fn a_cold_cache_lowers_both_thresholds_and_nothing_else() {
+        let b = ContextBudget::for_window(200_000);
+        let cold = b.cooled();
+        assert_eq!(cold, b.cooled_to(COLD_THRESHOLD_PERCENT));
+        assert_eq!(cold.auto_threshold, b.auto_threshold / 2);
+        assert_eq!(cold.micro_threshold, b.micro_threshold / 2);
+        assert_eq!(
+            (cold.input_budget, cold.working, cold.margin),
+            (b.input_budget, b.working, b.margin)
+        );
+        assert_eq!(b.cooled_to(100), b);
+        assert_eq!(b.cooled_to(250), b, "never above the warm thresholds");
+        assert_eq!(b.cooled_to(40).auto_threshold, b.auto_threshold * 40 / 100);
     }
 
     #[test]
