@@ -241,6 +241,9 @@ pub(super) struct Replay<'a> {
     /// Summaries go to a model at this fraction of the prices, without the cache
     /// (`pith:summary=R`).
     pub(super) summary_price: Option<f64>,
+    /// Summary requests on a cold cache carry no message breakpoint (pith's loop, whatever
+    /// its replacement carries; the peers keep theirs).
+    pub(super) cold_summary_unmarked: bool,
     /// The files `claude-code` re-attaches.
     pub(super) claude_restore: ClaudeRestore,
     /// `pith:tail=P`: compactions without an LLM call.
@@ -290,6 +293,7 @@ impl<'a> Replay<'a> {
             restored_used: Vec::new(),
             prepared: None,
             summary_price: policy.summary_price(),
+            cold_summary_unmarked: matches!(policy, Policy::Pith(_)),
             claude_restore: policy.claude_restore(),
             ledger_only_tail: policy.ledger_only_tail(),
         }
@@ -405,7 +409,7 @@ impl<'a> Replay<'a> {
         let input = match self.summary_price {
             None => {
                 let mut blocks = self.blocks(upto);
-                if self.carry == Carry::Pith && self.cache_cold() {
+                if self.cold_summary_unmarked && self.cache_cold() {
                     // pith's summary request on a cold cache: its history is about to
                     // be replaced, so none of it is written (at the write premium) for
                     // a later request that will not send it (`no_message_breakpoints`).

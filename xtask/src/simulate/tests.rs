@@ -641,6 +641,9 @@ fn on_a_cold_cache_pith_s_summary_request_writes_nothing_of_the_history_it_repla
     let (cold, system) = written_by_compaction("pith", 12, ttl + 1.0);
     assert!(system > 1_024);
     assert_eq!(cold, system as u64);
+    // pith's loop does so whatever its replacement carries.
+    let (other_carry, _) = written_by_compaction("pith:carry=keen", 12, ttl + 1.0);
+    assert_eq!(other_carry, system as u64);
     // A peer's summary request (the same history, breakpoints kept) writes all of it.
     // (12 outputs of 40 lines: about 7,000 tokens.)
     let (peer_cold, _) = written_by_compaction("keen", 12, ttl + 1.0);
