@@ -174,7 +174,8 @@ struct SimulateArgs {
     /// (repeat; default: every peer, then pith).
     #[arg(long = "policy")]
     policies: Vec<String>,
-    /// Prices and prompt cache of a provider family: anthropic, openai or gemini.
+    /// Prices and prompt cache of a provider family: anthropic, anthropic-1h (its 1-hour
+    /// cache), openai or gemini.
     #[arg(long, default_value = "anthropic")]
     prices: String,
     /// Join this many corpus sessions (one repository where possible) into one day

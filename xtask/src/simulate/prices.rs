@@ -5,6 +5,8 @@
 //!   reads 0.1× ($0.30/M), $15/M output; explicit breakpoints, 5-minute TTL refreshed on
 //!   use, 1,024-token minimum (Anthropic's prompt-caching page). Requests over 200,000
 //!   input tokens (the 1M-context beta) are billed at 2× input and 1.5× output.
+//! - `anthropic-1h`: the same model with the 1-hour cache on every breakpoint — writes 2×
+//!   ($6/M), a 1-hour TTL refreshed on use.
 //! - `openai`: GPT-5 — $1.25/M input, $0.125/M cached, $10/M output, no write fee;
 //!   automatic prefix caching from 1,024 tokens in 128-token steps (OpenAI's
 //!   prompt-caching guide).
@@ -69,6 +71,19 @@ impl PriceModel {
         }
     }
 
+    /// Claude Sonnet 4.5 with Anthropic's 1-hour cache on every breakpoint
+    /// (`"ttl": "1h"`): writes at 2× the input price ($6/M), entries living an hour from
+    /// their last use. What a session pays when it keeps its cache through the user's
+    /// pauses instead of rewriting it.
+    pub fn anthropic_1h() -> Self {
+        Self {
+            name: "anthropic-1h",
+            cache_write: 6.0,
+            rules: CacheRules::anthropic_1h(),
+            ..Self::anthropic()
+        }
+    }
+
     /// GPT-5 on OpenAI's API.
     pub fn openai() -> Self {
         Self {
@@ -103,13 +118,16 @@ impl PriceModel {
         }
     }
 
-    /// The model named `anthropic`, `openai` or `gemini`.
+    /// The model named `anthropic`, `anthropic-1h`, `openai` or `gemini`.
     pub fn parse(name: &str) -> Result<Self> {
         match name {
             "anthropic" => Ok(Self::anthropic()),
+            "anthropic-1h" => Ok(Self::anthropic_1h()),
             "openai" => Ok(Self::openai()),
             "gemini" => Ok(Self::gemini()),
-            other => bail!("unknown price model `{other}` (anthropic, openai, gemini)"),
+            other => {
+                bail!("unknown price model `{other}` (anthropic, anthropic-1h, openai, gemini)")
+            }
         }
     }
 
@@ -189,5 +207,22 @@ mod tests {
         assert_eq!(PriceModel::parse("gemini").unwrap().name, "gemini");
         assert!(PriceModel::parse("cheap").is_err());
         assert_eq!(PriceModel::anthropic().ttl_s(), 300.0);
+    }
+
+    #[test]
+    fn the_one_hour_cache_writes_at_twice_the_input_price_and_lives_an_hour() {
+        let hour = PriceModel::parse("anthropic-1h").unwrap();
+        let five = PriceModel::anthropic();
+        assert_eq!(hour.name, "anthropic-1h");
+        assert_eq!(hour.ttl_s(), 3600.0);
+        assert!((hour.cache_write - 2.0 * hour.input).abs() < 1e-9);
+        // Everything else is Sonnet's.
+        assert_eq!(
+            (hour.input, hour.cache_read, hour.output, hour.max_output),
+            (five.input, five.cache_read, five.output, five.max_output)
+        );
+        let written = bill(100_000, 0, 100_000);
+        assert!((hour.input_dollars(&written) - 0.6).abs() < 1e-9);
+        assert!((five.input_dollars(&written) - 0.375).abs() < 1e-9);
     }
 }
