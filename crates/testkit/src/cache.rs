@@ -161,6 +161,10 @@ pub struct CacheBill {
     pub cache_read_tokens: u64,
     /// The part of `input_tokens` written to the cache (billed at the write premium).
     pub cache_write_tokens: u64,
+    /// The part of `cache_write_tokens` written at a breakpoint with a longer lifetime than
+    /// the rules' (Anthropic's 1-hour cache, billed at its own premium: 2× instead of
+    /// 1.25×): the tokens up to the last such breakpoint that were not read.
+    pub cache_write_long_tokens: u64,
 }
 
 /// One cached prefix.
@@ -217,7 +221,7 @@ impl PromptCache {
         self.entries.retain(|_, entry| entry.expires > now_seconds);
         let prefixes = Prefixes::of(segments);
         let total = prefixes.tokens.last().copied().unwrap_or(0);
-        let (cache_read_tokens, cache_write_tokens) = match self.rules {
+        let (cache_read_tokens, cache_write_tokens, cache_write_long_tokens) = match self.rules {
             CacheRules::Anthropic {
                 ttl_seconds: default_ttl,
                 min_tokens,
@@ -231,7 +235,12 @@ impl PromptCache {
                         .filter(|ttl| ttl.is_finite() && *ttl > 0.0)
                         .unwrap_or(default_ttl)
                 };
-                self.explicit(now_seconds, &prefixes, min_tokens, lookback, ttl_at)
+                self.explicit(
+                    now_seconds,
+                    &prefixes,
+                    (min_tokens, lookback, default_ttl),
+                    ttl_at,
+                )
             }
             CacheRules::OpenAi {
                 ttl_seconds,
@@ -240,6 +249,7 @@ impl PromptCache {
             } => (
                 self.automatic(now_seconds, &prefixes, ttl_seconds, min_tokens, step),
                 0,
+                0,
             ),
             CacheRules::Gemini {
                 ttl_seconds,
@@ -247,12 +257,14 @@ impl PromptCache {
             } => (
                 self.automatic(now_seconds, &prefixes, ttl_seconds, min_tokens, 1),
                 0,
+                0,
             ),
         };
         CacheBill {
             input_tokens: total,
             cache_read_tokens,
             cache_write_tokens,
+            cache_write_long_tokens,
         }
     }
 
@@ -266,10 +278,9 @@ impl PromptCache {
         &mut self,
         now: f64,
         prefixes: &Prefixes,
-        min_tokens: u64,
-        lookback: usize,
+        (min_tokens, lookback, default_ttl): (u64, usize, f64),
         ttl_at: impl Fn(usize) -> f64,
-    ) -> (u64, u64) {
+    ) -> (u64, u64, u64) {
         let breakpoints = &prefixes.breakpoints;
         let mut read: Option<usize> = None;
         for &breakpoint in breakpoints {
@@ -291,12 +302,16 @@ impl PromptCache {
             entry.touch(now, ttl);
         }
         let mut written_to = read_tokens;
+        let mut long_written_to = read_tokens;
         for &breakpoint in breakpoints {
             let tokens = prefixes.tokens[breakpoint];
             if tokens < min_tokens {
                 continue;
             }
             let ttl = ttl_at(breakpoint);
+            if ttl > default_ttl {
+                long_written_to = long_written_to.max(tokens);
+            }
             self.entries
                 .entry(prefixes.hashes[breakpoint])
                 .and_modify(|entry| entry.touch(now, ttl))
@@ -306,7 +321,11 @@ impl PromptCache {
                 });
             written_to = written_to.max(tokens);
         }
-        (read_tokens, written_to - read_tokens)
+        (
+            read_tokens,
+            written_to - read_tokens,
+            long_written_to - read_tokens,
+        )
     }
 
     /// OpenAI's and Gemini's automatic caching: the cached tokens (nothing is billed for
@@ -425,6 +444,7 @@ mod tests {
             input_tokens: input,
             cache_read_tokens: read,
             cache_write_tokens: write,
+            cache_write_long_tokens: 0,
         }
     }
 
@@ -505,9 +525,24 @@ mod tests {
     fn a_one_hour_breakpoint_outlives_the_default_ttl() {
         let mut cache = PromptCache::new(CacheRules::anthropic());
         let prompt = [marked(1, 2_000), marked(2, 2_000)];
-        // The first breakpoint asks for an hour, the second takes the rules' 5 minutes.
-        cache.request_with_ttls(0.0, &prompt, &[Some(3_600.0)]);
+        // The first breakpoint asks for an hour, the second takes the rules' 5 minutes:
+        // both are written, the first 2,000 tokens at the hour's premium.
+        let first = cache.request_with_ttls(0.0, &prompt, &[Some(3_600.0)]);
+        assert_eq!(
+            first,
+            CacheBill {
+                cache_write_long_tokens: 2_000,
+                ..bill(4_000, 0, 4_000)
+            }
+        );
         assert_eq!(cache.request(400.0, &prompt), bill(4_000, 2_000, 2_000));
+        // Read again, nothing is written at either premium.
+        let again = cache.request_with_ttls(401.0, &prompt, &[Some(3_600.0)]);
+        assert_eq!(again, bill(4_000, 4_000, 0));
+        // The rules' own lifetime is never the longer one.
+        let mut hour = PromptCache::new(CacheRules::anthropic_1h());
+        let written = hour.request_with_ttls(0.0, &prompt, &[Some(3_600.0)]);
+        assert_eq!(written, bill(4_000, 0, 4_000));
     }
 
     #[test]

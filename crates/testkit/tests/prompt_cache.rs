@@ -99,6 +99,7 @@ async fn anthropic_reads_the_previous_prefix_and_writes_only_the_new_turn() {
             input_tokens: second_total,
             cache_read_tokens: first_total,
             cache_write_tokens: second_total - first_total,
+            cache_write_long_tokens: 0,
         })
     );
 }

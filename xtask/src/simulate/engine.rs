@@ -231,6 +231,9 @@ pub(super) struct Replay<'a> {
     pub(super) stable_prefix: usize,
     /// Put the anchor breakpoint (pith) and how many trailing messages get one.
     pub(super) anchor_breakpoint: bool,
+    /// The system prompt's and the stable prefix's breakpoints ask for Anthropic's 1-hour
+    /// cache (`pith:hour=1`); the last message's keeps the 5 minutes.
+    pub(super) hour_prefix: bool,
     pub(super) tail_breakpoints: usize,
     /// Files a compaction re-attached whole, until the next compaction.
     pub(super) restored_paths: Vec<String>,
@@ -284,6 +287,7 @@ impl<'a> Replay<'a> {
             last_request_at: None,
             stable_prefix: 0,
             anchor_breakpoint: matches!(policy, Policy::Pith(_)),
+            hour_prefix: matches!(policy, Policy::Pith(p) if p.hour_prefix),
             tail_breakpoints: if matches!(policy, Policy::OpenCode) {
                 2
             } else {
@@ -364,6 +368,7 @@ impl<'a> Replay<'a> {
             id: SYSTEM_ID,
             tokens: self.system_tokens,
             breakpoint: true,
+            hour: self.hour_prefix,
         });
         let tail_from = upto.saturating_sub(self.tail_breakpoints);
         for i in 0..upto {
@@ -373,6 +378,7 @@ impl<'a> Replay<'a> {
                 id: self.ids[i],
                 tokens,
                 breakpoint: anchor || i >= tail_from,
+                hour: anchor && self.hour_prefix,
             });
         }
         blocks
@@ -413,7 +419,8 @@ impl<'a> Replay<'a> {
                     // pith's summary request on a cold cache: its history is about to
                     // be replaced, so none of it is written (at the write premium) for
                     // a later request that will not send it (`no_message_breakpoints`).
-                    for block in blocks.iter_mut().skip(1) {
+                    // A 1-hour breakpoint (`pith:hour=1`) may still be cached: kept.
+                    for block in blocks.iter_mut().skip(1).filter(|b| !b.hour) {
                         block.breakpoint = false;
                     }
                 }
@@ -478,6 +485,7 @@ impl<'a> Replay<'a> {
             id: prompt_id,
             tokens: prompt_tokens,
             breakpoint: false,
+            hour: false,
         };
         self.send_summary(upto, prompt, summary_tokens);
         let latency = self.params.prices.latency_s(summary_tokens);

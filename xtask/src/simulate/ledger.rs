@@ -22,6 +22,9 @@ use super::prices::PriceModel;
 /// Identity of the per-request framing block (never cached: it is last).
 const FRAMING_ID: u64 = u64::MAX;
 
+/// Anthropic's long cache lifetime, seconds.
+const HOUR_S: f64 = 3_600.0;
+
 /// One block of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Block {
@@ -31,6 +34,8 @@ pub struct Block {
     pub tokens: usize,
     /// A cache breakpoint ends at this block (Anthropic's `cache_control`).
     pub breakpoint: bool,
+    /// That breakpoint asks for Anthropic's 1-hour cache (`"ttl": "1h"`).
+    pub hour: bool,
 }
 
 /// Totals of the requests entered so far.
@@ -83,12 +88,16 @@ impl Ledger {
                 breakpoint: b.breakpoint,
             })
             .collect();
+        let ttls: Vec<Option<f64>> = blocks
+            .iter()
+            .map(|b| (b.breakpoint && b.hour).then_some(HOUR_S))
+            .collect();
         segments.push(Segment {
             id: FRAMING_ID,
             tokens: REQUEST_FRAMING_TOKENS as u64,
             breakpoint: false,
         });
-        let bill = self.cache.request(now, &segments);
+        let bill = self.cache.request_with_ttls(now, &segments, &ttls);
         let t = &mut self.totals;
         t.requests += 1;
         t.input_tokens += bill.input_tokens;
@@ -110,6 +119,7 @@ impl Ledger {
             input_tokens,
             cache_read_tokens: 0,
             cache_write_tokens: 0,
+            cache_write_long_tokens: 0,
         };
         let t = &mut self.totals;
         t.requests += 1;
@@ -155,6 +165,7 @@ mod tests {
             id,
             tokens,
             breakpoint,
+            hour: false,
         }
     }
 
@@ -183,6 +194,29 @@ mod tests {
             (t.cost_dollars - expected).abs() < 1e-12,
             "{}",
             t.cost_dollars
+        );
+    }
+
+    #[test]
+    fn a_one_hour_breakpoint_is_written_at_twice_the_input_price_and_outlives_a_pause() {
+        let mut ledger = Ledger::new(PriceModel::anthropic());
+        let hour = Block {
+            hour: true,
+            ..block(1, 2_000, true)
+        };
+        let first = ledger.send(0.0, &[hour, block(2, 500, true)]);
+        assert_eq!(first.cache_write_tokens, 2_500);
+        assert_eq!(first.cache_write_long_tokens, 2_000);
+        let framing = REQUEST_FRAMING_TOKENS as f64;
+        let expected = (2_000.0 * 6.0 + 500.0 * 3.75 + framing * 3.0) / 1e6;
+        let cost = ledger.totals().cost_dollars;
+        assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
+        // Twenty minutes later the hour's prefix is still read; the rest is written again.
+        let later = ledger.send(1_200.0, &[hour, block(2, 500, true)]);
+        assert_eq!(later.cache_read_tokens, 2_000);
+        assert_eq!(
+            (later.cache_write_tokens, later.cache_write_long_tokens),
+            (500, 0)
         );
     }
 

@@ -67,6 +67,10 @@ pub struct PithPolicy {
     /// `[context] prepare_summary_percent`: the summary is prepared in the background
     /// from this percentage of the threshold (0: in place only).
     pub prepare_percent: u8,
+    /// The system prompt's and the stable prefix's breakpoints ask for Anthropic's 1-hour
+    /// cache, the last message's keeps 5 minutes (`hour=0|1`; an experiment, not what pith
+    /// sends).
+    pub hour_prefix: bool,
     /// `[context] compaction_model`: summaries go to another model whose prices are this
     /// fraction of the main model's (`summary=R`), without its prompt cache; `None`: the
     /// main model, with its cache.
@@ -193,6 +197,7 @@ impl Policy {
             cold_rule: true,
             cold_percent: pith_core::context::budget::COLD_THRESHOLD_PERCENT,
             prepare_percent: config.prepare_summary_percent_for("anthropic"),
+            hour_prefix: false,
             summary_price: None,
             ledger_only_tail: None,
         })
@@ -307,10 +312,11 @@ impl Policy {
                         "cold" => p.cold_rule = number(key, value)? != 0,
                         "coldpct" => p.cold_percent = number(key, value)?.min(100),
                         "prepare" => p.prepare_percent = number(key, value)?.min(100) as u8,
+                        "hour" => p.hour_prefix = number(key, value)? != 0,
                         "summary" => p.summary_price = Some(price_ratio(spec, value)?),
                         "tail" => p.ledger_only_tail = Some(number(key, value)?.min(100) as u8),
                         other => bail!(
-                            "unknown pith parameter `{other}` (micro, protect, minimum, turns, carry, restore, ledger, ws, mprotect, mbatch, cold, coldpct, prepare, summary, tail)"
+                            "unknown pith parameter `{other}` (micro, protect, minimum, turns, carry, restore, ledger, ws, mprotect, mbatch, cold, coldpct, prepare, hour, summary, tail)"
                         ),
                     }
                 }
@@ -377,7 +383,7 @@ mod tests {
             Policy::parse(name).unwrap();
         }
         let Policy::Pith(p) = Policy::parse(
-            "pith:micro=60,turns=1,carry=codex,restore=1,ws=32000,cold=0,coldpct=40,mbatch=10,ledger=8",
+            "pith:micro=60,turns=1,carry=codex,restore=1,ws=32000,cold=0,coldpct=40,mbatch=10,ledger=8,hour=1",
         )
         .unwrap() else {
             panic!("pith expected")
@@ -394,6 +400,7 @@ mod tests {
             (32_000, false, 10)
         );
         assert_eq!(p.cold_percent, 40);
+        assert!(p.hour_prefix);
         let Policy::Pith(default) = Policy::pith_default() else {
             panic!("pith expected")
         };

@@ -20,6 +20,7 @@ impl Replay<'_> {
             id,
             tokens,
             breakpoint: false,
+            hour: false,
         };
         self.send_summary(upto, prompt, summary_tokens);
         self.prepared = Some(SimPrepared {

@@ -36,6 +36,9 @@ pub struct PriceModel {
     pub cache_read: f64,
     /// Input written to the cache, $/M (the input price where writing costs nothing extra).
     pub cache_write: f64,
+    /// $/M of cache writes at a breakpoint asking for the 1-hour cache (Anthropic: 2× the
+    /// input price; elsewhere the same as `cache_write`).
+    pub cache_write_long: f64,
     /// Output, $/M.
     pub output: f64,
     /// Multipliers of input and output prices for a request over 200,000 input tokens
@@ -62,6 +65,7 @@ impl PriceModel {
             input: 3.0,
             cache_read: 0.30,
             cache_write: 3.75,
+            cache_write_long: 6.0,
             output: 15.0,
             long_context: Some((2.0, 1.5)),
             max_output: 64_000,
@@ -79,6 +83,7 @@ impl PriceModel {
         Self {
             name: "anthropic-1h",
             cache_write: 6.0,
+            cache_write_long: 6.0,
             rules: CacheRules::anthropic_1h(),
             ..Self::anthropic()
         }
@@ -92,6 +97,7 @@ impl PriceModel {
             input: 1.25,
             cache_read: 0.125,
             cache_write: 1.25,
+            cache_write_long: 1.25,
             output: 10.0,
             long_context: None,
             max_output: 128_000,
@@ -109,6 +115,7 @@ impl PriceModel {
             input: 1.25,
             cache_read: 0.125,
             cache_write: 1.25,
+            cache_write_long: 1.25,
             output: 10.0,
             long_context: Some((2.0, 1.5)),
             max_output: 65_536,
@@ -145,10 +152,13 @@ impl PriceModel {
         let plain = bill
             .input_tokens
             .saturating_sub(bill.cache_read_tokens + bill.cache_write_tokens);
+        let long = bill.cache_write_long_tokens.min(bill.cache_write_tokens);
+        let short = bill.cache_write_tokens - long;
         input_rate
             * (plain as f64 * self.input
                 + bill.cache_read_tokens as f64 * self.cache_read
-                + bill.cache_write_tokens as f64 * self.cache_write)
+                + short as f64 * self.cache_write
+                + long as f64 * self.cache_write_long)
             / 1e6
     }
 
@@ -178,6 +188,7 @@ mod tests {
             input_tokens: input,
             cache_read_tokens: read,
             cache_write_tokens: write,
+            cache_write_long_tokens: 0,
         }
     }
 

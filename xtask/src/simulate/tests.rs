@@ -644,6 +644,10 @@ fn on_a_cold_cache_pith_s_summary_request_writes_nothing_of_the_history_it_repla
     // pith's loop does so whatever its replacement carries.
     let (other_carry, _) = written_by_compaction("pith:carry=keen", 12, ttl + 1.0);
     assert_eq!(other_carry, system as u64);
+    // With the system prompt on the 1-hour cache (`pith:hour=1`) it is still cached after
+    // the pause: nothing is written at all.
+    let (hour, _) = written_by_compaction("pith:hour=1", 12, ttl + 1.0);
+    assert_eq!(hour, 0);
     // A peer's summary request (the same history, breakpoints kept) writes all of it.
     // (12 outputs of 40 lines: about 7,000 tokens.)
     let (peer_cold, _) = written_by_compaction("keen", 12, ttl + 1.0);
