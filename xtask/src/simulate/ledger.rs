@@ -17,7 +17,7 @@ use pith_core::tokens::REQUEST_FRAMING_TOKENS;
 use pith_testkit::cache::{CacheBill, PromptCache, Segment};
 use serde::Serialize;
 
-use super::prices::PriceModel;
+use super::prices::{CostParts, PriceModel};
 
 /// Identity of the per-request framing block (never cached: it is last).
 const FRAMING_ID: u64 = u64::MAX;
@@ -53,6 +53,8 @@ pub struct LedgerTotals {
     pub summary_output_tokens: u64,
     /// Dollars of input, summaries and re-reads: what the policy decides.
     pub cost_dollars: f64,
+    /// `cost_dollars` by what it paid for.
+    pub parts: CostParts,
     /// Dollars of the agent's own answers (the same text under every policy; only the
     /// long-context rate can differ).
     pub answer_dollars: f64,
@@ -103,7 +105,9 @@ impl Ledger {
         t.input_tokens += bill.input_tokens;
         t.cached_tokens += bill.cache_read_tokens;
         t.written_tokens += bill.cache_write_tokens;
-        t.cost_dollars += self.model.input_dollars(&bill);
+        let parts = self.model.input_parts(&bill);
+        t.cost_dollars += parts.total();
+        t.parts.add(parts);
         t.peak_request_tokens = t.peak_request_tokens.max(bill.input_tokens);
         bill
     }
@@ -124,7 +128,9 @@ impl Ledger {
         let t = &mut self.totals;
         t.requests += 1;
         t.input_tokens += input_tokens;
-        t.cost_dollars += ratio * self.model.input_dollars(&bill);
+        let parts = self.model.input_parts(&bill).scaled(ratio);
+        t.cost_dollars += parts.total();
+        t.parts.add(parts);
         t.peak_request_tokens = t.peak_request_tokens.max(input_tokens);
         input_tokens
     }
@@ -136,8 +142,8 @@ impl Ledger {
 
     /// [`Ledger::summary_output`] of a model whose prices are `ratio` times these.
     pub fn summary_output_at(&mut self, input_tokens: u64, tokens: u64, ratio: f64) {
+        self.add_output(ratio * self.model.output_dollars(input_tokens, tokens));
         self.totals.summary_output_tokens += tokens;
-        self.totals.cost_dollars += ratio * self.model.output_dollars(input_tokens, tokens);
     }
 
     /// Adds the `tokens` of the agent's own answer to a request of `input_tokens`.
@@ -147,7 +153,13 @@ impl Ledger {
 
     /// Adds the output of a re-read call (a small tool call the policy made necessary).
     pub fn reread_output(&mut self, input_tokens: u64, tokens: u64) {
-        self.totals.cost_dollars += self.model.output_dollars(input_tokens, tokens);
+        self.add_output(self.model.output_dollars(input_tokens, tokens));
+    }
+
+    /// Bills `dollars` of output the policy caused.
+    fn add_output(&mut self, dollars: f64) {
+        self.totals.cost_dollars += dollars;
+        self.totals.parts.output += dollars;
     }
 
     /// The totals so far.
@@ -195,6 +207,33 @@ mod tests {
             "{}",
             t.cost_dollars
         );
+    }
+
+    #[test]
+    fn the_bill_splits_into_plain_input_cache_reads_cache_writes_and_output() {
+        let mut ledger = Ledger::new(PriceModel::anthropic());
+        ledger.send(0.0, &[block(1, 2_000, true), block(2, 500, true)]);
+        let input = ledger.send(10.0, &[block(1, 2_000, true), block(2, 500, true)]);
+        ledger.summary_output(input.input_tokens, 1_000);
+        ledger.reread_output(input.input_tokens, 30);
+        ledger.send_elsewhere(&[block(3, 1_000, false)], 0.5);
+        let framing = REQUEST_FRAMING_TOKENS as f64;
+        let t = ledger.totals();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(
+            close(t.parts.cache_write, 2_500.0 * 3.75 / 1e6),
+            "{:?}",
+            t.parts
+        );
+        assert!(
+            close(t.parts.cache_read, 2_500.0 * 0.30 / 1e6),
+            "{:?}",
+            t.parts
+        );
+        let plain = (2.0 * framing * 3.0 + 0.5 * (1_000.0 + framing) * 3.0) / 1e6;
+        assert!(close(t.parts.input, plain), "{:?}", t.parts);
+        assert!(close(t.parts.output, 1_030.0 * 15.0 / 1e6), "{:?}", t.parts);
+        assert!(close(t.parts.total(), t.cost_dollars), "{t:?}");
     }
 
     #[test]

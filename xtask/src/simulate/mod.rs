@@ -40,7 +40,7 @@ use crate::fidelity::facts::facts_at;
 use crate::fidelity::{probe_noting, view_text, Tally};
 use crate::split::{half_of, Half};
 use policy::Policy;
-use prices::PriceModel;
+use prices::{CostParts, PriceModel};
 use replay::{replay_with, SessionOutcome, SimParams};
 
 /// Options of one simulation run.
@@ -108,6 +108,9 @@ pub struct PolicyRow {
     pub requests: u64,
     /// Dollars of input, summaries and re-reads: what the policy decides.
     pub cost_dollars: f64,
+    /// `cost_dollars` by what it paid for: plain input, cache reads, cache writes and the
+    /// output the policy caused.
+    pub cost_parts: CostParts,
     /// Dollars of the agent's own answers (apart: the same text under every policy).
     pub answer_dollars: f64,
     /// Input tokens read from the cache, as a fraction of all input tokens.
@@ -163,6 +166,7 @@ impl PolicyRow {
         self.sessions += 1;
         self.requests += outcome.ledger.requests;
         self.cost_dollars += outcome.ledger.cost_dollars;
+        self.cost_parts.add(outcome.ledger.parts);
         self.answer_dollars += outcome.ledger.answer_dollars;
         self.input_tokens += outcome.ledger.input_tokens;
         self.cached_tokens += outcome.ledger.cached_tokens;

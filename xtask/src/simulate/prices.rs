@@ -146,20 +146,23 @@ impl PriceModel {
         }
     }
 
-    /// Dollars of one request's input as the cache billed it.
-    pub fn input_dollars(&self, bill: &CacheBill) -> f64 {
+    /// Dollars of one request's input as the cache billed it, split by how it billed
+    /// each token.
+    pub fn input_parts(&self, bill: &CacheBill) -> CostParts {
         let (input_rate, _) = self.rate(bill.input_tokens);
         let plain = bill
             .input_tokens
             .saturating_sub(bill.cache_read_tokens + bill.cache_write_tokens);
         let long = bill.cache_write_long_tokens.min(bill.cache_write_tokens);
         let short = bill.cache_write_tokens - long;
-        input_rate
-            * (plain as f64 * self.input
-                + bill.cache_read_tokens as f64 * self.cache_read
-                + short as f64 * self.cache_write
-                + long as f64 * self.cache_write_long)
-            / 1e6
+        CostParts {
+            input: input_rate * plain as f64 * self.input / 1e6,
+            cache_read: input_rate * bill.cache_read_tokens as f64 * self.cache_read / 1e6,
+            cache_write: input_rate
+                * (short as f64 * self.cache_write + long as f64 * self.cache_write_long)
+                / 1e6,
+            output: 0.0,
+        }
     }
 
     /// Dollars of `tokens` of output answering a request of `input_tokens`.
@@ -179,6 +182,47 @@ impl PriceModel {
     }
 }
 
+/// A policy's dollars by what they paid for: plain input, cache reads, cache writes
+/// (either lifetime) and the output it caused (summaries and re-read calls). Why a policy
+/// costs what it does: a rewrite shows in `cache_write`, carrying in `cache_read`, a
+/// cold or uncached request in `input`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CostParts {
+    /// Input billed at the plain input price.
+    pub input: f64,
+    /// Input read from the cache.
+    pub cache_read: f64,
+    /// Input written to the cache.
+    pub cache_write: f64,
+    /// Output the policy asked for: summaries and re-read calls (not the agent's answers).
+    pub output: f64,
+}
+
+impl CostParts {
+    /// All four.
+    pub fn total(&self) -> f64 {
+        self.input + self.cache_read + self.cache_write + self.output
+    }
+
+    /// These parts `ratio` times as dear (a model at another price).
+    pub fn scaled(self, ratio: f64) -> Self {
+        Self {
+            input: self.input * ratio,
+            cache_read: self.cache_read * ratio,
+            cache_write: self.cache_write * ratio,
+            output: self.output * ratio,
+        }
+    }
+
+    /// Adds `other` to these.
+    pub fn add(&mut self, other: Self) {
+        self.input += other.input;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+        self.output += other.output;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,18 +239,18 @@ mod tests {
     #[test]
     fn reads_writes_and_plain_input_are_priced_apart() {
         let m = PriceModel::anthropic();
-        let dollars = m.input_dollars(&bill(100_000, 50_000, 40_000));
+        let dollars = m.input_parts(&bill(100_000, 50_000, 40_000)).total();
         let expected = (0.1 * 3.0 + 0.5 * 0.30 + 0.4 * 3.75) / 10.0;
         assert!((dollars - expected).abs() < 1e-9, "{dollars} vs {expected}");
         let o = PriceModel::openai();
-        assert!((o.input_dollars(&bill(100_000, 100_000, 0)) - 0.0125).abs() < 1e-9);
+        assert!((o.input_parts(&bill(100_000, 100_000, 0)).total() - 0.0125).abs() < 1e-9);
     }
 
     #[test]
     fn a_request_over_200k_pays_the_long_context_rate() {
         let m = PriceModel::anthropic();
-        let small = m.input_dollars(&bill(200_000, 0, 0));
-        let large = m.input_dollars(&bill(200_001, 0, 0));
+        let small = m.input_parts(&bill(200_000, 0, 0)).total();
+        let large = m.input_parts(&bill(200_001, 0, 0)).total();
         assert!(large > 1.99 * small, "{small} {large}");
         assert!((m.output_dollars(300_000, 1_000_000) - 22.5).abs() < 1e-9);
         let o = PriceModel::openai();
@@ -233,7 +277,7 @@ mod tests {
             (five.input, five.cache_read, five.output, five.max_output)
         );
         let written = bill(100_000, 0, 100_000);
-        assert!((hour.input_dollars(&written) - 0.6).abs() < 1e-9);
-        assert!((five.input_dollars(&written) - 0.375).abs() < 1e-9);
+        assert!((hour.input_parts(&written).total() - 0.6).abs() < 1e-9);
+        assert!((five.input_parts(&written).total() - 0.375).abs() < 1e-9);
     }
 }

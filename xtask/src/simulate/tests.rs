@@ -514,6 +514,18 @@ fn on_the_vendored_sample_pith_keeps_every_probe_and_never_overflows() {
     for probe in ["a", "b", "c", "d", "e"] {
         assert!(json["fidelity"].get(probe).is_some());
     }
+    for row in &rows {
+        let parts = row.cost_parts;
+        assert!(
+            (parts.total() - row.cost_dollars).abs() < 1e-9 && parts.cache_read > 0.0,
+            "{}: the parts {parts:?} do not add up to {}",
+            row.policy,
+            row.cost_dollars
+        );
+    }
+    for part in ["input", "cache_read", "cache_write", "output"] {
+        assert!(json["cost_parts"].get(part).is_some(), "{part} missing");
+    }
 }
 
 fn pith_preparing(percent: u8) -> Policy {
