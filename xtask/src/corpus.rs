@@ -31,6 +31,11 @@ pub struct CorpusSession {
     pub exit_codes: HashMap<String, i32>,
     /// Lines that were not valid JSON objects (skipped).
     pub malformed_lines: usize,
+    /// The index in `messages` where each task begins: its first user message, which a
+    /// person typed. A corpus session is one task; its later user-role messages are the
+    /// harness's (mini-swe-agent's format errors, the diff it echoes on submission), sent
+    /// the moment the model answered. The simulator's user pauses before a task only.
+    pub task_starts: Vec<usize>,
 }
 
 fn str_field<'a>(value: &'a Value, key: &str) -> &'a str {
@@ -47,6 +52,7 @@ pub fn parse_session(jsonl: &str) -> CorpusSession {
         commands: HashMap::new(),
         exit_codes: HashMap::new(),
         malformed_lines: 0,
+        task_starts: Vec::new(),
     };
     for (number, line) in jsonl.lines().enumerate() {
         if line.trim().is_empty() {
@@ -64,7 +70,12 @@ pub fn parse_session(jsonl: &str) -> CorpusSession {
                 }
                 session.system.push_str(content);
             }
-            "user" => session.messages.push(Message::user(content)),
+            "user" => {
+                if session.task_starts.is_empty() {
+                    session.task_starts.push(session.messages.len());
+                }
+                session.messages.push(Message::user(content));
+            }
             "assistant" => {
                 let calls: Vec<ToolCall> = value
                     .get("tool_calls")
@@ -171,5 +182,23 @@ mod tests {
         assert_eq!(s.exit_codes["call_1"], 2);
         assert!(s.messages[2].tool_results().all(|r| r.is_error));
         assert_eq!(s.malformed_lines, 1, "the non-JSON line must be counted");
+    }
+
+    #[test]
+    fn only_the_first_user_message_starts_a_task_the_rest_are_the_harness_s() {
+        let jsonl = concat!(
+            r#"{"role":"user","content":"<pr_description>fix it</pr_description>"}"#,
+            "\n",
+            r#"{"role":"assistant","content":"two blocks"}"#,
+            "\n",
+            r#"{"role":"user","content":"Please always provide EXACTLY ONE action in triple backticks, found 2 actions."}"#,
+            "\n",
+            r#"{"role":"assistant","content":"one block"}"#,
+            "\n",
+        );
+        let s = parse_session(jsonl);
+        assert_eq!(s.messages.len(), 4);
+        assert_eq!(s.task_starts, [0]);
+        assert!(parse_session("").task_starts.is_empty());
     }
 }

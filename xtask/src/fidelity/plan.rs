@@ -154,6 +154,7 @@ pub fn scripted_session() -> CorpusSession {
         commands,
         exit_codes,
         malformed_lines: 0,
+        task_starts: vec![0],
     }
 }
 

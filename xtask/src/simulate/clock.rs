@@ -5,7 +5,9 @@
 //!   speed ([`super::prices::PriceModel::latency_s`]).
 //! - A tool call takes [`TOOL_SECONDS`] plus one second per [`TOOL_CHARS_PER_SECOND`]
 //!   characters of output.
-//! - Between user turns the user pauses. No published percentiles of coding-agent think
+//! - Before each task but the first the user pauses (a task is what a person typed:
+//!   `CorpusSession::task_starts`; the harness's own user-role messages inside a task,
+//!   such as mini-swe-agent's format errors, come at once). No published percentiles of coding-agent think
 //!   time were found (docs/benchmarks.md), so the pause is drawn from a log-normal
 //!   distribution with a median of [`PAUSE_MEDIAN_S`] (3 minutes) and σ = [`PAUSE_SIGMA`]
 //!   (1.0 in natural log): 31% of pauses outlast a 5-minute cache, 11% a 10-minute one,
@@ -16,7 +18,7 @@
 pub const TOOL_SECONDS: f64 = 2.0;
 /// Characters of tool output per extra second.
 pub const TOOL_CHARS_PER_SECOND: f64 = 20_000.0;
-/// Median pause between user turns, seconds.
+/// Median pause before a task, seconds.
 pub const PAUSE_MEDIAN_S: f64 = 180.0;
 /// Spread of the pause's natural log.
 pub const PAUSE_SIGMA: f64 = 1.0;

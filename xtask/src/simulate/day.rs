@@ -1,7 +1,9 @@
 //! `--day N`: corpus sessions joined into days of work. Each corpus session is one task
-//! (one user message and the agent's tool turns); a day joins `N` of them, in name order so
+//! (the user's message, the agent's tool turns and the harness's replies); a day joins `N` of them, in name order so
 //! that a day stays within one repository where the corpus allows, into one session of `N`
-//! user turns: the first session's system prompt, then each session's messages in turn.
+//! tasks: the first session's system prompt, then each session's messages in turn. The
+//! user pauses before each task (`CorpusSession::task_starts`), not before the harness's
+//! own user-role messages inside one.
 //! Call ids are prefixed with the task's place in the day so that they stay unique.
 
 use std::collections::HashMap;
@@ -27,7 +29,7 @@ pub fn days(sessions: &[CorpusSession], n: usize) -> Vec<CorpusSession> {
     sorted.chunks(n).map(join).collect()
 }
 
-/// One session of the tasks in order.
+/// One session of the tasks in order, each task starting where it did in its own.
 pub fn join(tasks: &[&CorpusSession]) -> CorpusSession {
     let mut day = CorpusSession {
         name: tasks
@@ -41,8 +43,12 @@ pub fn join(tasks: &[&CorpusSession]) -> CorpusSession {
         commands: HashMap::new(),
         exit_codes: HashMap::new(),
         malformed_lines: tasks.iter().map(|t| t.malformed_lines).sum(),
+        task_starts: Vec::new(),
     };
     for (k, task) in tasks.iter().enumerate() {
+        let offset = day.messages.len();
+        day.task_starts
+            .extend(task.task_starts.iter().map(|start| offset + start));
         let rename = |id: &str| format!("t{k}_{id}");
         for (i, message) in task.messages.iter().enumerate() {
             let mut message: Message = message.clone();
@@ -96,6 +102,11 @@ mod tests {
             .filter(|m| m.role == pith_core::message::Role::User)
             .count();
         assert_eq!(users, 2, "one user turn per task");
+        assert_eq!(
+            days[0].task_starts,
+            [0, 3],
+            "each task starts where its user typed"
+        );
         assert_eq!(days[0].commands.len(), 2, "call ids stay apart");
         assert_eq!(days[0].commands["t1_call_1"], "ls");
         assert_eq!(days[1].name, "sympy__b");

@@ -155,6 +155,8 @@ pub struct SessionOutcome {
     /// Seconds the agent waited for its LLM compactions (the whole summary in place,
     /// what was left of it when prepared ahead).
     pub compaction_wait_s: f64,
+    /// The user's pauses: one before every task but the first.
+    pub pauses: u64,
 }
 
 /// A summary the simulated pith prepared in the background.

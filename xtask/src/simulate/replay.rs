@@ -12,8 +12,8 @@
 //! outputs go through [`squash::apply`] at capture. The LLM summary is a deterministic
 //! stand-in of a fixed token size.
 //!
-//! Time ([`super::clock`]) moves with each request's answer, each tool call and each
-//! user's pause, and every request is billed by the provider family's prompt cache
+//! Time ([`super::clock`]) moves with each request's answer, each tool call and the
+//! user's pause before each task (not before the harness's own user-role messages), and every request is billed by the provider family's prompt cache
 //! ([`super::ledger`]). When a policy has hidden an output the session later relies on,
 //! the model reads it again ([`super::rereads`]), and that is billed too.
 //!
@@ -92,8 +92,11 @@ pub fn replay_with(
         replay.message_index = index;
         match message.role {
             Role::User | Role::System => {
-                if replay.last_request_at.is_some() {
+                // A person pauses before typing a task; the harness's own user-role
+                // messages inside a task come the moment the model answered.
+                if replay.last_request_at.is_some() && session.task_starts.contains(&index) {
                     replay.now += pauses.next_pause_s();
+                    replay.outcome.pauses += 1;
                 }
                 replay.last_user_text = message.text_content();
                 replay.user_texts.push(replay.last_user_text.clone());

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use pith_core::message::{Message, Role};
 use pith_core::{BpeCounter, ContextBudget, Encoding};
 
 use super::policy::{Policy, DEFAULT_POLICIES};
@@ -449,6 +450,38 @@ fn days_join_tasks_into_sessions_with_pauses_that_expire_the_cache() {
     // Joined, the later tasks carry the earlier ones: more input in all.
     let input = |rows: &[super::PolicyRow]| rows.iter().map(|r| r.input_tokens).sum::<u64>();
     assert!(input(&days) > input(&singles));
+}
+
+#[test]
+fn the_user_pauses_before_each_task_and_never_before_the_harness_s_own_messages() {
+    // Each task: the user's message, an answer the harness rejects, its format error (a
+    // user-role message sent at once), then the agent's tool turns.
+    let task = |name: &str| {
+        let mut s = session_then(3, 20, None);
+        s.messages.insert(1, Message::assistant("two actions"));
+        s.messages.insert(
+            2,
+            Message::user("Please always provide EXACTLY ONE action in triple backticks."),
+        );
+        s.task_starts = vec![0];
+        s.name = name.to_owned();
+        s
+    };
+    let (a, b, c) = (task("repo__a"), task("repo__b"), task("repo__c"));
+    let day = super::day::join(&[&a, &b, &c]);
+    let users = day.messages.iter().filter(|m| m.role == Role::User).count();
+    assert_eq!(users, 6);
+    let out = replay(&day, &Policy::parse("pith").unwrap(), &params(200_000));
+    assert_eq!(out.pauses, 2, "one pause before each task but the first");
+    let alone = replay(&a, &Policy::parse("pith").unwrap(), &params(200_000));
+    assert_eq!(alone.pauses, 0, "a single task has no pause at all");
+    // On the corpus: a day of N tasks has N - 1 pauses.
+    let sessions = vendored_sample();
+    for day in super::day::days(&sessions, 3) {
+        let tasks = day.name.split('+').count() as u64;
+        let out = replay(&day, &Policy::Keen, &params(1_000_000));
+        assert_eq!(out.pauses, tasks - 1, "{}", day.name);
+    }
 }
 
 fn vendored_sample() -> Vec<CorpusSession> {
