@@ -1,9 +1,10 @@
 //! `--day N`: corpus sessions joined into days of work. Each corpus session is one task
-//! (the user's message, the agent's tool turns and the harness's replies); a day joins `N` of them, in name order so
-//! that a day stays within one repository where the corpus allows, into one session of `N`
-//! tasks: the first session's system prompt, then each session's messages in turn. The
-//! user pauses before each task (`CorpusSession::task_starts`), not before the harness's
-//! own user-role messages inside one.
+//! (the user's message, the agent's tool turns and the harness's replies); a day joins `N`
+//! of them, in name order so that a day stays within one repository where the corpus
+//! allows, into one session of `N` tasks: the first session's system prompt, then each
+//! session's messages in turn. The user pauses before each task
+//! (`CorpusSession::task_starts`), not before the harness's own user-role messages inside
+//! one.
 //! Call ids are prefixed with the task's place in the day so that they stay unique.
 
 use std::collections::HashMap;
