@@ -9,9 +9,9 @@
 //!   `CorpusSession::task_starts`; the harness's own user-role messages inside a task,
 //!   such as mini-swe-agent's format errors, come at once). No published percentiles of
 //!   coding-agent think time were found (docs/benchmarks.md), so the pause is drawn from
-//!   a log-normal distribution with a median of [`PAUSE_MEDIAN_S`] (3 minutes) and σ = [`PAUSE_SIGMA`]
-//!   (1.0 in natural log): 31% of pauses outlast a 5-minute cache, 11% a 10-minute one,
-//!   0.1% an hour. The draws are seeded by the session's name, so every policy sees the
+//!   a log-normal distribution with a median of [`PAUSE_MEDIAN_S`] (3 minutes) and
+//!   σ = [`PAUSE_SIGMA`] (1.0 in natural log): 31% of pauses outlast a 5-minute cache,
+//!   11% a 10-minute one, 0.1% an hour. The draws are seeded by the session's name, so every policy sees the
 //!   same pauses and a run is reproducible.
 
 /// Seconds a tool call takes before its output size is counted.
