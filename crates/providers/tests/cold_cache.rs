@@ -99,34 +99,7 @@ async fn within_the_ttl_no_compaction_is_brought_forward(protocol: Protocol) {
     assert!(requests.iter().all(|r| message_markers(r) >= 1));
 }
 
-mod anthropic {
-    #[tokio::test]
-    async fn after_a_pause_longer_than_the_ttl_the_summary_request_writes_no_message() {
-        super::after_a_pause_longer_than_the_ttl_the_summary_request_writes_no_message(
-            pith_testkit::Protocol::Anthropic,
-        )
-        .await;
-    }
-
-    #[tokio::test]
-    async fn within_the_ttl_no_compaction_is_brought_forward() {
-        super::within_the_ttl_no_compaction_is_brought_forward(pith_testkit::Protocol::Anthropic)
-            .await;
-    }
-}
-
-mod bedrock {
-    #[tokio::test]
-    async fn after_a_pause_longer_than_the_ttl_the_summary_request_writes_no_message() {
-        super::after_a_pause_longer_than_the_ttl_the_summary_request_writes_no_message(
-            pith_testkit::Protocol::Bedrock,
-        )
-        .await;
-    }
-
-    #[tokio::test]
-    async fn within_the_ttl_no_compaction_is_brought_forward() {
-        super::within_the_ttl_no_compaction_is_brought_forward(pith_testkit::Protocol::Bedrock)
-            .await;
-    }
-}
+for_each_breakpoint_protocol!(
+    after_a_pause_longer_than_the_ttl_the_summary_request_writes_no_message,
+    within_the_ttl_no_compaction_is_brought_forward,
+);

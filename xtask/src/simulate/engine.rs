@@ -428,7 +428,6 @@ impl<'a> Replay<'a> {
                 }
                 blocks.push(prompt);
                 let bill = self.ledger.send(self.now, &blocks);
-                self.last_request_at = Some(self.now);
                 self.ledger
                     .summary_output(bill.input_tokens, summary_tokens);
                 bill.input_tokens
@@ -438,10 +437,10 @@ impl<'a> Replay<'a> {
                 blocks.push(prompt);
                 let input = self.ledger.send_elsewhere(&blocks, ratio);
                 self.ledger.summary_output_at(input, summary_tokens, ratio);
-                self.last_request_at = Some(self.now);
                 input
             }
         };
+        self.last_request_at = Some(self.now);
         self.outcome.summary_dollars += self.ledger.totals().cost_dollars - before;
         input
     }

@@ -86,6 +86,25 @@ macro_rules! for_each_protocol {
     )+};
 }
 
+/// [`for_each_protocol`] for the protocols whose requests carry cache breakpoints:
+/// `mod $scenario { anthropic, bedrock }` (Anthropic's `cache_control`, Bedrock's
+/// `cachePoint`; the others cache without markers).
+#[macro_export]
+macro_rules! for_each_breakpoint_protocol {
+    ($($scenario:ident),+ $(,)?) => {$(
+        mod $scenario {
+            #[tokio::test]
+            async fn anthropic() {
+                super::$scenario(pith_testkit::Protocol::Anthropic).await
+            }
+            #[tokio::test]
+            async fn bedrock() {
+                super::$scenario(pith_testkit::Protocol::Bedrock).await
+            }
+        }
+    )+};
+}
+
 /// A read-only `read` tool that counts its runs and echoes the path it read (`words/N`
 /// reads as N words).
 pub struct ReadTool {
