@@ -60,30 +60,13 @@ pub const AWS_ACCESS_KEY: &str = "AKIDPITHTEST";
 /// failure names the protocol that broke.
 #[macro_export]
 macro_rules! for_each_protocol {
-    ($($scenario:ident),+ $(,)?) => {$(
-        mod $scenario {
-            #[tokio::test]
-            async fn openai_chat() {
-                super::$scenario(pith_testkit::Protocol::OpenAiChat).await
-            }
-            #[tokio::test]
-            async fn openai_responses() {
-                super::$scenario(pith_testkit::Protocol::OpenAiResponses).await
-            }
-            #[tokio::test]
-            async fn anthropic() {
-                super::$scenario(pith_testkit::Protocol::Anthropic).await
-            }
-            #[tokio::test]
-            async fn gemini() {
-                super::$scenario(pith_testkit::Protocol::Gemini).await
-            }
-            #[tokio::test]
-            async fn bedrock() {
-                super::$scenario(pith_testkit::Protocol::Bedrock).await
-            }
-        }
-    )+};
+    ($($scenario:ident),+ $(,)?) => {
+        $crate::tests_on_protocols!(
+            [openai_chat => OpenAiChat, openai_responses => OpenAiResponses,
+             anthropic => Anthropic, gemini => Gemini, bedrock => Bedrock]
+            $($scenario),+
+        );
+    };
 }
 
 /// [`for_each_protocol`] for the protocols whose requests carry cache breakpoints:
@@ -91,17 +74,27 @@ macro_rules! for_each_protocol {
 /// `cachePoint`; the others cache without markers).
 #[macro_export]
 macro_rules! for_each_breakpoint_protocol {
-    ($($scenario:ident),+ $(,)?) => {$(
+    ($($scenario:ident),+ $(,)?) => {
+        $crate::tests_on_protocols!([anthropic => Anthropic, bedrock => Bedrock] $($scenario),+);
+    };
+}
+
+/// The macros' one body: `mod $scenario { $name… }`, each `$name` a `#[tokio::test]`
+/// running `$scenario(Protocol::$protocol)`.
+#[macro_export]
+macro_rules! tests_on_protocols {
+    (@one [$($name:ident => $protocol:ident),+ $(,)?] $scenario:ident) => {
         mod $scenario {
-            #[tokio::test]
-            async fn anthropic() {
-                super::$scenario(pith_testkit::Protocol::Anthropic).await
-            }
-            #[tokio::test]
-            async fn bedrock() {
-                super::$scenario(pith_testkit::Protocol::Bedrock).await
-            }
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$scenario(pith_testkit::Protocol::$protocol).await
+                }
+            )+
         }
+    };
+    ($protocols:tt $($scenario:ident),+) => {$(
+        $crate::tests_on_protocols!(@one $protocols $scenario);
     )+};
 }
 
